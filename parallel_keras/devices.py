@@ -1,0 +1,273 @@
+"""Devices: simulated devices and the rule that maps GPU ids onto them.
+
+Everything in parallel_keras names devices the way legacy scripts did
+(`gpus=4`, `'/gpu:1'`). On a machine with GPUs those names mean what they say.
+On a machine without GPUs, `simulate_devices(n)` splits the host CPU into `n`
+logical devices, and GPU id `i` then maps to simulated CPU device `i`, so a
+script written for a multi-GPU box rehearses on a laptop with the same
+structure. `multi_gpu_model` and `parallel_keras.device` share this one rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+import threading
+
+from absl import logging
+import tensorflow as tf
+
+_LOGGED = set()
+_LOG_LOCK = threading.Lock()
+
+
+def _log_once(message: str) -> None:
+    with _LOG_LOCK:
+        if message in _LOGGED:
+            return
+        _LOGGED.add(message)
+    logging.info(message)
+
+
+def simulate_devices(
+    n: int, device_type: str = "CPU", memory_limit_mb: int = 1024
+) -> list[str]:
+    """Splits the host CPU (or GPU 0) into `n` logical devices.
+
+    TensorFlow fixes its devices the first time it uses them, so this must run
+    before anything else touches TensorFlow devices (first line of a script,
+    first cell of a notebook, a pytest `conftest.py`).
+
+    Args:
+        n: Number of logical devices to create, >= 1.
+        device_type: `"CPU"` to split the first CPU, `"GPU"` to split the
+            first GPU. Defaults to `"CPU"`.
+        memory_limit_mb: Memory limit of each logical GPU, in MiB. Ignored for
+            CPU. Defaults to 1024.
+
+    Returns:
+        The names of the logical devices of that type, e.g.
+        `['/device:CPU:0', '/device:CPU:1']`.
+
+    Raises:
+        ValueError: If `n` is not a positive integer, `device_type` is
+            neither CPU nor GPU, or the machine has no device of that type.
+        RuntimeError: If TensorFlow already initialized its devices with a
+            different configuration.
+
+    Example:
+
+    >>> import parallel_keras
+    >>> parallel_keras.simulate_devices(4)  # doctest: +SKIP
+    ['/device:CPU:0', '/device:CPU:1', '/device:CPU:2', '/device:CPU:3']
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(
+            "simulate_devices needs a positive integer number of devices. "
+            f"Received: n={n!r}. Pass e.g. n=4."
+        )
+    device_type = str(device_type).upper()
+    if device_type not in ("CPU", "GPU"):
+        raise ValueError(
+            "simulate_devices can split a CPU or a GPU. "
+            f"Received: device_type={device_type!r}. Use 'CPU' or 'GPU'."
+        )
+    physical = tf.config.list_physical_devices(device_type)
+    if not physical:
+        raise ValueError(
+            f"simulate_devices(device_type={device_type!r}) needs a physical "
+            f"{device_type}, and this machine has none. Use device_type='CPU'."
+        )
+    if device_type == "GPU":
+        config = [
+            tf.config.LogicalDeviceConfiguration(memory_limit=memory_limit_mb)
+            for _ in range(n)
+        ]
+    else:
+        config = [tf.config.LogicalDeviceConfiguration() for _ in range(n)]
+    try:
+        tf.config.set_logical_device_configuration(physical[0], config)
+    except RuntimeError as error:
+        existing = tf.config.list_logical_devices(device_type)
+        if len(existing) == n:
+            return [device.name for device in existing]
+        raise RuntimeError(
+            "simulate_devices must be called before TensorFlow initializes "
+            f"its devices. Received: n={n}, but this process already has "
+            f"{len(existing)} logical {device_type} device(s): "
+            f"{[device.name for device in existing]}. Call "
+            "parallel_keras.simulate_devices(n) first, before building any "
+            "model or tensor (in a notebook, restart the kernel)."
+        ) from error
+    names = [device.name for device in tf.config.list_logical_devices(device_type)]
+    _log_once(f"parallel_keras: simulating {n} logical {device_type} devices.")
+    return names
+
+
+def gpus_are_simulated() -> bool:
+    """True when there is no GPU and GPU ids map to simulated CPU devices."""
+    return (
+        not tf.config.list_logical_devices("GPU")
+        and len(tf.config.list_logical_devices("CPU")) > 1
+    )
+
+
+def available_devices() -> list[str]:
+    """Every logical device of this process, as short lowercase names."""
+    return [_short_name(device.name) for device in tf.config.list_logical_devices()]
+
+
+def _short_name(name: str) -> str:
+    spec = tf.DeviceSpec.from_string(name)
+    return f"/{spec.device_type.lower()}:{spec.device_index or 0}"
+
+
+def _full_name(device_type: str, index: int) -> str:
+    return f"/job:localhost/replica:0/task:0/device:{device_type.upper()}:{index}"
+
+
+def resolve_device(name: str) -> str:
+    """Maps a device name written for GPUs onto this machine's devices.
+
+    `'/gpu:i'` stays GPU i where GPUs exist, and becomes simulated CPU device
+    `i` where there is no GPU but `simulate_devices` made logical CPUs.
+
+    Args:
+        name: A device string such as `'/gpu:1'`, `'/device:GPU:1'` or
+            `'/cpu:0'`.
+
+    Returns:
+        The fully qualified local device name,
+        e.g. `'/job:localhost/replica:0/task:0/device:CPU:1'`.
+
+    Raises:
+        TypeError: If `name` is not a string.
+        ValueError: If `name` is malformed or names a device that does not
+            exist; the message lists the devices that do.
+    """
+    if not isinstance(name, str):
+        raise TypeError(
+            f"A device must be a string such as '/gpu:0'. Received: {name!r}."
+        )
+    try:
+        spec = tf.DeviceSpec.from_string(name)
+    except (ValueError, TypeError) as error:
+        raise ValueError(
+            f"Malformed device string. Received: {name!r}. Use the form "
+            "'/gpu:0', '/device:GPU:0' or '/cpu:0'."
+        ) from error
+    if spec.device_type is None:
+        raise ValueError(
+            f"A device string must name a device type. Received: {name!r}. "
+            "Use the form '/gpu:0' or '/cpu:0'."
+        )
+    device_type = spec.device_type.upper()
+    index = spec.device_index or 0
+    if device_type == "GPU" and gpus_are_simulated():
+        _log_once(
+            "parallel_keras: no GPU on this machine; GPU ids map to the "
+            "simulated CPU devices made by simulate_devices()."
+        )
+        device_type = "CPU"
+    present = len(tf.config.list_logical_devices(device_type))
+    if index >= present:
+        raise ValueError(
+            f"Device {name!r} does not exist on this machine. Available "
+            f"devices: {available_devices()}. Use one of those, or call "
+            "parallel_keras.simulate_devices(n) first to rehearse on CPU."
+        )
+    return _full_name(device_type, index)
+
+
+def replica_devices(gpus: int | Sequence[int] | Sequence[str] | None) -> list[str]:
+    """The devices `multi_gpu_model(model, gpus)` replicates on.
+
+    Follows the legacy `keras.utils.multi_gpu_model` rules for `gpus`, with
+    GPU ids mapped onto simulated CPU devices when the machine has no GPU.
+
+    Args:
+        gpus: `None` for every GPU, an int >= 2, a list of GPU ids, or a list
+            of device strings.
+
+    Returns:
+        Fully qualified device names, one per replica.
+
+    Raises:
+        TypeError: If `gpus` has the wrong type.
+        ValueError: If `gpus` asks for fewer than 2 devices, has duplicates or
+            negative ids, or names devices this machine does not have.
+    """
+    simulated = gpus_are_simulated()
+    physical_gpus = len(tf.config.list_logical_devices("GPU"))
+    usable = physical_gpus or (
+        len(tf.config.list_logical_devices("CPU")) if simulated else 0
+    )
+    no_devices_hint = (
+        " This machine has no GPU: call parallel_keras.simulate_devices(n) "
+        "first to rehearse on n simulated CPU devices."
+        if not physical_gpus and not simulated
+        else ""
+    )
+    if gpus is None:
+        if usable < 2:
+            raise ValueError(
+                "multi_gpu_model with gpus=None replicates on every GPU and "
+                "needs at least 2. Received: gpus=None, and this machine has "
+                f"{physical_gpus} GPU(s).{no_devices_hint}"
+            )
+        gpus = usable
+    if isinstance(gpus, bool) or not isinstance(gpus, (int, list, tuple)):
+        raise TypeError(
+            "multi_gpu_model's `gpus` must be an int >= 2, a list of GPU ids "
+            f"or a list of device strings. Received: gpus={gpus!r} of type "
+            f"{type(gpus).__name__}."
+        )
+    if isinstance(gpus, int):
+        if gpus <= 1:
+            raise ValueError(
+                "For multi-gpu usage to be effective, call `multi_gpu_model` "
+                f"with `gpus >= 2`. Received: `gpus={gpus}`. To train on one "
+                "device, use the template model directly."
+                + (no_devices_hint if gpus == 0 else "")
+            )
+        requested = [f"/gpu:{i}" for i in range(gpus)]
+    else:
+        if len(gpus) <= 1:
+            raise ValueError(
+                "For multi-gpu usage to be effective, call `multi_gpu_model` "
+                f"with `len(gpus) >= 2`. Received: `gpus={list(gpus)}`. To "
+                "train on one device, use the template model directly."
+            )
+        requested = []
+        for entry in gpus:
+            if isinstance(entry, bool) or not isinstance(entry, (int, str)):
+                raise TypeError(
+                    "Each entry of `gpus` must be a GPU id (int) or a device "
+                    f"string. Received: gpus={list(gpus)!r}."
+                )
+            if isinstance(entry, int):
+                if entry < 0:
+                    raise ValueError(
+                        "GPU ids must be >= 0. Received: "
+                        f"gpus={list(gpus)}. Use ids such as [0, 1]."
+                    )
+                requested.append(f"/gpu:{entry}")
+            else:
+                requested.append(entry)
+    resolved = []
+    for name in requested:
+        try:
+            resolved.append(resolve_device(name))
+        except ValueError as error:
+            expected = ["/cpu:0"] + requested
+            raise ValueError(
+                f"To call `multi_gpu_model` with `gpus={gpus}`, we expect the "
+                f"following devices to be available: {expected}. However this "
+                f"machine only has: {available_devices()}. Try reducing "
+                f"`gpus`.{no_devices_hint or ' Or list only devices that exist.'}"
+            ) from error
+    if len(set(resolved)) != len(resolved):
+        raise ValueError(
+            "Each replica needs its own device, but `gpus` names one device "
+            f"more than once. Received: gpus={gpus!r}. Remove the duplicates."
+        )
+    return resolved
