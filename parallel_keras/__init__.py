@@ -17,21 +17,48 @@ _EXPORTS = {
     "simulate_devices": "parallel_keras.devices",
     "multi_gpu_model": "parallel_keras.data_parallel.multi_gpu_model",
     "ParallelModel": "parallel_keras.data_parallel.parallel_model",
+    # Saving, checkpoints and legacy files (issue 3) go below this line.
+    "callbacks": "parallel_keras.callbacks",  # A submodule: the module itself.
+    "ParallelModelCheckpoint": "parallel_keras.callbacks",
+    "load_weights": "parallel_keras.saving.weights",
+    "load_legacy_weights": "parallel_keras.saving.legacy",
+    # Device placement (issue 4) goes below this line.
+    "device": "parallel_keras.placement",
+    "placement": "parallel_keras.placement",
+    "place_branches": "parallel_keras.placement",
+    "clear_placement": "parallel_keras.placement",
+    "LayerCallPlacement": "parallel_keras.placement",
+    # Multi-worker (issue 5) goes below this line.
+    "write_path": "parallel_keras.multi_worker.writes",
+    "BackupAndRestore": "parallel_keras.multi_worker.backup",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from parallel_keras.data_parallel.multi_gpu_model import multi_gpu_model
+    from parallel_keras import callbacks
+    from parallel_keras.callbacks import ParallelModelCheckpoint
     from parallel_keras.data_parallel.parallel_model import ParallelModel
     from parallel_keras.devices import simulate_devices
+    from parallel_keras.placement import LayerCallPlacement
+    from parallel_keras.placement import clear_placement
+    from parallel_keras.placement import device
+    from parallel_keras.placement import place_branches
+    from parallel_keras.placement import placement
+    from parallel_keras.saving.legacy import load_legacy_weights
+    from parallel_keras.saving.weights import load_weights
+    from parallel_keras.multi_worker.backup import BackupAndRestore
+    from parallel_keras.multi_worker.writes import write_path
 
 
 def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'parallel_keras' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    imported = importlib.import_module(module)
+    # A submodule export ("callbacks") maps to the module itself.
+    value = imported if module == f"{__name__}.{name}" else getattr(imported, name)
     globals()[name] = value
     return value
 

@@ -11,6 +11,9 @@ from absl.flags import argparse_flags
 # Subcommand name -> module defining `add_parser(subparsers)`.
 SUBCOMMANDS = {
     "demo": "parallel_keras.cli.demo",
+    "convert": "parallel_keras.cli.convert",
+    "launch": "parallel_keras.cli.launch",
+    "migrate": "parallel_keras.cli.migrate",
 }
 
 

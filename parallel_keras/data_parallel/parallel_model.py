@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from parallel_keras import _internals
@@ -120,17 +121,51 @@ class ParallelModel(_internals.SymbolicBuildFromLocalReplica, keras.Model):
         self._ensure_current()
         return super().predict(*args, **kwargs)
 
-    def train_on_batch(self, *args, **kwargs):
-        self._ensure_current()
-        return super().train_on_batch(*args, **kwargs)
+    # Keras's `*_on_batch` hand the whole batch to every replica (and
+    # `predict_on_batch` then returns it once per replica). Splitting the
+    # batch first gives each replica its slice, as `fit` does.
 
-    def test_on_batch(self, *args, **kwargs):
+    def train_on_batch(
+        self, x, y=None, sample_weight=None, class_weight=None, return_dict=False
+    ):
         self._ensure_current()
-        return super().test_on_batch(*args, **kwargs)
+        if class_weight is not None:
+            if sample_weight is not None:
+                raise ValueError(
+                    "Pass `sample_weight` or `class_weight`, not both. Received: "
+                    f"sample_weight={sample_weight}, class_weight={class_weight}."
+                )
+            sample_weight = _class_weight_to_sample_weight(y, class_weight)
+        x, y, sample_weight = self._split_batch(x, y, sample_weight)
+        return super().train_on_batch(
+            x, y, sample_weight=sample_weight, return_dict=return_dict
+        )
 
-    def predict_on_batch(self, *args, **kwargs):
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         self._ensure_current()
-        return super().predict_on_batch(*args, **kwargs)
+        x, y, sample_weight = self._split_batch(x, y, sample_weight)
+        return super().test_on_batch(
+            x, y, sample_weight=sample_weight, return_dict=return_dict
+        )
+
+    def predict_on_batch(self, x):
+        self._ensure_current()
+        (x,) = self._split_batch(x)
+        return super().predict_on_batch(x)
+
+    def _split_batch(self, *parts):
+        """One global batch as per-replica values (None parts stay None)."""
+        present = tuple(part for part in parts if part is not None)
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = (
+            tf.data.experimental.AutoShardPolicy.OFF
+        )
+        dataset = tf.data.Dataset.from_tensors(present).with_options(options)
+        distributed = next(
+            iter(self._strategy.experimental_distribute_dataset(dataset))
+        )
+        values = iter(distributed)
+        return tuple(None if part is None else next(values) for part in parts)
 
     def _ensure_current(self) -> None:
         owner = _internals.model_strategy(self._template)
@@ -146,17 +181,33 @@ class ParallelModel(_internals.SymbolicBuildFromLocalReplica, keras.Model):
 
     # The template is what gets saved, summarized and looked up.
 
-    def save(self, filepath, *args, **kwargs) -> None:
-        """Saves the template (shared weights), loadable on one device."""
-        return self._template.save(filepath, *args, **kwargs)
+    def save(self, filepath, overwrite=True, **kwargs) -> None:
+        """Saves the template (shared weights) atomically, loadable on one device."""
+        from parallel_keras.saving import atomic  # pylint: disable=g-import-not-at-top
 
-    def save_weights(self, filepath, *args, **kwargs) -> None:
-        """Saves the template's weights, loadable into the template."""
-        return self._template.save_weights(filepath, *args, **kwargs)
+        atomic.save_model(self._template, filepath, overwrite=overwrite, **kwargs)
 
-    def load_weights(self, filepath, *args, **kwargs) -> None:
-        """Loads weights saved from the template (or this model)."""
-        return self._template.load_weights(filepath, *args, **kwargs)
+    def save_weights(self, filepath, overwrite=True, **kwargs) -> None:
+        """Saves the template's weights atomically (`.weights.h5` or `.h5`)."""
+        from parallel_keras.saving import atomic  # pylint: disable=g-import-not-at-top
+
+        atomic.save_weights(self._template, filepath, overwrite=overwrite, **kwargs)
+
+    def load_weights(self, filepath, skip_mismatch=False, **kwargs) -> None:
+        """Loads weights into the template; on a mismatch changes nothing.
+
+        Also reads Keras 2 files written from a legacy `multi_gpu_model`
+        (see `parallel_keras.load_weights`).
+        """
+        from parallel_keras.saving import weights  # pylint: disable=g-import-not-at-top
+
+        weights.load_weights(
+            self._template,
+            filepath,
+            by_name=kwargs.pop("by_name", False),
+            skip_mismatch=skip_mismatch,
+            **kwargs,
+        )
 
     def summary(self, *args, **kwargs) -> None:
         return self._template.summary(*args, **kwargs)
@@ -184,6 +235,15 @@ class ParallelModel(_internals.SymbolicBuildFromLocalReplica, keras.Model):
             f"strategy={strategies.describe(self._strategy)} "
             f"params={self._template.count_params():,}>"
         )
+
+
+def _class_weight_to_sample_weight(y, class_weight: dict) -> np.ndarray:
+    labels = np.asarray(y)
+    if labels.ndim > 1 and labels.shape[-1] > 1:
+        labels = labels.argmax(axis=-1)
+    return np.array(
+        [class_weight[int(label)] for label in labels.reshape(-1)], "float32"
+    )
 
 
 def adopt_optimizer(

@@ -24,6 +24,7 @@ import threading
 import tensorflow as tf
 
 from parallel_keras import _internals
+from parallel_keras.multi_worker import cluster as multi_worker_cluster
 
 _CACHE: dict[tuple, tf.distribute.Strategy] = {}
 _LOCK = threading.Lock()
@@ -44,6 +45,10 @@ def replication_strategy(
     Returns:
         A `tf.distribute.Strategy` with one replica per device.
     """
+    # Multi-worker (issue 5): a TF_CONFIG cluster replicates on every worker.
+    cluster_strategy = multi_worker_cluster.multi_worker_strategy_or_none(replica_devices)
+    if cluster_strategy is not None:
+        return cluster_strategy
     key = (tuple(replica_devices), bool(cpu_merge), bool(cpu_relocation))
     with _LOCK:
         strategy = _CACHE.get(key)

@@ -54,3 +54,4 @@ def run_python(
             f"--- stdout ---\n{process.stdout}\n--- stderr ---\n{process.stderr}"
         )
     return process
+from parallel_keras.testing.op_devices import record_op_devices  # noqa: E402,F401

@@ -1,0 +1,142 @@
+"""One measurement in its own process: build, warm up, time, report.
+
+TensorFlow fixes its devices when it first uses them, so each
+(model, mode, replicas) run gets a fresh process whose first act is to
+simulate its devices; a fresh process also makes the peak RSS that run's own.
+
+Usage (the runner does this; the spec is `RunSpec.to_json()` plus settings):
+
+    python -m benchmarks.suite.worker SPEC_JSON RESULT_PATH
+
+It writes one JSON object to RESULT_PATH (under multi-worker, worker `i > 0`
+writes RESULT_PATH.worker<i>) and exits 0, or prints the error and exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+
+if __package__ in (None, ""):
+    # Started as a file (e.g. by `parallel-keras launch`), not with -m.
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+
+from benchmarks.suite import datasets  # noqa: E402
+from benchmarks.suite import models  # noqa: E402
+from benchmarks.suite import modes  # noqa: E402
+
+
+def _task_index() -> int:
+    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    return int(config.get("task", {}).get("index", 0))
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The `fraction` quantile of `values`, by linear interpolation."""
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * fraction
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def measure(spec: dict) -> dict:
+    """Runs one measurement described by `spec`; returns the raw record."""
+    import keras
+    import tensorflow as tf
+
+    import parallel_keras
+
+    simulated = False
+    if spec["mode"] != modes.MULTI_WORKER and not tf.config.list_physical_devices("GPU"):
+        parallel_keras.simulate_devices(spec["simulated_devices"])
+        simulated = True
+    keras.utils.set_random_seed(0)
+
+    dataset_spec = datasets.DatasetSpec(**spec["dataset"])
+    input_spec = models.InputSpec(**{**spec["input"], "shape": tuple(spec["input"]["shape"])})
+    prepared = modes.setup(spec["mode"], spec["model"], input_spec, spec["replicas"])
+    dataset = datasets.make_dataset(
+        spec["model"], dataset_spec, input_spec, spec["global_batch_size"],
+        data_dir=spec.get("data_dir"),
+    )
+
+    step_times: list[float] = []
+
+    class StepTimer(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            self._start = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            # Reading the loss waits for the step to finish on the device
+            # (GPU execution is asynchronous).
+            if logs and "loss" in logs:
+                float(logs["loss"])
+            step_times.append(time.perf_counter() - self._start)
+
+    warmup, steps = spec["warmup_steps"], spec["steps"]
+    history = prepared.model.fit(
+        dataset,
+        epochs=1,
+        steps_per_epoch=warmup + steps,
+        verbose=0,
+        callbacks=[StepTimer()],
+    )
+    timed = step_times[warmup:]
+    if len(timed) != steps:
+        raise RuntimeError(
+            f"Expected {steps} timed steps after {warmup} warm-up steps. "
+            f"Received: {len(step_times)} steps in total."
+        )
+    losses = history.history.get("loss", [float("nan")])
+    # ru_maxrss is in KiB on Linux.
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "step_time_median_s": statistics.median(timed),
+        "step_time_p90_s": percentile(timed, 0.9),
+        "samples_per_s": spec["global_batch_size"] * len(timed) / sum(timed),
+        "setup_s": prepared.setup_s,
+        "peak_rss_mb": peak_rss_mb,
+        "devices": list(prepared.devices),
+        "simulated": simulated,
+        "gpus": [device.name for device in tf.config.list_physical_devices("GPU")],
+        "final_loss": float(losses[-1]),
+        "tf_version": tf.__version__,
+        "keras_version": keras.__version__,
+    }
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    spec = json.loads(argv[1])
+    result_path = argv[2]
+    index = _task_index()
+    if index:
+        result_path = f"{result_path}.worker{index}"
+    try:
+        record = measure(spec)
+    except Exception as error:  # Reported to the parent, which keeps going.
+        record = {"error": f"{type(error).__name__}: {error}"}
+        print(record["error"], file=sys.stderr)
+        _write(result_path, record)
+        return 1
+    _write(result_path, record)
+    return 0
+
+
+def _write(path: str, record: dict) -> None:
+    temporary = f"{path}.tmp"
+    with open(temporary, "w") as stream:
+        json.dump(record, stream)
+    os.replace(temporary, path)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,213 @@
+"""Checkpoints for parallel runs: Keras 2's `period`, atomic, through the template.
+
+`ModelCheckpoint` is Keras 3's callback with the Keras 2 signature
+(`period` in 7th place) so legacy callback code runs unchanged; every file
+is written atomically, the folder is checked before training starts, and a
+`ParallelModel` is saved through its template. `ParallelModelCheckpoint` is
+the class the seeds define by hand, with their exact signature.
+"""
+
+from __future__ import annotations
+
+import os
+
+from absl import logging
+import keras
+
+from parallel_keras import _internals
+from parallel_keras.saving import atomic
+
+# Keras 3's constructor validates the suffix for its own formats only; the
+# real path (possibly `.hdf5`, as in legacy scripts) is validated here.
+_PLACEHOLDER_WEIGHTS = "placeholder.weights.h5"
+_PLACEHOLDER_MODEL = "placeholder.keras"
+_WEIGHTS_SUFFIXES = (".weights.h5", ".h5", ".hdf5")
+_MODEL_SUFFIXES = (".keras", ".h5", ".hdf5")
+
+
+class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
+    """Saves the model or its weights during `fit`; Keras 2 and 3 arguments.
+
+    Behaves as `keras.callbacks.ModelCheckpoint` (formatted paths such as
+    `"{epoch:02d}-{val_loss:.4f}.keras"`, `save_best_only`, `monitor`,
+    `mode`, `save_freq`), plus:
+
+    * `period`: the Keras 2 argument, in its Keras 2 position: save every
+      `period` epochs.
+    * Every file is written to a temporary file in the same folder and
+      renamed into place, so a process killed mid-save leaves the previous
+      checkpoint intact.
+    * The folder is created and checked for writing when training starts,
+      not after the first epoch.
+    * A `ParallelModel` is saved through its template (or through `template`
+      when given), so every file loads on one device.
+    * `.h5`/`.hdf5` paths work with `save_weights_only=True` (legacy layout).
+
+    Args:
+        filepath: Path of the file, may contain `{epoch}` and log fields.
+        monitor: The quantity `save_best_only` compares. Defaults to
+            "val_loss".
+        verbose: 1 prints a line per save. Defaults to 0.
+        save_best_only: Save only when `monitor` improves. Defaults to False.
+        save_weights_only: Save weights (`.weights.h5`, `.h5`) instead of
+            the whole model (`.keras`, `.h5`). Defaults to False.
+        mode: "auto", "min" or "max". Defaults to "auto".
+        period: Save every `period` epochs (Keras 2). Defaults to 1.
+        save_freq: "epoch", or save every this many batches (Keras 3; then
+            `period` must be 1). Defaults to "epoch".
+        initial_value_threshold: Best value to beat at start. Defaults to
+            None.
+        template: The model to save instead of the one being trained.
+            Defaults to None (the trained model, or its template).
+
+    Raises:
+        ValueError: If the suffix does not fit `save_weights_only`, `period`
+            is not a positive int, or, when training starts, the folder is
+            not writable.
+
+    Example:
+
+    >>> from parallel_keras.callbacks import ModelCheckpoint
+    >>> checkpoint = ModelCheckpoint("ckpt-{epoch:02d}.keras", period=2)
+    """
+
+    def __init__(
+        self,
+        filepath: str | os.PathLike,
+        monitor: str = "val_loss",
+        verbose: int = 0,
+        save_best_only: bool = False,
+        save_weights_only: bool = False,
+        mode: str = "auto",
+        period: int = 1,
+        *,
+        save_freq: str | int = "epoch",
+        initial_value_threshold: float | None = None,
+        template: keras.Model | None = None,
+    ):
+        path = os.fspath(filepath)
+        suffixes = _WEIGHTS_SUFFIXES if save_weights_only else _MODEL_SUFFIXES
+        if not path.endswith(suffixes):
+            raise ValueError(
+                "A checkpoint path must end in "
+                f"{' or '.join(suffixes)} when save_weights_only="
+                f"{save_weights_only}. Received: filepath={path!r}. Change "
+                "the suffix (`.keras` for models, `.weights.h5` for weights)."
+            )
+        if isinstance(period, bool) or not isinstance(period, int) or period < 1:
+            raise ValueError(
+                "`period` is the number of epochs between saves, an int >= 1. "
+                f"Received: period={period!r}."
+            )
+        if period != 1 and save_freq != "epoch":
+            raise ValueError(
+                "Pass either `period` (epochs, Keras 2) or an integer "
+                "`save_freq` (batches, Keras 3), not both. Received: "
+                f"period={period}, save_freq={save_freq!r}."
+            )
+        super().__init__(
+            _PLACEHOLDER_WEIGHTS if save_weights_only else _PLACEHOLDER_MODEL,
+            monitor=monitor,
+            verbose=verbose,
+            save_best_only=save_best_only,
+            save_weights_only=save_weights_only,
+            mode=mode,
+            save_freq=save_freq,
+            initial_value_threshold=initial_value_threshold,
+        )
+        self.filepath = path
+        self.period = period
+        self.template = template
+        self._epochs_since_last_save = 0
+
+    def on_train_begin(self, logs=None):
+        atomic.check_writable_folder(self.filepath)
+        trained = self.model
+        if (
+            self.template is not None
+            and isinstance(getattr(trained, "template", None), keras.Model)
+            and atomic.saving_target(self.template) is not trained.template
+        ):
+            raise ValueError(
+                "A checkpoint's template must be the model being trained, or "
+                "its template: otherwise it saves weights that fit never "
+                f"changes. Received: template {self.template.name!r} while "
+                f"training a parallel model of {trained.template.name!r}. "
+                "Pass the model given to multi_gpu_model."
+            )
+        super().on_train_begin(logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._epochs_since_last_save += 1
+        if self._epochs_since_last_save < self.period:
+            return
+        self._epochs_since_last_save = 0
+        super().on_epoch_end(epoch, logs)
+
+    def write_checkpoint(self, filepath: str, epoch: int) -> None:
+        """Writes one checkpoint atomically, through the template."""
+        target = atomic.saving_target(self.template or self.model)
+        folder = os.path.dirname(filepath)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        if self.save_weights_only:
+            atomic.save_weights(target, filepath, overwrite=True)
+        else:
+            atomic.save_model(target, filepath, overwrite=True)
+        logging.info("Epoch %d: saved %s to %s", epoch + 1, target.name, filepath)
+
+
+class ParallelModelCheckpoint(ModelCheckpoint):
+    """The seeds' `ParallelModelCheckpoint`: saves the template during `fit`.
+
+    Legacy scripts defined this class by hand to make `ModelCheckpoint` save
+    the template instead of the `multi_gpu_model` parallel model. Same
+    signature and argument order; `period=N` saves every N epochs, and the
+    writes are atomic.
+
+    Args:
+        model: The template (the model passed to `multi_gpu_model`).
+        filepath: Path of the file, may contain `{epoch}` and log fields.
+        monitor: Defaults to "val_loss".
+        verbose: Defaults to 0.
+        save_best_only: Defaults to False.
+        save_weights_only: Defaults to False.
+        mode: Defaults to "auto".
+        period: Save every `period` epochs. Defaults to 1.
+
+    Example:
+
+    >>> import keras, parallel_keras
+    >>> template = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    >>> checkpoint = parallel_keras.ParallelModelCheckpoint(
+    ...     template, "unet-{epoch:02d}.hdf5", monitor="val_loss", mode="min")
+    """
+
+    def __init__(
+        self,
+        model: keras.Model,
+        filepath: str | os.PathLike,
+        monitor: str = "val_loss",
+        verbose: int = 0,
+        save_best_only: bool = False,
+        save_weights_only: bool = False,
+        mode: str = "auto",
+        period: int = 1,
+    ):
+        if not isinstance(model, keras.Model):
+            raise TypeError(
+                "ParallelModelCheckpoint's first argument is the template "
+                f"model to save. Received: model of type {type(model).__name__}. "
+                "Pass the model given to multi_gpu_model, then the filepath."
+            )
+        self.single_model = atomic.saving_target(model)
+        super().__init__(
+            filepath,
+            monitor,
+            verbose,
+            save_best_only,
+            save_weights_only,
+            mode,
+            period,
+            template=self.single_model,
+        )

@@ -1,0 +1,353 @@
+"""The migration engine: one pass over a file's syntax tree, rules plug in.
+
+A file is parsed once with LibCST (which keeps every comment and space). Each
+rule module contributes a `Rule`: `visit_<Node>` hooks run in a read-only scan
+of the original tree (to learn, e.g., which names hold layers), then
+`leave_<Node>` hooks rewrite the tree in a single transform. Both passes see
+the original tree's metadata, so every change and flag is reported at its
+line in the original file. Imports the rewrites need are added last.
+
+Nothing here imports TensorFlow or Keras, and the user's code is never run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+from typing import Any
+
+import libcst as cst
+from libcst import metadata
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+
+from parallel_keras.migrate import report as report_lib
+from parallel_keras.migrate import syntax
+
+# Comments the migration writes into the code start with this, so a second
+# run recognizes them and adds nothing (idempotence).
+NOTE_PREFIX = "# parallel-keras migrate: "
+
+_STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+
+
+class MigrationError(ValueError):
+    """A file that cannot be migrated (it does not parse)."""
+
+
+class Rule:
+    """Base class of a rewrite family.
+
+    Subclasses define `visit_<NodeType>(ctx, node)` hooks for the scan and
+    `leave_<NodeType>(ctx, original, updated)` hooks for the rewrite; a
+    `leave_` hook returns the (possibly new) updated node. `finish_scan(ctx)`
+    runs between the two passes.
+    """
+
+    name = "rule"
+
+    def finish_scan(self, ctx: Context) -> None:
+        """Runs after the scan, before the rewrite."""
+
+
+class Context:
+    """What rules share while one file is migrated."""
+
+    def __init__(self, rules: list[Rule], path: str):
+        self.rules = rules
+        self.report = report_lib.FileReport(path)
+        self.required_imports: list[str] = []
+        # Module-level `NAME = "literal"` assignments: name -> literal node,
+        # or None when the name is assigned more than once.
+        self.string_constants: dict[str, cst.CSTNode | None] = {}
+        # Names bound to the keras module at module level (`import keras`,
+        # `from tensorflow import keras`).
+        self.keras_names: list[str] = []
+        # Original literal node -> (new literal, rule, message, note): path
+        # suffix fixes decided during the scan, applied during the rewrite.
+        self.literal_renames: dict[cst.CSTNode, tuple] = {}
+        # Free-form state a rule shares with another rule.
+        self.shared: dict[str, Any] = {}
+        self._owner: cst.MetadataDependent | None = None
+        self._notes: list[list[str]] = []
+
+    # -- Reading the original tree ----------------------------------------
+
+    def line(self, node: cst.CSTNode) -> int:
+        """Line of `node` in the original file."""
+        position = self._owner.get_metadata(metadata.PositionProvider, node, None)
+        return position.start.line if position is not None else 0
+
+    def qualified_name(self, node: cst.CSTNode) -> str | None:
+        """The name `node` refers to, imports resolved, e.g. `keras.utils.x`.
+
+        `tf.keras.x` and `tensorflow.keras.x` come back as `keras.x`. A name
+        no import binds (snippets) falls back to its dotted text with the
+        conventional roots (`tf`, `K`) expanded.
+        """
+        names = self._owner.get_metadata(
+            metadata.QualifiedNameProvider, node, set()
+        )
+        if names:
+            imported = [
+                name
+                for name in names
+                if name.source == metadata.QualifiedNameSource.IMPORT
+            ]
+            chosen = sorted(name.name for name in (imported or names))[0]
+            return syntax.canonical_name(chosen)
+        return syntax.canonical_name(syntax.fallback_name(node))
+
+    # -- Recording ---------------------------------------------------------
+
+    def change(
+        self, node: cst.CSTNode, rule: str, message: str, note: str | None = None
+    ) -> None:
+        """Records a rewrite at `node`'s line; `note` also goes in the code."""
+        self.report.changes.append(report_lib.Change(self.line(node), rule, message))
+        if note and self._notes:
+            self._notes[-1].append(note)
+
+    def flag(self, node: cst.CSTNode, rule: str, message: str, action: str) -> None:
+        """Records an item for a person; the action also goes in the code."""
+        self.report.flags.append(
+            report_lib.Flag(self.line(node), rule, message, action)
+        )
+        if self._notes:
+            self._notes[-1].append(action)
+
+    def require_import(self, module: str) -> None:
+        """Makes sure the rewritten file has `import <module>`."""
+        if module not in self.required_imports:
+            self.required_imports.append(module)
+
+    def keras_module(self) -> str:
+        """A name bound to the keras module, importing keras if none is."""
+        if self.keras_names:
+            return self.keras_names[0]
+        self.require_import("keras")
+        return "keras"
+
+
+class _Scanner(cst.CSTVisitor):
+    METADATA_DEPENDENCIES = (
+        metadata.PositionProvider,
+        metadata.QualifiedNameProvider,
+    )
+
+    def __init__(self, ctx: Context):
+        super().__init__()
+        self._ctx = ctx
+        self._depth = 0
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self._ctx._owner = self
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self._depth += 1
+        elif self._depth == 0:
+            self._record_module_level(node)
+        name = f"visit_{type(node).__name__}"
+        for rule in self._ctx.rules:
+            hook = getattr(rule, name, None)
+            if hook is not None:
+                hook(self._ctx, node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if isinstance(original_node, (cst.FunctionDef, cst.ClassDef)):
+            self._depth -= 1
+
+    def _record_module_level(self, node: cst.CSTNode) -> None:
+        ctx = self._ctx
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    name = target.target.value
+                    literal = node.value
+                    if syntax.string_text(literal) is None or name in ctx.string_constants:
+                        ctx.string_constants[name] = None
+                    else:
+                        ctx.string_constants[name] = literal
+        elif isinstance(node, cst.Import):
+            for alias in node.names:
+                if syntax.dotted(alias.name) == "keras":
+                    ctx.keras_names.append(
+                        alias.asname.name.value if alias.asname else "keras"
+                    )
+        elif isinstance(node, cst.ImportFrom) and node.module is not None:
+            if isinstance(node.names, cst.ImportStar):
+                return
+            if syntax.dotted(node.module) == "tensorflow":
+                for alias in node.names:
+                    if syntax.dotted(alias.name) == "keras":
+                        ctx.keras_names.append(
+                            alias.asname.name.value if alias.asname else "keras"
+                        )
+
+
+class _Transformer(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (
+        metadata.PositionProvider,
+        metadata.QualifiedNameProvider,
+    )
+
+    def __init__(self, ctx: Context):
+        super().__init__()
+        self._ctx = ctx
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self._ctx._owner = self
+        if isinstance(node, _STATEMENT_TYPES):
+            self._ctx._notes.append([])
+        return True
+
+    def on_leave(self, original_node, updated_node):
+        ctx = self._ctx
+        ctx._owner = self
+        node_type = type(original_node)
+        name = f"leave_{node_type.__name__}"
+        for rule in ctx.rules:
+            if not isinstance(updated_node, node_type):
+                break
+            hook = getattr(rule, name, None)
+            if hook is not None:
+                updated_node = hook(ctx, original_node, updated_node)
+        if original_node in ctx.literal_renames and isinstance(
+            updated_node, (cst.SimpleString, cst.FormattedString)
+        ):
+            updated_node, rule, message, note = ctx.literal_renames[original_node]
+            ctx.change(original_node, rule, message, note=note)
+        if isinstance(original_node, _STATEMENT_TYPES):
+            notes = ctx._notes.pop()
+            updated_node = _with_notes(updated_node, notes)
+        return updated_node
+
+
+def _with_notes(statement, notes: list[str]):
+    """Adds each note as comment lines above `statement`, once."""
+    if not notes or not hasattr(statement, "leading_lines"):
+        return statement
+    leading = list(statement.leading_lines)
+    existing = {line.comment.value for line in leading if line.comment is not None}
+    for note in dict.fromkeys(notes):
+        wrapped = textwrap.wrap(
+            note, width=72, initial_indent=NOTE_PREFIX, subsequent_indent="#   "
+        )
+        if wrapped[0] in existing:
+            continue
+        leading.extend(
+            cst.EmptyLine(indent=True, comment=cst.Comment(text)) for text in wrapped
+        )
+    return statement.with_changes(leading_lines=leading)
+
+
+@dataclasses.dataclass
+class MigrationResult:
+    """The rewritten source of one file and its report.
+
+    Args:
+        source: The original text.
+        migrated: The rewritten text (equal to `source` when nothing changed).
+        report: Changes and flags.
+    """
+
+    source: str
+    migrated: str
+    report: report_lib.FileReport
+
+    @property
+    def changed(self) -> bool:
+        """Whether the rewritten text differs from the original."""
+        return self.source != self.migrated
+
+
+def default_rules() -> list[Rule]:
+    """Every rewrite family, in the order they apply to a node."""
+    # Imported here so each rule module can import this one.
+    from parallel_keras.migrate import checkpoints
+    from parallel_keras.migrate import devices
+    from parallel_keras.migrate import multi_gpu
+    from parallel_keras.migrate import optimizers
+    from parallel_keras.migrate import saving
+    from parallel_keras.migrate import sessions
+    from parallel_keras.migrate import template_savers
+    from parallel_keras.migrate import training_api
+
+    return [
+        multi_gpu.MultiGpuModelRule(),
+        template_savers.TemplateSaverRule(),
+        checkpoints.CheckpointRule(),
+        optimizers.OptimizerRule(),
+        training_api.GeneratorMethodsRule(),
+        saving.SavePathRule(),
+        devices.DeviceScopeRule(),
+        sessions.SessionRule(),
+    ]
+
+
+def migrate_source(
+    source: str, path: str = "<string>", rules: list[Rule] | None = None
+) -> MigrationResult:
+    """Rewrites one legacy Keras 2 script's text for Keras 3 + parallel_keras.
+
+    Args:
+        source: The script's text.
+        path: Name used in the report and in errors. Defaults to "<string>".
+        rules: Rewrite families to apply. Defaults to `default_rules()`.
+
+    Returns:
+        A `MigrationResult` with the new text and the report.
+
+    Raises:
+        MigrationError: If `source` does not parse as Python; the message
+            gives the line and column.
+
+    Example:
+
+    >>> result = migrate_source("from keras.utils import multi_gpu_model\\n")
+    >>> result.migrated
+    'from parallel_keras import multi_gpu_model\\n'
+    """
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        raise MigrationError(
+            f"{path} is not valid Python: line {error.raw_line}, column "
+            f"{error.raw_column + 1}: {error.message}. Fix the syntax error "
+            "(or run the file with its own Python version to see it) and "
+            "migrate again."
+        ) from error
+    ctx = Context(rules if rules is not None else default_rules(), path)
+    wrapper = metadata.MetadataWrapper(module)
+    wrapper.visit(_Scanner(ctx))
+    for rule in ctx.rules:
+        rule.finish_scan(ctx)
+    ctx._owner = None
+    migrated = wrapper.visit(_Transformer(ctx))
+    if ctx.required_imports:
+        migrated = _add_imports(migrated, ctx)
+    ctx.report.sort()
+    return MigrationResult(source, migrated.code, ctx.report)
+
+
+def _add_imports(module: cst.Module, ctx: Context) -> cst.Module:
+    codemod_context = CodemodContext()
+    modules = ctx.required_imports
+    # `import parallel_keras.callbacks` also binds `parallel_keras`.
+    if "parallel_keras.callbacks" in modules:
+        modules = [name for name in modules if name != "parallel_keras"]
+    before = set(module.code.splitlines())
+    for name in modules:
+        AddImportsVisitor.add_needed_import(codemod_context, name)
+    module = AddImportsVisitor(codemod_context).transform_module(module)
+    for number, text in enumerate(module.code.splitlines(), start=1):
+        if text.startswith("import ") and text not in before:
+            ctx.report.changes.append(
+                report_lib.Change(
+                    number,
+                    "imports",
+                    f"added `{text}` for the rewritten names",
+                    in_output=True,
+                )
+            )
+    return module

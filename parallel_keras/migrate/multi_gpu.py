@@ -1,0 +1,128 @@
+"""Rewrite: every import and use of `multi_gpu_model` goes to parallel_keras.
+
+Keras 2 shipped `multi_gpu_model` in `keras.utils` (re-exported from
+`keras.utils.training_utils` in 2.0-2.1 and `keras.utils.multi_gpu_utils`
+later, and as `tf.keras.utils.multi_gpu_model` until TF 2.4). TensorFlow's
+`tf_upgrade_v2` never rewrote it. `parallel_keras.multi_gpu_model` has the
+same signature, so only the name's origin changes.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from parallel_keras.migrate import engine
+from parallel_keras.migrate import syntax
+
+RULE = "multi_gpu_model"
+
+# Canonical modules (see syntax.canonical_name) that held multi_gpu_model.
+LEGACY_MODULES = frozenset(
+    {"keras.utils", "keras.utils.training_utils", "keras.utils.multi_gpu_utils"}
+)
+_SUBMODULES = frozenset(LEGACY_MODULES - {"keras.utils"})
+LEGACY_NAMES = frozenset(f"{module}.multi_gpu_model" for module in LEGACY_MODULES)
+_REASON = (
+    "Keras 3 has no multi_gpu_model; parallel_keras.multi_gpu_model is the "
+    "same function on tf.distribute"
+)
+
+
+class MultiGpuModelRule(engine.Rule):
+    """`from keras.utils import multi_gpu_model` -> `from parallel_keras ...`."""
+
+    name = RULE
+
+    def visit_ImportAlias(self, ctx, node):
+        # Aliases (`import multi_gpu_model as mgm`) let other rules recognize
+        # calls by their local name.
+        if syntax.dotted(node.name) == "multi_gpu_model" and node.asname is not None:
+            names = ctx.shared.setdefault("multi_gpu_names", set())
+            names.add(node.asname.name.value)
+
+    def leave_SimpleStatementLine(self, ctx, original, updated):
+        if len(updated.body) != 1:
+            return updated
+        statement = updated.body[0]
+        if isinstance(statement, cst.ImportFrom):
+            return self._import_from(ctx, original, updated, statement)
+        if isinstance(statement, cst.Import):
+            return self._import(ctx, original, updated, statement)
+        return updated
+
+    def _import_from(self, ctx, original, updated, statement):
+        if statement.relative or statement.module is None:
+            return updated
+        if isinstance(statement.names, cst.ImportStar):
+            return updated
+        module = syntax.canonical_name(syntax.dotted(statement.module))
+        if module not in LEGACY_MODULES:
+            return updated
+        moved = [a for a in statement.names if syntax.dotted(a.name) == "multi_gpu_model"]
+        if not moved:
+            return updated
+        kept = [a for a in statement.names if a not in moved]
+        ctx.change(
+            original,
+            RULE,
+            f"`from {syntax.dotted(statement.module)} import multi_gpu_model` -> "
+            f"`from parallel_keras import multi_gpu_model`: {_REASON}",
+        )
+        new_module = syntax.expression("parallel_keras")
+        if not kept:
+            return updated.with_changes(
+                body=[statement.with_changes(module=new_module)]
+            )
+        last_comma = statement.names[-1].comma
+        kept[-1] = kept[-1].with_changes(comma=last_comma)
+        if statement.lpar is None:
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        moved = [alias.with_changes(comma=cst.MaybeSentinel.DEFAULT) for alias in moved]
+        moved = [
+            alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            for alias in moved[:-1]
+        ] + moved[-1:]
+        remaining = updated.with_changes(body=[statement.with_changes(names=kept)])
+        added = cst.SimpleStatementLine(
+            body=[cst.ImportFrom(module=new_module, names=moved)]
+        )
+        return cst.FlattenSentinel([remaining, added])
+
+    def _import(self, ctx, original, updated, statement):
+        # `import keras.utils.training_utils [as tu]`: the module is gone in
+        # Keras 3. With an alias, `import parallel_keras as tu` keeps
+        # `tu.multi_gpu_model` working; without one the statement only has
+        # to keep binding its root package (uses are rewritten below).
+        names = list(statement.names)
+        touched = False
+        for index, alias in enumerate(names):
+            full = syntax.dotted(alias.name)
+            if syntax.canonical_name(full) not in _SUBMODULES:
+                continue
+            touched = True
+            if alias.asname is not None:
+                new_name = syntax.expression("parallel_keras")
+            else:
+                new_name = cst.Name(full.split(".")[0])
+            names[index] = alias.with_changes(name=new_name)
+            ctx.change(
+                original,
+                RULE,
+                f"`import {full}` -> `import {syntax.dotted(new_name)}`: the "
+                "module does not exist in Keras 3",
+            )
+        if not touched:
+            return updated
+        return updated.with_changes(body=[statement.with_changes(names=names)])
+
+    def leave_Attribute(self, ctx, original, updated):
+        if ctx.qualified_name(original) not in LEGACY_NAMES:
+            return updated
+        ctx.require_import("parallel_keras")
+        ctx.change(
+            original,
+            RULE,
+            f"`{syntax.dotted(original)}` -> `parallel_keras.multi_gpu_model`: "
+            f"{_REASON}",
+        )
+        return syntax.expression("parallel_keras.multi_gpu_model")

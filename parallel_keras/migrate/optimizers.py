@@ -1,0 +1,155 @@
+"""Rewrite: Keras 2 optimizer arguments (`lr=`, `decay=`, positional order).
+
+Keras 3 rejects `lr=` and ignores `decay=` with only a warning, so a script
+that relied on Keras 2's time decay silently trains with a constant rate.
+Keras 2 applied `lr / (1 + decay * iterations)`, which is exactly
+`InverseTimeDecay(lr, decay_steps=1, decay_rate=decay)`. Keras 2 positional
+arguments (`SGD(0.01, 0.9, 1e-6, True)` = lr, momentum, decay, nesterov) are
+passed by keyword first, since Keras 3's order differs.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from parallel_keras.migrate import engine
+from parallel_keras.migrate import syntax
+
+RULE = "optimizers"
+
+# Keras 2.2-2.3 signatures (keras/optimizers.py) and default learning rates.
+LEGACY_SIGNATURES = {
+    "SGD": ("lr", "momentum", "decay", "nesterov"),
+    "RMSprop": ("lr", "rho", "epsilon", "decay"),
+    "Adagrad": ("lr", "epsilon", "decay"),
+    "Adadelta": ("lr", "rho", "epsilon", "decay"),
+    "Adam": ("lr", "beta_1", "beta_2", "epsilon", "decay", "amsgrad"),
+    "Adamax": ("lr", "beta_1", "beta_2", "epsilon", "decay"),
+    "Nadam": ("lr", "beta_1", "beta_2", "epsilon", "schedule_decay"),
+}
+LEGACY_DEFAULT_LR = {
+    "SGD": "0.01",
+    "RMSprop": "0.001",
+    "Adagrad": "0.01",
+    "Adadelta": "1.0",
+    "Adam": "0.001",
+    "Adamax": "0.002",
+    "Nadam": "0.002",
+}
+_SETS_LR = frozenset(
+    {"keras.callbacks.ReduceLROnPlateau", "keras.callbacks.LearningRateScheduler"}
+)
+
+
+def _optimizer_class(ctx: engine.Context, call: cst.Call) -> str | None:
+    qualified = ctx.qualified_name(call.func) or ""
+    module, _, name = qualified.rpartition(".")
+    if module in ("keras.optimizers", "keras.optimizers.legacy") and name in LEGACY_SIGNATURES:
+        return name
+    return None
+
+
+class OptimizerRule(engine.Rule):
+    """`Adam(lr=a, decay=d)` -> `Adam(learning_rate=InverseTimeDecay(a, ...))`."""
+
+    name = RULE
+
+    def visit_Call(self, ctx, node):
+        if _optimizer_class(ctx, node) is None:
+            return
+        legacy, _ = syntax.keywordize(node, LEGACY_SIGNATURES[_optimizer_class(ctx, node)])
+        decay = syntax.keyword(legacy, "decay")
+        if decay is not None and not syntax.is_zero(decay.value):
+            ctx.shared["uses_decay"] = True
+
+    def leave_Call(self, ctx, original, updated):
+        if ctx.qualified_name(original.func) in _SETS_LR and ctx.shared.get("uses_decay"):
+            ctx.flag(
+                original,
+                RULE,
+                "this callback sets the learning rate, and the optimizer's "
+                "`decay` became a learning-rate schedule, which Keras 3 does "
+                "not let callbacks overwrite",
+                "keep the schedule and drop this callback, or drop the "
+                "schedule (pass a float learning_rate) to keep the callback.",
+            )
+        name = _optimizer_class(ctx, original)
+        if name is None or syntax.has_star(updated):
+            return updated
+        messages = []
+        if len(syntax.positional(updated)) > 1:
+            updated, named = syntax.keywordize(updated, LEGACY_SIGNATURES[name])
+            messages.append(
+                f"passed {', '.join(named)} by keyword (Keras 3 reordered the "
+                "positional arguments)"
+            )
+        lr = syntax.keyword(updated, "lr")
+        if lr is not None:
+            if syntax.keyword(updated, "learning_rate") is not None:
+                ctx.flag(original, RULE, f"{name} gets both lr= and learning_rate=",
+                         "remove lr= (Keras 3 only knows learning_rate=).")
+                return updated
+            updated = updated.with_changes(
+                args=[
+                    arg.with_changes(keyword=cst.Name("learning_rate")) if arg is lr else arg
+                    for arg in updated.args
+                ]
+            )
+            messages.append("`lr=` -> `learning_rate=` (Keras 3 rejects lr=)")
+        decay = syntax.keyword(updated, "decay")
+        if decay is not None:
+            updated = syntax.remove_args(updated, [decay])
+            if syntax.is_zero(decay.value):
+                messages.append("removed `decay=0` (no decay; Keras 3 rejects the argument)")
+            else:
+                updated = self._decay_schedule(ctx, name, updated, decay.value)
+                messages.append(
+                    "`decay=d` -> learning_rate=InverseTimeDecay(lr, "
+                    "decay_steps=1, decay_rate=d): Keras 2's lr / (1 + d * "
+                    "iterations); Keras 3 ignores decay= with only a warning"
+                )
+        if syntax.keyword(updated, "schedule_decay") is not None:
+            ctx.flag(original, RULE, "Nadam's `schedule_decay` does not exist in Keras 3",
+                     "remove schedule_decay= (Keras 3's Nadam has a fixed momentum schedule).")
+        if messages:
+            ctx.change(original, RULE, f"{name}: " + "; ".join(messages))
+        return updated
+
+    def _decay_schedule(self, ctx, name, call, decay_value):
+        keras_module = ctx.keras_module()
+        learning_rate = syntax.keyword(call, "learning_rate")
+        positional = syntax.positional(call)
+        if learning_rate is not None:
+            initial = learning_rate.value
+        elif positional:
+            initial = positional[0].value
+        else:
+            initial = syntax.expression(LEGACY_DEFAULT_LR[name])
+        schedule = cst.Call(
+            func=syntax.expression(f"{keras_module}.optimizers.schedules.InverseTimeDecay"),
+            args=[
+                cst.Arg(initial, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                syntax.make_arg("decay_steps", cst.Integer("1")).with_changes(
+                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                ),
+                syntax.make_arg("decay_rate", decay_value),
+            ],
+        )
+        if learning_rate is not None:
+            new_args = [
+                arg.with_changes(value=schedule) if arg is learning_rate else arg
+                for arg in call.args
+            ]
+        elif positional:
+            new_args = [
+                arg.with_changes(value=schedule) if arg is positional[0] else arg
+                for arg in call.args
+            ]
+        else:
+            new_arg = syntax.make_arg("learning_rate", schedule)
+            if call.args:
+                new_arg = new_arg.with_changes(
+                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                )
+            new_args = [new_arg, *call.args]
+        return call.with_changes(args=new_args)

@@ -1,0 +1,125 @@
+"""What `parallel-keras migrate` did to each file, and what a person must do.
+
+Every rewrite records a `Change` (line, what, why) and every pattern that
+cannot be rewritten safely records a `Flag` (line, what, what to do). Line
+numbers refer to the original file, so the report reads next to the diff.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """One rewrite.
+
+    Args:
+        line: Line in the original file (in the rewritten file for added
+            imports, see `in_output`).
+        rule: Short name of the rewrite family, e.g. `"optimizers"`.
+        message: What changed and why.
+        in_output: True when `line` counts lines of the rewritten file.
+            Defaults to False.
+    """
+
+    line: int
+    rule: str
+    message: str
+    in_output: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """A pattern left as it was that needs a person.
+
+    Args:
+        line: Line in the original file.
+        rule: Short name of the rewrite family.
+        message: What was found.
+        action: What to do about it.
+    """
+
+    line: int
+    rule: str
+    message: str
+    action: str
+
+
+@dataclasses.dataclass
+class FileReport:
+    """Changes and flags for one file, or the error that stopped it.
+
+    Args:
+        path: The file, as given on the command line.
+        changes: Rewrites, in line order. Defaults to empty.
+        flags: Items left for a person, in line order. Defaults to empty.
+        error: Why the file was not migrated (it was left untouched).
+            Defaults to None.
+    """
+
+    path: str
+    changes: list[Change] = dataclasses.field(default_factory=list)
+    flags: list[Flag] = dataclasses.field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the file was parsed and migrated."""
+        return self.error is None
+
+    def sort(self) -> None:
+        """Orders changes and flags by line."""
+        self.changes.sort(key=lambda change: (change.in_output, change.line))
+        self.flags.sort(key=lambda flag: flag.line)
+
+
+def format_report(reports: list[FileReport]) -> str:
+    """Renders reports as the text printed after the diff.
+
+    Args:
+        reports: One report per file, in the order the files were given.
+
+    Returns:
+        Plain text, one block per file and a summary line.
+
+    Example:
+
+    >>> report = FileReport("train.py", [Change(3, "optimizers", "lr= -> learning_rate=")])
+    >>> print(format_report([report]))
+    train.py: 1 change, 0 flagged
+      line 3: [optimizers] lr= -> learning_rate=
+    <BLANKLINE>
+    1 file: 1 change, 0 flagged, 0 errors
+    """
+    blocks = []
+    for report in reports:
+        if report.error is not None:
+            blocks.append(f"{report.path}: ERROR, left untouched: {report.error}")
+            continue
+        header = (
+            f"{report.path}: {_plural(len(report.changes), 'change')}, "
+            f"{len(report.flags)} flagged"
+        )
+        lines = [header]
+        for change in report.changes:
+            where = f"line {change.line}"
+            if change.in_output:
+                where += " of the rewritten file"
+            lines.append(f"  {where}: [{change.rule}] {change.message}")
+        for flag in report.flags:
+            lines.append(f"  line {flag.line}: FLAGGED [{flag.rule}] {flag.message}")
+            lines.append(f"    what to do: {flag.action}")
+        blocks.append("\n".join(lines))
+    changes = sum(len(report.changes) for report in reports)
+    flags = sum(len(report.flags) for report in reports)
+    errors = sum(1 for report in reports if report.error is not None)
+    blocks.append(
+        f"\n{_plural(len(reports), 'file')}: {_plural(changes, 'change')}, "
+        f"{flags} flagged, {errors} errors"
+    )
+    return "\n".join(blocks)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

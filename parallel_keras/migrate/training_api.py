@@ -1,0 +1,100 @@
+"""Rewrite: the `*_generator` training methods that Keras 3 removed.
+
+`fit_generator`, `evaluate_generator` and `predict_generator` became `fit`,
+`evaluate` and `predict`, which take generators and `keras.utils.Sequence`
+objects directly. Their positional order differs (`fit_generator(gen,
+steps_per_epoch, epochs)` vs `fit(x, y, batch_size)`), so positional
+arguments are passed by keyword. `workers`, `use_multiprocessing` and
+`max_queue_size` moved to `keras.utils.PyDataset`'s constructor: they are
+dropped, and flagged when they asked for parallel loading.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from parallel_keras.migrate import engine
+from parallel_keras.migrate import syntax
+
+RULE = "generator methods"
+
+# Keras 2.2-2.3 signatures (keras/engine/training.py).
+LEGACY_SIGNATURES = {
+    "fit_generator": (
+        "generator", "steps_per_epoch", "epochs", "verbose", "callbacks",
+        "validation_data", "validation_steps", "validation_freq",
+        "class_weight", "max_queue_size", "workers", "use_multiprocessing",
+        "shuffle", "initial_epoch",
+    ),
+    "evaluate_generator": (
+        "generator", "steps", "callbacks", "max_queue_size", "workers",
+        "use_multiprocessing", "verbose",
+    ),
+    "predict_generator": (
+        "generator", "steps", "callbacks", "max_queue_size", "workers",
+        "use_multiprocessing", "verbose",
+    ),
+}
+_LOADER_ARGUMENTS = ("max_queue_size", "workers", "use_multiprocessing")
+_REMOVED_PREDICTORS = {
+    "predict_classes": "np.argmax(model.predict(x), axis=-1) for softmax outputs, "
+    "or (model.predict(x) > 0.5).astype('int32') for a sigmoid output",
+    "predict_proba": "model.predict(x)",
+}
+
+
+class GeneratorMethodsRule(engine.Rule):
+    """`model.fit_generator(gen, 10, 2)` -> `model.fit(gen, steps_per_epoch=10, epochs=2)`."""
+
+    name = RULE
+
+    def leave_Call(self, ctx, original, updated):
+        method = syntax.method_name(updated)
+        if method in _REMOVED_PREDICTORS:
+            ctx.flag(original, RULE, f"`{method}` was removed in TF 2.6",
+                     f"use {_REMOVED_PREDICTORS[method]}.")
+            return updated
+        if method not in LEGACY_SIGNATURES or syntax.has_star(updated):
+            return updated
+        new_method = method[: -len("_generator")]
+        updated, named = syntax.keywordize(updated, LEGACY_SIGNATURES[method])
+        generator = syntax.keyword(updated, "generator")
+        if generator is not None:
+            updated = updated.with_changes(
+                args=[
+                    arg.with_changes(keyword=cst.Name("x")) if arg is generator else arg
+                    for arg in updated.args
+                ]
+            )
+        dropped = [syntax.keyword(updated, name) for name in _LOADER_ARGUMENTS]
+        dropped = [arg for arg in dropped if arg is not None]
+        parallel_loading = any(
+            (arg.keyword.value == "workers" and not (
+                isinstance(arg.value, cst.Integer) and int(arg.value.value) <= 1))
+            or (arg.keyword.value == "use_multiprocessing"
+                and not syntax.is_literal_false(arg.value))
+            for arg in dropped
+        )
+        if dropped:
+            updated = syntax.remove_args(updated, dropped)
+        message = f"`{method}` -> `{new_method}` (Keras 3 removed {method})"
+        if named:
+            message += f"; passed {', '.join(named)} by keyword"
+        if dropped:
+            message += (
+                f"; removed {', '.join(arg.keyword.value for arg in dropped)} "
+                "(now arguments of keras.utils.PyDataset)"
+            )
+        ctx.change(original, RULE, message)
+        if parallel_loading:
+            ctx.flag(
+                original,
+                RULE,
+                "the generator was read with several workers or processes",
+                "to keep parallel loading, make the generator a "
+                "keras.utils.PyDataset subclass and pass workers=/"
+                "use_multiprocessing= to its super().__init__().",
+            )
+        return updated.with_changes(
+            func=updated.func.with_changes(attr=cst.Name(new_method))
+        )

@@ -1,0 +1,68 @@
+"""What each worker process started by `parallel-keras launch` runs.
+
+`python -m parallel_keras.multi_worker.bootstrap script.py [args...]`
+creates the multi-worker strategy before anything else touches TensorFlow
+(it must come first, see `cluster.initialize`), then runs the script as
+`__main__` with its own arguments, exactly as `python script.py args` would.
+
+A worker whose peers died fails inside a collective once the collective
+timeout expires; that error is turned into a one-line explanation and exit
+code `LOST_PEER_EXIT_CODE`, instead of a long TensorFlow traceback or a hang.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+LOST_PEER_EXIT_CODE = 75  # EX_TEMPFAIL: another attempt may succeed.
+
+
+def _lost_peer_errors():
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    return (
+        tf.errors.DeadlineExceededError,
+        tf.errors.UnavailableError,
+        tf.errors.AbortedError,
+        tf.errors.CancelledError,
+    )
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2:
+        sys.stderr.write(
+            "usage: python -m parallel_keras.multi_worker.bootstrap script.py "
+            "[args...]\n"
+        )
+        return 2
+    script, script_args = argv[1], argv[2:]
+    from parallel_keras.multi_worker import cluster  # pylint: disable=g-import-not-at-top
+    from parallel_keras.multi_worker import writes  # pylint: disable=g-import-not-at-top
+
+    cluster.initialize()
+    info = cluster.worker_info()
+    sys.argv = [script, *script_args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except _lost_peer_errors() as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        sys.stderr.write(
+            f"parallel_keras: worker {info.worker_index} lost contact with the "
+            "other workers (one of them died or stopped responding within "
+            f"the collective timeout of {cluster.collective_timeout():.0f} s). "
+            f"{type(error).__name__}: {first_line[:300]}\n"
+        )
+        return LOST_PEER_EXIT_CODE
+    finally:
+        writes.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.exit(code)

@@ -1,0 +1,101 @@
+"""Only the chief writes: where each worker's files go.
+
+In multi-worker training every worker runs the same script, so every worker
+reaches each `save`, checkpoint and TensorBoard call. The TF multi-worker
+guide's rule: the chief writes the real file; the other workers write the
+same file into a temporary folder of their own, removed at the end (they
+must still run the call, since saving may involve collectives). On one
+machine `write_path` returns its argument unchanged.
+
+Example:
+
+    from parallel_keras.multi_worker import writes
+    checkpoint = keras.callbacks.ModelCheckpoint(
+        writes.write_path("checkpoints/{epoch:02d}.keras"))
+    ...
+    parallel_model.save(writes.write_path("model.keras"))
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+import threading
+
+from absl import logging
+
+from parallel_keras.multi_worker import cluster
+
+WORKER_TEMP_ROOT_ENV = "PARALLEL_KERAS_WORKER_TEMP_ROOT"
+
+_LOCK = threading.Lock()
+_TEMP_DIR: str | None = None
+
+
+def is_chief() -> bool:
+    """Whether this process writes the files the user sees.
+
+    True on one machine, and on the chief (or worker 0 when the cluster has
+    no chief) of a multi-worker cluster.
+    """
+    strategy = cluster.current_strategy()
+    if strategy is not None:
+        return bool(strategy.extended.should_checkpoint)
+    return cluster.worker_info().is_chief
+
+
+def worker_temp_dir() -> str:
+    """This non-chief worker's temporary folder, created on first use.
+
+    Removed when the process exits (`cleanup`).
+    """
+    global _TEMP_DIR
+    with _LOCK:
+        if _TEMP_DIR is None or not os.path.isdir(_TEMP_DIR):
+            index = cluster.worker_info().worker_index
+            # Under `parallel-keras launch` the folder lives in one the
+            # launcher removes, so it goes even when this worker is killed.
+            parent = os.environ.get(WORKER_TEMP_ROOT_ENV) or None
+            _TEMP_DIR = tempfile.mkdtemp(
+                prefix=f"parallel_keras_worker{index}_", dir=parent
+            )
+            atexit.register(cleanup)
+        return _TEMP_DIR
+
+
+def write_path(filepath: str | os.PathLike) -> str:
+    """Where this worker writes `filepath`.
+
+    Args:
+        filepath: The path the user wants written (file or folder; Keras
+            format placeholders such as `{epoch}` are kept).
+
+    Returns:
+        `filepath` itself on the chief (and on one machine); on other
+        workers the same name inside `worker_temp_dir()`.
+
+    Example:
+
+    >>> from parallel_keras.multi_worker import writes
+    >>> writes.write_path("model.keras")  # on one machine
+    'model.keras'
+    """
+    filepath = os.fspath(filepath)
+    if is_chief():
+        return filepath
+    parent = os.path.basename(os.path.dirname(os.path.abspath(filepath)))
+    target = os.path.join(worker_temp_dir(), parent, os.path.basename(filepath))
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    return target
+
+
+def cleanup() -> None:
+    """Removes this worker's temporary folder (safe to call repeatedly)."""
+    global _TEMP_DIR
+    with _LOCK:
+        folder, _TEMP_DIR = _TEMP_DIR, None
+    if folder and os.path.isdir(folder):
+        shutil.rmtree(folder, ignore_errors=True)
+        logging.info("parallel_keras: removed worker temporary folder %s", folder)

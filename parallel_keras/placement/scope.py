@@ -1,0 +1,91 @@
+"""`parallel_keras.device`: a `tf.device` that a functional model remembers.
+
+Legacy device-parallel scripts build a model with `with tf.device('/gpu:0'):`
+around one branch and `'/gpu:1'` around another. Keras 3 replays layer calls
+outside those scopes, so the placement is silently lost. `device` is the
+drop-in replacement: it is `tf.device` (variables and eager ops inside it land
+on the device) and it also records each layer call made inside it while a
+functional model is built, which `runtime` then replays on that device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import contextlib
+import threading
+
+import tensorflow as tf
+
+from parallel_keras import _internals
+from parallel_keras import devices
+from parallel_keras.placement import runtime
+
+_scopes = threading.local()
+
+
+def _open_scopes() -> list[str]:
+    if not hasattr(_scopes, "names"):
+        _scopes.names = []
+    return _scopes.names
+
+
+def current_device() -> str | None:
+    """The device of the innermost open `parallel_keras.device` scope."""
+    names = _open_scopes()
+    return names[-1] if names else None
+
+
+@contextlib.contextmanager
+def device(name: str) -> Iterator[None]:
+    """Places ops like `tf.device`, and layer calls of a functional model too.
+
+    Layer calls made inside this scope while building a functional model run
+    on `name` whenever the built model runs: eager calls, `predict`,
+    `evaluate` and `fit`'s compiled train step, and after a `.keras`
+    save/load with parallel_keras imported. A layer shared across scopes runs
+    each call on that call's device with one set of weights. The innermost
+    scope wins; calls outside any scope keep default placement. On a machine
+    without GPUs where `simulate_devices(n)` made logical CPU devices,
+    `'/gpu:i'` means simulated CPU device `i`.
+
+    Args:
+        name: A device string such as `'/gpu:1'`, `'/device:GPU:1'` or
+            `'/cpu:0'`.
+
+    Yields:
+        None.
+
+    Raises:
+        TypeError: If `name` is not a string.
+        ValueError: If `name` is malformed or names a device this machine
+            does not have (the message lists the devices it has).
+
+    Example:
+
+    >>> import keras, parallel_keras
+    >>> input_a, input_b = keras.Input((10, 8)), keras.Input((10, 8))
+    >>> shared_lstm = keras.layers.LSTM(4)
+    >>> with parallel_keras.device('/cpu:0'):
+    ...     encoded_a = shared_lstm(input_a)
+    >>> encoded_b = shared_lstm(input_b)
+    >>> model = keras.Model([input_a, input_b], [encoded_a, encoded_b])
+    >>> [call.device for call in parallel_keras.placement(model)]
+    ['/cpu:0', None]
+    """
+    resolved = devices.resolve_device(name)
+    names = _open_scopes()
+    with tf.device(resolved):
+        names.append(name)
+        try:
+            yield
+        finally:
+            names.pop()
+
+
+def _record_layer_call(node: object) -> None:
+    name = current_device()
+    if name is not None:
+        runtime.set_requested_device(node, name)
+
+
+_internals.install_node_created_hook(_record_layer_call)

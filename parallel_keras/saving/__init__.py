@@ -1,0 +1,11 @@
+"""Saving and loading: atomic writes, loads that never lie, legacy files.
+
+* `atomic`: every file is written beside its target and renamed into place,
+  so a killed process leaves the previous file intact.
+* `files`: what kind of file a path holds (Keras archive, Keras 3 weights,
+  legacy HDF5), with clear errors for missing, foreign or truncated files.
+* `weights`: `load_weights`, which checks a file against the model before
+  touching it and leaves the model unchanged on any mismatch.
+* `legacy`: Keras 2 HDF5 files, including those written from a
+  `multi_gpu_model` parallel model, matched to a template by layer name.
+"""

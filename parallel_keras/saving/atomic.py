@@ -1,0 +1,195 @@
+"""Atomic saves: write beside the target, then rename into place.
+
+A process killed in the middle of `model.save` leaves a half-written file;
+when that file is the only checkpoint, the run is lost. Here every file is
+written to a temporary sibling (same folder, so the same filesystem) and
+moved over the target with `os.replace`, which POSIX and Windows perform
+atomically: at every moment the target is either the previous complete file
+or the new complete file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Callable, Iterator
+
+from absl import logging
+import h5py
+import keras
+
+from parallel_keras import _internals
+
+# Keras picks the format from the suffix, so temporary names keep it.
+_SUFFIXES = (".weights.h5", ".keras", ".hdf5", ".h5")
+_LEGACY_SUFFIXES = (".h5", ".hdf5")
+
+
+def saving_target(model: keras.Model) -> keras.Model:
+    """The model whose file is written: a parallel model's template."""
+    return getattr(model, "template", model)
+
+
+def temporary_path(filepath: str | os.PathLike) -> str:
+    """A fresh hidden sibling of `filepath` with the same suffix."""
+    path = os.fspath(filepath)
+    folder, name = os.path.split(path)
+    suffix = next((s for s in _SUFFIXES if name.endswith(s)), "")
+    stem = name[: len(name) - len(suffix)] if suffix else name
+    token = f"{os.getpid()}-{secrets.token_hex(4)}"
+    return os.path.join(folder, f".{stem}.tmp-{token}{suffix}")
+
+
+@contextlib.contextmanager
+def atomic_path(filepath: str | os.PathLike) -> Iterator[str]:
+    """Yields a temporary path; on success moves it over `filepath`.
+
+    On any error the temporary file is removed and `filepath` is untouched.
+
+    Args:
+        filepath: The final path.
+
+    Yields:
+        The temporary path to write.
+    """
+    final = os.fspath(filepath)
+    temporary = temporary_path(final)
+    try:
+        yield temporary
+        _fsync_file(temporary)
+        os.replace(temporary, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        raise
+    _fsync_folder(os.path.dirname(final) or ".")
+
+
+def atomic_write(filepath: str | os.PathLike, write: Callable[[str], None]) -> None:
+    """Calls `write(temporary_path)` and renames the result onto `filepath`."""
+    with atomic_path(filepath) as temporary:
+        write(temporary)
+
+
+def save_model(
+    model: keras.Model, filepath: str | os.PathLike, overwrite: bool = True, **kwargs
+) -> None:
+    """`model.save(filepath)`, atomically, through a parallel model's template.
+
+    Args:
+        model: A Keras model or a `ParallelModel` (its template is saved).
+        filepath: A `.keras`, `.h5` or `.hdf5` path.
+        overwrite: Replace an existing file without asking. With False and
+            an existing file, Keras asks on the terminal as usual (that
+            write is not atomic). Defaults to True.
+        **kwargs: Passed to `keras.Model.save`.
+
+    Example:
+
+    >>> import keras, tempfile, os
+    >>> from parallel_keras.saving import atomic
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> atomic.save_model(model, os.path.join(tempfile.mkdtemp(), "m.keras"))
+    """
+    target = saving_target(model)
+    path = os.fspath(filepath)
+    if not overwrite and os.path.exists(path):
+        target.save(path, overwrite=False, **kwargs)
+        return
+    with atomic_path(path) as temporary:
+        target.save(temporary, overwrite=True, **kwargs)
+    logging.info("Saved model %s to %s", target.name, path)
+
+
+def save_weights(
+    model: keras.Model, filepath: str | os.PathLike, overwrite: bool = True, **kwargs
+) -> None:
+    """`model.save_weights(filepath)`, atomically, through the template.
+
+    Besides Keras 3's `.weights.h5`, a `.h5`/`.hdf5` path (what Keras 2
+    scripts pass) is written in the legacy layout Keras 3 still loads with
+    `model.load_weights`.
+
+    Args:
+        model: A Keras model or a `ParallelModel` (its template is saved).
+        filepath: A `.weights.h5`, `.h5` or `.hdf5` path.
+        overwrite: As for `save_model`. Defaults to True.
+        **kwargs: Passed to `keras.Model.save_weights`.
+    """
+    target = saving_target(model)
+    path = os.fspath(filepath)
+    if kwargs.get("max_shard_size") is not None:
+        # Sharded weights are several files; no single rename covers them.
+        target.save_weights(path, overwrite=overwrite, **kwargs)
+        return
+    legacy = path.endswith(_LEGACY_SUFFIXES) and not path.endswith(".weights.h5")
+    if not overwrite and os.path.exists(path):
+        if legacy:
+            raise ValueError(
+                "save_weights will not replace an existing file with "
+                f"overwrite=False. Received: filepath={path!r}, which exists. "
+                "Pass overwrite=True or another path."
+            )
+        target.save_weights(path, overwrite=False, **kwargs)
+        return
+    with atomic_path(path) as temporary:
+        if legacy:
+            with h5py.File(temporary, "w") as file:
+                _internals.save_legacy_h5_weights(file, target)
+        else:
+            target.save_weights(temporary, overwrite=True, **kwargs)
+    logging.info("Saved weights of %s to %s", target.name, path)
+
+
+def check_writable_folder(filepath: str | os.PathLike) -> str:
+    """Makes sure files can be created where `filepath` points.
+
+    `filepath` may hold format fields (`{epoch:02d}`); the folder checked is
+    the part before the first field. Missing folders are created.
+
+    Args:
+        filepath: A file path, possibly with format fields.
+
+    Returns:
+        The folder that was checked.
+
+    Raises:
+        ValueError: If the folder cannot be created or written.
+    """
+    path = os.fspath(filepath)
+    folder = os.path.dirname(path.split("{", 1)[0]) or "."
+    probe = None
+    try:
+        os.makedirs(folder, exist_ok=True)
+        probe = temporary_path(os.path.join(folder, "write-check"))
+        with open(probe, "wb") as file:
+            file.write(b"")
+    except OSError as error:
+        raise ValueError(
+            "Checkpoints need a folder this process can write. Received: "
+            f"filepath={path!r}, whose folder {folder!r} is not writable "
+            f"({error.strerror or error}). Pass a filepath in a writable "
+            "folder, or fix the folder's permissions."
+        ) from error
+    finally:
+        if probe is not None:
+            with contextlib.suppress(OSError):
+                os.remove(probe)
+    return folder
+
+
+def _fsync_file(path: str) -> None:
+    # Flush the new bytes to disk before the rename makes them the target,
+    # so a machine crash cannot leave the target pointing at empty blocks.
+    with open(path, "rb") as file:
+        os.fsync(file.fileno())
+
+
+def _fsync_folder(folder: str) -> None:
+    with contextlib.suppress(OSError):
+        descriptor = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)

@@ -1,0 +1,293 @@
+"""Keras 2 HDF5 weights, including files written from a multi_gpu_model.
+
+A Keras 2 HDF5 file lists its layers in the `layer_names` attribute; each
+layer's group lists its weights in `weight_names` (`dense_1/kernel:0`). A
+file written from a `multi_gpu_model` *parallel* model (its `save_weights`,
+`save`, or a legacy `ModelCheckpoint` on it) lists the inputs, the weightless
+`lambda_*` slicing layers, ONE group named after the template (`model_1`,
+`sequential_1`) holding every weight of the template, and weightless
+concatenate layers. Inside that group Keras 2 listed all trainable weights
+first and all non-trainable ones after, so BatchNormalization moving
+statistics and frozen layers come last: loading it by position is what gave
+seed 001's "axes don't match array".
+
+Here the weights are regrouped by the layer named in each weight name and
+matched to the template's layers by name, never by their place in that
+list. Nothing stored in the file is evaluated: the `model_config` attribute
+(which holds marshalled bytecode for Lambda layers) is never read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+
+from absl import logging
+import h5py
+import keras
+import numpy as np
+
+from parallel_keras.saving import files
+from parallel_keras.saving import weights as weights_lib
+
+_SUFFIX_NUMBER = re.compile(r"^(.*?)(?:_(\d+))?$")
+_TENSOR_INDEX = re.compile(r":\d+$")
+
+
+@dataclasses.dataclass
+class LegacyLayer:
+    """One layer's weights as stored in a legacy file."""
+
+    name: str
+    weight_names: list[str]
+    values: list[np.ndarray]
+
+    @property
+    def shapes(self) -> list[tuple[int, ...]]:
+        return [tuple(value.shape) for value in self.values]
+
+
+@dataclasses.dataclass
+class LegacyWeightsFile:
+    """The weights of a legacy HDF5 file, grouped by layer."""
+
+    path: str
+    keras_version: str
+    layers: list[LegacyLayer]
+    # True when some group held other layers' weights: a parallel model's
+    # template group, or a nested model. Their layer order is not kept.
+    nested: bool
+
+
+def read_legacy_file(filepath: str | os.PathLike) -> LegacyWeightsFile:
+    """Reads the weights of a legacy (Keras 2 layout) HDF5 file.
+
+    Args:
+        filepath: A `.h5`/`.hdf5` file written by Keras 2 (`save_weights` or
+            `save`, from a single or a `multi_gpu_model` parallel model) or
+            by Keras 3 with an `.h5` suffix.
+
+    Returns:
+        A `LegacyWeightsFile`.
+
+    Raises:
+        ValueError: If the file is missing, not HDF5, truncated, or not in
+            the legacy Keras layout.
+    """
+    path = os.fspath(filepath)
+    kind = files.describe(path)
+    if kind is not files.FileKind.LEGACY_HDF5:
+        raise ValueError(
+            "load_legacy_weights reads Keras 2 HDF5 files (with a "
+            f"`layer_names` attribute). Received: filepath={path!r}, a "
+            f"{kind.value} file. Load it with parallel_keras.load_weights."
+        )
+    by_layer: dict[str, LegacyLayer] = {}
+    nested = False
+    try:
+        with h5py.File(path, "r") as file:
+            root = file["model_weights"] if "model_weights" in file else file
+            version = _text(root.attrs.get("keras_version", file.attrs.get("keras_version", "")))
+            for group_name in _attribute_list(root, "layer_names"):
+                group = root[group_name]
+                for weight_name in _attribute_list(group, "weight_names"):
+                    layer_name, short_name = _split_weight_name(weight_name, group_name)
+                    nested |= layer_name != group_name
+                    layer = by_layer.setdefault(layer_name, LegacyLayer(layer_name, [], []))
+                    layer.weight_names.append(short_name)
+                    layer.values.append(np.asarray(group[weight_name][()]))
+    except (OSError, KeyError) as error:
+        raise ValueError(
+            "This HDF5 file lists weights it does not contain, so it is "
+            f"truncated or corrupt. Received: filepath={path!r} ({error}). "
+            "Use an earlier copy of the file."
+        ) from error
+    return LegacyWeightsFile(path, version, list(by_layer.values()), nested)
+
+
+def load_legacy_weights(
+    model: keras.Model,
+    filepath: str | os.PathLike,
+    *,
+    by_name: bool = False,
+    skip_mismatch: bool = False,
+) -> list[str]:
+    """Loads a Keras 2 HDF5 weights or model file into a template model.
+
+    Reads files written by Keras 2 from a `multi_gpu_model` parallel model
+    (`parallel_model.save_weights`, `parallel_model.save`, a legacy
+    `ModelCheckpoint`) as well as plain single-model files. No multi-GPU
+    machine is needed and no code stored in the file is run.
+
+    Layers are matched to the file by name. When the names differ only in
+    their numbering (Keras 2 named the first Dense `dense_1`, Keras 3 names
+    it `dense`), layers are paired by type in creation order: by position
+    for a plain file, by the number in their name for a parallel file,
+    whose layer order Keras 2 did not keep. Every shape is checked before any
+    weight is assigned.
+
+    Args:
+        model: The template (or a `ParallelModel`, whose template receives
+            the weights), built with the architecture the file was saved
+            from.
+        filepath: The legacy `.h5`/`.hdf5` file.
+        by_name: Load only the layers whose names appear in the file (at
+            least one must). Defaults to False.
+        skip_mismatch: Skip layers whose shapes differ instead of raising
+            (at least one layer must load). Defaults to False.
+
+    Returns:
+        The names of the model's layers that received weights.
+
+    Raises:
+        ValueError: If the file cannot be read, or does not match the model;
+            the message names the first mismatching layer and both shapes.
+            The model is then left unchanged.
+
+    Example:
+
+    >>> import keras, parallel_keras
+    >>> template = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    >>> parallel_keras.load_legacy_weights(template, "multi_gpu.h5")  # doctest: +SKIP
+    ['dense']
+    """
+    target = getattr(model, "template", model)
+    legacy = read_legacy_file(filepath)
+    pairs = _pair_layers(legacy, target, by_name=by_name)
+    assignments = []
+    loaded = []
+    for stored, layer in pairs:
+        mismatch = _weight_mismatch(stored, layer)
+        if mismatch is None:
+            assignments.extend(_match_weights(stored, layer))
+            loaded.append(layer.name)
+            continue
+        if not skip_mismatch:
+            raise weights_lib.MismatchError(
+                weights_lib.mismatch_message(
+                    legacy.path, target, layer.name, stored.name, *mismatch
+                )
+            )
+        logging.warning(
+            "Skipping layer %s: the file's layer %s has weights of shapes %s, "
+            "the model's %s.", layer.name, stored.name, mismatch[1], mismatch[0]
+        )
+    if not assignments:
+        raise weights_lib.MismatchError(
+            f"No layer of model {target.name!r} matched the file, so nothing "
+            f"would load. Received: filepath={legacy.path!r} with layers "
+            f"{[layer.name for layer in legacy.layers][:8]}, model layers "
+            f"{[layer.name for layer in weights_lib.weighted_layers(target)][:8]}. "
+            "Build the template the file was saved from."
+        )
+    weights_lib.assign_all(target, assignments)
+    logging.info(
+        "Loaded %d layers from %s (Keras %s) into %s",
+        len(loaded), legacy.path, legacy.keras_version or "?", target.name,
+    )
+    return loaded
+
+
+def _pair_layers(legacy: LegacyWeightsFile, model: keras.Model, by_name: bool):
+    """Pairs each stored layer with a model layer, or raises on a mismatch."""
+    layers = weights_lib.weighted_layers(model)
+    by_model_name = {layer.name: layer for layer in layers}
+    stored_names = [stored.name for stored in legacy.layers]
+    if by_name:
+        return [(s, by_model_name[s.name]) for s in legacy.layers if s.name in by_model_name]
+    if set(stored_names) == set(by_model_name):
+        return [(stored, by_model_name[stored.name]) for stored in legacy.layers]
+    if not legacy.nested:
+        if len(legacy.layers) == len(layers):
+            return list(zip(legacy.layers, layers))
+        _raise_first_unpaired(legacy, model, list(zip(legacy.layers, layers)), layers)
+    stored_buckets = _buckets(legacy.layers)
+    model_buckets = _buckets(layers)
+    pairs = []
+    for base in dict.fromkeys([*model_buckets, *stored_buckets]):
+        pairs.extend(zip(stored_buckets.get(base, []), model_buckets.get(base, [])))
+        if len(stored_buckets.get(base, [])) != len(model_buckets.get(base, [])):
+            _raise_first_unpaired(legacy, model, pairs, layers)
+    return pairs
+
+
+def _raise_first_unpaired(legacy, model, pairs, layers):
+    paired = {id(layer) for _, layer in pairs}
+    for stored, layer in pairs:
+        mismatch = _weight_mismatch(stored, layer)
+        if mismatch is not None:
+            raise weights_lib.MismatchError(
+                weights_lib.mismatch_message(legacy.path, model, layer.name, stored.name, *mismatch)
+            )
+    paired_stored = {id(stored) for stored, _ in pairs}
+    layer = next((layer for layer in layers if id(layer) not in paired), None)
+    stored = next((s for s in legacy.layers if id(s) not in paired_stored), None)
+    raise weights_lib.MismatchError(
+        weights_lib.mismatch_message(
+            legacy.path,
+            model,
+            layer.name if layer is not None else "(none)",
+            stored.name if stored is not None else "(none)",
+            [tuple(w.shape) for w in layer.weights] if layer is not None else [],
+            stored.shapes if stored is not None else [],
+            extra=f"The model has {len(layers)} layers with weights, the file "
+            f"{len(legacy.layers)}.",
+        )
+    )
+
+
+def _buckets(layers) -> dict[str, list]:
+    """Layers by name without its number, each list in numbering order."""
+    buckets: dict[str, list] = {}
+    for layer in layers:
+        base, number = _SUFFIX_NUMBER.match(layer.name).groups()
+        buckets.setdefault(base, []).append((int(number or 0), layer))
+    return {base: [layer for _, layer in sorted(items, key=lambda item: item[0])]
+            for base, items in buckets.items()}
+
+
+def _weight_mismatch(stored: LegacyLayer, layer):
+    """(model shapes, file shapes) when they differ, else None."""
+    model_shapes = [tuple(w.shape) for w in _ordered_variables(stored, layer)]
+    if model_shapes != stored.shapes:
+        return model_shapes, stored.shapes
+    return None
+
+
+def _ordered_variables(stored: LegacyLayer, layer):
+    """The layer's variables in the file's order: by name when all names match."""
+    variables = list(layer.weights)
+    names = [variable.name for variable in variables]
+    if sorted(names) == sorted(stored.weight_names) and len(set(names)) == len(names):
+        by_short_name = dict(zip(names, variables))
+        return [by_short_name[name] for name in stored.weight_names]
+    return variables
+
+
+def _match_weights(stored: LegacyLayer, layer):
+    return list(zip(_ordered_variables(stored, layer), stored.values))
+
+
+def _split_weight_name(weight_name: str, group_name: str) -> tuple[str, str]:
+    """`model_1/dense_1/kernel:0` in group `model_1` -> (`dense_1`, `kernel`)."""
+    parts = _TENSOR_INDEX.sub("", weight_name).split("/")
+    if len(parts) > 2 and parts[0] == group_name:
+        parts = parts[1:]
+    if len(parts) == 1:
+        return group_name, parts[0]
+    return parts[0], parts[-1]
+
+
+def _attribute_list(group: h5py.Group, name: str) -> list[str]:
+    if name in group.attrs:
+        return [_text(item) for item in group.attrs[name]]
+    values, chunk = [], 0
+    while f"{name}{chunk}" in group.attrs:
+        values.extend(_text(item) for item in group.attrs[f"{name}{chunk}"])
+        chunk += 1
+    return values
+
+
+def _text(value) -> str:
+    return value.decode("utf8") if isinstance(value, bytes) else str(value)

@@ -1,0 +1,253 @@
+"""The benchmark suite: its entry point, JSON schema, plot, baseline, data.
+
+The suite's own runs happen in subprocesses (that is how it works: each
+measurement needs its own device layout), so the end-to-end test runs
+`python -m benchmarks` once with tiny settings and checks everything that
+run produced. The rest are in-process checks of planning, comparison and
+the TFDS input path.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The suite lives in the checkout, not in the installed package.
+if REPO_ROOT not in sys.path:
+    sys.path.insert(0, REPO_ROOT)
+
+from benchmarks.suite import baseline as baseline_lib  # noqa: E402
+from benchmarks.suite import config as config_lib  # noqa: E402
+from benchmarks.suite import datasets  # noqa: E402
+from benchmarks.suite import models  # noqa: E402
+from benchmarks.suite import results as results_lib  # noqa: E402
+
+TINY = config_lib.SuiteConfig(
+    models=("mlp",),
+    modes=("single", "mirrored", "multi_gpu_model"),
+    replicas=(1, 2),
+    global_batch_size=8,
+    steps=3,
+    warmup_steps=1,
+)
+
+
+def _run_benchmarks(*flags, timeout=240):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    return subprocess.run(
+        [sys.executable, "-m", "benchmarks", *flags],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _results(runs, **header):
+    return results_lib.SuiteResults(
+        header={"machine": results_lib.machine_info(), **header}, runs=runs
+    )
+
+
+def _run(model="mlp", mode="single", replicas=1, samples_per_s=100.0, **extra):
+    record = {key: None for key in results_lib.RUN_KEYS}
+    record.update(
+        model=model, mode=mode, replicas=replicas, global_batch_size=8,
+        samples_per_s=samples_per_s, status="ok" if samples_per_s else "error",
+        **extra,
+    )
+    return record
+
+
+def test_entry_point_writes_schema_json_and_png_and_flags_injected_regression(tmp_path):
+    output, plot_path = tmp_path / "run.json", tmp_path / "run.png"
+    planned, _ = config_lib.plan(TINY)
+    # A baseline no machine can match: every run is 1e12 samples/s.
+    baseline = _results([_run(s.model, s.mode, s.replicas, 1e12) for s in planned])
+    baseline_path = baseline.save(str(tmp_path / "baseline.json"))
+
+    process = _run_benchmarks(
+        "--models=mlp", "--modes=single,mirrored,multi_gpu_model",
+        "--replicas=1,2", "--global_batch_size=8", "--steps=3",
+        "--warmup_steps=1", f"--output={output}", f"--plot={plot_path}",
+        f"--baseline={baseline_path}",
+    )
+
+    assert process.returncode == 1, process.stdout + process.stderr
+    assert "REGRESSION mlp multi_gpu_model x2" in process.stdout
+    assert "ETA" in process.stdout and "[4/4]" in process.stdout
+    assert "overhead, not speedup" in process.stdout  # no GPU here
+    data = json.loads(output.read_text())
+    assert results_lib.validate(data) == []
+    assert data["header"]["devices_simulated"] is True
+    assert data["header"]["machine"]["cpu_count"] == os.cpu_count()
+    runs = {(run["mode"], run["replicas"]): run for run in data["runs"]}
+    assert sorted(runs) == [
+        ("mirrored", 1), ("mirrored", 2), ("multi_gpu_model", 2), ("single", 1)
+    ]
+    single = runs["single", 1]["samples_per_s"]
+    for (mode, replicas), run in runs.items():
+        assert run["status"] == "ok", run["error"]
+        assert run["global_batch_size"] == 8
+        assert 0 < run["step_time_median_s"] <= run["step_time_p90_s"]
+        assert run["samples_per_s"] > 0 and run["peak_rss_mb"] > 50
+        assert run["setup_s"] >= 0 and len(run["devices"]) == replicas
+        assert run["tf_version"] and run["keras_version"]
+        assert math.isclose(run["vs_single"], run["samples_per_s"] / single)
+        assert math.isclose(
+            run["scaling_efficiency"], run["samples_per_s"] / (replicas * single)
+        )
+    mirrored_2 = runs["mirrored", 2]["samples_per_s"]
+    assert math.isclose(
+        runs["multi_gpu_model", 2]["vs_mirrored"],
+        runs["multi_gpu_model", 2]["samples_per_s"] / mirrored_2,
+    )
+    assert runs["single", 1]["vs_single"] == 1.0
+    assert [device[-5:] for device in runs["mirrored", 2]["devices"]] == ["CPU:0", "CPU:1"]
+
+    from matplotlib import image
+
+    pixels = image.imread(plot_path)
+    assert pixels.ndim == 3 and pixels.shape[0] > 100 and pixels.shape[1] > 100
+    assert pixels.std() > 0  # not a blank canvas
+
+
+def test_missing_tfds_data_fails_before_any_run_with_the_fix(tmp_path):
+    process = _run_benchmarks(
+        "--dataset=tfds:mnist", f"--data_dir={tmp_path}", "--models=mlp",
+        "--modes=single", f"--output={tmp_path / 'out.json'}",
+    )
+    assert process.returncode == 2
+    assert "never downloads" in process.stderr
+    assert "download_and_prepare" in process.stderr
+    assert str(tmp_path) in process.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize(
+    "model, expected_shapes",
+    [
+        ("mlp", [(8, 784)]),
+        ("cnn", [(8, 28, 28, 1)]),
+        ("resnet50", [(8, 32, 32, 3)]),
+        ("two_branch_lstm", [(8, 28, 28), (8, 28, 28)]),
+    ],
+)
+def test_tfds_dataset_feeds_each_model(tmp_path, model, expected_shapes):
+    import tensorflow_datasets as tfds
+
+    spec = datasets.parse("tfds:mnist")
+    with tfds.testing.mock_data(num_examples=16):
+        input_spec = datasets.input_spec_for(model, spec, str(tmp_path), quick=True)
+        dataset = datasets.make_dataset(model, spec, input_spec, 8, data_dir=str(tmp_path))
+        inputs, labels = next(iter(dataset))
+    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+    assert [tuple(x.shape) for x in inputs] == expected_shapes
+    assert input_spec.num_classes == 10
+    assert labels.shape == (8,) and 0 <= int(min(labels)) and int(max(labels)) < 10
+    assert 0.0 <= float(min(x.numpy().min() for x in inputs))
+    assert float(max(x.numpy().max() for x in inputs)) <= 1.0
+
+
+def test_tfds_batches_train_the_model(tmp_path):
+    import tensorflow_datasets as tfds
+
+    spec = datasets.parse("tfds:mnist")
+    with tfds.testing.mock_data(num_examples=16):
+        input_spec = datasets.input_spec_for("mlp", spec, str(tmp_path), quick=True)
+        dataset = datasets.make_dataset("mlp", spec, input_spec, 8, data_dir=str(tmp_path))
+        model = models.build("mlp", input_spec)
+        model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+        history = model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0)
+    assert math.isfinite(history.history["loss"][-1])
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [("imagenet", "synthetic' or 'tfds:NAME"), ("tfds:", "synthetic' or 'tfds:NAME")],
+)
+def test_bad_dataset_flag_is_refused(value, message):
+    with pytest.raises(ValueError, match=message):
+        datasets.parse(value)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"models": ("mlp", "vgg99")}, "Unknown benchmark model"),
+        ({"modes": ("horovod",)}, "Unknown benchmark mode"),
+        ({"replicas": (0, 2)}, "positive integers"),
+        ({"steps": 0}, "steps must be a positive integer"),
+    ],
+)
+def test_bad_settings_are_refused_with_what_was_received(changes, message):
+    with pytest.raises(ValueError, match=message) as error:
+        TINY.replace(**changes)
+    assert "Received" in str(error.value)
+
+
+def test_quick_plan_runs_only_meaningful_combinations():
+    runs, skipped = config_lib.plan(config_lib.QUICK)
+    labels = {(run.model, run.mode, run.replicas) for run in runs}
+    assert ("two_branch_lstm", "device_parallel", 2) in labels
+    assert not any(mode == "device_parallel" and model != "two_branch_lstm"
+                   for model, mode, _ in labels)
+    assert not any(mode == "single" and n != 1 for _, mode, n in labels)
+    assert not any(mode == "multi_gpu_model" and n < 2 for _, mode, n in labels)
+    assert {model for model, _, _ in labels} == set(config_lib.QUICK.models)
+    assert all(skip["reason"] for skip in skipped)
+
+
+def test_uneven_batch_split_is_skipped_with_its_reason():
+    runs, skipped = config_lib.plan(TINY.replace(global_batch_size=9))
+    assert ("mirrored", 2) not in {(run.mode, run.replicas) for run in runs}
+    assert any("does not split evenly" in skip["reason"] for skip in skipped)
+
+
+@pytest.mark.parametrize(
+    "after, regressed",
+    [(100.0, False), (85.0, False), (79.0, True), (0.0, True), (150.0, False)],
+)
+def test_baseline_flags_drops_over_the_threshold(after, regressed):
+    baseline = _results([_run(samples_per_s=100.0)])
+    current = _results([_run(samples_per_s=after or None)])
+    comparison = baseline_lib.compare(current, baseline, threshold=0.2)
+    assert comparison.regressed is regressed
+    assert comparison.compared == 1
+    if regressed:
+        assert "REGRESSION mlp single x1" in comparison.report()
+
+
+def test_baseline_lists_runs_in_one_file_only_and_machine_differences():
+    baseline = _results([_run(), _run(mode="mirrored", replicas=2)], tf_version="2.20.0")
+    current = _results([_run(), _run(mode="mirrored", replicas=4)], tf_version="2.21.0")
+    comparison = baseline_lib.compare(current, baseline)
+    assert not comparison.regressed
+    assert comparison.only_in_baseline == ["mlp mirrored x2 (batch 8)"]
+    assert comparison.only_in_current == ["mlp mirrored x4 (batch 8)"]
+    assert any("tf_version differs" in warning for warning in comparison.warnings)
+
+
+def test_results_round_trip_and_read_as_a_table(tmp_path):
+    runs = [_run(), _run(mode="mirrored", replicas=2, samples_per_s=150.0)]
+    results_lib.derive(runs)
+    results = _results(runs, devices_simulated=True, note="", config={}, created="now")
+    loaded = results_lib.SuiteResults.load(results.save(str(tmp_path / "r.json")))
+    assert loaded.runs == results.runs
+    text = repr(loaded)
+    assert text.splitlines()[1].split()[:4] == ["model", "mode", "N", "step"]
+    assert "mlp    mirrored  2" in text
+    assert "75%" in text  # 150 / (2 * 100)
+    assert "overhead, not speedup" in text
+
+
+def test_loading_a_file_that_is_not_results_says_so(tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"runs": []}))
+    with pytest.raises(ValueError, match="Not a parallel_keras benchmark results file"):
+        results_lib.SuiteResults.load(str(path))
