@@ -13,6 +13,7 @@ failed (its error is in the table and the JSON).
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from absl import app
@@ -98,9 +99,15 @@ def _replica_count(value: str) -> int:
         ) from None
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str]) -> int:
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    # A SIGTERM stops the run like Ctrl-C: the measuring process goes too.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         config = _config()
         baseline = results_lib.SuiteResults.load(_BASELINE.value) if _BASELINE.value else None

@@ -505,8 +505,9 @@ def functional_graph(
 ) -> tuple[list[object], dict[int, list[object]], list[object], list[object]]:
     """`(nodes, parents, input_nodes, output_nodes)` of a functional model.
 
-    `nodes` includes the model's input nodes; `parents` maps `id(node)` to
-    the nodes whose outputs that node's call consumes.
+    `nodes` (in run order) includes the model's input nodes; `parents` maps
+    `id(node)` to the nodes whose outputs that node's call consumes;
+    `input_nodes` and `output_nodes` follow `model.inputs` / `model.outputs`.
     """
     nodes = [
         node
@@ -514,12 +515,12 @@ def functional_graph(
         for node in model._nodes_by_depth[depth]
     ]
     parents = {id(node): list(node.parent_nodes) for node in nodes}
-    input_nodes = [node for node in nodes if node.is_input]
 
     def producer(tensor):
         operation, node_index, _ = tensor._keras_history
         return operation._inbound_nodes[node_index]
 
+    input_nodes = [producer(tensor) for tensor in model.inputs]
     output_nodes = [producer(tensor) for tensor in model.outputs]
     return nodes, parents, input_nodes, output_nodes
 

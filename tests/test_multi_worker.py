@@ -198,3 +198,42 @@ def test_dead_worker_without_restarts_fails_fast_naming_it(tmp_path):
     assert re.search(r"worker 1 \(pid \d+\) was killed by SIGKILL", process.stderr)
     assert not results(process)
     assert_nothing_left(process)
+
+
+def test_survivor_of_a_dead_peer_exits_with_a_clear_error(tmp_path):
+    """Without a launcher to stop it (workers on separate machines), a worker
+    whose peer died fails within the collective timeout instead of hanging."""
+    from parallel_keras.multi_worker import launch as launch_lib
+
+    addresses = [f"127.0.0.1:{port}" for port in launch_lib.pick_loopback_ports(2)]
+    out = tmp_path / "out"
+    out.mkdir()
+    workers = []
+    started = time.monotonic()
+    for index in range(2):
+        env = dict(os.environ)
+        env.update(
+            TF_ENABLE_ONEDNN_OPTS="0",
+            TF_CPP_MIN_LOG_LEVEL="2",
+            TF_CONFIG=launch_lib.tf_config(addresses, index),
+            PARALLEL_KERAS_COLLECTIVE_TIMEOUT="10",
+        )
+        workers.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "parallel_keras.multi_worker.bootstrap",
+                 os.path.join(SCRIPTS, "train.py"), "--out", str(out),
+                 "--epochs", "50", "--kill-worker", "1", "--kill-epoch", "1",
+                 "--kill-batch", "1"],
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )
+        )
+    try:
+        _, survivor_err = workers[0].communicate(timeout=120)
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.communicate()
+    assert workers[1].returncode == -9
+    assert workers[0].returncode == 75, survivor_err[-3000:]
+    assert "worker 0 lost contact with the other workers" in survivor_err
+    assert time.monotonic() - started < 90

@@ -46,11 +46,11 @@ def _flat(predictions):
     return [np.asarray(p).tolist() for p in keras.tree.flatten(predictions)]
 
 
-def _load_in_fresh_process(files: dict[str, tuple[str, str]]) -> dict[str, list]:
+def _load_in_fresh_process(files: dict[str, tuple[str, str]], rows=ROWS) -> dict[str, list]:
     """{key: (template name, path)} -> predictions of each file, plain keras."""
     code = TEMPLATES_SOURCE + f"""
 import json, keras, numpy as np
-rows = np.array({ROWS.tolist()!r}, dtype="float32")
+rows = np.array({np.asarray(rows).tolist()!r}, dtype="float32")
 files = {files!r}
 out = {{}}
 for key, (name, path) in files.items():

@@ -200,9 +200,6 @@ def _execute(command: list[str], timeout_s: float) -> tuple[int, str]:
         [_REPO_ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
     )
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    # oneDNN's Conv2D mis-shapes empty batches (see tests/conftest.py); keep
-    # every mode on the same kernels.
-    env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     process = subprocess.Popen(
         command,
         cwd=_REPO_ROOT,
@@ -218,6 +215,11 @@ def _execute(command: list[str], timeout_s: float) -> tuple[int, str]:
         os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate()
         return -1, (output or "") + f"\nTimed out after {timeout_s:.0f}s (run_timeout_s)."
+    except BaseException:
+        # Interrupted (Ctrl-C, a notebook's stop button): leave no process behind.
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
     return process.returncode, output or ""
 
 

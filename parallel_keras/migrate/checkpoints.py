@@ -98,3 +98,69 @@ class CheckpointRule(engine.Rule):
         return updated.with_changes(
             func=syntax.expression("parallel_keras.callbacks.ModelCheckpoint")
         )
+
+
+_MONITOR_CALLBACKS = {
+    # Callback -> how many leading positional arguments come before the
+    # keywords this rule reads (filepath, or model and filepath).
+    "keras.callbacks.EarlyStopping": 0,
+    "keras.callbacks.ReduceLROnPlateau": 0,
+    "keras.callbacks.ModelCheckpoint": 1,
+    "parallel_keras.callbacks.ModelCheckpoint": 1,
+    "ParallelModelCheckpoint": 2,
+}
+
+
+def _keras2_mode(monitor: str) -> str:
+    """Keras 2's `mode='auto'`: maximize anything with 'acc' in its name."""
+    return "max" if "acc" in monitor or monitor.startswith("fmeasure") else "min"
+
+
+class MonitorModeRule(engine.Rule):
+    """`EarlyStopping(monitor='val_acc')` -> `EarlyStopping(monitor='val_acc', mode='max')`.
+
+    Keras 2's `mode='auto'` decided from the name ('acc' -> maximize, else
+    minimize). Keras 3 asks the compiled metric for a direction and raises
+    when it has none (e.g. `metrics=[keras.metrics.categorical_accuracy]`),
+    so the mode Keras 2 used is written out.
+    """
+
+    name = "callback modes"
+
+    def leave_Call(self, ctx, original, updated):
+        qualified = ctx.qualified_name(original.func) or ""
+        key = qualified if qualified in _MONITOR_CALLBACKS else qualified.split(".")[-1]
+        leading = _MONITOR_CALLBACKS.get(key)
+        if leading is None or syntax.has_star(updated):
+            return updated
+        if len(syntax.positional(updated)) > leading:
+            return updated
+        monitor = syntax.keyword(updated, "monitor")
+        if monitor is None or not isinstance(monitor.value, cst.SimpleString):
+            return updated
+        metric = str(monitor.value.evaluated_value)
+        if metric.removeprefix("val_") == "loss":
+            return updated
+        mode = syntax.keyword(updated, "mode")
+        if mode is not None and not (
+            isinstance(mode.value, cst.SimpleString) and mode.value.evaluated_value == "auto"
+        ):
+            return updated
+        chosen = _keras2_mode(metric)
+        new_value = syntax.expression(f"'{chosen}'")
+        if mode is not None:
+            args = [arg.with_changes(value=new_value) if arg is mode else arg for arg in updated.args]
+        else:
+            args = list(updated.args)
+            index = args.index(monitor)
+            comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            new_arg = syntax.make_arg("mode", new_value).with_changes(comma=monitor.comma)
+            args[index] = monitor.with_changes(comma=comma)
+            args.insert(index + 1, new_arg)
+        ctx.change(
+            original,
+            self.name,
+            f"mode='{chosen}' for monitor='{metric}': what Keras 2's mode='auto' "
+            "chose; Keras 3 raises when the metric has no direction",
+        )
+        return updated.with_changes(args=args)

@@ -277,6 +277,7 @@ def default_rules() -> list[Rule]:
         multi_gpu.MultiGpuModelRule(),
         template_savers.TemplateSaverRule(),
         checkpoints.CheckpointRule(),
+        checkpoints.MonitorModeRule(),
         optimizers.OptimizerRule(),
         training_api.GeneratorMethodsRule(),
         saving.SavePathRule(),

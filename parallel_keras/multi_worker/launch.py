@@ -10,7 +10,9 @@ SIGKILL after a grace period) and either restarts the whole group, up to
 Two modes, like `torchrun --nnodes/--node_rank`:
 
 * `workers=N`: the whole cluster on this machine. Ports are picked on
-  127.0.0.1 and nothing is addressed outside loopback.
+  127.0.0.1 and every worker address is 127.0.0.1. (TensorFlow's own gRPC
+  server still listens on all interfaces at that port, checked on TF 2.21;
+  TF offers no listen-address setting, so firewall the ports if needed.)
 * `hosts=["h1:port", "h2:port"], index=I`: this machine's worker of a real
   cluster; each machine runs its own launch with its own index.
 """

@@ -13,7 +13,8 @@ How devices are chosen: each branch costs the parameter count of the layers
 it calls (a shared layer counts once per call, since each call does that
 much work). Branches are taken from the most to the least costly and each
 goes to the device with the least cost so far (ties: the earlier device in
-`devices`, the earlier branch in run order). Trunk calls get `merge_device`
+`devices`; branches tie in the order of the model input they read first,
+then of run order, so the seeds' branch on `input_a` gets the first device). Trunk calls get `merge_device`
 (default placement unless given), as the seeds merge on the CPU.
 """
 
@@ -36,8 +37,9 @@ def find_branches(model: keras.Model) -> list[list[object]]:
         model: A functional Keras model.
 
     Returns:
-        One list of layer-call nodes per branch, branches and nodes in the
-        order the model runs them.
+        One list of layer-call nodes per branch, nodes in the order the model
+        runs them, branches ordered by the first model input they read, then
+        by run order.
 
     Raises:
         TypeError: If `model` is not a functional Keras model.
@@ -92,7 +94,23 @@ def find_branches(model: keras.Model) -> list[list[object]]:
         )
         if calls:
             branches.append(calls)
-    return branches
+    first_input = {id(node): index for index, node in enumerate(input_nodes)}
+
+    def first_input_of(branch):
+        # The model input a branch reads first: the seeds' branch on input_a
+        # comes before the branch on input_b, as written.
+        stack, seen, found = list(branch), set(), len(input_nodes)
+        while stack:
+            node = stack.pop()
+            if id(node) in first_input:
+                found = min(found, first_input[id(node)])
+            for parent in parents.get(id(node), ()):
+                if id(parent) not in seen:
+                    seen.add(id(parent))
+                    stack.append(parent)
+        return found
+
+    return sorted(branches, key=first_input_of)  # Stable: then run order.
 
 
 def _call_cost(layer: object) -> int:

@@ -69,8 +69,8 @@ def device(name: str) -> Iterator[None]:
     ...     encoded_a = shared_lstm(input_a)
     >>> encoded_b = shared_lstm(input_b)
     >>> model = keras.Model([input_a, input_b], [encoded_a, encoded_b])
-    >>> [call.device for call in parallel_keras.placement(model)]
-    ['/cpu:0', None]
+    >>> sorted((c.call_index, c.device) for c in parallel_keras.placement(model))
+    [(0, '/cpu:0'), (1, None)]
     """
     resolved = devices.resolve_device(name)
     names = _open_scopes()

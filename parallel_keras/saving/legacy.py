@@ -270,12 +270,16 @@ def _match_weights(stored: LegacyLayer, layer):
 
 
 def _split_weight_name(weight_name: str, group_name: str) -> tuple[str, str]:
-    """`model_1/dense_1/kernel:0` in group `model_1` -> (`dense_1`, `kernel`)."""
+    """(layer name, weight name) of one entry of a group's `weight_names`.
+
+    A layer's own group: `dense_1/kernel:0`, or Keras 3's full path
+    `sequential/dense/kernel` in group `dense` -> the group's layer. A
+    parallel model's template group `model_1`: `dense_1/kernel:0` ->
+    `dense_1` (Keras 2 named weights after their layer, not the model).
+    """
     parts = _TENSOR_INDEX.sub("", weight_name).split("/")
-    if len(parts) > 2 and parts[0] == group_name:
-        parts = parts[1:]
-    if len(parts) == 1:
-        return group_name, parts[0]
+    if len(parts) == 1 or group_name in parts[:-1]:
+        return group_name, parts[-1]
     return parts[0], parts[-1]
 
 

@@ -1,0 +1,144 @@
+"""Benchmark: 2 workers x 1 device on loopback vs MirroredStrategy on 2 devices.
+
+Same model, same data, same global batch. The multi-worker run goes through
+`parallel-keras launch` (MultiWorkerMirroredStrategy, gRPC over 127.0.0.1);
+the single-process run replicates on 2 simulated CPU devices with
+MirroredStrategy and an all-reduce among the replicas (`cpu_merge=False`).
+Both run the same legacy `multi_gpu_model` code path.
+
+Bytes all-reduced per step: every step all-reduces one gradient per trainable
+variable (float32) plus a few scalars (loss, metric and row counts); the
+figure below counts the gradients from the model's trainable variables, and
+compares them with the size of all of the model's weights.
+
+Usage:
+
+    python benchmarks/multi_worker.py --steps 40 --width 512
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+from absl import app
+from absl import flags
+
+_ROLE = flags.DEFINE_enum(
+    "role", "driver", ["driver", "worker", "mirrored"], "Internal: what this process runs."
+)
+_STEPS = flags.DEFINE_integer("steps", 40, "Timed training steps.")
+_WARMUP = flags.DEFINE_integer("warmup", 5, "Untimed steps first (tracing).")
+_GLOBAL_BATCH = flags.DEFINE_integer("global_batch", 64, "Global batch size.")
+_WIDTH = flags.DEFINE_integer("width", 512, "Hidden layer width of the MLP.")
+
+_ENV = {"TF_ENABLE_ONEDNN_OPTS": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def _train_and_time(gpus):
+    import keras  # pylint: disable=g-import-not-at-top
+    import numpy as np  # pylint: disable=g-import-not-at-top
+
+    import parallel_keras  # pylint: disable=g-import-not-at-top
+
+    keras.utils.set_random_seed(0)
+    width = _WIDTH.value
+    template = keras.Sequential(
+        [
+            keras.Input((64,)),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus, cpu_merge=False)
+    parallel.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+    batch = _GLOBAL_BATCH.value
+    rows = batch * (_WARMUP.value + _STEPS.value)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(rows, 64)).astype("float32")
+    y = rng.normal(size=(rows, 10)).astype("float32")
+    warm = batch * _WARMUP.value
+    parallel.fit(x[:warm], y[:warm], batch_size=batch, epochs=1, shuffle=False, verbose=0)
+    started = time.perf_counter()
+    parallel.fit(x[warm:], y[warm:], batch_size=batch, epochs=1, shuffle=False, verbose=0)
+    step_seconds = (time.perf_counter() - started) / _STEPS.value
+    def nbytes(variables):
+        return sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in variables)
+
+    gradient_bytes = nbytes(template.trainable_variables)
+    model_bytes = nbytes(template.variables)
+    print(
+        "BENCH "
+        + json.dumps(
+            {
+                "step_ms": 1000 * step_seconds,
+                "replicas": parallel.strategy.num_replicas_in_sync,
+                "strategy": type(parallel.strategy).__name__,
+                "gradient_bytes": gradient_bytes,
+                "model_bytes": model_bytes,
+                "params": template.count_params(),
+            }
+        ),
+        flush=True,
+    )
+
+
+def _run(command):
+    env = dict(os.environ, **_ENV)
+    process = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    found = re.findall(r"BENCH (\{.*\})", process.stdout)
+    if process.returncode != 0 or not found:
+        raise RuntimeError(
+            f"Benchmark run failed: {' '.join(command)}\n{process.stdout[-3000:]}\n"
+            f"{process.stderr[-3000:]}"
+        )
+    return [json.loads(text) for text in found]
+
+
+def main(argv):
+    del argv
+    if _ROLE.value == "worker":
+        _train_and_time(gpus=None)
+        return
+    if _ROLE.value == "mirrored":
+        import parallel_keras  # pylint: disable=g-import-not-at-top
+
+        parallel_keras.simulate_devices(2)
+        _train_and_time(gpus=2)
+        return
+    common = [
+        f"--steps={_STEPS.value}",
+        f"--warmup={_WARMUP.value}",
+        f"--global_batch={_GLOBAL_BATCH.value}",
+        f"--width={_WIDTH.value}",
+    ]
+    mirrored = _run([sys.executable, __file__, "--role=mirrored", *common])[0]
+    launcher = (
+        "import sys; from parallel_keras.cli import main; "
+        "main.SUBCOMMANDS = {'launch': 'parallel_keras.cli.launch'}; main.run()"
+    )
+    workers = _run(
+        [sys.executable, "-c", launcher, "launch", "--workers", "2", __file__,
+         "--role=worker", *common]
+    )
+    slowest = max(worker["step_ms"] for worker in workers)
+    print(f"model: MLP 64-{_WIDTH.value}-{_WIDTH.value}-10, {mirrored['params']:,} params")
+    print(f"global batch {_GLOBAL_BATCH.value}, {_STEPS.value} timed steps after {_WARMUP.value} warm-up")
+    print(f"{'setup':44s} {'replicas':>8s} {'step ms':>9s}")
+    print(f"{'MirroredStrategy, 2 simulated CPU devices':44s} {mirrored['replicas']:8d} {mirrored['step_ms']:9.2f}")
+    print(f"{'MultiWorkerMirrored, 2 workers x 1 (loopback)':44s} {workers[0]['replicas']:8d} {slowest:9.2f}")
+    print(f"slowdown of multi-worker: x{slowest / mirrored['step_ms']:.2f}")
+    print(
+        f"bytes all-reduced per step (gradients): {mirrored['gradient_bytes']:,}; "
+        f"model size: {mirrored['model_bytes']:,} bytes "
+        f"(ratio {mirrored['gradient_bytes'] / mirrored['model_bytes']:.2f})"
+    )
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,99 @@
+"""Checkpoint callbacks on a parallel run; files load on one device."""
+
+from __future__ import annotations
+
+import os
+
+import keras
+import numpy as np
+import pytest
+
+import parallel_keras
+from parallel_keras.testing import legacy_files
+from test_saving import ROWS, _flat, _load_in_fresh_process, _targets  # pylint: disable=g-bad-import-order
+
+
+def _parallel(name="functional"):
+    template = legacy_files.TEMPLATES[name]()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    parallel.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+    return template, parallel
+
+
+class _RecordPredictions(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.by_epoch = {}
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.by_epoch[epoch + 1] = _flat(self.model.template(ROWS, training=False))
+
+
+def test_checkpoints_write_files_that_load_on_one_device(tmp_path):
+    template, parallel = _parallel()
+    record = _RecordPredictions()
+    stock = keras.callbacks.ModelCheckpoint(
+        str(tmp_path / "stock-{epoch:02d}-{val_loss:.4f}.keras"),
+        monitor="val_loss", save_best_only=True)
+    stock_weights = keras.callbacks.ModelCheckpoint(
+        str(tmp_path / "stock-last.weights.h5"), save_weights_only=True)
+    # The seeds' exact positional call, with period=2.
+    seeds = parallel_keras.ParallelModelCheckpoint(
+        template, str(tmp_path / "unet-{epoch:02d}-{val_loss:.4f}.hdf5"),
+        "val_loss", 0, False, False, "min", 2)
+    legacy = parallel_keras.callbacks.ModelCheckpoint(
+        str(tmp_path / "w-{epoch:02d}.h5"), save_weights_only=True, period=3)
+    history = parallel.fit(
+        ROWS, _targets("functional"), batch_size=4, epochs=5, verbose=0,
+        validation_data=(ROWS[:4], _targets("functional")[:4]),
+        callbacks=[record, stock, stock_weights, seeds, legacy])
+    names = sorted(os.listdir(tmp_path))
+    losses = history.history["val_loss"]
+    best = [e for e in range(1, 6) if losses[e - 1] == min(losses[:e])]
+    assert [n for n in names if n.startswith("stock-0")] == [
+        f"stock-{e:02d}-{losses[e - 1]:.4f}.keras" for e in best]
+    assert [n for n in names if n.startswith("unet-")] == [
+        f"unet-{e:02d}-{losses[e - 1]:.4f}.hdf5" for e in (2, 4)]
+    assert [n for n in names if n.startswith("w-")] == ["w-03.h5"]
+    assert not [n for n in names if ".tmp-" in n]
+
+    files = {n + ("|weights_h5" if n.startswith("w-") else ""): ("functional", str(tmp_path / n))
+             for n in names}
+    loaded = _load_in_fresh_process(files)
+    assert len(loaded) == len(names)
+    for key, predictions in loaded.items():
+        name = key.split("|")[0]
+        epoch = 5 if name == "stock-last.weights.h5" else int(name.split("-")[1][:2])
+        np.testing.assert_allclose(
+            predictions[0], record.by_epoch[epoch][0], atol=1e-6, err_msg=name)
+    # Epochs differ, so loading the wrong checkpoint would be noticed.
+    assert not np.allclose(record.by_epoch[2][0], record.by_epoch[4][0], atol=1e-6)
+
+
+def test_unwritable_folder_fails_before_training_starts(tmp_path):
+    template, parallel = _parallel("sequential")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")  # A file where the folder should be.
+    started = []
+    before = [np.copy(w) for w in template.get_weights()]
+    checkpoint = parallel_keras.ParallelModelCheckpoint(
+        template, str(blocker / "ckpt-{epoch:02d}.keras"))
+    with pytest.raises(ValueError, match="not writable"):
+        parallel.fit(ROWS, _targets("sequential"), epochs=2, verbose=0,
+                     callbacks=[checkpoint, keras.callbacks.LambdaCallback(
+                         on_epoch_begin=lambda *_: started.append(1))])
+    assert not started
+    for old, new in zip(before, template.get_weights()):
+        np.testing.assert_array_equal(old, new)
+
+
+def test_bad_arguments_are_refused():
+    template, _ = _parallel("sequential")
+    with pytest.raises(ValueError, match="must end in"):
+        parallel_keras.callbacks.ModelCheckpoint("x.keras", save_weights_only=True)
+    with pytest.raises(ValueError, match="period"):
+        parallel_keras.callbacks.ModelCheckpoint("x.keras", period=0)
+    with pytest.raises(TypeError, match="first argument is the template"):
+        parallel_keras.ParallelModelCheckpoint("x.keras", template)
+    assert isinstance(parallel_keras.ParallelModelCheckpoint(template, "x.keras"),
+                      keras.callbacks.ModelCheckpoint)

@@ -1,0 +1,53 @@
+"""`parallel-keras convert`: a legacy multi-GPU file to files Keras 3 loads."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from parallel_keras.testing import legacy_files
+from test_legacy import _predict, _source  # pylint: disable=g-bad-import-order
+from test_saving import _load_in_fresh_process  # pylint: disable=g-bad-import-order
+
+TEMPLATE = "parallel_keras.testing.legacy_files:functional_template"
+
+
+def _convert(*args):
+    return subprocess.run(
+        [sys.executable, "-c", "from parallel_keras.cli.main import run; run()",
+         "convert", *args],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+
+
+def test_convert_writes_weights_and_model_that_load_on_one_device(tmp_path):
+    source = _source("functional")
+    legacy_path = str(tmp_path / "multi_gpu.h5")
+    legacy_files.write_parallel_model_file(legacy_path, source, gpus=4, full_model=True)
+    outputs = {}
+    for suffix in (".weights.h5", ".keras"):
+        out = str(tmp_path / f"converted{suffix}")
+        done = _convert(legacy_path, "--template", TEMPLATE, "-o", out)
+        assert done.returncode == 0, done.stderr
+        assert "4 layers" in done.stdout
+        outputs[suffix] = ("functional", out)
+    rows = np.random.default_rng(5).normal(size=(6, 6)).astype("float32")
+    loaded = _load_in_fresh_process(outputs, rows=rows)
+    want = _predict(source)[0]
+    for key, predictions in loaded.items():
+        np.testing.assert_allclose(predictions[0], want, atol=1e-6, err_msg=key)
+
+
+def test_convert_refuses_a_mismatching_template_and_writes_nothing(tmp_path):
+    legacy_path = str(tmp_path / "multi_gpu.h5")
+    legacy_files.write_parallel_model_file(legacy_path, _source("sequential"))
+    out = tmp_path / "converted.keras"
+    done = _convert(legacy_path, "--template", TEMPLATE, "-o", str(out))
+    assert done.returncode == 1
+    assert "first mismatching layer" in done.stderr
+    missing = _convert(str(tmp_path / "nope.h5"), "--template", TEMPLATE, "-o", str(out))
+    assert missing.returncode == 1 and "does not exist" in missing.stderr
+    assert not out.exists() and not [n for n in os.listdir(tmp_path) if ".tmp-" in n]

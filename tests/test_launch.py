@@ -1,0 +1,127 @@
+"""`parallel-keras launch`: arguments, output, failure propagation, cleanup.
+
+The workers here run `multi_worker_scripts/echo.py`, which trains nothing;
+training, restarts and recovery are in test_multi_worker.py.
+"""
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from parallel_keras.multi_worker import launch
+
+SCRIPTS = os.path.join(os.path.dirname(__file__), "multi_worker_scripts")
+ECHO = os.path.join(SCRIPTS, "echo.py")
+_CLI = (
+    "import sys; from parallel_keras.cli import main; "
+    "main.SUBCOMMANDS = {'launch': 'parallel_keras.cli.launch'}; main.run()"
+)
+
+
+def run_cli(*args, timeout=120):
+    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="2")
+    started = time.monotonic()
+    process = subprocess.run(
+        [sys.executable, "-c", _CLI, "launch", *args],
+        env=env, capture_output=True, text=True, timeout=timeout,
+    )
+    process.elapsed = time.monotonic() - started
+    return process
+
+
+def echoes(stdout):
+    return {
+        int(match.group(1)): json.loads(match.group(2))
+        for match in re.finditer(r"^\[worker (\d+)\] ECHO (.*)$", stdout, re.M)
+    }
+
+
+def test_tf_config_names_the_cluster_and_the_task():
+    config = json.loads(launch.tf_config(["127.0.0.1:1", "127.0.0.1:2"], 1))
+    assert config == {
+        "cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
+        "task": {"type": "worker", "index": 1},
+    }
+
+
+def test_picked_ports_are_distinct_and_free_on_loopback():
+    ports = launch.pick_loopback_ports(3)
+    assert len(set(ports)) == 3
+    for port in ports:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(), "either workers=N"),
+        (dict(workers=2, hosts=["a:1", "b:1"], index=0), "either workers=N"),
+        (dict(workers=0), "workers must be an integer >= 1"),
+        (dict(workers=2, index=1), "index is only meaningful with hosts"),
+        (dict(hosts=["a:1", "b"], index=0), "host:port"),
+        (dict(hosts=["a:1", "b:1"]), "index must say which"),
+        (dict(hosts=["a:1", "b:1"], index=2), "between 0 and 1"),
+        (dict(workers=2, max_restarts=-1), "max_restarts must be an integer >= 0"),
+    ],
+)
+def test_invalid_groups_are_explained(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        launch.launch([ECHO], **kwargs)
+
+
+def test_cli_reports_invalid_arguments_with_exit_code_2():
+    process = run_cli("--hosts", "127.0.0.1:1,127.0.0.1:2", ECHO)
+    assert process.returncode == 2
+    assert "index must say which" in process.stderr
+
+
+def test_forwards_arguments_and_prefixes_each_workers_output():
+    process = run_cli("--workers", "2", ECHO, "--sleep", "0", "extra", "--flag=1")
+    assert process.returncode == 0, process.stderr[-3000:]
+    found = echoes(process.stdout)
+    assert sorted(found) == [0, 1]
+    for worker in found.values():
+        assert worker["argv"] == ["--sleep", "0", "extra", "--flag=1"]
+    assert "all workers finished" in process.stdout
+    addresses = re.search(r"workers: ([\d.:,]+)\)", process.stdout).group(1)
+    assert all(a.startswith("127.0.0.1:") for a in addresses.split(","))
+
+
+def test_first_failure_stops_the_others_and_sets_the_exit_code():
+    # Worker 0 would sleep for 10 minutes; the launcher must stop it.
+    process = run_cli(
+        "--workers", "2", ECHO, "--fail-worker", "1", "--code", "7", "--sleep", "600"
+    )
+    assert process.returncode == 7, process.stderr[-3000:]
+    assert re.search(r"worker 1 \(pid \d+\) exited with code 7", process.stderr)
+    assert process.elapsed < 60
+    left = [
+        p.pid for p in psutil.process_iter(["cmdline"])
+        if ECHO in " ".join(p.info["cmdline"] or [])
+    ]
+    assert not left
+
+
+def test_hosts_mode_runs_this_machines_worker_of_the_cluster():
+    hosts = ",".join(f"127.0.0.1:{port}" for port in launch.pick_loopback_ports(2))
+    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="2")
+    machines = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CLI, "launch", "--hosts", hosts, "--index",
+             str(index), ECHO],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for index in range(2)
+    ]
+    outputs = [machine.communicate(timeout=120) for machine in machines]
+    for index, (machine, (stdout, stderr)) in enumerate(zip(machines, outputs)):
+        assert machine.returncode == 0, stderr[-3000:]
+        assert list(echoes(stdout)) == [index]

@@ -1,0 +1,69 @@
+"""Every notebook runs top to bottom in a fresh Jupyter kernel.
+
+Each notebook is executed with nbclient in a real IPython kernel started
+from this interpreter (so it sees this environment's parallel_keras, and
+nothing is registered with Jupyter), from the `notebooks/` folder, as a
+user opening it would. Any cell error fails the test; so does a notebook
+stored with outputs, or one that takes over 3 minutes.
+"""
+
+import glob
+import os
+import sys
+import time
+
+from jupyter_client.kernelspec import KernelSpec
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+import nbclient
+import nbformat
+import pytest
+
+NOTEBOOK_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "notebooks")
+NOTEBOOKS = sorted(glob.glob(os.path.join(NOTEBOOK_DIR, "*.ipynb")))
+TIME_LIMIT_S = 180
+
+
+class _ThisInterpreterKernels(KernelSpecManager):
+    """Resolves every kernel name to an IPython kernel on `sys.executable`."""
+
+    def get_kernel_spec(self, kernel_name):
+        return KernelSpec(
+            argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            display_name=f"Python ({sys.executable})",
+            language="python",
+            resource_dir="",
+        )
+
+
+def test_the_four_notebooks_exist():
+    names = [os.path.basename(path) for path in NOTEBOOKS]
+    assert names[:4] == [
+        "01_quickstart.ipynb", "02_device_parallel.ipynb",
+        "03_benchmarks.ipynb", "04_migrate.ipynb",
+    ]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_notebook_runs_in_a_fresh_kernel(path):
+    notebook = nbformat.read(path, as_version=4)
+    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert code_cells, "a notebook without code"
+    assert all(not cell.outputs and cell.execution_count is None for cell in code_cells), (
+        "notebooks are stored without outputs (clear them before saving)"
+    )
+    manager = KernelManager(kernel_spec_manager=_ThisInterpreterKernels())
+    client = nbclient.NotebookClient(
+        notebook,
+        km=manager,
+        timeout=TIME_LIMIT_S,
+        resources={"metadata": {"path": NOTEBOOK_DIR}},
+    )
+    started = time.monotonic()
+    try:
+        client.execute()
+    except nbclient.exceptions.CellExecutionError as error:
+        pytest.fail(f"{os.path.basename(path)}: a cell failed:\n{error}")
+    elapsed = time.monotonic() - started
+    assert elapsed < TIME_LIMIT_S, f"{os.path.basename(path)} took {elapsed:.0f}s"
+    assert all(cell.execution_count for cell in code_cells)

@@ -1,0 +1,89 @@
+"""The private Keras/TF behaviour placement relies on (checked on TF 2.21 /
+Keras 3.15). A failure here means an upgrade changed it: see the "Device
+placement of functional layer calls" section of parallel_keras/_internals.py.
+"""
+
+import inspect
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import parallel_keras
+from parallel_keras import _internals
+from parallel_keras.testing import record_op_devices
+
+
+def test_node_init_is_wrapped_and_fires_once_per_symbolic_call():
+    from keras.src.ops import node as node_module
+
+    assert hasattr(node_module.Node.__init__, "__wrapped__"), (
+        "parallel_keras's Node.__init__ hook is not installed"
+    )
+    layer = keras.layers.Dense(2)
+    with parallel_keras.device("/cpu:1"):
+        layer(keras.Input((3,)))
+    assert len(layer._inbound_nodes) == 1
+    from parallel_keras.placement import runtime
+
+    assert runtime.requested_device(layer._inbound_nodes[0]) == "/cpu:1"
+
+
+def test_run_through_graph_asks_get_operation_for_node_for_each_call():
+    from keras.src.ops import function as function_module
+
+    source = inspect.getsource(function_module.Function._run_through_graph)
+    assert "self._get_operation_for_node(node)" in source
+    inputs = keras.Input((3,))
+    with parallel_keras.device("/cpu:2"):
+        outputs = keras.layers.Dense(2, name="hooked")(inputs)
+    with record_op_devices() as ops:
+        keras.Model(inputs, outputs)(np.ones((1, 3), np.float32))
+    assert {r.device for r in ops.eager if "hooked" in r.name
+            and r.op_type != "ReadVariableOp"} == {"/cpu:2"}
+
+
+def test_model_from_config_imports_functional_from_config_at_call_time():
+    from keras.src.models import model as model_module
+
+    source = inspect.getsource(model_module.Model.from_config)
+    assert "from keras.src.models.functional import functional_from_config" in source
+
+
+def test_functional_init_ignores_unknown_config_keys():
+    inputs = keras.Input((3,))
+    config = keras.Model(inputs, keras.layers.Dense(2)(inputs)).get_config()
+    config["some_future_key"] = {"x": 1}
+    from keras.src.models import functional as functional_module
+
+    original = functional_module.functional_from_config.__wrapped__
+    model = original(functional_module.Functional, config)
+    assert model(np.ones((1, 3), np.float32)).shape == (1, 2)
+
+
+def test_layer_call_indices_match_get_config_renumbering():
+    input_a, input_b = keras.Input((3,)), keras.Input((3,))
+    shared = keras.layers.Dense(2, name="shared")
+    shared(keras.Input((3,)))  # A call that belongs to no model below.
+    model = keras.Model([input_a, input_b], [shared(input_a), shared(input_b)])
+    calls = [(layer.name, index) for layer, index, _ in _internals.functional_layer_calls(model)]
+    assert sorted(calls) == [("shared", 0), ("shared", 1)]
+    layer_config = next(c for c in model.get_config()["layers"] if c["name"] == "shared")
+    assert len(layer_config["inbound_nodes"]) == 2
+
+
+def test_op_callbacks_see_eager_and_traced_ops():
+    seen = []
+
+    def callback(op_type, inputs, attrs, outputs, op_name=None, graph=None):
+        seen.append((graph is not None, outputs[0].device if graph is None else outputs[0].op.device))
+
+    _internals.add_op_callback(callback)
+    try:
+        with tf.device("/cpu:1"):
+            tf.constant(1.0) * 2.0
+        tf.function(lambda: tf.constant(2.0) * 3.0).get_concrete_function()
+    finally:
+        _internals.remove_op_callback(callback)
+    assert any(not traced and device.endswith("CPU:1") for traced, device in seen)
+    assert any(traced for traced, _ in seen)

@@ -1,0 +1,80 @@
+"""A process killed (SIGKILL) in the middle of a checkpoint save.
+
+The writer blocks inside h5py while writing the second checkpoint; the test
+kills it there. The first checkpoint must be intact and load on one device,
+and the half-written file must be a temporary sibling.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from test_saving import _load_in_fresh_process  # pylint: disable=g-bad-import-order
+
+WRITER = """
+import json, os, sys, time
+import parallel_keras
+parallel_keras.simulate_devices(2)
+import h5py, keras, numpy as np
+from parallel_keras.testing import legacy_files
+
+folder, callback_kind = sys.argv[1], sys.argv[2]
+path = os.path.join(folder, "ckpt.weights.h5")
+template = legacy_files.functional_template()
+parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+parallel.compile(optimizer="sgd", loss="mse")
+if callback_kind == "parallel_keras":
+    checkpoint = parallel_keras.ParallelModelCheckpoint(
+        template, path, save_weights_only=True)
+else:
+    checkpoint = keras.callbacks.ModelCheckpoint(path, save_weights_only=True)
+rows = np.random.default_rng(0).normal(size=(8, 6)).astype("float32")
+targets = np.zeros((8, 3), "float32")
+parallel.fit(rows, targets, epochs=1, verbose=0, callbacks=[checkpoint])
+with open(os.path.join(folder, "first.json"), "w") as file:
+    json.dump(template.predict(rows, verbose=0).tolist(), file)
+
+real_create_dataset = h5py.Group.create_dataset
+def stall(self, *args, **kwargs):
+    result = real_create_dataset(self, *args, **kwargs)
+    open(os.path.join(folder, "mid-save"), "w").close()
+    time.sleep(600)  # Killed here, halfway through the file.
+    return result
+h5py.Group.create_dataset = stall
+parallel.fit(rows, targets, epochs=1, verbose=0, callbacks=[checkpoint])
+"""
+
+
+def _kill_mid_save(folder, callback_kind):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    writer = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(WRITER), str(folder), callback_kind],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while not (folder / "mid-save").exists():
+        if writer.poll() is not None or time.monotonic() > deadline:
+            writer.kill()
+            raise AssertionError(f"writer never reached the save: {writer.stderr.read()}")
+        time.sleep(0.1)
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    assert writer.returncode == -signal.SIGKILL
+
+
+def test_kill_during_save_leaves_previous_checkpoint(tmp_path):
+    _kill_mid_save(tmp_path, "parallel_keras")
+    first = json.loads((tmp_path / "first.json").read_text())
+    path = str(tmp_path / "ckpt.weights.h5")
+    # The half-written file was a temporary sibling, never the checkpoint.
+    assert [n for n in os.listdir(tmp_path) if ".tmp-" in n]
+    import numpy as np  # pylint: disable=g-import-not-at-top
+
+    rows = np.random.default_rng(0).normal(size=(8, 6)).astype("float32")
+    loaded = _load_in_fresh_process({"ckpt": ("functional", path)}, rows=rows)["ckpt"]
+    np.testing.assert_allclose(loaded[0], first, atol=1e-6)
