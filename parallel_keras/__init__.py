@@ -23,11 +23,11 @@ _EXPORTS = {
     "load_weights": "parallel_keras.saving.weights",
     "load_legacy_weights": "parallel_keras.saving.legacy",
     # Device placement (issue 4) goes below this line.
-    "device": "parallel_keras.placement",
-    "placement": "parallel_keras.placement",
-    "place_branches": "parallel_keras.placement",
-    "clear_placement": "parallel_keras.placement",
-    "LayerCallPlacement": "parallel_keras.placement",
+    "device": "parallel_keras.device_placement",
+    "placement": "parallel_keras.device_placement",
+    "place_branches": "parallel_keras.device_placement",
+    "clear_placement": "parallel_keras.device_placement",
+    "LayerCallPlacement": "parallel_keras.device_placement",
     # Multi-worker (issue 5) goes below this line.
     "write_path": "parallel_keras.multi_worker.writes",
     "BackupAndRestore": "parallel_keras.multi_worker.backup",
@@ -41,11 +41,11 @@ if TYPE_CHECKING:
     from parallel_keras.callbacks import ParallelModelCheckpoint
     from parallel_keras.data_parallel.parallel_model import ParallelModel
     from parallel_keras.devices import simulate_devices
-    from parallel_keras.placement import LayerCallPlacement
-    from parallel_keras.placement import clear_placement
-    from parallel_keras.placement import device
-    from parallel_keras.placement import place_branches
-    from parallel_keras.placement import placement
+    from parallel_keras.device_placement import LayerCallPlacement
+    from parallel_keras.device_placement import clear_placement
+    from parallel_keras.device_placement import device
+    from parallel_keras.device_placement import place_branches
+    from parallel_keras.device_placement import placement
     from parallel_keras.saving.legacy import load_legacy_weights
     from parallel_keras.saving.weights import load_weights
     from parallel_keras.multi_worker.backup import BackupAndRestore
@@ -65,3 +65,20 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(globals()) | set(_EXPORTS))
+
+
+def _install_placement_hooks() -> None:
+    """Lets `keras.models.load_model` restore a saved device placement.
+
+    Placement is stored in the model config; the hooks that read it back must
+    be in place before a model is loaded, so they are installed on import.
+    Without TensorFlow (e.g. `parallel-keras migrate` on a machine without
+    it) there is nothing to hook.
+    """
+    try:
+        importlib.import_module("parallel_keras.device_placement")
+    except ImportError:
+        pass
+
+
+_install_placement_hooks()

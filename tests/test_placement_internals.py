@@ -24,7 +24,7 @@ def test_node_init_is_wrapped_and_fires_once_per_symbolic_call():
     with parallel_keras.device("/cpu:1"):
         layer(keras.Input((3,)))
     assert len(layer._inbound_nodes) == 1
-    from parallel_keras.placement import runtime
+    from parallel_keras.device_placement import runtime
 
     assert runtime.requested_device(layer._inbound_nodes[0]) == "/cpu:1"
 

@@ -37,8 +37,9 @@ HEADER_KEYS = ("machine", "devices_simulated", "note", "config", "created")
 MACHINE_KEYS = ("cpu_count", "gpus", "platform", "python")
 
 SIMULATED_NOTE = (
-    "Devices are simulated CPU devices sharing the same cores: the scaling "
-    "figures measure the overhead of each mode, not a speedup."
+    "Devices are simulated CPU devices sharing the same cores: scaling "
+    "figures measure overhead, not speedup (what each mode costs against "
+    "one device and against the native MirroredStrategy)."
 )
 
 

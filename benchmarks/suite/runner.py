@@ -98,6 +98,8 @@ def run_suite(
         "tf_version": ok[0]["tf_version"] if ok else None,
         "keras_version": ok[0]["keras_version"] if ok else None,
         "elapsed_s": round(time.monotonic() - started, 1),
+        # oneDNN changes CPU kernels (and their speed) a lot; note the setting.
+        "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
     }
     return results_lib.SuiteResults(header, records, skipped)
 

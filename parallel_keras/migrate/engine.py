@@ -12,6 +12,7 @@ Nothing here imports TensorFlow or Keras, and the user's code is never run.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import textwrap
 from typing import Any
@@ -310,12 +311,20 @@ def migrate_source(
     'from parallel_keras import multi_gpu_model\\n'
     """
     try:
+        # Python's own parser (parse only, nothing runs) reports the exact
+        # line and column; LibCST's error positions can point past the error.
+        ast.parse(source, filename=path)
         module = cst.parse_module(source)
+    except SyntaxError as error:
+        raise MigrationError(
+            f"{path} is not valid Python: line {error.lineno}, column "
+            f"{error.offset}: {error.msg}. Fix the syntax error and migrate "
+            "again."
+        ) from error
     except cst.ParserSyntaxError as error:
         raise MigrationError(
-            f"{path} is not valid Python: line {error.raw_line}, column "
-            f"{error.raw_column + 1}: {error.message}. Fix the syntax error "
-            "(or run the file with its own Python version to see it) and "
+            f"{path} could not be parsed: line {error.editor_line}, column "
+            f"{error.editor_column}: {error.message}. Fix the syntax error and "
             "migrate again."
         ) from error
     ctx = Context(rules if rules is not None else default_rules(), path)

@@ -27,7 +27,7 @@ import keras
 
 from parallel_keras import _internals
 from parallel_keras import devices as devices_lib
-from parallel_keras.placement import runtime
+from parallel_keras.device_placement import runtime
 
 
 def find_branches(model: keras.Model) -> list[list[object]]:

@@ -10,7 +10,7 @@ import dataclasses
 
 import keras
 
-from parallel_keras.placement import runtime
+from parallel_keras.device_placement import runtime
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +56,7 @@ def placement(model: keras.Model) -> list[LayerCallPlacement]:
     [LayerCallPlacement(layer='hidden', call_index=0, device='/cpu:0'), \
 LayerCallPlacement(layer='head', call_index=0, device=None)]
     """
-    runtime.require_functional(model, "parallel_keras.placement")
+    runtime.require_functional(model, "parallel_keras.device_placement")
     return [
         LayerCallPlacement(
             layer=layer.name,

@@ -17,7 +17,7 @@ from absl import logging
 import keras
 
 from parallel_keras import _internals
-from parallel_keras.placement import runtime
+from parallel_keras.device_placement import runtime
 
 CONFIG_KEY = "parallel_keras_placement"
 

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from parallel_keras import _internals
 from parallel_keras import devices
-from parallel_keras.placement import runtime
+from parallel_keras.device_placement import runtime
 
 _scopes = threading.local()
 

@@ -1,0 +1,32 @@
+"""Device placement: the branches of one functional model on different devices.
+
+Modules:
+* `scope`: `device(name)`, a `tf.device` that functional models remember.
+* `runtime`: replays each recorded layer call on its device.
+* `report`: `placement(model)`, the device each layer call asked for.
+* `branches`: `place_branches(model, devices)`, automatic placement.
+* `serialization`: placement kept in the `.keras` config.
+
+Importing this package installs the hooks that make placement take effect
+and survive loading.
+"""
+
+from __future__ import annotations
+
+from parallel_keras.device_placement import serialization as _serialization  # noqa: F401  (installs the save/load hooks)
+from parallel_keras.device_placement.branches import find_branches
+from parallel_keras.device_placement.branches import place_branches
+from parallel_keras.device_placement.report import LayerCallPlacement
+from parallel_keras.device_placement.report import placement
+from parallel_keras.device_placement.runtime import clear_placement
+from parallel_keras.device_placement.scope import device
+
+__all__ = [
+    "LayerCallPlacement",
+    "clear_placement",
+    "device",
+    "find_branches",
+    "place_branches",
+    "placement",
+]
+
