@@ -48,9 +48,15 @@ _DATASET = flags.DEFINE_string(
     "dataset", "synthetic",
     "'synthetic', or 'tfds:NAME' read from --data_dir (never downloaded).",
 )
-_DATA_DIR = flags.DEFINE_string("data_dir", None, "TFDS data directory for --dataset=tfds:NAME.")
-_OUTPUT = flags.DEFINE_string("output", "benchmarks/results/latest.json", "Where to write the JSON results.")
-_PLOT = flags.DEFINE_string("plot", "benchmarks/results/latest.png", "Where to write the PNG plot ('' for none).")
+_DATA_DIR = flags.DEFINE_string(
+    "data_dir", None, "TFDS data directory for --dataset=tfds:NAME."
+)
+_OUTPUT = flags.DEFINE_string(
+    "output", "benchmarks/results/latest.json", "Where to write the JSON results."
+)
+_PLOT = flags.DEFINE_string(
+    "plot", "benchmarks/results/latest.png", "Where to write the PNG plot ('' for none)."
+)
 _QUICK = flags.DEFINE_bool(
     "quick", False,
     "Preset that finishes in under 10 minutes on 2 CPU cores "
@@ -112,13 +118,16 @@ def main(argv: list[str]) -> int:
         config = _config()
         baseline = results_lib.SuiteResults.load(_BASELINE.value) if _BASELINE.value else None
         suite_results = runner.run_suite(config)
-    except ValueError as error:
+    except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print()
     print(suite_results.table())
     if suite_results.skipped:
-        print(f"({len(suite_results.skipped)} combinations not applicable, listed under 'skipped' in the JSON.)")
+        print(
+            f"({len(suite_results.skipped)} combinations not applicable, listed "
+            "under 'skipped' in the JSON.)"
+        )
     if suite_results.header.get("devices_simulated"):
         print(f"\nNOTE: {results_lib.SIMULATED_NOTE}")
     print(f"\nJSON: {suite_results.save(_OUTPUT.value)}")

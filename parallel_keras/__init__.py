@@ -1,8 +1,10 @@
 """parallel_keras: legacy Keras multi-GPU training on modern TensorFlow.
 
-The public API is what this module exports. Names load on first use, so the
-command-line tools that need no TensorFlow (`parallel-keras migrate`) start
-without importing it.
+The public API is what this module exports. Names load on first use; the one
+thing done on import is installing the hooks that restore a saved device
+placement (which imports TensorFlow when it is installed). Without TensorFlow
+the package still imports, so `parallel-keras migrate` runs on a machine that
+has none.
 """
 
 from __future__ import annotations

@@ -87,14 +87,14 @@ def simulate_devices(
     try:
         tf.config.set_logical_device_configuration(physical[0], config)
     except RuntimeError as error:
-        existing = tf.config.list_logical_devices(device_type)
+        existing = _local_devices(device_type)
         if len(existing) == n:
-            return [device.name for device in existing]
+            return existing
         raise RuntimeError(
             "simulate_devices must be called before TensorFlow initializes "
             f"its devices. Received: n={n}, but this process already has "
             f"{len(existing)} logical {device_type} device(s): "
-            f"{[device.name for device in existing]}. Call "
+            f"{existing}. Call "
             "parallel_keras.simulate_devices(n) first, before building any "
             "model or tensor (in a notebook, restart the kernel)."
         ) from error
@@ -103,12 +103,36 @@ def simulate_devices(
     return names
 
 
+def _local_devices(device_type: str) -> list[str]:
+    """This process's logical devices of one type.
+
+    In a multi-worker cluster TensorFlow lists every worker's devices; only
+    this worker's own (its job and task) are local.
+    """
+    from parallel_keras.multi_worker import cluster  # pylint: disable=g-import-not-at-top
+
+    names = [device.name for device in tf.config.list_logical_devices(device_type)]
+    strategy = cluster.current_strategy()
+    if strategy is None:
+        return names
+    local = tf.DeviceSpec.from_string(strategy.extended.worker_devices[0])
+    return [
+        name
+        for name in names
+        if (spec := tf.DeviceSpec.from_string(name)).job == local.job
+        and spec.task == local.task
+    ]
+
+
+def _is_multi_worker() -> bool:
+    from parallel_keras.multi_worker import cluster  # pylint: disable=g-import-not-at-top
+
+    return cluster.current_strategy() is not None or cluster.is_multi_worker()
+
+
 def gpus_are_simulated() -> bool:
     """True when there is no GPU and GPU ids map to simulated CPU devices."""
-    return (
-        not tf.config.list_logical_devices("GPU")
-        and len(tf.config.list_logical_devices("CPU")) > 1
-    )
+    return not _local_devices("GPU") and len(_local_devices("CPU")) > 1
 
 
 def available_devices() -> list[str]:
@@ -168,7 +192,7 @@ def resolve_device(name: str) -> str:
             "simulated CPU devices made by simulate_devices()."
         )
         device_type = "CPU"
-    present = len(tf.config.list_logical_devices(device_type))
+    present = len(_local_devices(device_type))
     if index >= present:
         raise ValueError(
             f"Device {name!r} does not exist on this machine. Available "
@@ -197,10 +221,11 @@ def replica_devices(gpus: int | Sequence[int] | Sequence[str] | None) -> list[st
             negative ids, or names devices this machine does not have.
     """
     simulated = gpus_are_simulated()
-    physical_gpus = len(tf.config.list_logical_devices("GPU"))
-    usable = physical_gpus or (
-        len(tf.config.list_logical_devices("CPU")) if simulated else 0
-    )
+    physical_gpus = len(_local_devices("GPU"))
+    usable = physical_gpus or (len(_local_devices("CPU")) if simulated else 0)
+    # In a multi-worker cluster `gpus` counts each worker's own devices, and
+    # one per worker is enough: the replicas are spread over the workers.
+    minimum = 1 if _is_multi_worker() else 2
     no_devices_hint = (
         " This machine has no GPU: call parallel_keras.simulate_devices(n) "
         "first to rehearse on n simulated CPU devices."
@@ -208,7 +233,9 @@ def replica_devices(gpus: int | Sequence[int] | Sequence[str] | None) -> list[st
         else ""
     )
     if gpus is None:
-        if usable < 2:
+        if minimum == 1 and usable == 0:
+            usable = 1  # One CPU replica on this worker.
+        if usable < minimum:
             raise ValueError(
                 "multi_gpu_model with gpus=None replicates on every GPU and "
                 "needs at least 2. Received: gpus=None, and this machine has "
@@ -222,7 +249,7 @@ def replica_devices(gpus: int | Sequence[int] | Sequence[str] | None) -> list[st
             f"{type(gpus).__name__}."
         )
     if isinstance(gpus, int):
-        if gpus <= 1:
+        if gpus < minimum:
             raise ValueError(
                 "For multi-gpu usage to be effective, call `multi_gpu_model` "
                 f"with `gpus >= 2`. Received: `gpus={gpus}`. To train on one "
@@ -231,7 +258,7 @@ def replica_devices(gpus: int | Sequence[int] | Sequence[str] | None) -> list[st
             )
         requested = [f"/gpu:{i}" for i in range(gpus)]
     else:
-        if len(gpus) <= 1:
+        if len(gpus) < minimum:
             raise ValueError(
                 "For multi-gpu usage to be effective, call `multi_gpu_model` "
                 f"with `len(gpus) >= 2`. Received: `gpus={list(gpus)}`. To "
@@ -253,6 +280,10 @@ def replica_devices(gpus: int | Sequence[int] | Sequence[str] | None) -> list[st
                 requested.append(f"/gpu:{entry}")
             else:
                 requested.append(entry)
+    if minimum == 1:
+        # The cluster strategy replicates on every device fixed at each
+        # worker's start-up; these are this worker's.
+        return _local_devices("GPU") or _local_devices("CPU")
     resolved = []
     for name in requested:
         try:

@@ -18,7 +18,7 @@ times compare directly. `setup(...)` runs inside the measuring process.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
 import dataclasses
 import time
 
@@ -114,7 +114,7 @@ def setup(
     import parallel_keras
     from parallel_keras import devices as devices_lib
 
-    build: Callable = lambda **kwargs: models.build(model_name, input_spec, **kwargs)
+    build = functools.partial(models.build, model_name, input_spec)
     gpu_names = [f"/gpu:{index}" for index in range(replicas)]
 
     if mode == SINGLE:
@@ -159,7 +159,7 @@ def setup(
         parallel = parallel_keras.multi_gpu_model(template, gpus=None)
         setup_s = time.perf_counter() - start
         _compile(parallel)
-        return Prepared(parallel, setup_s, list(parallel.replica_devices))
+        return Prepared(parallel, setup_s, _worker_devices())
     raise ValueError(f"Unknown mode. Received: mode={mode!r}. Choose from {list(MODES)}.")
 
 
@@ -167,8 +167,24 @@ def _default_device() -> str:
     """Where a model outside any scope runs: GPU 0, else CPU 0."""
     import tensorflow as tf
 
-    kind = "GPU" if tf.config.list_logical_devices("GPU") else "CPU"
-    return tf.config.list_logical_devices(kind)[0].name
+    from parallel_keras import devices as devices_lib
+
+    return devices_lib.resolve_device(
+        "/gpu:0" if tf.config.list_physical_devices("GPU") else "/cpu:0"
+    )
+
+
+def _worker_devices() -> list[str]:
+    """One device per worker of the `TF_CONFIG` cluster (1 device each)."""
+    import tensorflow as tf
+
+    from parallel_keras import multi_worker
+
+    kind = "GPU" if tf.config.list_physical_devices("GPU") else "CPU"
+    workers = multi_worker.worker_info().num_workers
+    return [
+        f"/job:worker/replica:0/task:{index}/device:{kind}:0" for index in range(workers)
+    ]
 
 
 def _require(module, name: str, feature: str) -> None:

@@ -1,10 +1,10 @@
 """The suite's plot: throughput against replicas, and the shim's overhead.
 
-Left, one panel row per model: samples/s against replicas for each mode, with
-the ideal line (the one-device throughput times N). Right: the shim's
+One row per model. Left: samples/s against replicas for each mode, with the
+ideal line (the one-device throughput times N). Right: bars of the shim's
 throughput relative to the hand-written `MirroredStrategy` at the same
-replica count (1.0 = no overhead), for `multi_gpu_model` and
-`cpu_relocation`.
+replica count (1.0 = no overhead; below 1 the shim is slower), for
+`multi_gpu_model` and `cpu_relocation`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def plot(results, path: str | None = None):
     if results.header.get("devices_simulated"):
         title += " (simulated CPU devices: overhead, not speedup)"
     figure.suptitle(title)
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0, 1, 0.98))
     if path is not None:
         figure.savefig(path, dpi=90)
     return figure
@@ -70,26 +70,34 @@ def _throughput_panel(axis, model: str, runs: list[dict[str, Any]]) -> None:
 
 
 def _overhead_panel(axis, model: str, runs: list[dict[str, Any]]) -> None:
+    counts = sorted({run["replicas"] for run in runs if run["replicas"] > 1})
+    width = 0.8 / len(_SHIM_MODES)
     drawn = False
-    for mode in _SHIM_MODES:
-        points = sorted(
-            (run["replicas"], run["vs_mirrored"])
+    for number, mode in enumerate(_SHIM_MODES):
+        values = {
+            run["replicas"]: run["vs_mirrored"]
             for run in runs
             if run["mode"] == mode and run.get("vs_mirrored")
+        }
+        if not values:
+            continue
+        drawn = True
+        positions = [
+            index + (number - (len(_SHIM_MODES) - 1) / 2) * width
+            for index, count in enumerate(counts)
+            if count in values
+        ]
+        bars = axis.bar(
+            positions, [values[count] for count in counts if count in values],
+            width, label=mode,
         )
-        if points:
-            drawn = True
-            axis.plot(
-                [replicas for replicas, _ in points],
-                [value for _, value in points],
-                marker="o",
-                label=mode,
-            )
-    axis.axhline(1.0, color="k", linestyle="--", label="mirrored (native)")
-    axis.set_xticks(sorted({run["replicas"] for run in runs}) or [1])
+        axis.bar_label(bars, fmt="%.2f", fontsize="small")
+    axis.axhline(1.0, color="k", linestyle="--", label="mirrored (native) = 1")
+    axis.set_xticks(range(len(counts)), [str(count) for count in counts])
+    axis.set_xlim(-0.9, len(counts) - 0.1)
     axis.set_title(f"{model}: shim throughput / mirrored")
     axis.set_xlabel("replicas")
     axis.set_ylabel("relative throughput")
     if not drawn:
         axis.text(0.5, 0.5, "no shim runs", transform=axis.transAxes, ha="center")
-    axis.legend(fontsize="small")
+    axis.legend(fontsize="small", loc="lower right")

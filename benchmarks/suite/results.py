@@ -8,6 +8,8 @@ shows. Its layout:
      "runs": [{"model": ..., "mode": ..., "replicas": ..., ...}, ...],
      "skipped": [{"model": ..., "mode": ..., "replicas": ..., "reason": ...}]}
 
+`samples_per_s` is `global_batch_size / step_time_median_s` (the median
+resists steps stalled by other processes; `step_time_mean_s` is there too).
 Derived figures compare like with like: `vs_single` is throughput over the
 one-device `single` run of the same model, `vs_mirrored` over `mirrored` at
 the same replica count, and `scaling_efficiency` is

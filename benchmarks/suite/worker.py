@@ -99,7 +99,10 @@ def measure(spec: dict) -> dict:
     return {
         "step_time_median_s": statistics.median(timed),
         "step_time_p90_s": percentile(timed, 0.9),
-        "samples_per_s": spec["global_batch_size"] * len(timed) / sum(timed),
+        # From the median step, not the mean: on a shared machine a few steps
+        # stalled by other processes would otherwise decide the figure.
+        "samples_per_s": spec["global_batch_size"] / statistics.median(timed),
+        "step_time_mean_s": statistics.fmean(timed),
         "setup_s": prepared.setup_s,
         "peak_rss_mb": peak_rss_mb,
         "devices": list(prepared.devices),

@@ -20,6 +20,7 @@ import h5py
 import keras
 
 from parallel_keras import _internals
+from parallel_keras.multi_worker import writes
 
 # Keras picks the format from the suffix, so temporary names keep it.
 _SUFFIXES = (".weights.h5", ".keras", ".hdf5", ".h5")
@@ -77,6 +78,9 @@ def save_model(
 ) -> None:
     """`model.save(filepath)`, atomically, through a parallel model's template.
 
+    In multi-worker training only the chief writes `filepath`; the other
+    workers write into their temporary folders (`multi_worker.write_path`).
+
     Args:
         model: A Keras model or a `ParallelModel` (its template is saved).
         filepath: A `.keras`, `.h5` or `.hdf5` path.
@@ -93,7 +97,7 @@ def save_model(
     >>> atomic.save_model(model, os.path.join(tempfile.mkdtemp(), "m.keras"))
     """
     target = saving_target(model)
-    path = os.fspath(filepath)
+    path = writes.write_path(filepath)
     if not overwrite and os.path.exists(path):
         target.save(path, overwrite=False, **kwargs)
         return
@@ -118,7 +122,7 @@ def save_weights(
         **kwargs: Passed to `keras.Model.save_weights`.
     """
     target = saving_target(model)
-    path = os.fspath(filepath)
+    path = writes.write_path(filepath)
     if kwargs.get("max_shard_size") is not None:
         # Sharded weights are several files; no single rename covers them.
         target.save_weights(path, overwrite=overwrite, **kwargs)
