@@ -118,6 +118,19 @@ def test_entry_point_writes_schema_json_and_png_and_flags_injected_regression(tm
     assert pixels.std() > 0  # not a blank canvas
 
 
+def test_a_run_that_times_out_is_recorded_as_failed_and_the_exit_code_says_so(tmp_path):
+    output = tmp_path / "run.json"
+    process = _run_benchmarks(
+        "--models=mlp", "--modes=single", "--run_timeout_s=0.5",
+        f"--output={output}", "--plot=",
+    )
+    assert process.returncode == 2, process.stdout + process.stderr
+    assert "FAILED: Timed out after" in process.stdout
+    (run,) = json.loads(output.read_text())["runs"]
+    assert run["status"] == "error" and "run_timeout_s" in run["error"]
+    assert run["samples_per_s"] is None and run["vs_single"] is None
+
+
 def test_missing_tfds_data_fails_before_any_run_with_the_fix(tmp_path):
     process = _run_benchmarks(
         "--dataset=tfds:mnist", f"--data_dir={tmp_path}", "--models=mlp",

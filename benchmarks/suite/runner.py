@@ -216,7 +216,7 @@ def _execute(command: list[str], timeout_s: float) -> tuple[int, str]:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate()
-        return -1, (output or "") + f"\nTimed out after {timeout_s:.0f}s (run_timeout_s)."
+        return -1, (output or "") + f"\nTimed out after {timeout_s:g}s (run_timeout_s)."
     except BaseException:
         # Interrupted (Ctrl-C, a notebook's stop button): leave no process behind.
         os.killpg(process.pid, signal.SIGKILL)

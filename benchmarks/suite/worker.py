@@ -4,7 +4,7 @@ TensorFlow fixes its devices when it first uses them, so each
 (model, mode, replicas) run gets a fresh process whose first act is to
 simulate its devices; a fresh process also makes the peak RSS that run's own.
 
-Usage (the runner does this; the spec is `RunSpec.to_json()` plus settings):
+Usage (the runner does this; SPEC_JSON is the dict `runner._run_one` builds):
 
     python -m benchmarks.suite.worker SPEC_JSON RESULT_PATH
 
@@ -52,10 +52,13 @@ def measure(spec: dict) -> dict:
 
     import parallel_keras
 
-    simulated = False
-    if spec["mode"] != modes.MULTI_WORKER and not tf.config.list_physical_devices("GPU"):
+    has_gpus = bool(tf.config.list_physical_devices("GPU"))
+    if spec["mode"] != modes.MULTI_WORKER and not has_gpus:
         parallel_keras.simulate_devices(spec["simulated_devices"])
-        simulated = True
+    # Replicas (or workers) that share this machine's CPU cores.
+    simulated = not has_gpus and (
+        spec["simulated_devices"] > 1 or spec["mode"] == modes.MULTI_WORKER
+    )
     keras.utils.set_random_seed(0)
 
     dataset_spec = datasets.DatasetSpec(**spec["dataset"])
