@@ -28,6 +28,7 @@ import h5py
 import keras
 import numpy as np
 
+from parallel_keras.saving import atomic
 from parallel_keras.saving import files
 from parallel_keras.saving import weights as weights_lib
 
@@ -152,7 +153,7 @@ def load_legacy_weights(
     >>> parallel_keras.load_legacy_weights(template, "multi_gpu.h5")  # doctest: +SKIP
     ['dense']
     """
-    target = getattr(model, "template", model)
+    target = atomic.saving_target(model)
     legacy = read_legacy_file(filepath)
     pairs = _pair_layers(legacy, target, by_name=by_name)
     assignments = []

@@ -20,6 +20,7 @@ import h5py
 import keras
 import numpy as np
 
+from parallel_keras.saving import atomic
 from parallel_keras.saving import files
 
 
@@ -64,7 +65,7 @@ def load_weights(
     >>> parallel_keras.load_weights(model, "run.weights.h5")  # doctest: +SKIP
     ['dense']
     """
-    target = getattr(model, "template", model)
+    target = atomic.saving_target(model)
     path = os.fspath(filepath)
     kind = files.describe(path)
     if kind is files.FileKind.LEGACY_HDF5:
