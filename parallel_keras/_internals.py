@@ -40,16 +40,18 @@ def keras_variable_value(variable: keras.Variable) -> tf.Variable:
 def relocate_variables(
     variables: Iterable[keras.Variable],
     strategy: tf.distribute.Strategy,
-    mean_aggregated: Callable[[keras.Variable], bool] = lambda v: False,
+    synchronize: Callable[[keras.Variable], tuple[str, str] | None] = lambda v: None,
 ) -> int:
     """Re-creates each variable's tf.Variable under `strategy.scope()`.
 
-    Variables for which `mean_aggregated` is true are given MEAN aggregation,
-    so an assignment made on each replica (BatchNormalization's moving
-    statistics) is averaged across replicas instead of leaving every replica
-    with its own value (tensorflow/tensorflow#46488: the replicas' moving
-    statistics drift apart and the saved file disagrees with what was
-    evaluated).
+    `synchronize(variable)` may return `(aggregation, synchronization)` (Keras
+    names: "mean", "on_write", "on_read", "only_first_replica") to give the
+    relocated variable. Used for state assigned on each replica:
+    BatchNormalization's moving statistics get MEAN aggregation, so they are
+    averaged across replicas instead of drifting apart
+    (tensorflow/tensorflow#46488: the saved file disagrees with what was
+    evaluated); a stateful RNN's states are per-replica (ON_READ), each
+    replica keeping its own rows' state.
 
     Returns:
         The number of variables that were relocated.
@@ -59,12 +61,14 @@ def relocate_variables(
         current = variable._value
         if current is None:
             continue  # Not initialized yet: it will be built in scope.
-        if _lives_in(current, strategy) and not (
-            mean_aggregated(variable) and variable.aggregation != "mean"
+        wanted = synchronize(variable)
+        if _lives_in(current, strategy) and (
+            wanted is None
+            or (variable.aggregation, variable.synchronization) == wanted
         ):
             continue
-        if mean_aggregated(variable):
-            variable._aggregation = "mean"
+        if wanted is not None:
+            variable._aggregation, variable._synchronization = wanted
         # Read outside the scope: a variable of another strategy can only be
         # read in its own scope or in none. One variable at a time, so the
         # host never holds a second copy of the whole model.
@@ -97,6 +101,48 @@ def variable_devices(variable: keras.Variable) -> list[str]:
     if hasattr(value, "values"):
         return [component.device for component in value.values]
     return [value.device]
+
+
+# --- Stateful RNN state -----------------------------------------------------
+#
+# Keras 3.15 `RNN._create_state_variables` (layers/rnn/rnn.py) creates a
+# stateful layer's states as `backend.Variable`s under
+# `no_automatic_dependency_tracking`, held in `layer.states`: they are not in
+# `model.variables`, so relocating a model's variables misses them.
+
+
+def rnn_state_variables(layer: keras.layers.Layer) -> list[keras.Variable]:
+    """The state variables of a stateful RNN layer (empty if not built)."""
+    states = getattr(layer, "states", None)
+    if not getattr(layer, "stateful", False) or states is None:
+        return []
+    return [state for state in tf.nest.flatten(states) if isinstance(state, keras.Variable)]
+
+
+# --- Keras's loss tracker ---------------------------------------------------
+#
+# Keras 3.15's `Trainer` records the loss metric in the private
+# `_loss_tracker` (a `Mean` created by `compile`); the TF `train_step` and
+# `test_step` update it. parallel_keras's steps do the same.
+
+
+def loss_tracker(model: keras.Model):
+    return getattr(model, "_loss_tracker", None)
+
+
+# `Trainer._flatten_metrics_in_order` (Keras 3.15) orders `*_on_batch`
+# results as `metrics_names`; `TensorFlowTrainer.train_step` & co. are the
+# steps a model uses unless its class overrides them.
+
+
+def flatten_metrics_in_order(model: keras.Model, logs: dict):
+    return model._flatten_metrics_in_order(logs)
+
+
+def is_keras_default_step(model_class: type, name: str) -> bool:
+    from keras.src.backend.tensorflow import trainer  # pylint: disable=g-direct-keras-import
+
+    return getattr(model_class, name) is getattr(trainer.TensorFlowTrainer, name)
 
 
 # --- Strategy captured at construction ------------------------------------
@@ -153,27 +199,46 @@ def reset_compiled_functions(model: keras.Model) -> None:
 # cross-replica op.
 
 
-class SymbolicBuildFromLocalReplica:
-    """Mixin for a Keras model: builds its compile state from one replica."""
+def symbolic_build_from_local_replica(
+    model: keras.Model,
+    iterator=None,
+    data_batch=None,
+    select: Callable[[object], object] = lambda batch: batch,
+) -> None:
+    """Builds `model`'s compile state from one replica's first batch.
 
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        if self._distribute_strategy is None:
-            return super()._maybe_symbolic_build(
-                iterator=iterator, data_batch=data_batch
-            )
-        strategy = self._distribute_strategy
-        if iterator is not None:
-            for _, _, batch_iterator in iterator:
-                data_batch = next(batch_iterator)
-                break
-        data_batch = tf.nest.map_structure(
-            lambda value: strategy.experimental_local_results(value)[0]
-            if isinstance(value, tf.distribute.DistributedValues)
-            else value,
-            data_batch,
-        )
-        with strategy.scope():
-            self._symbolic_build(data_batch=data_batch)
+    Replaces `model._maybe_symbolic_build` for a model whose
+    `_distribute_strategy` is set. `select` picks Keras's `(x, y,
+    sample_weight)` out of the local batch.
+    """
+    strategy = model._distribute_strategy
+    if iterator is not None:
+        for _, _, batch_iterator in iterator:
+            data_batch = next(batch_iterator)
+            break
+    data_batch = tf.nest.map_structure(
+        lambda value: strategy.experimental_local_results(value)[0]
+        if isinstance(value, tf.distribute.DistributedValues)
+        else value,
+        data_batch,
+    )
+    with strategy.scope():
+        model._symbolic_build(data_batch=select(data_batch))
+
+
+def install_symbolic_build(model: keras.Model, select: Callable[[object], object]) -> None:
+    """Makes `model` (an instance) build its compile state from one replica."""
+
+    def maybe_symbolic_build(iterator=None, data_batch=None):
+        symbolic_build_from_local_replica(model, iterator, data_batch, select)
+
+    # On the instance, past Keras's attribute tracking: the class (and so
+    # the saved config) stays the user's.
+    model.__dict__["_maybe_symbolic_build"] = maybe_symbolic_build
+
+
+def remove_symbolic_build(model: keras.Model) -> None:
+    model.__dict__.pop("_maybe_symbolic_build", None)
 
 
 # --- Collective keys shared across strategies -----------------------------
@@ -190,7 +255,12 @@ _GROUP_KEY_BLOCK = 1_000_000
 _group_key_blocks = itertools.count(1)
 
 
-def collective_all_reduce(devices: list[str]) -> tf.distribute.CrossDeviceOps:
+def collective_all_reduce(
+    devices: list[str],
+    implementation: tf.distribute.experimental.CommunicationImplementation = (
+        tf.distribute.experimental.CommunicationImplementation.AUTO
+    ),
+) -> tf.distribute.CrossDeviceOps:
     """An all-reduce among `devices` whose collective keys no strategy shares."""
     from tensorflow.python.distribute import cross_device_ops  # pylint: disable=g-direct-tensorflow-import
     from tensorflow.python.distribute import cross_device_utils  # pylint: disable=g-direct-tensorflow-import
@@ -201,9 +271,41 @@ def collective_all_reduce(devices: list[str]) -> tf.distribute.CrossDeviceOps:
     return cross_device_ops.CollectiveAllReduce(
         devices=list(devices),
         group_size=len(devices),
-        options=tf.distribute.experimental.CommunicationOptions(),
+        options=tf.distribute.experimental.CommunicationOptions(
+            implementation=implementation
+        ),
         collective_keys=keys,
     )
+
+
+# --- Which reduction a strategy performs -------------------------------------
+#
+# `MirroredStrategy` keeps its cross-device ops in the private
+# `extended._cross_device_ops` (mirrored_strategy.py, TF 2.21); a
+# `CollectiveAllReduce` keeps its options in `_options`. Read to report the
+# reduction in reprs and benchmark records. NCCL availability is what
+# `cross_device_ops.select_cross_device_ops` checks: registered
+# `NcclAllReduce` kernels.
+
+
+def cross_device_ops_kind(strategy: tf.distribute.Strategy) -> tuple[str, str | None]:
+    """`("one_device", device)`, `("ring", None)` or `("nccl", None)`."""
+    ops = getattr(strategy.extended, "_cross_device_ops", None)
+    if isinstance(ops, tf.distribute.ReductionToOneDevice):
+        return "one_device", ops.reduce_to_device or "/cpu:0"
+    if isinstance(ops, tf.distribute.NcclAllReduce):
+        return "nccl", None
+    options = getattr(ops, "_options", None)
+    implementation = getattr(options, "implementation", None)
+    if implementation == tf.distribute.experimental.CommunicationImplementation.NCCL:
+        return "nccl", None
+    return "ring", None
+
+
+def nccl_kernels_registered() -> bool:
+    from tensorflow.python.framework import kernels  # pylint: disable=g-direct-tensorflow-import
+
+    return bool(kernels.get_registered_kernels_for_op("NcclAllReduce").kernel)
 
 
 # --- Multi-worker training (issue 5) --------------------------------------

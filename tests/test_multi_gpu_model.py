@@ -358,7 +358,11 @@ def test_on_batch_methods_summary_and_get_layer():
     lines = []
     parallel.summary(print_fn=lambda line, **kwargs: lines.append(line))
     assert any("dense" in line for line in lines)
-    assert parallel.get_layer(index=0) is template.layers[0]
+    # As in Keras 2, the template is a layer of the parallel model.
+    assert parallel.layers == [template]
+    assert parallel.get_layer(index=0) is template
+    assert parallel.get_layer(template.name) is template
+    assert parallel.get_layer(template.layers[0].name) is template.layers[0]
     assert "replicas=4" in repr(parallel)
 
 
@@ -379,16 +383,21 @@ def test_template_built_under_cpu_device_scope():
 @pytest.mark.parametrize(
     "options, strategy_type, reduction",
     [
-        ({}, tf.distribute.MirroredStrategy, "ReductionToOneDevice"),
-        ({"cpu_merge": False}, tf.distribute.MirroredStrategy, "CollectiveAllReduce"),
-        ({"cpu_relocation": True}, tf.distribute.experimental.CentralStorageStrategy, None),
+        ({}, tf.distribute.MirroredStrategy, "reduce on /cpu:0"),
+        # cpu_merge chooses where outputs are concatenated, not the reduction.
+        ({"cpu_merge": False}, tf.distribute.MirroredStrategy, "reduce on /cpu:0"),
+        (
+            {"cpu_relocation": True},
+            tf.distribute.experimental.CentralStorageStrategy,
+            "central storage on /cpu:0",
+        ),
     ],
 )
 def test_legacy_options_choose_the_strategy(options, strategy_type, reduction):
     parallel = parallel_keras.multi_gpu_model(mlp(), gpus=2, **options)
     assert isinstance(parallel.strategy, strategy_type)
-    if reduction:
-        assert type(parallel.strategy.extended._cross_device_ops).__name__ == reduction
+    assert str(parallel.gradient_reduction) == reduction
+    assert f"gradient_reduction={reduction!r}" in repr(parallel)
     if options.get("cpu_relocation"):
         variable = parallel.template.weights[0]
         assert "CPU:0" in variable.value.device

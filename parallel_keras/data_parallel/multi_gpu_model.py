@@ -9,6 +9,8 @@ import keras
 
 from parallel_keras import _internals
 from parallel_keras import devices as devices_lib
+from parallel_keras.data_parallel import execution
+from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import parallel_model as parallel_model_lib
 from parallel_keras.data_parallel import strategies
 
@@ -22,6 +24,7 @@ def multi_gpu_model(
     cpu_relocation: bool = False,
     *,
     sync_batchnorm: bool = False,
+    batch_loss: str = "auto",
 ) -> ParallelModel:
     """Replicates a model on several devices (data parallelism).
 
@@ -37,15 +40,36 @@ def multi_gpu_model(
 
     The legacy options keep their meaning:
 
-    * `cpu_merge=True`: gradients are reduced on `/cpu:0` and broadcast back
-      (the legacy function merged the towers on the CPU).
-      `cpu_merge=False`: an all-reduce among the replicas, with no CPU hop.
+    * `cpu_merge`: where the replicas' outputs are concatenated (`predict`):
+      `True` on `/cpu:0`, `False` on the first replica's device. Gradients
+      are reduced as suits the devices (`parallel.gradient_reduction`): on
+      GPUs what `MirroredStrategy` picks itself (NCCL all-reduce among
+      physical GPUs), on CPU devices a reduction through `/cpu:0`, measured
+      faster there.
     * `cpu_relocation=True`: the variables live on `/cpu:0` only and the
       replicas compute against them (`CentralStorageStrategy`), the legacy
-      way to rescue a model built outside any device scope. Reduction then
-      happens on the CPU whatever `cpu_merge` says.
+      way to rescue a model built outside any device scope.
 
     All settings train to the same weights.
+
+    Batches: a batch that would leave a replica without rows (fewer rows
+    than replicas, or e.g. 6 rows on 4 replicas) is given whole to every
+    replica, each reporting its share of the rows, so results equal one
+    device's and no kernel ever runs on an empty batch.
+
+    Losses over the whole batch: Keras 2 concatenated the towers' outputs
+    and computed the loss once; tf.distribute computes it per replica. Both
+    agree for per-row losses. `batch_loss="global"` gathers targets, outputs
+    and sample weights from every replica and computes the loss and metrics
+    over the global batch (needed for e.g. a Cox partial likelihood or a
+    batch-hard triplet loss); `"replica"` computes them per replica;
+    `"auto"` (the default) picks "replica" when every loss and metric
+    passed to `compile` is one of Keras's own, "global" otherwise.
+
+    Stateful models: a template built with `batch_shape=(b, ...)` takes
+    global batches of `N * b` rows; each replica keeps the state of its own
+    `b` rows across batches, and `reset_states()` on either model resets
+    every replica.
 
     BatchNormalization: a plain `BatchNormalization` normalizes each
     replica's slice on its own, as the legacy towers did, so training
@@ -56,6 +80,10 @@ def multi_gpu_model(
     statistics are averaged across replicas either way, so every replica
     holds the same values and what is saved is what was evaluated.
 
+    The template keeps working after wrapping: its own `fit`, `evaluate`,
+    `predict` and `*_on_batch` give what they gave before (every replica
+    computes its whole batch).
+
     Args:
         model: The template: a built `keras.Model`. Building it under
             `tf.device('/cpu:0')` is fine, as in legacy scripts.
@@ -63,10 +91,13 @@ def multi_gpu_model(
             device strings, or `None` for every GPU. On a machine without
             GPUs, GPU ids map to the logical CPU devices made by
             `parallel_keras.simulate_devices`. Defaults to None.
-        cpu_merge: Reduce gradients through the CPU. Defaults to True.
+        cpu_merge: Concatenate the replicas' outputs on `/cpu:0`.
+            Defaults to True.
         cpu_relocation: Keep the variables on the CPU. Defaults to False.
         sync_batchnorm: Synchronize BatchNormalization statistics across
             replicas. Defaults to False (the legacy behaviour).
+        batch_loss: `"auto"`, `"global"` or `"replica"`: over which rows
+            losses and metrics are computed. Defaults to "auto".
 
     Returns:
         A `ParallelModel`, a `keras.Model` used like the template.
@@ -74,8 +105,9 @@ def multi_gpu_model(
     Raises:
         TypeError: If `model` is not a Keras model, is already a parallel
             model, or `gpus` has the wrong type.
-        ValueError: If the model is not built, or `gpus` asks for fewer than
-            two devices or for devices that do not exist.
+        ValueError: If the model is not built, `gpus` asks for fewer than
+            two devices or for devices that do not exist, or `batch_loss`
+            is not one of its values.
 
     Example:
 
@@ -113,23 +145,27 @@ def multi_gpu_model(
                 f"multi_gpu_model's `{name}` must be True or False. "
                 f"Received: {name}={value!r}."
             )
+    losses_lib.check_batch_loss(batch_loss)
     replica_devices = devices_lib.replica_devices(gpus)
     strategy = strategies.replication_strategy(
-        replica_devices, cpu_merge=cpu_merge, cpu_relocation=cpu_relocation
+        replica_devices, cpu_relocation=cpu_relocation
     )
+    stateful_batch = _stateful_batch(model)
 
     # Everything above only validated; from here the template is changed.
     if sync_batchnorm:
-        for layer in _all_layers(model):
+        for layer in execution.all_layers(model):
             if isinstance(layer, keras.layers.BatchNormalization):
                 layer.synchronized = True
+    _internals.relocate_variables(model.variables, strategy, synchronize=_synchronization)
     _internals.relocate_variables(
-        model.variables, strategy, mean_aggregated=_updated_per_replica
+        _rnn_states(model), strategy, synchronize=lambda _: ("only_first_replica", "on_read")
     )
     if getattr(model, "optimizer", None) is not None:
         parallel_model_lib.adopt_optimizer(model.optimizer, strategy)
-    _internals.set_model_strategy(model, strategy)
-    _internals.reset_compiled_functions(model)
+    execution.attach_template(
+        model, strategy, stateful_batch, parallel_model_lib.adopt_optimizer
+    )
     with strategy.scope():
         parallel = ParallelModel(
             model,
@@ -137,32 +173,46 @@ def multi_gpu_model(
             replica_devices,
             cpu_merge=cpu_merge,
             cpu_relocation=cpu_relocation,
+            batch_loss=batch_loss,
+            stateful_batch=stateful_batch,
         )
     logging.info(
-        "multi_gpu_model: %s replicated on %d devices: %s",
+        "multi_gpu_model: %s replicated on %d devices: %s (%s)",
         model.name,
         len(replica_devices),
         ", ".join(replica_devices),
+        strategies.strategy_reduction(strategy),
     )
     return parallel
 
 
-def _all_layers(model: keras.layers.Layer):
-    """Every layer inside `model`, nested models included."""
-    for layer in getattr(model, "layers", []):
-        yield layer
-        yield from _all_layers(layer)
+def _rnn_states(model: keras.Model) -> list[keras.Variable]:
+    return [
+        state
+        for layer in execution.all_layers(model)
+        for state in _internals.rnn_state_variables(layer)
+    ]
 
 
-def _updated_per_replica(variable: keras.Variable) -> bool:
-    """Non-trainable float state (moving statistics) updated on each replica.
+def _stateful_batch(model: keras.Model) -> int | None:
+    """The batch a stateful template was built for (None if not stateful)."""
+    states = _rnn_states(model)
+    if not states:
+        return None
+    return int(states[0].shape[0])
 
-    Such variables are assigned inside the forward pass on every replica.
-    Mean-aggregating them keeps the replicas identical (a frozen layer's
-    weights, never assigned, are unaffected).
+
+def _synchronization(variable: keras.Variable) -> tuple[str, str] | None:
+    """MEAN aggregation for non-trainable float state updated on each replica.
+
+    Such variables (moving statistics) are assigned inside the forward pass
+    on every replica. Mean-aggregating them keeps the replicas identical (a
+    frozen layer's weights, never assigned, are unaffected).
     """
-    return (
+    if (
         not variable.trainable
-        and variable.aggregation == "none"
+        and variable.aggregation in ("none", "mean")
         and keras.backend.is_float_dtype(variable.dtype)
-    )
+    ):
+        return "mean", variable.synchronization
+    return None

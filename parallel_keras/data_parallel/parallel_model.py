@@ -3,22 +3,28 @@
 A `ParallelModel` holds no weights of its own. It calls the template, whose
 variables were moved into the replication strategy, so the two models share
 every variable: what one trains, the other sees, and what either saves is the
-template.
+template. It stands in for Keras 2's parallel model where scripts touch it:
+`inputs`, `outputs`, `input_names`, `output_names` (de-duplicated as Keras 2
+did), `layers` (the template), `get_layer(template.name)`, per-output losses
+and metrics, every `fit`/`evaluate`/`predict`/`*_on_batch` input structure.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from parallel_keras import _internals
+from parallel_keras.data_parallel import execution as execution_lib
+from parallel_keras.data_parallel import losses as losses_lib
+from parallel_keras.data_parallel import steps
 from parallel_keras.data_parallel import strategies
 
 
-class ParallelModel(_internals.SymbolicBuildFromLocalReplica, keras.Model):
+class ParallelModel(keras.Model):
     """A data-parallel view of a template model.
 
     Built by `parallel_keras.multi_gpu_model`; not meant to be constructed
@@ -35,18 +41,32 @@ class ParallelModel(_internals.SymbolicBuildFromLocalReplica, keras.Model):
         self,
         template: keras.Model,
         strategy: tf.distribute.Strategy,
-        replica_devices: list[str],
+        replica_devices: Sequence[str],
         cpu_merge: bool,
         cpu_relocation: bool,
+        batch_loss: str = "auto",
+        stateful_batch: int | None = None,
         name: str | None = None,
     ):
-        super().__init__(name=name or f"{template.name}_parallel")
+        super().__init__(
+            name=name or f"{template.name}_parallel", dtype=template.dtype_policy
+        )
         self._template = template
         self._strategy = strategy
         self._replica_devices = tuple(replica_devices)
         self._cpu_merge = bool(cpu_merge)
         self._cpu_relocation = bool(cpu_relocation)
+        self._batch_loss = batch_loss
+        self._global_loss = batch_loss == "global"
+        self._execution = execution_lib.Execution(
+            self, strategy, replicate_all=False, stateful_batch=stateful_batch
+        )
+        template_names = getattr(template, "output_names", None)
+        if template_names:
+            self.output_names = unique_output_names(template_names)
         self.built = True
+
+    # --- What Keras 2's parallel model exposed -------------------------------
 
     @property
     def template(self) -> keras.Model:
@@ -63,109 +83,172 @@ class ParallelModel(_internals.SymbolicBuildFromLocalReplica, keras.Model):
         """The `tf.distribute.Strategy` that runs the replicas."""
         return self._strategy
 
+    @property
+    def gradient_reduction(self) -> strategies.GradientReduction:
+        """How gradients are combined across the replicas."""
+        return strategies.strategy_reduction(self._strategy)
+
+    @property
+    def batch_loss(self) -> str:
+        """`"global"` (loss over the whole batch), `"replica"`, or `"auto"` before compile."""
+        if self._batch_loss == "auto" and self.compiled:
+            return "global" if self._global_loss else "replica"
+        return self._batch_loss
+
+    @property
+    def inputs(self) -> list:
+        """The template's symbolic inputs."""
+        return self._symbolic("inputs")
+
+    @property
+    def outputs(self) -> list:
+        """The template's symbolic outputs."""
+        return self._symbolic("outputs")
+
+    @property
+    def input(self):
+        return self._symbolic("input")
+
+    @property
+    def output(self):
+        return self._symbolic("output")
+
+    @property
+    def input_names(self) -> list[str]:
+        """Names of the template's inputs, in order."""
+        return [tensor.name for tensor in tf.nest.flatten(self.inputs)]
+
+    def _symbolic(self, attribute: str):
+        try:
+            return getattr(self._template, attribute)
+        except (AttributeError, ValueError) as error:
+            raise AttributeError(
+                f"The parallel model's `{attribute}` are its template's, and "
+                f"the template {self._template.name!r} has none: it is a "
+                "subclassed model that was never called on a symbolic input. "
+                f"Received: parallel_model.{attribute}. Build the template "
+                "with the functional API (keras.Model(inputs, outputs)) to "
+                "have symbolic inputs and outputs."
+            ) from error
+
+    def get_layer(self, name: str | None = None, index: int | None = None):
+        """A layer by name (the template, or one of its layers) or by index in `layers`."""
+        if name is not None and name == self._template.name:
+            return self._template
+        if name is None:
+            return super().get_layer(index=index)
+        return self._template.get_layer(name=name)
+
     def call(self, inputs, training=None):
         return self._template(inputs, training=training)
 
-    def compile(self, optimizer="rmsprop", *args, **kwargs) -> None:
+    # --- Compile and steps ---------------------------------------------------
+
+    def compile(
+        self,
+        optimizer="rmsprop",
+        loss=None,
+        loss_weights=None,
+        metrics=None,
+        weighted_metrics=None,
+        **kwargs,
+    ) -> None:
         """Compiles as `keras.Model.compile`, creating state on the replicas.
 
         An optimizer instance created outside the replication strategy (as in
         every legacy script) is moved into it, so it keeps its identity and
-        any callback holding it still works.
+        any callback holding it still works. Loss-name dicts must name the
+        parallel model's `output_names`.
         """
+        losses_lib.check_output_keys(self, loss, "loss")
+        losses_lib.check_output_keys(self, loss_weights, "loss_weights")
+        losses_lib.check_output_keys(self, metrics, "metrics")
+        losses_lib.check_output_keys(self, weighted_metrics, "weighted_metrics")
+        losses_lib.check_loss_scaling(self, optimizer)
         if isinstance(optimizer, keras.optimizers.Optimizer):
             adopt_optimizer(optimizer, self._strategy)
         with self._strategy.scope():
-            super().compile(optimizer, *args, **kwargs)
+            super().compile(
+                optimizer,
+                loss=loss,
+                loss_weights=loss_weights,
+                metrics=metrics,
+                weighted_metrics=weighted_metrics,
+                **kwargs,
+            )
+        if self._batch_loss == "auto":
+            self._global_loss = not losses_lib.all_keras_builtins(
+                loss, metrics, weighted_metrics
+            )
 
-    def compute_loss(
-        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
-    ):
-        """The template's loss, weighted so uneven replica batches add up.
+    def train_step(self, data):
+        return steps.train_step(self, data, global_loss=self._global_loss)
 
-        Keras averages each replica's loss over its own rows and then over the
-        replicas. When the global batch does not split evenly (10 rows on 4
-        replicas: 3/3/2/2, or fewer rows than replicas) that weighs rows
-        unequally. Here each replica's gradient is scaled by its share of the
-        global batch, so the update equals one device's. The value, which
-        the loss metric records, is left as Keras computes it.
-        """
-        loss = super().compute_loss(
-            x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=training
+    def test_step(self, data):
+        return steps.test_step(self, data, global_loss=self._global_loss)
+
+    def predict_step(self, data):
+        return steps.predict_step(self, data)
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        _internals.symbolic_build_from_local_replica(
+            self, iterator, data_batch, execution_lib.select_keras_batch
         )
-        replica_context = tf.distribute.get_replica_context()
-        if replica_context is None or replica_context.num_replicas_in_sync == 1:
-            return loss
-        rows = next((t for t in tf.nest.flatten(x) if t is not None), None)
-        if rows is None:
-            return loss
-        local = tf.cast(tf.shape(rows)[0], loss.dtype)
-        total = replica_context.all_reduce(tf.distribute.ReduceOp.SUM, local)
-        share = tf.math.divide_no_nan(
-            local * replica_context.num_replicas_in_sync, total
-        )
-        weighted = loss * share
-        return weighted + tf.stop_gradient(loss - weighted)
 
-    # Training entry points check that the template still lives here.
+    def make_predict_function(self, force=False):
+        """Keras's predict function, concatenating outputs where `cpu_merge` says."""
+        if self.predict_function is not None and not force:
+            return self.predict_function
+        super().make_predict_function(force=force)
+        concatenate = self.predict_function
+        merge_device = "/cpu:0" if self._cpu_merge else self._replica_devices[0]
 
-    def fit(self, *args, **kwargs):
+        def predict_function(data):
+            with tf.device(merge_device):
+                return concatenate(data)
+
+        self.predict_function = predict_function
+        return predict_function
+
+    # --- Training entry points -------------------------------------------------
+
+    def fit(self, x=None, y=None, batch_size=None, *args, **kwargs):
         self._ensure_current()
-        return super().fit(*args, **kwargs)
+        batch_size = self._execution.check_arrays(x, batch_size, "fit")
+        with self._execution.running():
+            return super().fit(x, y, batch_size, *args, **kwargs)
 
-    def evaluate(self, *args, **kwargs):
+    def evaluate(self, x=None, y=None, batch_size=None, *args, **kwargs):
         self._ensure_current()
-        return super().evaluate(*args, **kwargs)
+        batch_size = self._execution.check_arrays(x, batch_size, "evaluate")
+        with self._execution.running():
+            return super().evaluate(x, y, batch_size, *args, **kwargs)
 
-    def predict(self, *args, **kwargs):
+    def predict(self, x, batch_size=None, *args, **kwargs):
         self._ensure_current()
-        return super().predict(*args, **kwargs)
-
-    # Keras's `*_on_batch` hand the whole batch to every replica (and
-    # `predict_on_batch` then returns it once per replica). Splitting the
-    # batch first gives each replica its slice, as `fit` does.
+        batch_size = self._execution.check_arrays(x, batch_size, "predict")
+        with self._execution.running():
+            return super().predict(x, batch_size, *args, **kwargs)
 
     def train_on_batch(
         self, x, y=None, sample_weight=None, class_weight=None, return_dict=False
     ):
         self._ensure_current()
-        if class_weight is not None:
-            if sample_weight is not None:
-                raise ValueError(
-                    "Pass `sample_weight` or `class_weight`, not both. Received: "
-                    f"sample_weight={sample_weight}, class_weight={class_weight}."
-                )
-            sample_weight = _class_weight_to_sample_weight(y, class_weight)
-        x, y, sample_weight = self._split_batch(x, y, sample_weight)
-        return super().train_on_batch(
-            x, y, sample_weight=sample_weight, return_dict=return_dict
+        return self._execution.train_on_batch(
+            x, y, sample_weight, class_weight, return_dict
         )
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         self._ensure_current()
-        x, y, sample_weight = self._split_batch(x, y, sample_weight)
-        return super().test_on_batch(
-            x, y, sample_weight=sample_weight, return_dict=return_dict
-        )
+        return self._execution.test_on_batch(x, y, sample_weight, return_dict)
 
     def predict_on_batch(self, x):
         self._ensure_current()
-        (x,) = self._split_batch(x)
-        return super().predict_on_batch(x)
+        return self._execution.predict_on_batch(x)
 
-    def _split_batch(self, *parts):
-        """One global batch as per-replica values (None parts stay None)."""
-        present = tuple(part for part in parts if part is not None)
-        options = tf.data.Options()
-        options.experimental_distribute.auto_shard_policy = (
-            tf.data.experimental.AutoShardPolicy.OFF
-        )
-        dataset = tf.data.Dataset.from_tensors(present).with_options(options)
-        distributed = next(
-            iter(self._strategy.experimental_distribute_dataset(dataset))
-        )
-        values = iter(distributed)
-        return tuple(None if part is None else next(values) for part in parts)
+    def reset_states(self) -> None:
+        """Resets every stateful layer of the template, on every replica."""
+        execution_lib.reset_states(self._template)
 
     def _ensure_current(self) -> None:
         owner = _internals.model_strategy(self._template)
@@ -179,7 +262,7 @@ class ParallelModel(_internals.SymbolicBuildFromLocalReplica, keras.Model):
                 "model returned by the latest multi_gpu_model call."
             )
 
-    # The template is what gets saved, summarized and looked up.
+    # --- The template is what gets saved and summarized -----------------------
 
     def save(self, filepath, overwrite=True, **kwargs) -> None:
         """Saves the template (shared weights) atomically, loadable on one device."""
@@ -212,9 +295,6 @@ class ParallelModel(_internals.SymbolicBuildFromLocalReplica, keras.Model):
     def summary(self, *args, **kwargs) -> None:
         return self._template.summary(*args, **kwargs)
 
-    def get_layer(self, name: str | None = None, index: int | None = None):
-        return self._template.get_layer(name=name, index=index)
-
     def get_config(self) -> dict[str, Any]:
         raise NotImplementedError(
             "A ParallelModel is not serialized itself: its template is. "
@@ -232,18 +312,28 @@ class ParallelModel(_internals.SymbolicBuildFromLocalReplica, keras.Model):
             f"<ParallelModel {self.name!r} template={self._template.name!r} "
             f"replicas={len(self._replica_devices)} devices=[{devices}] "
             f"cpu_merge={self._cpu_merge} cpu_relocation={self._cpu_relocation} "
+            f"gradient_reduction={str(self.gradient_reduction)!r} "
+            f"batch_loss={self.batch_loss!r} "
             f"strategy={strategies.describe(self._strategy)} "
             f"params={self._template.count_params():,}>"
         )
 
 
-def _class_weight_to_sample_weight(y, class_weight: dict) -> np.ndarray:
-    labels = np.asarray(y)
-    if labels.ndim > 1 and labels.shape[-1] > 1:
-        labels = labels.argmax(axis=-1)
-    return np.array(
-        [class_weight[int(label)] for label in labels.reshape(-1)], "float32"
-    )
+def unique_output_names(names: Sequence[str]) -> list[str]:
+    """Output names made unique as Keras 2's `multi_gpu_model` did.
+
+    Each name that occurs more than once is numbered from 1 in order:
+    `['add', 'nested', 'nested']` becomes `['add', 'nested_1', 'nested_2']`.
+    """
+    repeated = {name for name in names if list(names).count(name) > 1}
+    seen: dict[str, int] = {}
+    unique = []
+    for name in names:
+        if name in repeated:
+            seen[name] = seen.get(name, 0) + 1
+            name = f"{name}_{seen[name]}"
+        unique.append(name)
+    return unique
 
 
 def adopt_optimizer(

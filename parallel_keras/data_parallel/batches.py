@@ -1,0 +1,158 @@
+"""Global batches prepared so that no replica ever computes on an empty slice.
+
+`tf.distribute` splits a global batch of B rows into per-replica slices of
+ceil(B / N) rows, so some replicas get nothing whenever
+ceil(B / N) * (N - 1) >= B: fewer rows than replicas (a final partial batch,
+`predict` on one row), but also e.g. 6 rows on 4 replicas (2/2/2/0). A replica
+with an empty slice still runs the model, and kernels mishandle empty
+batches: oneDNN's Conv2D (TensorFlow's default on CPU) returns a wrong shape,
+and cuDNN kernels crashed Keras 2's towers the same way
+(keras-team/keras#11844).
+
+Such a batch is *tiled*: every replica receives the whole batch, computes on
+it, and a per-row `keep` mask says which rows it reports. Concatenated in
+replica order, the kept rows are the batch in its original order. The
+arithmetic stays exactly one device's:
+
+* gradients: every replica's loss is the whole batch's loss, and Keras
+  averages the replicas' gradients, so the update is the batch's;
+* synchronized BatchNormalization averages N copies of the batch, which has
+  the batch's own mean and variance;
+* metrics and `predict` see only kept rows, so every row counts once.
+
+The same tiling, applied to every batch, runs a template with one device's
+semantics on the strategy that owns its variables (`replicate_all=True`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import tensorflow as tf
+
+
+class PreparedBatch(NamedTuple):
+    """A global batch as Keras built it, with the rows each replica reports."""
+
+    data: Any
+    """Keras's batch: `x`, `(x,)`, `(x, y)` or `(x, y, sample_weight)`."""
+    keep: tf.Tensor
+    """float32 `(rows,)`: 1 for rows the replica holding them reports."""
+
+
+def leaves_empty_replica(rows, num_replicas: int):
+    """Whether tf.distribute's split of `rows` leaves some replica no rows."""
+    per_replica = (rows + num_replicas - 1) // num_replicas
+    return per_replica * (num_replicas - 1) >= rows
+
+
+def prepare_dataset(
+    dataset: tf.data.Dataset,
+    num_replicas: int,
+    replicate_all: bool = False,
+    check_rows: Callable[[tf.Tensor], tf.Operation] | None = None,
+) -> tf.data.Dataset:
+    """Maps each global batch of `dataset` to a `PreparedBatch`.
+
+    Args:
+        dataset: Batched elements as Keras's data adapters produce them.
+        num_replicas: Replicas the batch will be split across.
+        replicate_all: Tile every batch (one device's semantics), not only
+            those that would leave a replica empty. Defaults to False.
+        check_rows: Called with each batch's row count; returns an assertion
+            op (e.g. the fixed batch of a stateful model). Defaults to None.
+
+    Returns:
+        The mapped dataset, or `dataset` itself when its elements hold
+        something other than dense tensors (sparse or ragged rows cannot be
+        tiled, and are split as tf.distribute does).
+    """
+    specs = tf.nest.flatten(dataset.element_spec)
+    if not specs or not all(isinstance(spec, tf.TensorSpec) for spec in specs):
+        return dataset
+    if all(spec.shape.rank == 0 for spec in specs):
+        return dataset
+    unpacked = isinstance(dataset.element_spec, tuple)
+
+    def prepare(*element):
+        data = element if unpacked else element[0]
+        rows = _rows(data)
+        checks = [check_rows(rows)] if check_rows is not None else []
+        with tf.control_dependencies(checks):
+            rows = tf.identity(rows)
+        if replicate_all:
+            return PreparedBatch(*_tiled(data, rows, num_replicas))
+        tile = tf.logical_and(rows > 0, leaves_empty_replica(rows, num_replicas))
+        tiled_data, keep = tf.cond(
+            tile,
+            lambda: _tiled(data, rows, num_replicas),
+            lambda: (data, tf.ones([rows], tf.float32)),
+        )
+        return PreparedBatch(tiled_data, keep)
+
+    return dataset.map(prepare)
+
+
+def _rows(data) -> tf.Tensor:
+    for tensor in tf.nest.flatten(data):
+        if tensor.shape.rank:
+            return tf.shape(tensor, out_type=tf.int32)[0]
+    raise ValueError(f"No batched tensor in {data!r}.")
+
+
+def _tiled(data, rows, num_replicas: int):
+    """`data` repeated once per replica, and which copy reports which rows."""
+
+    def tile(tensor):
+        if not tensor.shape.rank:
+            return tensor
+        return tf.concat([tensor] * num_replicas, axis=0)
+
+    # Replica c reports rows [start_c, end_c) of its copy: a balanced,
+    # contiguous split, so the kept rows in replica order are the batch.
+    replica = tf.range(num_replicas)[:, tf.newaxis]
+    base, extra = rows // num_replicas, rows % num_replicas
+    start = replica * base + tf.minimum(replica, extra)
+    end = start + base + tf.cast(replica < extra, tf.int32)
+    row = tf.range(rows)[tf.newaxis, :]
+    keep = tf.logical_and(row >= start, row < end)
+    return tf.nest.map_structure(tile, data), tf.reshape(
+        tf.cast(keep, tf.float32), [-1]
+    )
+
+
+def batch_of_structures(structure) -> Any:
+    """`structure` with lists turned into tuples, for `tf.data`.
+
+    `tf.data.Dataset.from_tensors([a, b])` stacks a list into one tensor; the
+    usual Keras 2 form of multi-input data (`[x_a, x_b]`) is a structure.
+    """
+    if isinstance(structure, list):
+        return tuple(batch_of_structures(item) for item in structure)
+    if isinstance(structure, tuple) and not hasattr(structure, "_fields"):
+        return tuple(batch_of_structures(item) for item in structure)
+    if isinstance(structure, dict):
+        return {key: batch_of_structures(value) for key, value in structure.items()}
+    return structure
+
+
+def unpack(data) -> tuple[Any, Any, Any, tf.Tensor | None]:
+    """`(x, y, sample_weight, keep)` of a step's data (`keep` None: all rows)."""
+    keep = None
+    if isinstance(data, PreparedBatch):
+        data, keep = data.data, data.keep
+    if isinstance(data, list):
+        data = tuple(data)
+    if not isinstance(data, tuple):
+        return data, None, None, keep
+    if len(data) == 1:
+        return data[0], None, None, keep
+    if len(data) == 2:
+        return data[0], data[1], None, keep
+    if len(data) == 3:
+        return data[0], data[1], data[2], keep
+    raise ValueError(
+        "Data is expected to be in format `x`, `(x,)`, `(x, y)`, or "
+        f"`(x, y, sample_weight)`. Received: a tuple of {len(data)} elements."
+    )

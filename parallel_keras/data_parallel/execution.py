@@ -1,0 +1,313 @@
+"""How a model's Keras methods run on the replicas of its strategy.
+
+Two models run on the replication strategy: the parallel model, which splits
+each global batch across the replicas, and the template, whose variables now
+live in that strategy. The template keeps one device's semantics (what its
+methods returned before wrapping, row for row): every replica computes its
+whole batch, so BatchNormalization statistics, stateful RNN states and
+batch-dependent losses are exactly one device's (`batches.py`).
+
+`Execution` holds what both need: preparing datasets as Keras distributes
+them, the `*_on_batch` methods (Keras's hand the whole batch to every
+replica), and the fixed batch of a stateful template.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from parallel_keras import _internals
+from parallel_keras.data_parallel import batches
+from parallel_keras.data_parallel import steps
+from parallel_keras.data_parallel import strategies
+
+
+class Execution:
+    """Runs one model's batches on its strategy's replicas.
+
+    Args:
+        model: The model whose methods run.
+        strategy: The replication strategy owning its variables.
+        replicate_all: Every replica computes the whole batch (one device's
+            semantics) instead of a slice of it.
+        stateful_batch: Rows per replica a stateful template was built for,
+            or None.
+    """
+
+    def __init__(
+        self,
+        model: keras.Model,
+        strategy: tf.distribute.Strategy,
+        replicate_all: bool,
+        stateful_batch: int | None = None,
+    ):
+        self.model = model
+        self.strategy = strategy
+        self.replicate_all = replicate_all
+        self.stateful_batch = stateful_batch
+
+    @property
+    def num_replicas(self) -> int:
+        return self.strategy.num_replicas_in_sync
+
+    @property
+    def global_batch(self) -> int | None:
+        """The only batch size a stateful model takes, or None."""
+        if self.stateful_batch is None:
+            return None
+        if self.replicate_all:
+            return self.stateful_batch
+        return self.stateful_batch * self.num_replicas
+
+    def prepare(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
+        return batches.prepare_dataset(
+            dataset,
+            self.num_replicas,
+            replicate_all=self.replicate_all,
+            check_rows=self._check_rows if self.stateful_batch else None,
+        )
+
+    def running(self):
+        """Context in which Keras's datasets for this model are prepared."""
+        return strategies.preparing_batches(self.prepare)
+
+    # --- Stateful templates ------------------------------------------------
+
+    def stateful_batch_error(self, received: Any, what: str) -> ValueError:
+        return ValueError(
+            f"A stateful model takes batches of exactly {self.global_batch} "
+            f"rows: the template was built with batch {self.stateful_batch}"
+            + (
+                f" and is replicated on {self.num_replicas} devices, so each "
+                f"replica keeps the state of its own {self.stateful_batch} rows"
+                if not self.replicate_all
+                else ""
+            )
+            + f". Received: {what}={received}. Pass batch_size="
+            f"{self.global_batch} and a number of rows that is a multiple of "
+            f"{self.global_batch}."
+        )
+
+    def _check_rows(self, rows):
+        return tf.debugging.assert_equal(
+            rows,
+            self.global_batch,
+            message=str(self.stateful_batch_error("another size", "a batch of")),
+        )
+
+    def check_arrays(self, x, batch_size, method: str):
+        """`batch_size` for a stateful model's `fit`/`evaluate`/`predict`."""
+        if self.stateful_batch is None:
+            return batch_size
+        if batch_size is None:
+            batch_size = self.global_batch
+        if batch_size != self.global_batch:
+            raise self.stateful_batch_error(batch_size, f"{method}(batch_size)")
+        rows = _array_rows(x)
+        if rows is not None and rows % self.global_batch:
+            raise self.stateful_batch_error(f"{rows} rows", f"{method}(x)")
+        return batch_size
+
+    # --- One batch ---------------------------------------------------------
+
+    def distributed_batch(self, *parts):
+        """One global batch, prepared and split as `fit` would split it."""
+        while parts and parts[-1] is None:
+            parts = parts[:-1]
+        data = batches.batch_of_structures(parts)
+        rows = _array_rows(data)
+        if self.stateful_batch is not None and rows != self.global_batch:
+            raise self.stateful_batch_error(f"{rows} rows", "a batch of")
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = (
+            tf.data.experimental.AutoShardPolicy.OFF
+        )
+        dataset = self.prepare(tf.data.Dataset.from_tensors(data)).with_options(options)
+        return next(iter(self.strategy.experimental_distribute_dataset(dataset)))
+
+    def train_on_batch(self, x, y, sample_weight, class_weight, return_dict):
+        model = self.model
+        _require_compiled(model, "train_on_batch")
+        if class_weight is not None:
+            if sample_weight is not None:
+                raise ValueError(
+                    "Pass `sample_weight` or `class_weight`, not both. Received: "
+                    f"sample_weight={sample_weight}, class_weight={class_weight}."
+                )
+            sample_weight = class_weight_to_sample_weight(y, class_weight)
+        batch = self.distributed_batch(x, y, sample_weight)
+        model._maybe_symbolic_build(data_batch=batch)
+        model.make_train_function()
+        model.reset_metrics()
+        return self._logs(model.train_function([batch]), return_dict)
+
+    def test_on_batch(self, x, y, sample_weight, return_dict):
+        model = self.model
+        _require_compiled(model, "test_on_batch")
+        batch = self.distributed_batch(x, y, sample_weight)
+        model._maybe_symbolic_build(data_batch=batch)
+        model.make_test_function()
+        model.reset_metrics()
+        return self._logs(model.test_function([batch]), return_dict)
+
+    def predict_on_batch(self, x):
+        model = self.model
+        batch = self.distributed_batch(x)
+        model.make_predict_function()
+        outputs = model.predict_function([batch])
+        return tf.nest.map_structure(np.asarray, outputs)
+
+    def _logs(self, logs, return_dict: bool):
+        logs = {name: np.asarray(value).item() for name, value in logs.items()}
+        if return_dict:
+            return logs
+        return _internals.flatten_metrics_in_order(self.model, logs)
+
+
+def select_keras_batch(batch):
+    """Keras's `(x, y, sample_weight)` part of a (possibly prepared) batch."""
+    if isinstance(batch, batches.PreparedBatch):
+        return batch.data
+    return batch
+
+
+def class_weight_to_sample_weight(y, class_weight: dict) -> np.ndarray:
+    if isinstance(y, (list, tuple, dict)) and len(tf.nest.flatten(y)) > 1:
+        raise ValueError(
+            "`class_weight` applies to a model with one output; this batch "
+            f"has {len(tf.nest.flatten(y))} targets. Received: class_weight="
+            f"{class_weight}. Pass `sample_weight` per output instead."
+        )
+    labels = np.asarray(tf.nest.flatten(y)[0])
+    if labels.ndim > 1 and labels.shape[-1] > 1:
+        labels = labels.argmax(axis=-1)
+    return np.array(
+        [class_weight[int(label)] for label in labels.reshape(-1)], "float32"
+    )
+
+
+def all_layers(model: keras.layers.Layer):
+    """Every layer inside `model`, nested models included."""
+    for layer in getattr(model, "layers", []):
+        yield layer
+        yield from all_layers(layer)
+
+
+def reset_states(model: keras.Model) -> None:
+    """Resets the state of every stateful layer in `model`, on every replica."""
+    for layer in all_layers(model):
+        if getattr(layer, "stateful", False) and hasattr(layer, "reset_state"):
+            layer.reset_state()
+
+
+def _require_compiled(model: keras.Model, method: str) -> None:
+    if not model.compiled:
+        raise RuntimeError(
+            f"You must call `compile()` before using the model. Received: "
+            f"{method}() on {model.name!r}, which is not compiled. Call "
+            f"{model.name}.compile(optimizer=..., loss=...) first."
+        )
+
+
+def _array_rows(data) -> int | None:
+    for value in tf.nest.flatten(data):
+        shape = getattr(value, "shape", None)
+        if shape is not None and len(shape):
+            return int(shape[0]) if shape[0] is not None else None
+    return None
+
+
+# --- The template, after wrapping ---------------------------------------------
+#
+# The template's methods are replaced on the instance (its class, and so its
+# saved config, stay the same): fit/evaluate/predict prepare their datasets
+# with every batch replicated, the `*_on_batch` methods go through
+# `Execution`, and the steps report each row once.
+
+_TEMPLATE_METHODS = (
+    "fit",
+    "evaluate",
+    "predict",
+    "train_on_batch",
+    "test_on_batch",
+    "predict_on_batch",
+    "train_step",
+    "test_step",
+    "predict_step",
+    "reset_states",
+)
+
+
+def attach_template(
+    template: keras.Model,
+    strategy: tf.distribute.Strategy,
+    stateful_batch: int | None,
+    adopt_optimizer,
+) -> Execution:
+    """Makes the template's own methods run on `strategy` with one device's results."""
+    detach_template(template)
+    execution = Execution(template, strategy, replicate_all=True, stateful_batch=stateful_batch)
+    model_class = type(template)
+
+    def adopt() -> None:
+        if template.optimizer is not None:
+            adopt_optimizer(template.optimizer, strategy)
+
+    def entry(name):
+        method = getattr(model_class, name)
+
+        @functools.wraps(method)
+        def run(*args, **kwargs):
+            adopt()
+            with execution.running():
+                return method(template, *args, **kwargs)
+
+        return run
+
+    def train_on_batch(x, y=None, sample_weight=None, class_weight=None, return_dict=False):
+        adopt()
+        return execution.train_on_batch(x, y, sample_weight, class_weight, return_dict)
+
+    def test_on_batch(x, y=None, sample_weight=None, return_dict=False):
+        return execution.test_on_batch(x, y, sample_weight, return_dict)
+
+    def custom_step(name):
+        method = getattr(model_class, name)
+
+        def step(data):
+            return method(template, select_keras_batch(data))
+
+        return step
+
+    default_steps = {
+        "train_step": lambda data: steps.train_step(template, data),
+        "test_step": lambda data: steps.test_step(template, data),
+        "predict_step": lambda data: steps.predict_step(template, data),
+    }
+    overrides = {name: entry(name) for name in ("fit", "evaluate", "predict")}
+    overrides["train_on_batch"] = train_on_batch
+    overrides["test_on_batch"] = test_on_batch
+    overrides["predict_on_batch"] = execution.predict_on_batch
+    if not hasattr(model_class, "reset_states"):
+        # Keras 2's Model.reset_states, which legacy stateful scripts call.
+        overrides["reset_states"] = lambda: reset_states(template)
+    for name, default in default_steps.items():
+        uses_keras_step = _internals.is_keras_default_step(model_class, name)
+        overrides[name] = default if uses_keras_step else custom_step(name)
+    template.__dict__.update(overrides)
+    _internals.install_symbolic_build(template, select_keras_batch)
+    _internals.set_model_strategy(template, strategy)
+    _internals.reset_compiled_functions(template)
+    return execution
+
+
+def detach_template(template: keras.Model) -> None:
+    """Undoes `attach_template` (the methods of the template's class again)."""
+    for name in _TEMPLATE_METHODS:
+        template.__dict__.pop(name, None)
+    _internals.remove_symbolic_build(template)

@@ -1,0 +1,89 @@
+"""What `ParallelModel.compile` checks and decides about losses and metrics.
+
+* Dicts keyed by output name must name real outputs (Keras's own message
+  does not list them when the model is not functional).
+* Under `mixed_float16`, the optimizer must be able to get loss scaling.
+* `batch_loss="auto"`: a loss or metric that is not one of Keras's own may
+  depend on the batch as a whole, so it is computed over the global batch
+  (Keras 2's semantics); Keras's built-in losses are per-row means and its
+  metrics accumulate per-row statistics, so replicas can compute them on
+  their slices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import inspect
+
+import keras
+
+BATCH_LOSS_MODES = ("auto", "global", "replica")
+
+
+def check_output_keys(model: keras.Model, value, argument: str) -> None:
+    """Raises if `value` is a dict naming outputs `model` does not have."""
+    names = getattr(model, "output_names", None)
+    if not isinstance(value, Mapping) or not names:
+        return
+    unknown = sorted(str(key) for key in value if key not in names)
+    if unknown:
+        raise ValueError(
+            f"`{argument}` given as a dict must be keyed by output name. The "
+            f"parallel model's outputs are {list(names)}. Received: "
+            f"{argument} with keys {sorted(map(str, value))}, of which "
+            f"{unknown} name no output. Key it by those names (repeated "
+            "template output names are numbered, as Keras 2 did), or pass a "
+            "list in output order."
+        )
+
+
+def check_loss_scaling(model: keras.Model, optimizer) -> None:
+    """Raises if `mixed_float16` would need to wrap an already built optimizer."""
+    if getattr(model.dtype_policy, "name", None) != "mixed_float16":
+        return
+    if not isinstance(optimizer, keras.optimizers.Optimizer) or isinstance(
+        optimizer, keras.optimizers.LossScaleOptimizer
+    ):
+        return
+    if optimizer.built:
+        raise ValueError(
+            "A mixed_float16 model needs loss scaling, which compile adds by "
+            "wrapping the optimizer in keras.optimizers.LossScaleOptimizer; "
+            "an optimizer that already has state cannot be wrapped. Received: "
+            f"optimizer={type(optimizer).__name__} already built with "
+            f"{len(optimizer.variables)} variables and no loss scaling. Pass "
+            "a new optimizer, or wrap it yourself before its first use: "
+            "keras.optimizers.LossScaleOptimizer(optimizer)."
+        )
+
+
+def check_batch_loss(batch_loss: str) -> str:
+    if batch_loss not in BATCH_LOSS_MODES:
+        raise ValueError(
+            "multi_gpu_model's `batch_loss` says over which rows the loss and "
+            f"metrics are computed: one of {list(BATCH_LOSS_MODES)}. "
+            f"Received: batch_loss={batch_loss!r}. Pass 'global' for a loss "
+            "that depends on the whole batch (as Keras 2 computed it), "
+            "'replica' for per-row losses, or 'auto'."
+        )
+    return batch_loss
+
+
+def all_keras_builtins(*specs) -> bool:
+    """True if every loss and metric in `specs` is one of Keras's own."""
+    return all(_is_keras_builtin(spec) for spec in specs)
+
+
+def _is_keras_builtin(spec) -> bool:
+    if spec is None or isinstance(spec, str):
+        return True
+    if isinstance(spec, Mapping):
+        return all(_is_keras_builtin(value) for value in spec.values())
+    if isinstance(spec, (list, tuple)):
+        return all(_is_keras_builtin(value) for value in spec)
+    wrapped = getattr(spec, "fn", None)
+    if wrapped is not None and not _is_keras_builtin(wrapped):
+        return False
+    owner = spec if inspect.isfunction(spec) or inspect.isclass(spec) else type(spec)
+    module = getattr(owner, "__module__", "") or ""
+    return module == "keras" or module.startswith("keras.")
