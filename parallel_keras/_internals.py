@@ -602,6 +602,11 @@ def functional_layer_calls(model: keras.Model) -> list[tuple[object, int, object
     return calls
 
 
+def keras_tensor_layer(tensor) -> keras.layers.Layer:
+    """The layer that produced a symbolic KerasTensor (an InputLayer for inputs)."""
+    return tensor._keras_history[0]
+
+
 def functional_graph(
     model: keras.Model,
 ) -> tuple[list[object], dict[int, list[object]], list[object], list[object]]:

@@ -23,11 +23,49 @@ def test_keras_variable_wraps_a_tf_variable_created_by_initialize():
 def test_relocation_gives_the_variable_a_copy_per_replica():
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     variable = keras.Variable(np.arange(3, dtype="float32"), trainable=False)
-    assert _internals.relocate_variables([variable], strategy, lambda v: True) == 1
+    mean = lambda v: ("mean", "auto")
+    assert _internals.relocate_variables([variable], strategy, mean) == 1
     assert variable.aggregation == "mean"
     assert len(_internals.variable_devices(variable)) == 2
     np.testing.assert_array_equal(variable.numpy(), [0, 1, 2])
-    assert _internals.relocate_variables([variable], strategy, lambda v: True) == 0
+    assert _internals.relocate_variables([variable], strategy, mean) == 0
+
+
+def test_relocated_on_read_variable_keeps_a_value_per_replica():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    variable = keras.Variable(np.zeros(2, "float32"), trainable=False)
+    per_replica = lambda v: ("only_first_replica", "on_read")
+    assert _internals.relocate_variables([variable], strategy, per_replica) == 1
+
+    @tf.function
+    def assign_replica_id():
+        def fn():
+            context = tf.distribute.get_replica_context()
+            variable.assign(tf.fill([2], tf.cast(context.replica_id_in_sync_group, tf.float32)))
+        strategy.run(fn)
+
+    assign_replica_id()
+    local = [v.numpy() for v in variable.value.values]
+    np.testing.assert_array_equal(local, [[0, 0], [1, 1]])
+    variable.assign(np.full(2, 5.0, "float32"))  # outside replicas: every copy
+    np.testing.assert_array_equal([v.numpy() for v in variable.value.values], [[5, 5], [5, 5]])
+
+
+def test_stateful_rnn_states_are_outside_model_variables():
+    inputs = keras.Input(batch_shape=(2, 3, 1))
+    layer = keras.layers.SimpleRNN(2, stateful=True)
+    model = keras.Model(inputs, layer(inputs))
+    states = _internals.rnn_state_variables(layer)
+    assert len(states) == 1 and tuple(states[0].shape) == (2, 2)
+    assert all(state is not variable for state in states for variable in model.variables)
+
+
+def test_keras_default_steps_and_metric_order_helpers():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse", metrics=["mae"])
+    assert _internals.is_keras_default_step(type(model), "train_step")
+    assert _internals.flatten_metrics_in_order(model, {"mae": 2.0, "loss": 1.0}) == [1.0, 2.0]
+    assert _internals.loss_tracker(model) is not None
 
 
 def test_trainer_and_optimizer_capture_the_strategy_at_construction():
@@ -78,6 +116,5 @@ def test_upstream_collective_keys_still_collide_across_strategies():
             except Exception as error:
                 print(n, type(error).__name__)
         """,
-        env={"TF_ENABLE_ONEDNN_OPTS": "0"},
     )
     assert process.stdout.split() == ["4", "ok", "2", "InternalError"]

@@ -540,7 +540,6 @@ def test_without_simulated_devices_the_error_says_to_simulate():
         except ValueError as error:
             print("ERROR:", error)
         """,
-        env={"TF_ENABLE_ONEDNN_OPTS": "0"},
     )
     assert "However this machine only has: ['/cpu:0']" in process.stdout
     assert "parallel_keras.simulate_devices(n)" in process.stdout

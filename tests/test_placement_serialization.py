@@ -97,7 +97,6 @@ def test_plain_keras_loads_the_file_and_runs_on_default_placement(tmp_path):
             model(x), np.load({str(tmp_path / "expected.npy")!r}), atol=1e-5)
         assert "parallel_keras" not in sys.modules
         """,
-        env={"TF_ENABLE_ONEDNN_OPTS": "0"},
     )
 
 

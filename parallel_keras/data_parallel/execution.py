@@ -144,7 +144,8 @@ class Execution:
         model._maybe_symbolic_build(data_batch=batch)
         model.make_train_function()
         model.reset_metrics()
-        return self._logs(model.train_function([batch]), return_dict)
+        model.train_function([batch])
+        return self._logs(return_dict)
 
     def test_on_batch(self, x, y, sample_weight, return_dict):
         model = self.model
@@ -153,7 +154,8 @@ class Execution:
         model._maybe_symbolic_build(data_batch=batch)
         model.make_test_function()
         model.reset_metrics()
-        return self._logs(model.test_function([batch]), return_dict)
+        model.test_function([batch])
+        return self._logs(return_dict)
 
     def predict_on_batch(self, x):
         model = self.model
@@ -162,8 +164,13 @@ class Execution:
         outputs = model.predict_function([batch])
         return tf.nest.map_structure(np.asarray, outputs)
 
-    def _logs(self, logs, return_dict: bool):
-        logs = {name: np.asarray(value).item() for name, value in logs.items()}
+    def _logs(self, return_dict: bool):
+        # Read across replicas (each replica's metrics hold its own rows), not
+        # the step's per-replica results, which Keras averages.
+        logs = {
+            name: np.asarray(value).item()
+            for name, value in self.model.get_metrics_result().items()
+        }
         if return_dict:
             return logs
         return _internals.flatten_metrics_in_order(self.model, logs)
@@ -255,7 +262,7 @@ def attach_template(
     model_class = type(template)
 
     def adopt() -> None:
-        if template.optimizer is not None:
+        if getattr(template, "optimizer", None) is not None:
             adopt_optimizer(template.optimizer, strategy)
 
     def entry(name):

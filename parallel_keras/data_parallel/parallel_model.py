@@ -115,8 +115,11 @@ class ParallelModel(keras.Model):
 
     @property
     def input_names(self) -> list[str]:
-        """Names of the template's inputs, in order."""
-        return [tensor.name for tensor in tf.nest.flatten(self.inputs)]
+        """Names of the template's input layers, in order (as Keras 2 had them)."""
+        return [
+            _internals.keras_tensor_layer(tensor).name
+            for tensor in tf.nest.flatten(self.inputs)
+        ]
 
     def _symbolic(self, attribute: str):
         try:

@@ -1,0 +1,91 @@
+"""No replica computes on an empty slice; small and partial batches match one device.
+
+These run with TensorFlow's default settings (oneDNN on), under which a
+Conv2D given an empty batch returns a wrong shape.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import parallel_keras
+from parallel_keras.data_parallel import batches
+
+ATOL = 1e-5
+
+
+def conv_bn_model(synchronized, seed=1):
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((8, 8, 3))
+    x = keras.layers.Conv2D(8, 3, use_bias=False)(inputs)
+    x = keras.layers.BatchNormalization(synchronized=synchronized)(x)
+    x = keras.layers.ReLU()(x)
+    x = keras.layers.Flatten()(x)
+    return keras.Model(inputs, keras.layers.Dense(3)(x))
+
+
+def images(rows, seed=0):
+    rng = np.random.RandomState(seed)
+    return rng.rand(rows, 8, 8, 3).astype("float32"), rng.rand(rows, 3).astype("float32")
+
+
+def test_upstream_onednn_conv2d_still_misshapes_an_empty_batch():
+    """Canary: when this fails, TensorFlow fixed the kernel (TF 2.21 checked)."""
+    conv = keras.layers.Conv2D(4, 3)
+    output = conv(np.zeros((0, 8, 8, 3), "float32"))
+    assert tuple(output.shape) != (0, 6, 6, 4)
+
+
+@pytest.mark.parametrize("rows, replicas", [(1, 4), (3, 4), (6, 4), (10, 4), (16, 4), (5, 3)])
+def test_split_never_leaves_a_replica_empty(rows, replicas):
+    dataset = tf.data.Dataset.from_tensors(
+        (tf.range(rows, dtype=tf.float32)[:, None], tf.zeros([rows]))
+    )
+    prepared = next(iter(batches.prepare_dataset(dataset, replicas)))
+    keep = prepared.keep.numpy()
+    # tf.distribute gives replica r rows [r*c, (r+1)*c) with c = ceil(n / N).
+    c = -(-len(keep) // replicas)
+    slices = [keep[r * c:(r + 1) * c] for r in range(replicas)]
+    assert all(len(s) > 0 for s in slices)
+    values = prepared.data[0].numpy()[:, 0]
+    reported = np.concatenate(
+        [values[r * c:(r + 1) * c][s > 0] for r, s in enumerate(slices)]
+    )
+    np.testing.assert_array_equal(reported, np.arange(rows))
+
+
+@pytest.mark.parametrize("rows", [1, 3, 6, 9])
+def test_predict_small_and_partial_batches_in_order(rows):
+    x, _ = images(rows)
+    reference = conv_bn_model(synchronized=False)
+    template = conv_bn_model(synchronized=False)
+    parallel = parallel_keras.multi_gpu_model(template, gpus=4)
+    expected = reference.predict(x, batch_size=4, verbose=0)
+    np.testing.assert_allclose(parallel.predict(x, batch_size=4, verbose=0), expected, atol=ATOL)
+    np.testing.assert_allclose(parallel.predict_on_batch(x), expected, atol=ATOL)
+
+
+@pytest.mark.parametrize("batch_size", [3, 6, 7])
+def test_training_on_small_and_partial_batches_matches_one_device(batch_size):
+    # 22 rows: batches of 3 (all smaller than 4 replicas), of 6 (2/2/2/0 as
+    # tf.distribute splits them) and of 7 (final batch of 1 row).
+    x, y = images(22)
+    reference = conv_bn_model(synchronized=True)
+    reference.compile(keras.optimizers.Adam(0.01), "mse", metrics=["mae"])
+    expected = reference.fit(x, y, batch_size=batch_size, shuffle=False, verbose=0).history
+    template = conv_bn_model(synchronized=False)
+    parallel = parallel_keras.multi_gpu_model(template, gpus=4, sync_batchnorm=True)
+    parallel.compile(keras.optimizers.Adam(0.01), "mse", metrics=["mae"])
+    history = parallel.fit(x, y, batch_size=batch_size, shuffle=False, verbose=0).history
+    difference = max(
+        float(np.abs(a - b).max()) for a, b in zip(reference.get_weights(), template.get_weights())
+    )
+    assert difference < ATOL
+    for name in expected:
+        np.testing.assert_allclose(history[name], expected[name], atol=1e-4)
+    np.testing.assert_allclose(
+        parallel.evaluate(x, y, batch_size=batch_size, verbose=0),
+        reference.evaluate(x, y, batch_size=batch_size, verbose=0),
+        atol=1e-4,
+    )

@@ -1,0 +1,81 @@
+"""Mixed-precision templates train through the shim like native MirroredStrategy.
+
+Tolerance: the layers compute in 16-bit floats (float16: 11 significant
+bits, relative step 2**-10 ~ 1e-3; bfloat16: 8 bits, 2**-7 ~ 8e-3) while
+variables and the optimizer stay float32. The two runs compute the same
+per-replica values; they differ only in how the replicas' float32 gradients
+are summed (reduction through /cpu:0 against a ring all-reduce), a float32
+rounding of ~1e-7 relative that a 16-bit forward pass can amplify by one
+16-bit step in an activation. A few SGD steps with learning rate 0.1 on
+weights of order 1 therefore stay within 1e-3 (float16) or 1e-2 (bfloat16);
+a missing loss scale or a wrong policy moves them by far more.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import parallel_keras
+
+TOLERANCE = {"mixed_float16": 1e-3, "mixed_bfloat16": 1e-2}
+
+
+@pytest.fixture
+def policy(request):
+    keras.mixed_precision.set_global_policy(request.param)
+    yield request.param
+    keras.mixed_precision.set_global_policy("float32")
+
+
+def build(seed=5):
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((6,))
+    x = keras.layers.Dense(8, activation="relu")(inputs)
+    outputs = keras.layers.Dense(2, dtype="float32")(x)
+    return keras.Model(inputs, outputs)
+
+
+def data():
+    rng = np.random.RandomState(0)
+    return rng.rand(32, 6).astype("float32"), rng.rand(32, 2).astype("float32")
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"], indirect=True)
+def test_trains_like_native_mirrored_strategy(policy):
+    x, y = data()
+    strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(4)])
+    with strategy.scope():
+        native = build()
+        native.compile(keras.optimizers.SGD(0.1), "mse")
+    native.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+
+    template = build()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=4)
+    parallel.compile(keras.optimizers.SGD(0.1), "mse")
+    parallel.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+
+    assert template.layers[1].compute_dtype == policy.split("_")[1]
+    scaled = isinstance(parallel.optimizer, keras.optimizers.LossScaleOptimizer)
+    assert scaled == (policy == "mixed_float16")
+    assert scaled == isinstance(native.optimizer, keras.optimizers.LossScaleOptimizer)
+    for a, b in zip(native.get_weights(), template.get_weights()):
+        np.testing.assert_allclose(a, b, atol=TOLERANCE[policy])
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16"], indirect=True)
+def test_optimizer_built_without_loss_scaling_is_refused(policy):
+    bare = keras.optimizers.Adam()
+    bare.build(build(seed=6).trainable_variables)  # state, and no loss scaling
+    template = build()
+    before = [w.copy() for w in template.get_weights()]
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    with pytest.raises(ValueError) as error:
+        parallel.compile(bare, "mse")
+    message = str(error.value)
+    assert "needs loss scaling" in message
+    assert "Received: optimizer=Adam already built" in message
+    assert "keras.optimizers.LossScaleOptimizer(optimizer)" in message
+    assert not parallel.compiled
+    for old, new in zip(before, template.get_weights()):
+        np.testing.assert_array_equal(old, new)

@@ -1,0 +1,311 @@
+"""The parallel model stands in for Keras 2's where legacy scripts touch it.
+
+Every check compares with the template compiled the same way on one device.
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import parallel_keras
+
+ATOL = 1e-5
+
+
+def max_weight_difference(a, b):
+    return max(float(np.abs(x - y).max()) for x, y in zip(a.get_weights(), b.get_weights()))
+
+
+def two_input_two_output(seed=3):
+    """Inputs `a`, `b`; outputs `score` (regression) and `label` (3 classes)."""
+    keras.utils.set_random_seed(seed)
+    a = keras.Input((4,), name="a")
+    b = keras.Input((3,), name="b")
+    h = keras.layers.Concatenate()([keras.layers.Dense(5, activation="tanh")(a), b])
+    score = keras.layers.Dense(1, name="score")(h)
+    label = keras.layers.Dense(3, activation="softmax", name="label")(h)
+    return keras.Model([a, b], [score, label], name="two_io")
+
+
+def siamese(seed=4):
+    """Outputs named ['add', 'nested', 'nested']: a nested model called twice."""
+    keras.utils.set_random_seed(seed)
+    nested = keras.Sequential(
+        [keras.Input((3,)), keras.layers.Dense(2, activation="tanh")], name="nested"
+    )
+    x1 = keras.Input((3,))
+    x2 = keras.Input((3,))
+    y1, y2 = nested(x1), nested(x2)
+    return keras.Model([x1, x2], [keras.layers.Add(name="add")([y1, y2]), y1, y2])
+
+
+def two_io_data(rows=24, seed=0):
+    rng = np.random.RandomState(seed)
+    a = rng.rand(rows, 4).astype("float32")
+    b = rng.rand(rows, 3).astype("float32")
+    score = rng.rand(rows, 1).astype("float32")
+    label = keras.utils.to_categorical(rng.randint(0, 3, rows), 3).astype("float32")
+    return a, b, score, label
+
+
+# --- What scripts read -----------------------------------------------------------
+
+
+def test_inputs_outputs_and_names_are_the_templates():
+    template = two_input_two_output()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    assert parallel.inputs == template.inputs
+    assert parallel.outputs == template.outputs
+    assert parallel.input_names == ["a", "b"]
+    assert parallel.output_names == ["score", "label"]
+    assert [tuple(t.shape) for t in parallel.inputs] == [(None, 4), (None, 3)]
+    assert parallel.layers == [template]
+    assert parallel.get_layer("two_io") is template
+    assert parallel.get_layer("score") is template.get_layer("score")
+
+
+def test_repeated_output_names_are_numbered_as_keras_2_did():
+    template = siamese()
+    assert template.output_names == ["add", "nested", "nested"]
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    assert parallel.output_names == ["add", "nested_1", "nested_2"]
+
+
+def test_subclassed_template_has_no_symbolic_inputs():
+    class Tiny(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(2)
+
+        def call(self, x):
+            return self.dense(x)
+
+    template = Tiny()
+    template(np.zeros((1, 3), "float32"))
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    with pytest.raises(AttributeError, match="functional API"):
+        parallel.inputs
+    assert not hasattr(parallel, "output_names")
+
+
+# --- Per-output losses, weights and metrics ----------------------------------------------
+
+
+COMPILE_FORMS = {
+    "dict": dict(
+        loss={"score": "mse", "label": "categorical_crossentropy"},
+        loss_weights={"score": 0.3, "label": 1.7},
+        metrics={"label": ["accuracy"], "score": ["mae"]},
+    ),
+    "list": dict(
+        loss=["mse", "categorical_crossentropy"],
+        loss_weights=[0.3, 1.7],
+        metrics=[["mae"], ["accuracy"]],
+    ),
+}
+
+
+@pytest.mark.parametrize("form", sorted(COMPILE_FORMS))
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_per_output_losses_train_like_one_device(form, gpus):
+    a, b, score, label = two_io_data()
+    rng = np.random.RandomState(5)
+    weights = {"score": rng.rand(24).astype("float32"), "label": rng.rand(24).astype("float32")}
+    if form == "list":
+        weights = [weights["score"], weights["label"]]
+    targets = {"score": score, "label": label} if form == "dict" else [score, label]
+
+    reference = two_input_two_output()
+    reference.compile(keras.optimizers.Adam(0.01), **COMPILE_FORMS[form])
+    expected = reference.fit(
+        [a, b], targets, sample_weight=weights, batch_size=10, epochs=2,
+        shuffle=False, verbose=0,
+    ).history
+
+    template = two_input_two_output()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
+    parallel.compile(keras.optimizers.Adam(0.01), **COMPILE_FORMS[form])
+    history = parallel.fit(
+        [a, b], targets, sample_weight=weights, batch_size=10, epochs=2,
+        shuffle=False, verbose=0,
+    ).history
+
+    assert max_weight_difference(reference, template) < ATOL
+    assert sorted(history) == sorted(expected)
+    for name in expected:
+        np.testing.assert_allclose(history[name], expected[name], atol=1e-4, err_msg=name)
+    assert parallel.metrics_names == reference.metrics_names
+    np.testing.assert_allclose(
+        parallel.evaluate([a, b], targets, batch_size=7, verbose=0),
+        reference.evaluate([a, b], targets, batch_size=7, verbose=0),
+        atol=1e-4,
+    )
+
+
+def test_class_weight_trains_like_one_device():
+    rng = np.random.RandomState(2)
+    x = rng.rand(20, 4).astype("float32")
+    y = rng.randint(0, 3, 20)
+    class_weight = {0: 0.5, 1: 2.0, 2: 1.0}
+
+    def build():
+        keras.utils.set_random_seed(8)
+        return keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+
+    reference = build()
+    reference.compile(keras.optimizers.SGD(0.5), "sparse_categorical_crossentropy")
+    reference.fit(x, y, class_weight=class_weight, batch_size=8, shuffle=False, verbose=0)
+    template = build()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=4)
+    parallel.compile(keras.optimizers.SGD(0.5), "sparse_categorical_crossentropy")
+    parallel.fit(x, y, class_weight=class_weight, batch_size=8, shuffle=False, verbose=0)
+    assert max_weight_difference(reference, template) < ATOL
+
+    reference_logs = reference.train_on_batch(x[:6], y[:6], class_weight=class_weight)
+    logs = parallel.train_on_batch(x[:6], y[:6], class_weight=class_weight)
+    np.testing.assert_allclose(logs, reference_logs, atol=ATOL)
+    assert max_weight_difference(reference, template) < ATOL
+
+
+def test_loss_dict_naming_a_missing_output_is_refused_and_changes_nothing():
+    template = two_input_two_output()
+    before = [w.copy() for w in template.get_weights()]
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    with pytest.raises(ValueError) as error:
+        parallel.compile("sgd", loss={"score": "mse", "labels": "mse"})
+    message = str(error.value)
+    assert "['score', 'label']" in message  # the real names
+    assert "['labels']" in message  # what was wrong
+    assert "Key it by those names" in message  # the fix
+    assert not parallel.compiled
+    for old, new in zip(before, template.get_weights()):
+        np.testing.assert_array_equal(old, new)
+
+
+# --- Every input structure, every method --------------------------------------------------
+
+
+def _inputs(structure, a, b):
+    return {"list": [a, b], "tuple": (a, b), "dict": {"a": a, "b": b}}[structure]
+
+
+@pytest.mark.parametrize("structure", ["list", "tuple", "dict"])
+def test_input_structures_in_every_method(structure):
+    a, b, score, label = two_io_data(rows=10)
+    x = _inputs(structure, a, b)
+    targets = [score, label]
+    reference = two_input_two_output()
+    reference.compile(keras.optimizers.SGD(0.1), ["mse", "categorical_crossentropy"])
+    template = two_input_two_output()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=4)
+    parallel.compile(keras.optimizers.SGD(0.1), ["mse", "categorical_crossentropy"])
+
+    def same(got, expected):
+        for g, e in zip(tf.nest.flatten(got), tf.nest.flatten(expected)):
+            np.testing.assert_allclose(g, e, atol=ATOL)
+
+    same(parallel.predict_on_batch(x), reference.predict_on_batch(x))
+    same(parallel.predict(x, batch_size=3, verbose=0), reference.predict(x, verbose=0))
+    same(parallel.test_on_batch(x, targets), reference.test_on_batch(x, targets))
+    same(parallel.train_on_batch(x, targets), reference.train_on_batch(x, targets))
+    assert max_weight_difference(reference, template) < ATOL
+    same(
+        parallel.evaluate(x, targets, batch_size=3, verbose=0),
+        reference.evaluate(x, targets, batch_size=3, verbose=0),
+    )
+    parallel.fit(x, targets, batch_size=6, shuffle=False, verbose=0)
+    reference.fit(x, targets, batch_size=6, shuffle=False, verbose=0)
+    assert max_weight_difference(reference, template) < ATOL
+
+
+class _Batches(keras.utils.PyDataset):
+    def __init__(self, x, y, batch_size):
+        super().__init__()
+        self.x, self.y, self.batch_size = x, y, batch_size
+
+    def __len__(self):
+        return -(-len(self.y[0]) // self.batch_size)
+
+    def __getitem__(self, index):
+        rows = slice(index * self.batch_size, (index + 1) * self.batch_size)
+        return tf.nest.map_structure(lambda v: v[rows], (self.x, self.y))
+
+
+@pytest.mark.parametrize("source", ["tf.data", "PyDataset"])
+def test_datasets_and_pydatasets_train_and_predict_like_one_device(source):
+    a, b, score, label = two_io_data(rows=22)
+    x, y = (a, b), (score, label)
+    if source == "tf.data":
+        data = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+        inputs = tf.data.Dataset.from_tensor_slices(x).batch(8)
+    else:
+        data = _Batches(x, y, 8)
+        inputs = _Batches(x, y, 8)
+    reference = two_input_two_output()
+    reference.compile(keras.optimizers.SGD(0.1), ["mse", "categorical_crossentropy"])
+    template = two_input_two_output()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=4)
+    parallel.compile(keras.optimizers.SGD(0.1), ["mse", "categorical_crossentropy"])
+    parallel.fit(data, epochs=2, verbose=0)
+    reference.fit(data, epochs=2, verbose=0)
+    assert max_weight_difference(reference, template) < ATOL
+    # 22 rows in batches of 8: the last batch (6 rows) would leave a replica empty.
+    for got, expected in zip(
+        parallel.predict(inputs, verbose=0), reference.predict(inputs, verbose=0)
+    ):
+        np.testing.assert_allclose(got, expected, atol=ATOL)
+
+
+# --- The template keeps working ---------------------------------------------------
+
+
+def conv_bn(seed=6):
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential(
+        [
+            keras.Input((6, 6, 2)),
+            keras.layers.Conv2D(4, 3),
+            keras.layers.BatchNormalization(),
+            keras.layers.Flatten(),
+            keras.layers.Dense(2),
+        ],
+        name="conv_bn",
+    )
+
+
+def test_template_methods_return_what_they_returned_before_wrapping():
+    rng = np.random.RandomState(7)
+    x = rng.rand(13, 6, 6, 2).astype("float32")
+    y = rng.rand(13, 2).astype("float32")
+    reference, template = conv_bn(), conv_bn()
+    for model in (reference, template):
+        model.compile(keras.optimizers.Adam(0.01), "mse", metrics=["mae"])
+    parallel_keras.multi_gpu_model(template, gpus=4)
+
+    np.testing.assert_allclose(
+        template.predict_on_batch(x), reference.predict_on_batch(x), atol=ATOL
+    )
+    assert template.predict_on_batch(x[:1]).shape == (1, 2)
+    np.testing.assert_allclose(
+        template.predict(x, batch_size=5, verbose=0), reference.predict(x, batch_size=5, verbose=0),
+        atol=ATOL,
+    )
+    np.testing.assert_allclose(
+        template.train_on_batch(x[:5], y[:5]), reference.train_on_batch(x[:5], y[:5]), atol=ATOL
+    )
+    np.testing.assert_allclose(
+        template.test_on_batch(x, y), reference.test_on_batch(x, y), atol=ATOL
+    )
+    # Plain BatchNormalization: each batch normalized over all its rows, as on
+    # one device (every replica computes the template's whole batch).
+    history = template.fit(x, y, batch_size=5, epochs=2, shuffle=False, verbose=0).history
+    expected = reference.fit(x, y, batch_size=5, epochs=2, shuffle=False, verbose=0).history
+    assert max_weight_difference(reference, template) < ATOL
+    for name in expected:
+        np.testing.assert_allclose(history[name], expected[name], atol=1e-4)
+    np.testing.assert_allclose(
+        template.evaluate(x, y, batch_size=4, verbose=0),
+        reference.evaluate(x, y, batch_size=4, verbose=0),
+        atol=1e-4,
+    )
