@@ -130,6 +130,20 @@ def loss_tracker(model: keras.Model):
     return getattr(model, "_loss_tracker", None)
 
 
+# `CompileLoss.call` (trainers/compile_utils.py, Keras 3.15) records each
+# output's unweighted loss in a `Mean` of `CompileLoss.metrics` (held by the
+# model's private `_compile_loss`), weighted by the output's *static* batch
+# size: unknown (weight 1) under tf.distribute, so replicas of 3 rows and
+# of 1 row count alike. parallel_keras re-weights each replica's update.
+
+
+def output_loss_trackers(model: keras.Model) -> list:
+    compile_loss = getattr(model, "_compile_loss", None)
+    if compile_loss is None:
+        return []
+    return [metric for metric in getattr(compile_loss, "metrics", []) if metric is not None]
+
+
 # `Trainer._flatten_metrics_in_order` (Keras 3.15) orders `*_on_batch`
 # results as `metrics_names`; `TensorFlowTrainer.train_step` & co. are the
 # steps a model uses unless its class overrides them.

@@ -78,18 +78,42 @@ def _loss(model, x, y, y_pred, sample_weight, keep, global_loss, training):
         )
         _update_loss_tracker(model, loss, num_replicas, reported)
         return loss
+    trackers = _internals.output_loss_trackers(model)
+    before = [_read(tracker.total, tracker.count) for tracker in trackers]
     loss = model.compute_loss(
         x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=training
     )
-    reported = local_rows if keep is None else tf.reduce_sum(keep)
-    _update_loss_tracker(model, loss, num_replicas, tf.cast(reported, loss.dtype))
+    reported = tf.cast(local_rows if keep is None else tf.reduce_sum(keep), loss.dtype)
+    _update_loss_tracker(model, loss, num_replicas, reported)
     if num_replicas == 1:
         return loss
     local = tf.cast(local_rows, loss.dtype)
     total = context.all_reduce(tf.distribute.ReduceOp.SUM, local)
+    _reweight_output_losses(trackers, before, reported / total)
     share = tf.math.divide_no_nan(local * num_replicas, total)
     weighted = loss * share
     return weighted + tf.stop_gradient(loss - weighted)
+
+
+def _reweight_output_losses(trackers, before, share) -> None:
+    """Gives each output-loss update this replica's share of one batch.
+
+    Keras counts every replica's per-output loss once, whatever its rows
+    (see `_internals.output_loss_trackers`); one device counts the batch
+    once. Weighting each replica's value by its share of the batch's rows
+    gives the batch's value, counted once.
+    """
+    for tracker, (total, count) in zip(trackers, before):
+        total_after, count_after = _read(tracker.total, tracker.count)
+        value = tf.math.divide_no_nan(total_after - total, count_after - count)
+        weight = tf.cast(share, tracker.count.dtype)
+        tracker.total.assign(total + value * weight)
+        tracker.count.assign(count + weight)
+
+
+def _read(*variables):
+    """The variables' current values (a read now, not the variable)."""
+    return tuple(tf.identity(variable.value) for variable in variables)
 
 
 def _update_loss_tracker(model, loss, num_replicas, rows) -> None:
@@ -129,6 +153,8 @@ def _gathered(structure, keep, context):
     """Every replica's reported rows of `structure`, in global batch order."""
 
     def gather(value):
+        if value is None:
+            return None
         if keep is not None:
             value = _kept(value, keep)
         return context.all_gather(value, axis=0)

@@ -1,0 +1,123 @@
+r"""Which gradient reduction is faster on simulated CPU devices.
+
+`multi_gpu_model` follows `MirroredStrategy`'s own choice on GPUs and picks
+the reduction measured faster on CPU devices (`strategies.CPU_REDUCTION`).
+This measures the two candidates side by side in one process, alternating
+rounds so machine noise hits both alike: `MirroredStrategy` with
+`ReductionToOneDevice('/cpu:0')` against its default on CPUs, a ring
+collective all-reduce. Same model, data, batch and steps.
+
+Run:
+    python -m benchmarks.cpu_reduction --replicas=4
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+from absl import app
+from absl import flags
+
+_REPLICAS = flags.DEFINE_integer("replicas", 4, "Simulated devices to replicate on.")
+_BATCH_SIZE = flags.DEFINE_integer("batch_size", 128, "Global batch size.")
+_STEPS = flags.DEFINE_integer("steps", 20, "Timed steps per round.")
+_WARMUP_STEPS = flags.DEFINE_integer("warmup_steps", 3, "Untimed steps per round.")
+_ROUNDS = flags.DEFINE_integer("rounds", 3, "Alternating rounds per reduction.")
+
+
+def _models(keras):
+    def mlp():
+        return keras.Sequential(
+            [keras.Input((256,)), keras.layers.Dense(512, activation="relu"),
+             keras.layers.Dense(512, activation="relu"), keras.layers.Dense(10)]
+        ), (256,)
+
+    def cnn():
+        inputs = keras.Input((32, 32, 3))
+        x = keras.layers.Conv2D(32, 3, activation="relu")(inputs)
+        x = keras.layers.Conv2D(32, 3, activation="relu")(x)
+        x = keras.layers.GlobalAveragePooling2D()(x)
+        return keras.Model(inputs, keras.layers.Dense(10)(x)), (32, 32, 3)
+
+    def lstm():
+        return keras.Sequential(
+            [keras.Input((20, 16)), keras.layers.LSTM(64), keras.layers.Dense(10)]
+        ), (20, 16)
+
+    return {"mlp": mlp, "cnn": cnn, "lstm": lstm}
+
+
+def measure() -> list[dict]:
+    import numpy as np
+    import tensorflow as tf
+
+    import keras
+
+    from parallel_keras import _internals
+
+    devices = [f"/cpu:{i}" for i in range(_REPLICAS.value)]
+    reductions = {
+        "one_device": lambda: tf.distribute.ReductionToOneDevice("/cpu:0"),
+        "ring": lambda: _internals.collective_all_reduce(
+            devices, tf.distribute.experimental.CommunicationImplementation.RING
+        ),
+    }
+    records = []
+    for model_name, build in _models(keras).items():
+        fitted = {}
+        for name, cross_device_ops in reductions.items():
+            strategy = tf.distribute.MirroredStrategy(devices, cross_device_ops=cross_device_ops())
+            with strategy.scope():
+                keras.utils.set_random_seed(0)
+                model, shape = build()
+                model.compile(keras.optimizers.SGD(0.01), "mse")
+            fitted[name] = model
+        rows = _BATCH_SIZE.value * (_STEPS.value + _WARMUP_STEPS.value)
+        rng = np.random.RandomState(0)
+        x = rng.rand(rows, *shape).astype("float32")
+        y = rng.rand(rows, 10).astype("float32")
+        times = {name: [] for name in reductions}
+        for _ in range(_ROUNDS.value):
+            for name, model in fitted.items():
+                times[name].extend(_step_times(keras, model, x, y))
+        medians = {name: statistics.median(values) * 1e3 for name, values in times.items()}
+        records.append(
+            {
+                "model": model_name,
+                "replicas": _REPLICAS.value,
+                "global_batch_size": _BATCH_SIZE.value,
+                "step_ms_median": medians,
+                "ratio_one_device_over_ring": medians["one_device"] / medians["ring"],
+            }
+        )
+    return records
+
+
+def _step_times(keras, model, x, y) -> list[float]:
+    times = []
+
+    class Timer(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            self._start = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            times.append(time.perf_counter() - self._start)
+
+    model.fit(x, y, batch_size=_BATCH_SIZE.value, epochs=1, shuffle=False,
+              verbose=0, callbacks=[Timer()])
+    return times[_WARMUP_STEPS.value:]
+
+
+def main(argv):
+    del argv
+    import parallel_keras
+
+    parallel_keras.simulate_devices(_REPLICAS.value)
+    for record in measure():
+        print(json.dumps(record))
+
+
+if __name__ == "__main__":
+    app.run(main)
