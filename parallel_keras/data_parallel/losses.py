@@ -69,6 +69,46 @@ def check_batch_loss(batch_loss: str) -> str:
     return batch_loss
 
 
+def scaled_for_replicas(spec):
+    """`spec` with each custom loss made to return at least one value per batch.
+
+    Keras divides a replica's loss by the replica count (so the summed
+    gradients are one batch's) in `losses.loss.reduce_values` -- except when
+    the loss function returns a scalar, which it passes through unscaled
+    (Keras 3.15). A Cox or triplet loss returning the batch's scalar would
+    then train with N times the gradient. Returning the scalar as a
+    one-element vector has the same value and gets Keras's scaling.
+    """
+    if spec is None or isinstance(spec, str):
+        return spec
+    if isinstance(spec, Mapping):
+        return {key: scaled_for_replicas(value) for key, value in spec.items()}
+    if isinstance(spec, (list, tuple)):
+        return type(spec)(scaled_for_replicas(value) for value in spec)
+    if _is_keras_builtin(spec):
+        return spec
+    if isinstance(spec, keras.losses.Loss):
+        if spec.reduction != "sum_over_batch_size":
+            return spec
+        # Keras wraps a function in the same reduction; its own call
+        # gives the per-row (or whole-batch) values.
+        return _at_least_one_value(spec.call, spec.name)
+    if callable(spec):
+        return _at_least_one_value(spec, getattr(spec, "__name__", "loss"))
+    return spec
+
+
+def _at_least_one_value(function, name: str):
+    def loss(y_true, y_pred):
+        values = function(y_true, y_pred)
+        if len(values.shape) == 0:
+            return keras.ops.reshape(values, [1])
+        return values
+
+    loss.__name__ = name
+    return loss
+
+
 def all_keras_builtins(*specs) -> bool:
     """True if every loss and metric in `specs` is one of Keras's own."""
     return all(_is_keras_builtin(spec) for spec in specs)

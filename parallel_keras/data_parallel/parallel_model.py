@@ -173,7 +173,7 @@ class ParallelModel(keras.Model):
         with self._strategy.scope():
             super().compile(
                 optimizer,
-                loss=loss,
+                loss=losses_lib.scaled_for_replicas(loss),
                 loss_weights=loss_weights,
                 metrics=metrics,
                 weighted_metrics=weighted_metrics,
