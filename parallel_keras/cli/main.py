@@ -1,12 +1,34 @@
-"""Entry point of the `parallel-keras` console script."""
+"""Entry point of the `parallel-keras` console script.
+
+Parsing and `--help` import neither TensorFlow nor Keras: each subcommand
+module keeps those imports inside its run function.
+
+TensorFlow is quiet unless `-v` is given. On a machine without a GPU it logs
+`failed call to cuInit` at ERROR level although nothing went wrong, and a
+user cannot tell that line from a real failure. So before a subcommand runs:
+* `TF_CPP_MIN_LOG_LEVEL` defaults to 3 (fatal only; a value the user set
+  is kept), which covers everything TensorFlow's C++ logs after start-up;
+* for subcommands that use TensorFlow, it is imported with file descriptor 2
+  sent to /dev/null, because TF 2.19-2.21 log their import-time lines
+  (oneDNN, "Could not find cuda drivers") before absl::InitializeLog, where
+  `TF_CPP_MIN_LOG_LEVEL` does not apply (tensorflow/tensorflow#100442). An
+  import error is still raised and printed: Python reports it after the
+  descriptor is restored.
+"""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import importlib
+import os
 import sys
 
 from absl import app
-from absl.flags import argparse_flags
+from absl import flags
+from absl import logging
+
+import parallel_keras
 
 # Subcommand name -> module defining `add_parser(subparsers)`.
 SUBCOMMANDS = {
@@ -16,19 +38,81 @@ SUBCOMMANDS = {
     "migrate": "parallel_keras.cli.migrate",
 }
 
+# Subcommands that import TensorFlow in this process.
+_USE_TENSORFLOW = frozenset({"demo", "convert"})
 
-def parse_flags(argv: list[str]):
-    parser = argparse_flags.ArgumentParser(
+_VERBOSE_HELP = "Show TensorFlow's own logging (C++ start-up lines, INFO logs)."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line; each subcommand's --help lists only its flags."""
+    parser = argparse.ArgumentParser(
         prog="parallel-keras",
         description="Legacy Keras multi-GPU training on modern TensorFlow.",
     )
-    subparsers = parser.add_subparsers(dest="subcommand", required=True)
+    parser.add_argument(
+        "--version", action="version", version=f"parallel-keras {parallel_keras.__version__}"
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help=_VERBOSE_HELP)
+    # Plain argparse below the top level: absl's ArgumentParser would add
+    # every absl flag (--helpfull) to each subcommand.
+    subparsers = parser.add_subparsers(
+        dest="subcommand", required=True, metavar="COMMAND",
+        parser_class=argparse.ArgumentParser,
+    )
     for module in SUBCOMMANDS.values():
         importlib.import_module(module).add_parser(subparsers)
-    return parser.parse_args(argv[1:])
+    for subparser in subparsers.choices.values():
+        # SUPPRESS: without -v here, the top-level count stands.
+        subparser.add_argument(
+            "-v", "--verbose", action="count", default=argparse.SUPPRESS, help=_VERBOSE_HELP
+        )
+    return parser
 
 
-def main(args) -> int:
+def parse_flags(argv: list[str]) -> argparse.Namespace:
+    args = build_parser().parse_args(argv[1:])
+    # The CLI defines no absl flags; absl.app only needs to know parsing ran.
+    flags.FLAGS.mark_as_parsed()
+    return args
+
+
+def configure_logging(verbose: int) -> None:
+    """Quiet TensorFlow unless asked; must run before TensorFlow is imported."""
+    if verbose:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
+        logging.set_verbosity(logging.INFO)
+    else:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        logging.set_verbosity(logging.WARNING)
+
+
+@contextlib.contextmanager
+def _stderr_to_devnull():
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def import_tensorflow_quietly() -> None:
+    """Imports TensorFlow without its import-time C++ log lines."""
+    if "tensorflow" in sys.modules:
+        return
+    with _stderr_to_devnull():
+        importlib.import_module("tensorflow")
+
+
+def main(args: argparse.Namespace) -> int:
+    configure_logging(args.verbose)
+    if args.subcommand in _USE_TENSORFLOW and not args.verbose:
+        import_tensorflow_quietly()
     return args.run(args) or 0
 
 
