@@ -8,11 +8,14 @@ Examples:
     python -m benchmarks --quick --baseline=benchmarks/results/quick.json
 
 Exit codes: 0 all runs measured; 1 a regression against --baseline; 2 a run
-failed (its error is in the table and the JSON).
+failed (its error is in the table and the JSON), a flag is wrong, or what
+the run needs is not installed (`python3 -m pip install ".[bench]"`; checked
+before anything is measured).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import signal
 import sys
 
@@ -105,6 +108,19 @@ def _replica_count(value: str) -> int:
         ) from None
 
 
+BENCH_EXTRA_INSTALL = 'python3 -m pip install ".[bench]"'
+
+
+def missing_requirements(config: config_lib.SuiteConfig, plot: str) -> list[str]:
+    """What this run needs from the `bench` extra that is not installed."""
+    needed = {}
+    if plot:
+        needed["matplotlib"] = "matplotlib (for --plot; --plot='' skips the plot)"
+    if config.dataset.startswith("tfds:"):
+        needed["tensorflow_datasets"] = "tensorflow-datasets (for --dataset=tfds:...)"
+    return [why for module, why in needed.items() if importlib.util.find_spec(module) is None]
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -116,6 +132,15 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         config = _config()
+        missing = missing_requirements(config, _PLOT.value)
+        if missing:
+            print(
+                f"error: python -m benchmarks needs {', '.join(missing)}, "
+                f"which is not installed. Install the benchmark extra: "
+                f"{BENCH_EXTRA_INSTALL}",
+                file=sys.stderr,
+            )
+            return 2
         baseline = results_lib.SuiteResults.load(_BASELINE.value) if _BASELINE.value else None
         suite_results = runner.run_suite(config)
     except (ValueError, OSError) as error:

@@ -12,6 +12,7 @@ unless --keep (or --output-dir) is given.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import sys
@@ -123,8 +124,7 @@ def run(args) -> int:
         return _train_save_reload(np, keras, tf, parallel_keras, args, replicas, output_dir)
     finally:
         if keep:
-            print(f"Kept {output_dir} (logs: tensorboard --logdir "
-                  f"{os.path.join(output_dir, 'logs')}).")
+            print(f"Kept {output_dir}.")
         else:
             shutil.rmtree(output_dir, ignore_errors=True)
             print(f"Removed {output_dir} (pass --keep to keep it).")
@@ -153,7 +153,6 @@ def _train_save_reload(np, keras, tf, parallel_keras, args, replicas, output_dir
     # Keras 3 cannot tell the direction of a metric given as a function, so
     # the seeds' callbacks need mode="max" to run at all.
     callbacks = [
-        keras.callbacks.TensorBoard(log_dir=os.path.join(output_dir, "logs")),
         keras.callbacks.ReduceLROnPlateau(
             monitor="categorical_accuracy", mode="max", patience=10, verbose=0
         ),
@@ -162,6 +161,14 @@ def _train_save_reload(np, keras, tf, parallel_keras, args, replicas, output_dir
         ),
         _EpochReport(keras, samples=args.samples - split, epochs=args.epochs),
     ]
+    # Keras's TensorBoard callback needs the `tensorboard` package, which
+    # TF 2.21 no longer installs and the library does not need.
+    if importlib.util.find_spec("tensorboard") is not None:
+        log_dir = os.path.join(output_dir, "logs")
+        callbacks.insert(0, keras.callbacks.TensorBoard(log_dir=log_dir))
+        print(f"TensorBoard logs: {log_dir}")
+    else:
+        print("TensorBoard logs: skipped (`pip install tensorboard` to write them).")
     print(f"Training {args.epochs} epoch(s) on {args.samples - split:,} samples "
           "(the first epoch includes tracing)...", flush=True)
     parallel.fit(
