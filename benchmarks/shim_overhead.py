@@ -30,18 +30,25 @@ from absl import app
 from absl import flags
 
 _REPLICAS = flags.DEFINE_integer("replicas", 4, "Simulated devices to replicate on.")
-_BATCH_SIZE = flags.DEFINE_integer("batch_size", 128, "Global batch size.")
+_BATCH_SIZE = flags.DEFINE_integer("batch-size", 128, "Global batch size.")
 _STEPS = flags.DEFINE_integer("steps", 30, "Timed steps per round.")
-_WARMUP_STEPS = flags.DEFINE_integer("warmup_steps", 5, "Untimed steps per round.")
+_WARMUP_STEPS = flags.DEFINE_integer("warmup-steps", 5, "Untimed steps per round.")
 _ROUNDS = flags.DEFINE_integer("rounds", 3, "Alternating rounds per approach.")
 _SKIP_XCEPTION = flags.DEFINE_bool(
-    "skip_xception", False, "Skip the wrapping time / peak RSS measurement."
+    "skip-xception", False, "Skip the wrapping time / peak RSS measurement."
 )
 _BUILD = flags.DEFINE_enum(
     "build", None, ["native", "shim"],
     "Internal: run one Xception build in this process and print JSON.",
 )
 
+
+# The underscore spellings of earlier releases, hidden from --help (which
+# lists only this module's flags) as in benchmarks/flag_spellings.py.
+for _holder in (_REPLICAS, _BATCH_SIZE, _STEPS, _WARMUP_STEPS, _ROUNDS, _SKIP_XCEPTION, _BUILD):
+    if "-" in _holder.name:
+        flags.DEFINE_alias(_holder.name.replace("-", "_"), _holder.name,
+                           module_name="benchmarks.flag_spellings")
 
 def _step_model(keras):
     keras.utils.set_random_seed(0)
