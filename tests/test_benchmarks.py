@@ -314,3 +314,46 @@ def test_benchmark_flags_are_kebab_case_with_old_spellings_hidden(module, old_sp
     assert old_spelling.replace("_", "-") in shown.split()
     assert [name for name in shown.split() if "_" in name] == []
     assert old_spelling in hidden.split()
+
+
+def test_plot_gives_each_mode_one_style_in_every_panel_with_a_legend():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import colors
+    from matplotlib import pyplot
+
+    from benchmarks.suite import plot as plot_lib
+
+    runs = [
+        _run(mode="single", replicas=1, samples_per_s=100.0),
+        _run(mode="mirrored", replicas=1, samples_per_s=90.0),
+        _run(mode="mirrored", replicas=2, samples_per_s=80.0),
+        # Same throughput: without offsets these two points would coincide.
+        _run(mode="multi_gpu_model", replicas=2, samples_per_s=80.0),
+        _run(mode="cpu_relocation", replicas=2, samples_per_s=80.0),
+    ]
+    results_lib.derive(runs)
+    results = _results(runs, config={"quick": True, "dataset": "synthetic"})
+    figure = plot_lib.plot(results)
+    try:
+        left, right = figure.axes[:2]
+        measured = ["single", "mirrored", "multi_gpu_model", "cpu_relocation"]
+        legend_labels = [text.get_text() for text in figure.legends[0].get_texts()]
+        assert legend_labels[:4] == measured
+        for mode in measured:
+            wanted = colors.to_rgba(plot_lib.style(mode)["color"])
+            lines = [line for line in left.get_lines()
+                     if colors.to_rgba(line.get_color()) == wanted]
+            bars = [patch for patch in right.patches
+                    if colors.to_rgba(patch.get_facecolor()) == wanted]
+            assert lines and bars, f"{mode} missing from a panel"
+            assert {line.get_marker() for line in lines} == {plot_lib.style(mode)["marker"]}
+        # No two points of different modes share a position.
+        positions = [(x, y) for line in left.get_lines()[1:] for x, y in line.get_xydata()]
+        assert len(positions) == len(set(positions))
+        # Bar labels fit under the top of the frame.
+        assert max(patch.get_height() for patch in right.patches) < right.get_ylim()[1] / 1.1
+        assert "input 784" in left.get_title() and "input 784" in right.get_title()
+    finally:
+        pyplot.close(figure)
