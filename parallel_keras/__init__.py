@@ -22,6 +22,7 @@ _EXPORTS = {
     "simulate_devices": "parallel_keras.devices",
     "multi_gpu_model": "parallel_keras.data_parallel.multi_gpu_model",
     "ParallelModel": "parallel_keras.data_parallel.parallel_model",
+    "quiet_tensorflow": "parallel_keras.quiet",
     # Saving, checkpoints and legacy files (issue 3) go below this line.
     "callbacks": "parallel_keras.callbacks",  # A submodule: the module itself.
     "ParallelModelCheckpoint": "parallel_keras.callbacks",
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from parallel_keras.callbacks import ParallelModelCheckpoint
     from parallel_keras.data_parallel.parallel_model import ParallelModel
     from parallel_keras.devices import simulate_devices
+    from parallel_keras.quiet import quiet_tensorflow
     from parallel_keras.device_placement import LayerCallPlacement
     from parallel_keras.device_placement import clear_placement
     from parallel_keras.device_placement import device

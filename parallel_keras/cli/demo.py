@@ -105,9 +105,6 @@ def run(args) -> int:
 
     import parallel_keras
 
-    # tf.distribute logs every reduction at INFO; the demo prints its own story.
-    if not getattr(args, "verbose", 0):
-        tf.get_logger().setLevel("WARNING")
     simulate, replicas, message = device_plan(
         len(tf.config.list_physical_devices("GPU")), args.gpus
     )

@@ -5,26 +5,22 @@ module keeps those imports inside its run function.
 
 TensorFlow is quiet unless `-v` is given. On a machine without a GPU it logs
 `failed call to cuInit` at ERROR level although nothing went wrong, and a
-user cannot tell that line from a real failure. So before a subcommand runs:
-* `TF_CPP_MIN_LOG_LEVEL` defaults to 3 (fatal only; a value the user set
-  is kept), which covers everything TensorFlow's C++ logs after start-up;
-* for subcommands that use TensorFlow, it is imported with file descriptor 2
-  sent to /dev/null, because TF 2.19-2.21 log their import-time lines
-  (oneDNN, "Could not find cuda drivers") before absl::InitializeLog, where
-  `TF_CPP_MIN_LOG_LEVEL` does not apply (tensorflow/tensorflow#100442). An
-  import error is still raised and printed: Python reports it after the
-  descriptor is restored.
+user cannot tell that line from a real failure. So before a subcommand runs,
+`TF_CPP_MIN_LOG_LEVEL` defaults to 3 (fatal only; a value the user set is
+kept; the launcher's workers inherit it), and subcommands that use
+TensorFlow import it through `parallel_keras.quiet_tensorflow`, which also
+keeps its import-time lines out.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import os
 import sys
 
 import parallel_keras
+from parallel_keras import quiet
 
 # Subcommand name -> module defining `add_parser(subparsers)`.
 SUBCOMMANDS = {
@@ -88,32 +84,10 @@ def configure_logging(verbose: int) -> None:
         logging.set_verbosity(logging.WARNING)
 
 
-@contextlib.contextmanager
-def _stderr_to_devnull():
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
-def import_tensorflow_quietly() -> None:
-    """Imports TensorFlow without its import-time C++ log lines."""
-    if "tensorflow" in sys.modules:
-        return
-    with _stderr_to_devnull():
-        importlib.import_module("tensorflow")
-
-
 def main(args: argparse.Namespace) -> int:
     configure_logging(args.verbose)
-    if args.subcommand in _USE_TENSORFLOW and not args.verbose:
-        import_tensorflow_quietly()
+    if args.subcommand in _USE_TENSORFLOW:
+        quiet.quiet_tensorflow(verbose=bool(args.verbose))
     return args.run(args) or 0
 
 
