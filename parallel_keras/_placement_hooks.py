@@ -35,7 +35,7 @@ import warnings
 # hooks are installed once both are fully imported.
 _WATCHED = ("keras", "tensorflow")
 _lock = threading.RLock()
-_state = {"installed": False, "installing": False, "error": None}
+_state = {"installed": False, "installing": False}
 
 
 def _initializing(name: str, finished: str | None = None) -> bool:
@@ -66,13 +66,9 @@ def install() -> None:
         _state["installing"] = True
         try:
             importlib.import_module("parallel_keras.device_placement")
-        except Exception as error:
-            _state["error"] = error
-            raise
         finally:
             _state["installing"] = False
         _state["installed"] = True
-        _state["error"] = None
 
 
 def installed() -> bool:

@@ -58,9 +58,11 @@ def quiet_tensorflow(verbose: bool = False) -> None:
         tensorflow.get_logger().setLevel(logging.INFO)
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    if "tensorflow" not in sys.modules:
+    if "tensorflow" in sys.modules:
+        tensorflow = importlib.import_module("tensorflow")
+    else:
         with _stderr_to_devnull():
-            importlib.import_module("tensorflow")
+            tensorflow = importlib.import_module("tensorflow")
     # After `get_logger()` has run: in an interactive session (IPython,
     # Jupyter) its first call sets the logger to INFO, printing to stdout.
-    sys.modules["tensorflow"].get_logger().setLevel(logging.WARNING)
+    tensorflow.get_logger().setLevel(logging.WARNING)
