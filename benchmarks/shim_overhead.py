@@ -19,6 +19,7 @@ Run:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import statistics
@@ -217,6 +218,11 @@ def measure_wrapping() -> dict:
 
 def main(argv):
     del argv
+    if not _SKIP_XCEPTION.value and importlib.util.find_spec("psutil") is None:
+        print('error: the peak-RSS measurement needs psutil, which is not installed. '
+              'Install the benchmark extra: python3 -m pip install ".[bench]" '
+              '(or pass --skip-xception).', file=sys.stderr)
+        return 2
     if _BUILD.value:
         print(json.dumps(_build_once(_BUILD.value)))
         return 0

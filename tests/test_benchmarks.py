@@ -357,3 +357,22 @@ def test_plot_gives_each_mode_one_style_in_every_panel_with_a_legend():
         assert "input 784" in left.get_title() and "input 784" in right.get_title()
     finally:
         pyplot.close(figure)
+
+
+def test_startup_goals_are_relative_to_bare_python():
+    from benchmarks import startup
+
+    medians = {
+        "python -c pass": 0.020,
+        "import parallel_keras": 0.071,  # Goal: 1.1 x 20 ms + 50 ms = 72 ms.
+        "parallel-keras --help": 0.073,
+        "parallel-keras migrate --diff (corpus)": 1.5,
+        "import keras": 3.5,
+    }
+    table, met = startup.report(medians)
+    assert not met  # --help missed its goal by 1 ms.
+    lines = {line.split("  ")[0].strip(): line for line in table.splitlines()[1:]}
+    assert lines["import parallel_keras"].endswith("< 72 ms: met")
+    assert lines["parallel-keras --help"].endswith("< 72 ms: MISSED")
+    assert lines["parallel-keras migrate --diff (corpus)"].endswith("< 2000 ms: met")
+    assert set(startup.commands()) == set(medians)
