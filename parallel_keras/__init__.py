@@ -11,7 +11,8 @@ fast, and run on a machine without TensorFlow.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+# typing.TYPE_CHECKING without importing typing (milliseconds at start-up).
+TYPE_CHECKING = False
 
 from parallel_keras import _placement_hooks
 

@@ -12,11 +12,8 @@ unless --keep (or --output-dir) is given.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 _SIMULATED_CPU_DEVICES = 4
@@ -100,6 +97,10 @@ def device_plan(physical_gpus: int, gpus: int | None) -> tuple[str | None, int, 
 
 
 def run(args) -> int:
+    # Here, not at the top: `parallel-keras --help` imports this module.
+    import shutil  # pylint: disable=g-import-not-at-top
+    import tempfile  # pylint: disable=g-import-not-at-top
+
     import numpy as np
     import tensorflow as tf
 
@@ -160,6 +161,8 @@ def _train_save_reload(np, keras, tf, parallel_keras, args, replicas, output_dir
     ]
     # Keras's TensorBoard callback needs the `tensorboard` package, which
     # TF 2.21 no longer installs and the library does not need.
+    import importlib.util  # pylint: disable=g-import-not-at-top
+
     if importlib.util.find_spec("tensorboard") is not None:
         log_dir = os.path.join(output_dir, "logs")
         callbacks.insert(0, keras.callbacks.TensorBoard(log_dir=log_dir))

@@ -20,7 +20,6 @@ import os
 import sys
 
 import parallel_keras
-from parallel_keras import quiet
 
 # Subcommand name -> module defining `add_parser(subparsers)`.
 SUBCOMMANDS = {
@@ -87,6 +86,8 @@ def configure_logging(verbose: int) -> None:
 def main(args: argparse.Namespace) -> int:
     configure_logging(args.verbose)
     if args.subcommand in _USE_TENSORFLOW:
+        from parallel_keras import quiet  # pylint: disable=g-import-not-at-top
+
         quiet.quiet_tensorflow(verbose=bool(args.verbose))
     return args.run(args) or 0
 
