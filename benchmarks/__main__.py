@@ -4,20 +4,25 @@ Examples:
 
     python -m benchmarks --quick
     python -m benchmarks --models=mlp,resnet50 --modes=single,mirrored,multi_gpu_model \
-        --replicas=1,2,4,8 --global_batch_size=256 --steps=50
+        --replicas=1,2,4,8 --global-batch-size=256 --steps=50
     python -m benchmarks --quick --baseline=benchmarks/results/quick.json
 
 Exit codes: 0 all runs measured; 1 a regression against --baseline; 2 a run
-failed (its error is in the table and the JSON).
+failed (its error is in the table and the JSON), a flag is wrong, or what
+the run needs is not installed (`python3 -m pip install ".[bench]"`; checked
+before anything is measured).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import signal
 import sys
 
 from absl import app
 from absl import flags
+
+from benchmarks import flag_spellings
 
 from benchmarks.suite import baseline as baseline_lib
 from benchmarks.suite import config as config_lib
@@ -37,19 +42,19 @@ _REPLICAS = flags.DEFINE_list(
     "Replica counts (devices; workers for multi_worker), e.g. 1,2,4,8.",
 )
 _GLOBAL_BATCH_SIZE = flags.DEFINE_integer(
-    "global_batch_size", _DEFAULT.global_batch_size,
+    "global-batch-size", _DEFAULT.global_batch_size,
     "Rows per step across all replicas (split evenly between them).",
 )
 _STEPS = flags.DEFINE_integer("steps", _DEFAULT.steps, "Timed steps per run.")
 _WARMUP_STEPS = flags.DEFINE_integer(
-    "warmup_steps", _DEFAULT.warmup_steps, "Untimed steps before the timed ones."
+    "warmup-steps", _DEFAULT.warmup_steps, "Untimed steps before the timed ones."
 )
 _DATASET = flags.DEFINE_string(
     "dataset", "synthetic",
-    "'synthetic', or 'tfds:NAME' read from --data_dir (never downloaded).",
+    "'synthetic', or 'tfds:NAME' read from --data-dir (never downloaded).",
 )
 _DATA_DIR = flags.DEFINE_string(
-    "data_dir", None, "TFDS data directory for --dataset=tfds:NAME."
+    "data-dir", None, "TFDS data directory for --dataset=tfds:NAME."
 )
 _OUTPUT = flags.DEFINE_string(
     "output", "benchmarks/results/latest.json", "Where to write the JSON results."
@@ -67,13 +72,17 @@ _BASELINE = flags.DEFINE_string(
     "baseline", None, "An earlier results JSON; exit 1 when a run regressed against it."
 )
 _THRESHOLD = flags.DEFINE_float(
-    "regression_threshold", baseline_lib.DEFAULT_THRESHOLD,
+    "regression-threshold", baseline_lib.DEFAULT_THRESHOLD,
     "Largest tolerated drop in samples/s against --baseline, as a fraction.",
 )
 _RUN_TIMEOUT = flags.DEFINE_float(
-    "run_timeout_s", _DEFAULT.run_timeout_s, "Seconds before one run is stopped as failed."
+    "run-timeout-s", _DEFAULT.run_timeout_s, "Seconds before one run is stopped as failed."
 )
 
+
+flag_spellings.keep_old_spellings(
+    _MODELS, _MODES, _REPLICAS, _GLOBAL_BATCH_SIZE, _STEPS, _WARMUP_STEPS, _DATASET, _DATA_DIR, _OUTPUT, _PLOT, _QUICK, _BASELINE, _THRESHOLD, _RUN_TIMEOUT,
+)
 
 def _config() -> config_lib.SuiteConfig:
     base = config_lib.QUICK if _QUICK.value else _DEFAULT
@@ -105,6 +114,19 @@ def _replica_count(value: str) -> int:
         ) from None
 
 
+BENCH_EXTRA_INSTALL = 'python3 -m pip install ".[bench]"'
+
+
+def missing_requirements(config: config_lib.SuiteConfig, plot: str) -> list[str]:
+    """What this run needs from the `bench` extra that is not installed."""
+    needed = {}
+    if plot:
+        needed["matplotlib"] = "matplotlib (for --plot; --plot='' skips the plot)"
+    if config.dataset.startswith("tfds:"):
+        needed["tensorflow_datasets"] = "tensorflow-datasets (for --dataset=tfds:...)"
+    return [why for module, why in needed.items() if importlib.util.find_spec(module) is None]
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -116,6 +138,15 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         config = _config()
+        missing = missing_requirements(config, _PLOT.value)
+        if missing:
+            print(
+                f"error: python -m benchmarks needs {', '.join(missing)}, "
+                f"which is not installed. Install the benchmark extra: "
+                f"{BENCH_EXTRA_INSTALL}",
+                file=sys.stderr,
+            )
+            return 2
         baseline = results_lib.SuiteResults.load(_BASELINE.value) if _BASELINE.value else None
         suite_results = runner.run_suite(config)
     except (ValueError, OSError) as error:

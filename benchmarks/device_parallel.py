@@ -14,7 +14,7 @@ placement, not a speedup.
 
 Example:
 
-    python benchmarks/device_parallel.py --steps=30 --batch_size=32
+    python benchmarks/device_parallel.py --steps=30 --batch-size=32
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from absl import flags
 
 _STEPS = flags.DEFINE_integer("steps", 30, "Timed training steps per model.")
 _WARMUP = flags.DEFINE_integer("warmup", 3, "Untimed steps first (tracing).")
-_BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Batch size.")
+_BATCH_SIZE = flags.DEFINE_integer("batch-size", 32, "Batch size.")
 _TIMESTEPS = flags.DEFINE_integer("timesteps", 140, "Sequence length (seeds: 140).")
 _FEATURES = flags.DEFINE_integer("features", 64, "Features per step (seeds: 256).")
 _UNITS = flags.DEFINE_integer("units", 64, "LSTM units (seeds: 64).")
@@ -36,6 +36,13 @@ _REPEATS = flags.DEFINE_integer(
     "repeats", 3, "Alternating rounds of both models; the medians pool all rounds."
 )
 
+
+# The underscore spellings of earlier releases, hidden from --help (which
+# lists only this module's flags) as in benchmarks/flag_spellings.py.
+for _holder in (_STEPS, _WARMUP, _BATCH_SIZE, _TIMESTEPS, _FEATURES, _UNITS, _REPEATS):
+    if "-" in _holder.name:
+        flags.DEFINE_alias(_holder.name.replace("-", "_"), _holder.name,
+                           module_name="benchmarks.flag_spellings")
 
 def build(place: bool):
     """The seeds' model; with `place`, branches on /gpu:0 and /gpu:1."""

@@ -1,16 +1,20 @@
 """parallel_keras: legacy Keras multi-GPU training on modern TensorFlow.
 
-The public API is what this module exports. Names load on first use; the one
-thing done on import is installing the hooks that restore a saved device
-placement (which imports TensorFlow when it is installed). Without TensorFlow
-the package still imports, so `parallel-keras migrate` runs on a machine that
-has none.
+The public API is what this module exports. Names load on first use, and
+`import parallel_keras` imports neither TensorFlow nor Keras: the hooks that
+restore a saved device placement on `keras.models.load_model` are installed
+when the process imports Keras (see `parallel_keras._placement_hooks`), so
+`parallel-keras --help`, `parallel-keras migrate` and the launcher start
+fast, and run on a machine without TensorFlow.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+# typing.TYPE_CHECKING without importing typing (milliseconds at start-up).
+TYPE_CHECKING = False
+
+from parallel_keras import _placement_hooks
 
 __version__ = "0.1.0"
 
@@ -19,6 +23,7 @@ _EXPORTS = {
     "simulate_devices": "parallel_keras.devices",
     "multi_gpu_model": "parallel_keras.data_parallel.multi_gpu_model",
     "ParallelModel": "parallel_keras.data_parallel.parallel_model",
+    "quiet_tensorflow": "parallel_keras.quiet",
     # Saving, checkpoints and legacy files (issue 3) go below this line.
     "callbacks": "parallel_keras.callbacks",  # A submodule: the module itself.
     "ParallelModelCheckpoint": "parallel_keras.callbacks",
@@ -37,12 +42,25 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
+# Subpackages documented by their dotted names (`parallel_keras.testing.
+# record_op_devices()`) resolve after a bare `import parallel_keras`.
+_SUBMODULES = frozenset({
+    "data_parallel",
+    "device_placement",
+    "devices",
+    "migrate",
+    "multi_worker",
+    "saving",
+    "testing",
+})
+
 if TYPE_CHECKING:
     from parallel_keras.data_parallel.multi_gpu_model import multi_gpu_model
     from parallel_keras import callbacks
     from parallel_keras.callbacks import ParallelModelCheckpoint
     from parallel_keras.data_parallel.parallel_model import ParallelModel
     from parallel_keras.devices import simulate_devices
+    from parallel_keras.quiet import quiet_tensorflow
     from parallel_keras.device_placement import LayerCallPlacement
     from parallel_keras.device_placement import clear_placement
     from parallel_keras.device_placement import device
@@ -55,6 +73,8 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'parallel_keras' has no attribute {name!r}")
@@ -69,18 +89,6 @@ def __dir__():
     return sorted(set(globals()) | set(_EXPORTS))
 
 
-def _install_placement_hooks() -> None:
-    """Lets `keras.models.load_model` restore a saved device placement.
-
-    Placement is stored in the model config; the hooks that read it back must
-    be in place before a model is loaded, so they are installed on import.
-    Without TensorFlow (e.g. `parallel-keras migrate` on a machine without
-    it) there is nothing to hook.
-    """
-    try:
-        importlib.import_module("parallel_keras.device_placement")
-    except ImportError:
-        pass
-
-
-_install_placement_hooks()
+# Not TensorFlow: only a finder that installs the placement hooks once Keras
+# is imported (see `_placement_hooks` for why then).
+_placement_hooks.install_when_keras_is_imported()

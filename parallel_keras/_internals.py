@@ -11,6 +11,7 @@ Checked on TensorFlow 2.21.0 with Keras 3.15.1.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+import importlib
 import itertools
 
 import keras
@@ -501,14 +502,52 @@ def point_backup_at(callback: keras.callbacks.BackupAndRestore, backup_dir: str)
 _placement_hooks = {}
 
 
+class PlacementInternalsChanged(RuntimeError):
+    """This Keras moved what the device-placement hooks patch."""
+
+
+def _placement_internal(owner: object, attribute: str, what: str):
+    """`owner.attribute`, or a loud error naming the upgrade that moved it.
+
+    Never swallowed: a model loaded without these hooks would silently lose
+    its saved placement (see `parallel_keras._placement_hooks`).
+    """
+    try:
+        return getattr(owner, attribute)
+    except AttributeError as error:
+        raise PlacementInternalsChanged(
+            f"parallel_keras's device placement patches {what}, which this "
+            f"Keras does not have. Received: keras=={keras.__version__}, "
+            f"tensorflow=={tf.__version__}; checked on "
+            f"keras=={CHECKED_VERSIONS['keras']}, "
+            f"tensorflow=={CHECKED_VERSIONS['tensorflow']}. Install those "
+            "versions, or a parallel_keras release that supports this Keras."
+        ) from error
+
+
+def _placement_module(name: str):
+    """Imports a private Keras module the placement hooks patch, loudly."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        raise PlacementInternalsChanged(
+            f"parallel_keras's device placement patches {name}, which this "
+            f"Keras does not have. Received: keras=={keras.__version__}, "
+            f"tensorflow=={tf.__version__}; checked on "
+            f"keras=={CHECKED_VERSIONS['keras']}, "
+            f"tensorflow=={CHECKED_VERSIONS['tensorflow']}. Install those "
+            "versions, or a parallel_keras release that supports this Keras."
+        ) from error
+
+
 def install_node_created_hook(hook: Callable[[object], None]) -> None:
     """Calls `hook(node)` after every non-input Keras `Node` is created."""
-    from keras.src.ops import node as node_module  # pylint: disable=g-direct-keras-import
-
+    node_module = _placement_module("keras.src.ops.node")
+    node_class = _placement_internal(node_module, "Node", "keras.src.ops.node.Node")
     if "node_created" in _placement_hooks:
         _placement_hooks["node_created"] = hook
         return
-    original_init = node_module.Node.__init__
+    original_init = node_class.__init__
 
     def init_then_notify(node, *args, **kwargs):
         original_init(node, *args, **kwargs)
@@ -517,24 +556,29 @@ def install_node_created_hook(hook: Callable[[object], None]) -> None:
 
     init_then_notify.__wrapped__ = original_init
     _placement_hooks["node_created"] = hook
-    node_module.Node.__init__ = init_then_notify
+    node_class.__init__ = init_then_notify
 
 
 def install_operation_for_node_hook(hook: Callable[[object, object], object]) -> None:
     """Lets `hook(node, operation)` replace the callable run for each node."""
-    from keras.src.ops import function as function_module  # pylint: disable=g-direct-keras-import
-
+    function_module = _placement_module("keras.src.ops.function")
+    function_class = _placement_internal(
+        function_module, "Function", "keras.src.ops.function.Function"
+    )
+    original = _placement_internal(
+        function_class, "_get_operation_for_node",
+        "keras.src.ops.function.Function._get_operation_for_node",
+    )
     if "operation_for_node" in _placement_hooks:
         _placement_hooks["operation_for_node"] = hook
         return
-    original = function_module.Function._get_operation_for_node
 
     def operation_for_node(function, node):
         return _placement_hooks["operation_for_node"](node, original(function, node))
 
     operation_for_node.__wrapped__ = original
     _placement_hooks["operation_for_node"] = hook
-    function_module.Function._get_operation_for_node = operation_for_node
+    function_class._get_operation_for_node = operation_for_node
 
 
 def install_functional_config_hooks(
@@ -549,14 +593,21 @@ def install_functional_config_hooks(
     (and so `.keras` loading, `Functional.from_config` and
     `keras.Model.from_config`) imports at call time.
     """
-    from keras.src.models import functional as functional_module  # pylint: disable=g-direct-keras-import
-
+    functional_module = _placement_module("keras.src.models.functional")
+    functional_class = _placement_internal(
+        functional_module, "Functional", "keras.src.models.functional.Functional"
+    )
+    original_get_config = _placement_internal(
+        functional_class, "get_config", "Functional.get_config"
+    )
+    original_from_config = _placement_internal(
+        functional_module, "functional_from_config",
+        "keras.src.models.functional.functional_from_config",
+    )
     first_install = "config" not in _placement_hooks
     _placement_hooks["config"] = (key, save, load)
     if not first_install:
         return
-    original_get_config = functional_module.Functional.get_config
-    original_from_config = functional_module.functional_from_config
 
     def get_config(model):
         config = original_get_config(model)
@@ -577,7 +628,7 @@ def install_functional_config_hooks(
 
     get_config.__wrapped__ = original_get_config
     functional_from_config.__wrapped__ = original_from_config
-    functional_module.Functional.get_config = get_config
+    functional_class.get_config = get_config
     functional_module.functional_from_config = functional_from_config
 
 

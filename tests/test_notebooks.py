@@ -4,11 +4,13 @@ Each notebook is executed with nbclient in a real IPython kernel started
 from this interpreter (so it sees this environment's parallel_keras, and
 nothing is registered with Jupyter), from the `notebooks/` folder, as a
 user opening it would. Any cell error fails the test; so does a notebook
-stored with outputs, or one that takes over 3 minutes.
+stored with outputs, one that takes over 3 minutes, or one whose outputs
+carry TensorFlow's log lines (start-up C++ lines, INFO logs).
 """
 
 import glob
 import os
+import re
 import sys
 import time
 
@@ -23,6 +25,10 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOK_DIR = os.path.join(REPO_ROOT, "notebooks")
 NOTEBOOKS = sorted(glob.glob(os.path.join(NOTEBOOK_DIR, "*.ipynb")))
 TIME_LIMIT_S = 180
+# TensorFlow's Python INFO lines and its C++ log lines (I/W/E + date).
+_TENSORFLOW_LOG = re.compile(
+    r"^(INFO:tensorflow:|[IWE]\d{4} \d\d:\d\d:\d\d|WARNING: All log messages before absl)"
+)
 
 
 class _ThisInterpreterKernels(KernelSpecManager):
@@ -68,3 +74,12 @@ def test_notebook_runs_in_a_fresh_kernel(path):
     elapsed = time.monotonic() - started
     assert elapsed < TIME_LIMIT_S, f"{os.path.basename(path)} took {elapsed:.0f}s"
     assert all(cell.execution_count for cell in code_cells)
+    log_lines = [
+        line
+        for cell in code_cells
+        for output in cell.outputs
+        if output.output_type == "stream"
+        for line in output.text.splitlines()
+        if _TENSORFLOW_LOG.match(line)
+    ]
+    assert log_lines == [], "TensorFlow log lines in the outputs"

@@ -3,7 +3,7 @@
 `synthetic` (the default) repeats one random batch, so the step time measures
 the model and the parallelism, not the input pipeline (TensorFlow's published
 multi-GPU figures use synthetic data for the same reason). `tfds:NAME` reads
-an image-classification dataset prepared earlier in `--data_dir`; it never
+an image-classification dataset prepared earlier in `--data-dir`; it never
 downloads, because a benchmark that starts a multi-gigabyte download is not
 what anyone asked for.
 """
@@ -90,10 +90,10 @@ def load_tfds(spec: DatasetSpec, data_dir: str | None):
         raise ValueError(
             "The benchmark reads TFDS datasets from disk and never downloads "
             f"them. Received: --dataset=tfds:{spec.name} with "
-            f"--data_dir={data_dir}, and no prepared data was found in "
+            f"--data-dir={data_dir}, and no prepared data was found in "
             f"{where}. Prepare it first (python -c \"import tensorflow_datasets "
             f"as tfds; tfds.builder('{spec.name}', data_dir='DIR')"
-            ".download_and_prepare()\") and pass --data_dir=DIR, or use "
+            ".download_and_prepare()\") and pass --data-dir=DIR, or use "
             "--dataset=synthetic."
         ) from error
     features = info.features

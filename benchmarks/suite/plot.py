@@ -1,17 +1,38 @@
-"""The suite's plot: throughput against replicas, and the shim's overhead.
+"""The suite's plot: throughput against replicas, and throughput vs mirrored.
 
-One row per model. Left: samples/s against replicas for each mode, with the
-ideal line (the one-device throughput times N). Right: bars of the shim's
-throughput relative to the hand-written `MirroredStrategy` at the same
-replica count (1.0 = no overhead; below 1 the shim is slower), for
-`multi_gpu_model` and `cpu_relocation`.
+One row per model, its input size in both titles. Left: samples/s against
+replicas for every mode measured, with the ideal line (the one-device
+throughput times N). Right: each mode's throughput over the hand-written
+`MirroredStrategy` at the same replica count (1.0 = the native baseline;
+below 1 slower), as grouped bars with their values.
+
+Every mode keeps one colour and one marker in every panel, and one legend
+(for the whole figure) names them. Modes measured at the same replica count
+are drawn side by side (offset on the x axis), so no point hides another.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-_SHIM_MODES = ("multi_gpu_model", "cpu_relocation")
+from benchmarks.suite import models
+from benchmarks.suite import modes as modes_lib
+
+# One style per mode, fixed by its place in MODES so that a mode looks the
+# same in every panel and in every plot the suite draws.
+_COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
+_MARKERS = ("o", "s", "D", "^", "v", "P")
+STYLES = {
+    mode: {"color": _COLOURS[index % len(_COLOURS)], "marker": _MARKERS[index % len(_MARKERS)]}
+    for index, mode in enumerate(modes_lib.MODES)
+}
+_UNKNOWN_STYLE = {"color": "#7f7f7f", "marker": "X"}
+_OFFSET = 0.06  # x offset between modes at one replica count, in replicas.
+
+
+def style(mode: str) -> dict[str, str]:
+    """The colour and marker of `mode` in every panel."""
+    return STYLES.get(mode, _UNKNOWN_STYLE)
 
 
 def plot(results, path: str | None = None):
@@ -25,26 +46,66 @@ def plot(results, path: str | None = None):
         The matplotlib `Figure`.
     """
     from matplotlib import pyplot
+    from matplotlib.lines import Line2D
 
     runs = [run for run in results.runs if run.get("samples_per_s")]
     model_names = list(dict.fromkeys(run["model"] for run in results.runs)) or ["(none)"]
+    measured = _ordered_modes({run["mode"] for run in runs})
     figure, axes = pyplot.subplots(
-        len(model_names), 2, figsize=(11, 3.2 * len(model_names)), squeeze=False
+        len(model_names), 2, figsize=(11, 3.3 * len(model_names) + 0.9), squeeze=False,
+        layout="constrained",
     )
     for row, model in enumerate(model_names):
-        _throughput_panel(axes[row][0], model, [r for r in runs if r["model"] == model])
-        _overhead_panel(axes[row][1], model, [r for r in runs if r["model"] == model])
+        model_runs = [run for run in runs if run["model"] == model]
+        label = f"{model}, input {_input_size(model, model_runs, results.header)}"
+        _throughput_panel(axes[row][0], label, model_runs, measured)
+        _relative_panel(axes[row][1], label, model_runs, measured)
+    handles = [
+        Line2D([], [], linestyle="-", label=mode, **_line_style(mode)) for mode in measured
+    ] + [
+        Line2D([], [], color="k", linestyle="--", label="ideal (1 device x N), left"),
+        Line2D([], [], color="k", linestyle=":", label="mirrored = 1, right"),
+    ]
+    figure.legend(
+        handles=handles, loc="outside lower center", ncol=min(len(handles), 4),
+        fontsize="small", frameon=False,
+    )
     title = "parallel_keras benchmark suite"
     if results.header.get("devices_simulated"):
         title += " (simulated CPU devices: overhead, not speedup)"
     figure.suptitle(title)
-    figure.tight_layout(rect=(0, 0, 1, 0.98))
     if path is not None:
         figure.savefig(path, dpi=90)
     return figure
 
 
-def _throughput_panel(axis, model: str, runs: list[dict[str, Any]]) -> None:
+def _ordered_modes(names) -> list[str]:
+    known = [mode for mode in modes_lib.MODES if mode in names]
+    return known + sorted(set(names) - set(known))
+
+
+def _line_style(mode: str) -> dict[str, Any]:
+    chosen = style(mode)
+    return {"color": chosen["color"], "marker": chosen["marker"], "markersize": 7}
+
+
+def _input_size(model: str, runs: list[dict[str, Any]], header: dict[str, Any]) -> str:
+    shape = next((run.get("input_shape") for run in runs if run.get("input_shape")), None)
+    if shape is None and model in models.MODELS:  # Results written before input_shape.
+        config = header.get("config", {})
+        if str(config.get("dataset", "synthetic")) == "synthetic":
+            shape = models.default_input(model, bool(config.get("quick"))).shape
+    if shape is None:
+        return "input size not recorded"
+    return "x".join(str(size) for size in shape)
+
+
+def _offsets(modes: list[str]) -> dict[str, float]:
+    middle = (len(modes) - 1) / 2
+    return {mode: (index - middle) * _OFFSET for index, mode in enumerate(modes)}
+
+
+def _throughput_panel(axis, label: str, runs: list[dict[str, Any]], measured: list[str]) -> None:
     by_mode: dict[str, list[tuple[int, float]]] = {}
     for run in runs:
         by_mode.setdefault(run["mode"], []).append((run["replicas"], run["samples_per_s"]))
@@ -53,51 +114,56 @@ def _throughput_panel(axis, model: str, runs: list[dict[str, Any]]) -> None:
         (value for replicas, value in by_mode.get("single", []) if replicas == 1), None
     )
     if single:
-        axis.plot(counts, [single * n for n in counts], "k--", label="ideal (linear)")
-    for mode, points in by_mode.items():
-        points.sort()
+        axis.plot(counts, [single * n for n in counts], "k--", linewidth=1)
+    present = [mode for mode in measured if mode in by_mode]
+    offsets = _offsets(present)
+    for mode in present:
+        points = sorted(by_mode[mode])
         axis.plot(
-            [replicas for replicas, _ in points],
+            [replicas + offsets[mode] for replicas, _ in points],
             [value for _, value in points],
-            marker="o",
-            label=mode,
+            linestyle="-", **_line_style(mode),
         )
-    axis.set_title(f"{model}: throughput")
+    axis.set_title(f"{label}: throughput", fontsize="medium")
     axis.set_xlabel("replicas")
     axis.set_ylabel("samples/s")
     axis.set_xticks(counts)
-    axis.legend(fontsize="small")
+    axis.set_xlim(counts[0] - 0.4, counts[-1] + 0.4)
+    axis.set_ylim(bottom=0)
+    axis.margins(y=0.12)
 
 
-def _overhead_panel(axis, model: str, runs: list[dict[str, Any]]) -> None:
-    counts = sorted({run["replicas"] for run in runs if run["replicas"] > 1})
-    width = 0.8 / len(_SHIM_MODES)
-    drawn = False
-    for number, mode in enumerate(_SHIM_MODES):
-        values = {
-            run["replicas"]: run["vs_mirrored"]
-            for run in runs
-            if run["mode"] == mode and run.get("vs_mirrored")
-        }
-        if not values:
-            continue
-        drawn = True
-        positions = [
-            index + (number - (len(_SHIM_MODES) - 1) / 2) * width
-            for index, count in enumerate(counts)
-            if count in values
-        ]
+def _relative_panel(axis, label: str, runs: list[dict[str, Any]], measured: list[str]) -> None:
+    values: dict[str, dict[int, float]] = {}
+    for run in runs:
+        if run.get("vs_mirrored"):
+            values.setdefault(run["mode"], {})[run["replicas"]] = run["vs_mirrored"]
+    counts = sorted({count for by_count in values.values() for count in by_count})
+    present = [mode for mode in measured if mode in values]
+    width = 0.8 / max(len(present), 1)
+    highest = 1.0
+    for number, mode in enumerate(present):
+        shift = (number - (len(present) - 1) / 2) * width
         bars = axis.bar(
-            positions, [values[count] for count in counts if count in values],
-            width, label=mode,
+            [index + shift for index, count in enumerate(counts) if count in values[mode]],
+            [values[mode][count] for count in counts if count in values[mode]],
+            width, color=style(mode)["color"], edgecolor="white",
         )
-        axis.bar_label(bars, fmt="%.2f", fontsize="small")
-    axis.axhline(1.0, color="k", linestyle="--", label="mirrored (native) = 1")
+        highest = max([highest, *values[mode].values()])
+        axis.bar_label(bars, fmt="%.2f", fontsize="x-small", padding=2)
+        # The mode's marker on its bar, so the panels read alike in grey too.
+        axis.plot(
+            [bar.get_x() + bar.get_width() / 2 for bar in bars],
+            [bar.get_height() / 2 for bar in bars],
+            linestyle="none", markeredgecolor="white", **_line_style(mode),
+        )
+    axis.axhline(1.0, color="k", linestyle=":", linewidth=1)
     axis.set_xticks(range(len(counts)), [str(count) for count in counts])
-    axis.set_xlim(-0.9, len(counts) - 0.1)
-    axis.set_title(f"{model}: shim throughput / mirrored")
+    axis.set_xlim(-0.6, max(len(counts), 1) - 0.4)
+    axis.set_ylim(0, highest * 1.18)  # Room for the value labels inside the frame.
+    axis.set_title(f"{label}: throughput / mirrored", fontsize="medium")
     axis.set_xlabel("replicas")
-    axis.set_ylabel("relative throughput")
-    if not drawn:
-        axis.text(0.5, 0.5, "no shim runs", transform=axis.transAxes, ha="center")
-    axis.legend(fontsize="small", loc="lower right")
+    axis.set_ylabel("relative to mirrored")
+    if not present:
+        axis.text(0.5, 0.5, "no mirrored run to compare with", transform=axis.transAxes,
+                  ha="center")

@@ -155,6 +155,7 @@ def _run_one(
         steps=config.steps,
         warmup_steps=config.warmup_steps,
         dataset=str(dataset_spec),
+        input_shape=list(input_spec.shape),
         status="ok",
         error=None,
     )

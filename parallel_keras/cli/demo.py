@@ -1,22 +1,37 @@
 """`parallel-keras demo`: the seeds' multi-GPU workflow, end to end.
 
 Builds a small CNN template on the CPU, replicates it with
-`multi_gpu_model` over every GPU (or 4 simulated CPU devices where there is
-none), trains a few epochs on synthetic data with the seeds' callbacks
-(TensorBoard, ReduceLROnPlateau, EarlyStopping), saves through the template,
-and reloads the file on one device in a fresh process to check its
-predictions.
+`multi_gpu_model` over every GPU (a single GPU is split in two; without
+a GPU, 4 simulated CPU devices), trains a few epochs on synthetic data with
+the seeds' callbacks (TensorBoard, ReduceLROnPlateau, EarlyStopping), saves
+through the template, and reloads the file on one device in a fresh process
+to check its predictions. The output folder is a temporary one, removed at the end
+unless --keep (or --output-dir) is given.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import tempfile
+import sys
 import time
 
-_SIMULATED_DEVICES = 4
+_SIMULATED_CPU_DEVICES = 4
 _TOLERANCE = 1e-5
+
+
+def _replica_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, received {text!r}") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(
+            "data parallelism needs at least 2 replicas. Received: "
+            f"--gpus {value}. Leave --gpus out to use every GPU (or simulated "
+            "devices)."
+        )
+    return value
 
 
 def add_parser(subparsers) -> None:
@@ -31,47 +46,100 @@ def add_parser(subparsers) -> None:
         "--samples", type=int, default=2048, help="Synthetic training samples."
     )
     parser.add_argument(
-        "--batch_size", type=int, default=128, help="Global batch size."
+        "--batch-size", type=int, default=128, help="Global batch size."
     )
     parser.add_argument(
         "--gpus",
-        type=int,
+        type=_replica_count,
         default=None,
-        help="Replicas (default: every GPU, or 4 simulated CPU devices).",
+        help="Replicas, at least 2 (default: every GPU; 2 halves of a single "
+        "GPU; 4 simulated CPU devices without a GPU).",
     )
     parser.add_argument(
-        "--output_dir",
+        "--output-dir",
         default=None,
-        help="Where to write logs and the model (default: a temporary folder).",
+        help="Where to write logs and the model; kept (default: a temporary "
+        "folder, removed at the end unless --keep).",
     )
+    parser.add_argument(
+        "--keep", action="store_true",
+        help="Keep the temporary output folder (logs, model) after the demo.",
+    )
+    # The spellings of earlier releases, still accepted but not shown.
+    parser.add_argument("--batch_size", type=int, dest="batch_size",
+                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    parser.add_argument("--output_dir", dest="output_dir",
+                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     parser.set_defaults(run=run)
 
 
+def device_plan(physical_gpus: int, gpus: int | None) -> tuple[str | None, int, str]:
+    """`(device type to simulate or None, replicas, what to tell the user)`.
+
+    Data parallelism needs two devices: a machine without a GPU rehearses on
+    simulated CPU devices, and a single GPU is split into logical GPUs.
+    """
+    if physical_gpus == 0:
+        replicas = gpus or _SIMULATED_CPU_DEVICES
+        return "CPU", replicas, (
+            f"No GPU found: simulating {replicas} devices on the CPU "
+            "(parallel_keras.simulate_devices)."
+        )
+    if physical_gpus == 1:
+        replicas = gpus or 2
+        return "GPU", replicas, (
+            "One GPU found: data parallelism needs at least two devices, so "
+            f"the GPU is split into {replicas} logical GPUs "
+            f'(parallel_keras.simulate_devices({replicas}, "GPU")).'
+        )
+    replicas = gpus or physical_gpus
+    return None, replicas, f"{physical_gpus} GPUs found: replicating on {replicas}."
+
+
 def run(args) -> int:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # Here, not at the top: `parallel-keras --help` imports this module.
+    import shutil  # pylint: disable=g-import-not-at-top
+    import tempfile  # pylint: disable=g-import-not-at-top
+
     import numpy as np
     import tensorflow as tf
 
     import parallel_keras
 
-    # tf.distribute logs every reduction at INFO; the demo prints its own story.
-    tf.get_logger().setLevel("WARNING")
-    gpus = tf.config.list_physical_devices("GPU")
-    if not gpus:
-        parallel_keras.simulate_devices(args.gpus or _SIMULATED_DEVICES)
+    simulate, replicas, message = device_plan(
+        len(tf.config.list_physical_devices("GPU")), args.gpus
+    )
+    print(message, flush=True)
+    if simulate is not None:
+        parallel_keras.simulate_devices(replicas, simulate)
     import keras
 
+    keep = args.keep or args.output_dir is not None
     output_dir = args.output_dir or tempfile.mkdtemp(prefix="parallel_keras_demo_")
     os.makedirs(output_dir, exist_ok=True)
+    print(f"Output folder: {output_dir}", flush=True)
+    try:
+        return _train_save_reload(np, keras, tf, parallel_keras, args, replicas, output_dir)
+    finally:
+        if keep:
+            print(f"Kept {output_dir}.")
+        else:
+            shutil.rmtree(output_dir, ignore_errors=True)
+            print(f"Removed {output_dir} (pass --keep to keep it).")
 
+
+def _train_save_reload(np, keras, tf, parallel_keras, args, replicas, output_dir) -> int:
     with tf.device("/cpu:0"):
         template = _small_cnn(keras)
-    parallel = parallel_keras.multi_gpu_model(template, gpus=args.gpus)
-    kind = "GPU" if gpus else "simulated CPU"
+    try:
+        parallel = parallel_keras.multi_gpu_model(template, gpus=replicas)
+    except ValueError as error:
+        print(f"parallel-keras demo: error: {error}", file=sys.stderr)
+        return 2
     print(f"Replicating {template.name} ({template.count_params():,} parameters) "
-          f"on {len(parallel.replica_devices)} {kind} devices:")
-    for device in parallel.replica_devices:
-        print(f"  {device}")
+          f"on {len(parallel.replica_devices)} devices: "
+          f"{', '.join(_short(name) for name in parallel.replica_devices)}",
+          flush=True)
 
     x, y = _synthetic_data(np, args.samples)
     split = args.samples // 8
@@ -80,20 +148,30 @@ def run(args) -> int:
         loss=keras.losses.categorical_crossentropy,
         metrics=[keras.metrics.categorical_accuracy],
     )
-    throughput = _Throughput(keras, samples=args.samples - split)
     # Keras 3 cannot tell the direction of a metric given as a function, so
     # the seeds' callbacks need mode="max" to run at all.
     callbacks = [
-        keras.callbacks.TensorBoard(log_dir=os.path.join(output_dir, "logs")),
         keras.callbacks.ReduceLROnPlateau(
             monitor="categorical_accuracy", mode="max", patience=10, verbose=0
         ),
         keras.callbacks.EarlyStopping(
             monitor="categorical_accuracy", mode="max", patience=15, verbose=0
         ),
-        throughput,
+        _EpochReport(keras, samples=args.samples - split, epochs=args.epochs),
     ]
-    history = parallel.fit(
+    # Keras's TensorBoard callback needs the `tensorboard` package, which
+    # TF 2.21 no longer installs and the library does not need.
+    import importlib.util  # pylint: disable=g-import-not-at-top
+
+    if importlib.util.find_spec("tensorboard") is not None:
+        log_dir = os.path.join(output_dir, "logs")
+        callbacks.insert(0, keras.callbacks.TensorBoard(log_dir=log_dir))
+        print(f"TensorBoard logs: {log_dir}")
+    else:
+        print("TensorBoard logs: skipped (`pip install tensorboard` to write them).")
+    print(f"Training {args.epochs} epoch(s) on {args.samples - split:,} samples "
+          "(the first epoch includes tracing)...", flush=True)
+    parallel.fit(
         x[split:], y[split:],
         batch_size=args.batch_size,
         epochs=args.epochs,
@@ -101,11 +179,6 @@ def run(args) -> int:
         callbacks=callbacks,
         verbose=0,
     )
-    for epoch, rate in enumerate(throughput.samples_per_second, start=1):
-        accuracy = history.history["categorical_accuracy"][epoch - 1]
-        val_loss = history.history["val_loss"][epoch - 1]
-        print(f"Epoch {epoch}: {rate:,.0f} samples/s, "
-              f"accuracy {accuracy:.3f}, val_loss {val_loss:.4f}")
 
     model_path = os.path.join(output_dir, "demo_cnn.keras")
     template.save(model_path)
@@ -115,13 +188,17 @@ def run(args) -> int:
     np.save(probe_path, probe)
     print(f"Saved the template to {model_path}")
 
+    print("Reloading it on one device in a fresh Python process...", flush=True)
     reloaded = _predict_in_fresh_process(model_path, probe_path, output_dir)
     difference = float(np.abs(reloaded - expected).max())
     ok = difference <= _TOLERANCE
     print(f"Reloaded on one device in a fresh process: max |difference| = "
           f"{difference:.2e} ({'OK' if ok else 'MISMATCH'}, tolerance {_TOLERANCE:g})")
-    print(f"TensorBoard logs: {os.path.join(output_dir, 'logs')}")
     return 0 if ok else 1
+
+
+def _short(device_name: str) -> str:
+    return device_name.rpartition("device:")[2] or device_name
 
 
 def _small_cnn(keras):
@@ -147,23 +224,23 @@ def _synthetic_data(np, samples: int):
     return x, y
 
 
-class _Throughput:
-    """Keras callback measuring training samples per second per epoch."""
+class _EpochReport:
+    """Keras callback printing one line per epoch as it ends."""
 
-    def __new__(cls, keras, samples: int):
-        class Throughput(keras.callbacks.Callback):
-            def __init__(self):
-                super().__init__()
-                self.samples_per_second = []
-
+    def __new__(cls, keras, samples: int, epochs: int):
+        class EpochReport(keras.callbacks.Callback):
             def on_epoch_begin(self, epoch, logs=None):
                 self._start = time.perf_counter()
 
             def on_epoch_end(self, epoch, logs=None):
-                elapsed = time.perf_counter() - self._start
-                self.samples_per_second.append(samples / elapsed)
+                logs = logs or {}
+                rate = samples / (time.perf_counter() - self._start)
+                print(f"Epoch {epoch + 1}/{epochs}: {rate:,.0f} samples/s, "
+                      f"accuracy {logs.get('categorical_accuracy', float('nan')):.3f}, "
+                      f"val_loss {logs.get('val_loss', float('nan')):.4f}",
+                      flush=True)
 
-        return Throughput()
+        return EpochReport()
 
 
 def _predict_in_fresh_process(model_path: str, probe_path: str, output_dir: str):

@@ -1,12 +1,25 @@
-"""Entry point of the `parallel-keras` console script."""
+"""Entry point of the `parallel-keras` console script.
+
+Parsing and `--help` import neither TensorFlow nor Keras: each subcommand
+module keeps those imports inside its run function.
+
+TensorFlow is quiet unless `-v` is given. On a machine without a GPU it logs
+`failed call to cuInit` at ERROR level although nothing went wrong, and a
+user cannot tell that line from a real failure. So before a subcommand runs,
+`TF_CPP_MIN_LOG_LEVEL` defaults to 3 (fatal only; a value the user set is
+kept; the launcher's workers inherit it), and subcommands that use
+TensorFlow import it through `parallel_keras.quiet_tensorflow`, which also
+keeps its import-time lines out.
+"""
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import os
 import sys
 
-from absl import app
-from absl.flags import argparse_flags
+import parallel_keras
 
 # Subcommand name -> module defining `add_parser(subparsers)`.
 SUBCOMMANDS = {
@@ -16,22 +29,74 @@ SUBCOMMANDS = {
     "migrate": "parallel_keras.cli.migrate",
 }
 
+# Subcommands that import TensorFlow in this process.
+_USE_TENSORFLOW = frozenset({"demo", "convert"})
 
-def parse_flags(argv: list[str]):
-    parser = argparse_flags.ArgumentParser(
+_VERBOSE_HELP = "Show TensorFlow's own logging (C++ start-up lines, INFO logs)."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line; each subcommand's --help lists only its flags."""
+    parser = argparse.ArgumentParser(
         prog="parallel-keras",
         description="Legacy Keras multi-GPU training on modern TensorFlow.",
     )
-    subparsers = parser.add_subparsers(dest="subcommand", required=True)
+    parser.add_argument(
+        "--version", action="version", version=f"parallel-keras {parallel_keras.__version__}"
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help=_VERBOSE_HELP)
+    # Plain argparse below the top level: absl's ArgumentParser would add
+    # every absl flag (--helpfull) to each subcommand.
+    subparsers = parser.add_subparsers(
+        dest="subcommand", required=True, metavar="COMMAND",
+        parser_class=argparse.ArgumentParser,
+    )
     for module in SUBCOMMANDS.values():
         importlib.import_module(module).add_parser(subparsers)
-    return parser.parse_args(argv[1:])
+    for subparser in subparsers.choices.values():
+        # SUPPRESS: without -v here, the top-level count stands.
+        subparser.add_argument(
+            "-v", "--verbose", action="count", default=argparse.SUPPRESS, help=_VERBOSE_HELP
+        )
+    return parser
 
 
-def main(args) -> int:
+def parse_flags(argv: list[str]) -> argparse.Namespace:
+    return build_parser().parse_args(argv[1:])
+
+
+def configure_logging(verbose: int) -> None:
+    """Quiet TensorFlow unless asked; must run before TensorFlow is imported."""
+    # Imported here, after parsing: absl costs ~10 ms `--help` does not need.
+    from absl import flags  # pylint: disable=g-import-not-at-top
+    from absl import logging  # pylint: disable=g-import-not-at-top
+
+    # The CLI defines no absl flags; absl logging only needs to know parsing
+    # ran, or it warns that it logs "before flag parsing".
+    flags.FLAGS.mark_as_parsed()
+    logging.use_absl_handler()
+    if verbose:
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
+        logging.set_verbosity(logging.INFO)
+    else:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        logging.set_verbosity(logging.WARNING)
+
+
+def main(args: argparse.Namespace) -> int:
+    configure_logging(args.verbose)
+    if args.subcommand in _USE_TENSORFLOW:
+        from parallel_keras import quiet  # pylint: disable=g-import-not-at-top
+
+        quiet.quiet_tensorflow(verbose=bool(args.verbose))
     return args.run(args) or 0
 
 
 def run() -> None:
-    """Console-script entry point."""
-    app.run(main, argv=sys.argv, flags_parser=parse_flags)
+    """Console-script entry point.
+
+    Not `absl.app.run`: it imports pdb and more (~10 ms of every `--help`)
+    for features this CLI does not offer; `configure_logging` sets up absl
+    logging the way it does.
+    """
+    sys.exit(main(parse_flags(sys.argv)))

@@ -8,7 +8,10 @@ Modules:
 * `serialization`: placement kept in the `.keras` config.
 
 Importing this package installs the hooks that make placement take effect
-and survive loading.
+and survive loading. `import parallel_keras` does not import it: it is
+imported when the process imports Keras (see `parallel_keras._placement_hooks`),
+so a plain `keras.models.load_model` restores a saved placement without
+TensorFlow being loaded at `import parallel_keras`.
 """
 
 from __future__ import annotations

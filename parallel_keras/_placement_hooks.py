@@ -1,0 +1,150 @@
+"""Installs the device-placement hooks when Keras is imported, not before.
+
+`keras.models.load_model` restores a saved placement only if parallel_keras's
+hooks (see the "Device placement" section of `_internals.py`) are in place
+before the file is loaded. Installing them on `import parallel_keras` would
+import TensorFlow and Keras (seconds, hundreds of MB) in processes that never
+need them: `parallel-keras --help`, `parallel-keras migrate`, the launcher.
+
+So `import parallel_keras` only registers a small import finder. When the
+process finishes importing `keras` (directly, through `tf.keras`, or through
+any parallel_keras API), the finder imports
+`parallel_keras.device_placement`, which installs the hooks. If Keras was
+imported before parallel_keras, they are installed at once. Either way a
+model loaded afterwards gets its placement back.
+
+Chosen over "install at the first parallel_keras API call" because a script
+may import parallel_keras and then call only `keras.models.load_model`: no
+parallel_keras API runs, yet the placement must come back.
+
+If a Keras upgrade moved what the hooks patch, installing fails: the error is
+reported as a `RuntimeWarning` when Keras is imported (raising there would
+break `import keras` itself) and raised again, as a `RuntimeError`, by the
+first parallel_keras API that needs the hooks.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+import warnings
+
+# Top-level modules whose end of import may complete the picture. TensorFlow
+# imports parts of Keras while it initialises, so Keras can finish first; the
+# hooks are installed once both are fully imported.
+_WATCHED = ("keras", "tensorflow")
+_lock = threading.RLock()
+_state = {"installed": False, "installing": False}
+
+
+def _initializing(name: str, finished: str | None = None) -> bool:
+    if name == finished:  # Its loader returned; importlib clears the flag next.
+        return False
+    module = sys.modules.get(name)
+    spec = getattr(module, "__spec__", None)
+    return bool(getattr(spec, "_initializing", False))
+
+
+def _keras_ready(finished: str | None = None) -> bool:
+    return (
+        "keras" in sys.modules
+        and not _initializing("keras", finished)
+        and not _initializing("tensorflow", finished)
+    )
+
+
+def install() -> None:
+    """Installs the placement hooks now (imports TensorFlow and Keras).
+
+    Raises:
+        RuntimeError: If this Keras version moved what the hooks patch.
+    """
+    with _lock:
+        if _state["installed"] or _state["installing"]:
+            return
+        _state["installing"] = True
+        try:
+            importlib.import_module("parallel_keras.device_placement")
+        finally:
+            _state["installing"] = False
+        _state["installed"] = True
+
+
+def installed() -> bool:
+    """Whether the placement hooks are in place in this process."""
+    return _state["installed"]
+
+
+def _install_after_import(finished: str | None = None) -> None:
+    if not _keras_ready(finished):
+        return
+    try:
+        install()
+    except Exception as error:  # Reported, and raised again at first use.
+        warnings.warn(
+            "parallel_keras could not install its device-placement hooks into "
+            f"this Keras, so models loaded now lose their saved placement. "
+            f"Received: {type(error).__name__}: {error}. Install the Keras "
+            "version parallel_keras was checked on (see "
+            "parallel_keras._internals.CHECKED_VERSIONS) or upgrade "
+            "parallel_keras.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+# Plain classes, not importlib.abc subclasses: importing importlib.abc (and
+# importlib.util) would add ~5 ms to every `import parallel_keras`.
+class _LoaderThenInstall:
+    """Runs the real loader, then installs the hooks if Keras is ready."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        # The module's own spec must point at the real loader (resources,
+        # reloads); only this one execution goes through the wrapper.
+        module.__loader__ = self._loader
+        if module.__spec__ is not None:
+            module.__spec__.loader = self._loader
+        self._loader.exec_module(module)
+        _install_after_import(finished=module.__name__)
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+class _KerasImportFinder:
+    """Wraps the loader of the watched top-level modules; finds nothing itself."""
+
+    def __init__(self):
+        self._searching = threading.local()
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in _WATCHED or getattr(self._searching, "active", False):
+            return None
+        import importlib.util  # pylint: disable=g-import-not-at-top
+
+        self._searching.active = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._searching.active = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _LoaderThenInstall(spec.loader)
+        return spec
+
+
+def install_when_keras_is_imported() -> None:
+    """Installs the hooks now if Keras is imported, else when it will be."""
+    if _keras_ready():
+        _install_after_import()
+        return
+    if not any(isinstance(finder, _KerasImportFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _KerasImportFinder())
+
