@@ -180,13 +180,18 @@ def make_dataset(
             inputs = tuple(rng.random(shape, dtype=np.float32) for _ in range(2))
         else:
             inputs = rng.random(shape, dtype=np.float32)
+        outputs = models.MODELS[model_name].outputs
+        if outputs > 1:
+            labels = (labels,) * outputs
         return tf.data.Dataset.from_tensors((inputs, labels)).repeat()
 
     dataset, _ = load_tfds(spec, data_dir)
 
     def adapt(image, label):
         image = tf.cast(image, tf.float32) / 255.0
-        if input_spec.kind == models.VECTOR:
+        if models.MODELS[model_name].outputs > 1:
+            label = (label,) * models.MODELS[model_name].outputs
+        if input_spec.kind in (models.VECTOR, models.SEQUENCE):
             return tf.reshape(image, input_spec.shape), label
         if input_spec.kind == models.TWO_SEQUENCES:
             sequence = tf.reshape(image, input_spec.shape)

@@ -17,6 +17,7 @@ import dataclasses
 # Kinds of input: what a batch looks like to the model.
 VECTOR = "vector"
 IMAGE = "image"
+SEQUENCE = "sequence"
 TWO_SEQUENCES = "two_sequences"
 
 
@@ -25,8 +26,8 @@ class InputSpec:
     """The shape of one example as the model sees it.
 
     Attributes:
-        kind: `"vector"`, `"image"` or `"two_sequences"` (two inputs of the
-            same shape, one per branch).
+        kind: `"vector"`, `"image"`, `"sequence"` or `"two_sequences"` (two
+            inputs of the same shape, one per branch).
         shape: Shape of one example of one input, without the batch axis.
         num_classes: Number of classes of the integer labels.
     """
@@ -48,6 +49,10 @@ class ModelInfo:
     min_image_side: int = 1
     # Independent branches that device parallelism can spread over devices.
     branches: int = 1
+    # Outputs, each trained on the same integer labels.
+    outputs: int = 1
+    # A stateful RNN: built for a fixed batch per replica.
+    stateful: bool = False
 
 
 MODELS: dict[str, ModelInfo] = {
@@ -62,6 +67,10 @@ MODELS: dict[str, ModelInfo] = {
         ModelInfo(
             "two_branch_lstm", TWO_SEQUENCES, (140, 256), (16, 32), 10, branches=2
         ),
+        # Two heads on a shared trunk, as multi-task legacy scripts have.
+        ModelInfo("multi_output", VECTOR, (784,), (784,), 10, outputs=2),
+        # A stateful LSTM carrying each row's state across batches.
+        ModelInfo("stateful_lstm", SEQUENCE, (100, 64), (16, 32), 10, stateful=True),
     )
 }
 
@@ -90,7 +99,10 @@ def default_input(name: str, quick: bool) -> InputSpec:
 
 
 def build(
-    name: str, input_spec: InputSpec, branch_devices: Sequence[str] | None = None
+    name: str,
+    input_spec: InputSpec,
+    branch_devices: Sequence[str] | None = None,
+    batch_per_replica: int | None = None,
 ):
     """Builds model `name` for `input_spec`.
 
@@ -100,6 +112,8 @@ def build(
         branch_devices: For a model with branches, the device of each branch
             (cycled), applied with `parallel_keras.device` as the seeds apply
             `tf.device`. Defaults to None (no placement).
+        batch_per_replica: The fixed batch a stateful model is built for
+            (rows per replica). Defaults to None.
 
     Returns:
         An uncompiled `keras.Model` with softmax outputs over the classes.
@@ -153,6 +167,26 @@ def build(
         )
     if name == "two_branch_lstm":
         return _two_branch_lstm(shape, classes, branch_devices)
+    if name == "multi_output":
+        inputs = keras.Input(shape)
+        trunk = keras.layers.Dense(512, activation="relu")(inputs)
+        trunk = keras.layers.Dense(256, activation="relu")(trunk)
+        heads = [
+            keras.layers.Dense(classes, activation="softmax", name=f"head_{index}")(trunk)
+            for index in range(MODELS[name].outputs)
+        ]
+        return keras.Model(inputs, heads, name="multi_output")
+    if name == "stateful_lstm":
+        if batch_per_replica is None:
+            raise ValueError(
+                "A stateful model is built for a fixed batch per replica. "
+                "Received: batch_per_replica=None. Pass the global batch "
+                "divided by the replica count."
+            )
+        inputs = keras.Input(batch_shape=(batch_per_replica,) + tuple(shape))
+        x = keras.layers.LSTM(64, stateful=True)(inputs)
+        outputs = keras.layers.Dense(classes, activation="softmax")(x)
+        return keras.Model(inputs, outputs, name="stateful_lstm")
     raise ValueError(
         f"Unknown benchmark model. Received: name={name!r}. "
         f"Choose from {sorted(MODELS)}."

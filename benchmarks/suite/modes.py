@@ -76,6 +76,8 @@ class Prepared:
     model: object
     setup_s: float
     devices: list[str]
+    # How gradients are combined across replicas ("none" on one device).
+    gradient_reduction: str
 
 
 def _compile(model) -> None:
@@ -91,7 +93,11 @@ def _compile(model) -> None:
 
 
 def setup(
-    mode: str, model_name: str, input_spec: models.InputSpec, replicas: int
+    mode: str,
+    model_name: str,
+    input_spec: models.InputSpec,
+    replicas: int,
+    global_batch_size: int | None = None,
 ) -> Prepared:
     """Builds and compiles `model_name` the way `mode` runs it.
 
@@ -100,6 +106,8 @@ def setup(
         model_name: A key of `models.MODELS`.
         input_spec: The model's input.
         replicas: Number of devices (or workers) to use.
+        global_batch_size: Rows per step; a stateful model is built for its
+            share per replica. Defaults to None.
 
     Returns:
         A `Prepared` model. `setup_s` is the time the mode's own set-up took:
@@ -115,6 +123,9 @@ def setup(
     from parallel_keras import devices as devices_lib
 
     build = functools.partial(models.build, model_name, input_spec)
+    if models.MODELS[model_name].stateful:
+        per_replica = global_batch_size if mode == SINGLE else global_batch_size // replicas
+        build = functools.partial(build, batch_per_replica=per_replica)
     gpu_names = [f"/gpu:{index}" for index in range(replicas)]
 
     if mode == SINGLE:
@@ -122,7 +133,7 @@ def setup(
         model = build()
         setup_s = time.perf_counter() - start
         _compile(model)
-        return Prepared(model, setup_s, [_default_device()])
+        return Prepared(model, setup_s, [_default_device()], "none")
     if mode == MIRRORED:
         import tensorflow as tf
 
@@ -133,7 +144,7 @@ def setup(
             model = build()
             setup_s = time.perf_counter() - start
             _compile(model)
-        return Prepared(model, setup_s, resolved)
+        return Prepared(model, setup_s, resolved, _reduction(strategy))
     if mode in (MULTI_GPU_MODEL, CPU_RELOCATION):
         template = build()
         start = time.perf_counter()
@@ -142,7 +153,9 @@ def setup(
         )
         setup_s = time.perf_counter() - start
         _compile(parallel)
-        return Prepared(parallel, setup_s, list(parallel.replica_devices))
+        return Prepared(
+            parallel, setup_s, list(parallel.replica_devices), str(parallel.gradient_reduction)
+        )
     if mode == DEVICE_PARALLEL:
         _require(parallel_keras, "device", "device placement (issue 4)")
         resolved = [devices_lib.resolve_device(name) for name in gpu_names]
@@ -150,7 +163,7 @@ def setup(
         model = build(branch_devices=gpu_names)
         setup_s = time.perf_counter() - start
         _compile(model)
-        return Prepared(model, setup_s, resolved)
+        return Prepared(model, setup_s, resolved, "none")
     if mode == MULTI_WORKER:
         # Runs in each worker started by `parallel-keras launch`, with
         # TF_CONFIG set: multi_gpu_model replicates across every worker.
@@ -159,8 +172,14 @@ def setup(
         parallel = parallel_keras.multi_gpu_model(template, gpus=None)
         setup_s = time.perf_counter() - start
         _compile(parallel)
-        return Prepared(parallel, setup_s, _worker_devices())
+        return Prepared(parallel, setup_s, _worker_devices(), str(parallel.gradient_reduction))
     raise ValueError(f"Unknown mode. Received: mode={mode!r}. Choose from {list(MODES)}.")
+
+
+def _reduction(strategy) -> str:
+    from parallel_keras.data_parallel import strategies
+
+    return str(strategies.strategy_reduction(strategy))
 
 
 def _default_device() -> str:

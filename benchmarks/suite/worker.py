@@ -63,7 +63,9 @@ def measure(spec: dict) -> dict:
 
     dataset_spec = datasets.DatasetSpec(**spec["dataset"])
     input_spec = models.InputSpec(**{**spec["input"], "shape": tuple(spec["input"]["shape"])})
-    prepared = modes.setup(spec["mode"], spec["model"], input_spec, spec["replicas"])
+    prepared = modes.setup(
+        spec["mode"], spec["model"], input_spec, spec["replicas"], spec["global_batch_size"]
+    )
     dataset = datasets.make_dataset(
         spec["model"], dataset_spec, input_spec, spec["global_batch_size"],
         data_dir=spec.get("data_dir"),
@@ -109,6 +111,7 @@ def measure(spec: dict) -> dict:
         "setup_s": prepared.setup_s,
         "peak_rss_mb": peak_rss_mb,
         "devices": list(prepared.devices),
+        "gradient_reduction": prepared.gradient_reduction,
         "simulated": simulated,
         "gpus": [device.name for device in tf.config.list_physical_devices("GPU")],
         "final_loss": float(losses[-1]),
