@@ -228,9 +228,20 @@ def symbolic_build_from_local_replica(
     """
     strategy = model._distribute_strategy
     if iterator is not None:
+        data_batch = None
         for _, _, batch_iterator in iterator:
-            data_batch = next(batch_iterator)
+            try:
+                data_batch = next(batch_iterator)
+            except (StopIteration, tf.errors.OutOfRangeError):
+                pass
             break
+        if data_batch is None:
+            raise ValueError(
+                "Training and evaluation need at least one batch, and the "
+                "data given holds none. Received: an empty dataset (or "
+                "steps that select no batch). Pass data with at least one "
+                "row."
+            )
     data_batch = tf.nest.map_structure(
         lambda value: strategy.experimental_local_results(value)[0]
         if isinstance(value, tf.distribute.DistributedValues)

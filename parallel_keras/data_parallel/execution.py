@@ -100,18 +100,73 @@ class Execution:
             message=str(self.stateful_batch_error("another size", "a batch of")),
         )
 
-    def check_arrays(self, x, batch_size, method: str):
-        """`batch_size` for a stateful model's `fit`/`evaluate`/`predict`."""
+    def check_call(self, x, batch_size, method: str):
+        """Checks a `fit`/`evaluate`/`predict` call; returns the batch size to use."""
+        if batch_size is not None and (
+            isinstance(batch_size, bool)
+            or not isinstance(batch_size, (int, np.integer))
+            or batch_size < 1
+        ):
+            raise ValueError(
+                f"`batch_size` is the number of rows per global batch, a "
+                f"positive integer. Received: {method}(batch_size="
+                f"{batch_size!r}). Pass e.g. batch_size=32, or leave it out "
+                "for Keras's default."
+            )
+        rows = _array_rows(x)
+        if rows == 0:
+            raise ValueError(
+                f"{method} needs data, and the arrays given have no rows. "
+                f"Received: {method}(x) with shape "
+                f"{[tuple(np.shape(v)) for v in tf.nest.flatten(x)]}. Pass at "
+                "least one row."
+            )
+        self._check_shapes(x, method)
         if self.stateful_batch is None:
             return batch_size
         if batch_size is None:
             batch_size = self.global_batch
         if batch_size != self.global_batch:
             raise self.stateful_batch_error(batch_size, f"{method}(batch_size)")
-        rows = _array_rows(x)
         if rows is not None and rows % self.global_batch:
             raise self.stateful_batch_error(f"{rows} rows", f"{method}(x)")
         return batch_size
+
+    def _check_shapes(self, x, method: str) -> None:
+        """Array inputs against the template's inputs, in global shapes.
+
+        Keras would report a mismatch from inside one replica, quoting that
+        replica's slice (16 rows of a batch of 32).
+        """
+        expected = getattr(self.model, "inputs", None)
+        if not expected or not isinstance(x, (np.ndarray, list, tuple)):
+            return  # datasets, generators, dicts (matched by name in Keras)
+        try:
+            arrays = tf.nest.flatten(x)
+            inputs = tf.nest.flatten(expected)
+        except (TypeError, ValueError):
+            return
+        if len(arrays) != len(inputs):
+            return
+        for array, tensor in zip(arrays, inputs):
+            shape = getattr(array, "shape", None)
+            if shape is None or len(shape) != len(tensor.shape):
+                if shape is not None and len(shape) != len(tensor.shape):
+                    raise self._shape_error(method, arrays, inputs)
+                continue
+            for got, want in zip(tuple(shape)[1:], tuple(tensor.shape)[1:]):
+                if want is not None and got is not None and int(got) != int(want):
+                    raise self._shape_error(method, arrays, inputs)
+
+    def _shape_error(self, method, arrays, inputs) -> ValueError:
+        got = [tuple(np.shape(array)) for array in arrays]
+        want = [tuple(tensor.shape) for tensor in inputs]
+        return ValueError(
+            f"Each input must have the shape the template was built for, "
+            f"apart from the number of rows: {want}. Received: {method}(x) "
+            f"with shapes {got}. Reshape the data, or build the template for "
+            "these shapes."
+        )
 
     # --- One batch ---------------------------------------------------------
 
@@ -247,6 +302,7 @@ _TEMPLATE_METHODS = (
     "test_step",
     "predict_step",
     "reset_states",
+    "load_weights",
 )
 
 
@@ -300,6 +356,20 @@ def attach_template(
     overrides["train_on_batch"] = train_on_batch
     overrides["test_on_batch"] = test_on_batch
     overrides["predict_on_batch"] = execution.predict_on_batch
+
+    def load_weights(filepath, skip_mismatch=False, **kwargs):
+        """All or nothing, like the parallel model's (Keras's stops half-way)."""
+        from parallel_keras.saving import weights  # pylint: disable=g-import-not-at-top
+
+        weights.load_weights(
+            template,
+            filepath,
+            by_name=kwargs.pop("by_name", False),
+            skip_mismatch=skip_mismatch,
+            **kwargs,
+        )
+
+    overrides["load_weights"] = load_weights
     if not hasattr(model_class, "reset_states"):
         # Keras 2's Model.reset_states, which legacy stateful scripts call.
         overrides["reset_states"] = lambda: reset_states(template)

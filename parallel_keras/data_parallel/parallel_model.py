@@ -217,19 +217,20 @@ class ParallelModel(keras.Model):
 
     def fit(self, x=None, y=None, batch_size=None, *args, **kwargs):
         self._ensure_current()
-        batch_size = self._execution.check_arrays(x, batch_size, "fit")
+        batch_size = self._execution.check_call(x, batch_size, "fit")
+        _check_checkpoint_folders(kwargs.get("callbacks"))
         with self._execution.running():
             return super().fit(x, y, batch_size, *args, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, *args, **kwargs):
         self._ensure_current()
-        batch_size = self._execution.check_arrays(x, batch_size, "evaluate")
+        batch_size = self._execution.check_call(x, batch_size, "evaluate")
         with self._execution.running():
             return super().evaluate(x, y, batch_size, *args, **kwargs)
 
     def predict(self, x, batch_size=None, *args, **kwargs):
         self._ensure_current()
-        batch_size = self._execution.check_arrays(x, batch_size, "predict")
+        batch_size = self._execution.check_call(x, batch_size, "predict")
         with self._execution.running():
             return super().predict(x, batch_size, *args, **kwargs)
 
@@ -337,6 +338,15 @@ def unique_output_names(names: Sequence[str]) -> list[str]:
             name = f"{name}_{seen[name]}"
         unique.append(name)
     return unique
+
+
+def _check_checkpoint_folders(callbacks) -> None:
+    """Stock `ModelCheckpoint`s fail only after the first epoch: check now."""
+    from parallel_keras.saving import atomic  # pylint: disable=g-import-not-at-top
+
+    for callback in callbacks or ():
+        if isinstance(callback, keras.callbacks.ModelCheckpoint):
+            atomic.check_writable_folder(callback.filepath)
 
 
 def adopt_optimizer(
