@@ -83,7 +83,7 @@ def register_rename(
     new_literal = syntax.with_string_text(literal, old_tail, new_tail)
     new_text = syntax.string_text(new_literal)
     message = f"path '{old_text}' -> '{new_text}': {why}"
-    note = f"Keras 3 needs this suffix: {why} (was '{old_text}')."
+    note = f"{engine.CHANGE_NOTE_PREFIX}: {why} (was '{old_text}')."
     ctx.literal_renames[literal] = (new_literal, RULE, message, note)
     renamed = ctx.shared.setdefault("renamed_paths", {})
     if isinstance(literal, cst.SimpleString):
