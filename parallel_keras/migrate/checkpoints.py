@@ -2,7 +2,9 @@
 
 Keras 3's `ModelCheckpoint` dropped `period` (its 7th positional parameter is
 now `save_freq`, so a positional period is silently misread) and checks the
-suffix of `filepath` when it is built. `parallel_keras.callbacks.ModelCheckpoint`
+suffix of `filepath` when it is built. A literal path gets the suffix Keras 3
+needs; a path computed at run time moves to
+`parallel_keras.callbacks.ModelCheckpoint`, which appends it when needed. `parallel_keras.callbacks.ModelCheckpoint`
 accepts the Keras 2 arguments; calls that use `period` move to it. Calls
 to the seeds' `ParallelModelCheckpoint` (template first) get the same
 suffix fix.
@@ -72,16 +74,26 @@ class CheckpointRule(engine.Rule):
             )
 
     def leave_Call(self, ctx, original, updated):
-        if any(original is call for call in ctx.shared.get("unresolved_checkpoints", ())):
-            ctx.flag(
-                original,
-                RULE,
-                "checkpoint filepath is computed, so its suffix could not be checked",
-                "make sure it ends with '.weights.h5' when save_weights_only=True, "
-                "else with '.keras' or '.h5' (Keras 3 rejects other suffixes).",
-            )
+        computed = any(
+            original is call for call in ctx.shared.get("unresolved_checkpoints", ())
+        )
         if ctx.qualified_name(original.func) != _KERAS_CHECKPOINT:
             return updated
+        if computed:
+            # parallel_keras's checkpoint takes any suffix Keras 2 took and
+            # writes what Keras 3 needs, so a run-time path needs no check.
+            updated, named = syntax.keywordize(updated, _LEGACY_SIGNATURE)
+            ctx.require_import("parallel_keras.callbacks")
+            ctx.change(
+                original,
+                RULE,
+                f"`{syntax.dotted(original.func)}(<path computed at run time>)` -> "
+                "`parallel_keras.callbacks.ModelCheckpoint`: it accepts any suffix "
+                "Keras 2 accepted and writes the format Keras 3 needs",
+            )
+            return updated.with_changes(
+                func=syntax.expression("parallel_keras.callbacks.ModelCheckpoint")
+            )
         positional = syntax.positional(updated)
         if syntax.keyword(updated, "period") is None and len(positional) < 7:
             return updated
