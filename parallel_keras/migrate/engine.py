@@ -310,6 +310,7 @@ class MigrationResult:
 def default_rules() -> list[Rule]:
     """Every rewrite family, in the order they apply to a node."""
     # Imported here so each rule module can import this one.
+    from parallel_keras.migrate import backend_ops
     from parallel_keras.migrate import checkpoints
     from parallel_keras.migrate import devices
     from parallel_keras.migrate import generators
@@ -337,6 +338,7 @@ def default_rules() -> list[Rule]:
         imports.ImportPathRule(),
         legacy_api.LegacyApiRule(),
         template_access.TemplateAccessRule(),
+        backend_ops.BackendOpsRule(),
         gpu_count.GpuCountRule(),
         sessions.SessionRule(),
     ]

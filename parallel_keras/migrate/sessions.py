@@ -130,6 +130,8 @@ class SessionRule(engine.Rule):
         self._known_uses: collections.Counter = collections.Counter()
         self._removable: set[str] = set()
         self._emitted: set[str] = set()  # Each tf.config call is written once.
+        # Comments above a removed line, kept for the next line written here.
+        self._carried_lines: list[cst.EmptyLine] = []
 
     # -- Scan: which names hold a config or a session, and their other uses --
 
@@ -271,8 +273,12 @@ class SessionRule(engine.Rule):
         if unique or not ctx.has_pending_notes():
             replacement = unique
         if not replacement:
+            if any(line.comment for line in updated.leading_lines):
+                self._carried_lines = list(updated.leading_lines)
             return cst.RemoveFromParent()
-        replacement[0] = replacement[0].with_changes(leading_lines=updated.leading_lines)
+        leading = self._carried_lines or list(updated.leading_lines)
+        self._carried_lines = []
+        replacement[0] = replacement[0].with_changes(leading_lines=leading)
         return cst.FlattenSentinel(replacement)
 
     def _assignment(self, ctx, line, statement):

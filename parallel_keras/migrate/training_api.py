@@ -88,13 +88,17 @@ class GeneratorMethodsRule(engine.Rule):
         updated = _keep_continuation_indent(updated, len(method) - len(new_method))
         ctx.change(original, RULE, message)
         if parallel_loading and id(original) not in ctx.shared.get("loader_options_moved", ()):
+            options = ", ".join(
+                f"{arg.keyword.value}={cst.Module([]).code_for_node(arg.value)}"
+                for arg in dropped
+            )
             ctx.flag(
                 original,
                 RULE,
                 "the generator was read with several workers or processes",
                 "to keep parallel loading, make the generator a "
-                "keras.utils.PyDataset subclass and pass workers=/"
-                "use_multiprocessing= to its super().__init__().",
+                "keras.utils.PyDataset (or Sequence) subclass and call "
+                f"super().__init__({options}) in its __init__.",
             )
         return updated.with_changes(
             func=updated.func.with_changes(attr=cst.Name(new_method))
