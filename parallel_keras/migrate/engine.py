@@ -315,6 +315,7 @@ def default_rules() -> list[Rule]:
     from parallel_keras.migrate import devices
     from parallel_keras.migrate import generators
     from parallel_keras.migrate import gpu_count
+    from parallel_keras.migrate import image_data
     from parallel_keras.migrate import imports
     from parallel_keras.migrate import legacy_api
     from parallel_keras.migrate import template_access
@@ -339,6 +340,7 @@ def default_rules() -> list[Rule]:
         legacy_api.LegacyApiRule(),
         template_access.TemplateAccessRule(),
         backend_ops.BackendOpsRule(),
+        image_data.ImageDataRule(),
         gpu_count.GpuCountRule(),
         sessions.SessionRule(),
     ]

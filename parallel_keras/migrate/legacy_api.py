@@ -86,7 +86,23 @@ class LegacyApiRule(engine.Rule):
             return self._set_ordering(ctx, original, updated)
         if syntax.method_name(updated) in _FIT_METHODS:
             return self._fit(ctx, original, updated)
+        if qualified == "keras.layers.Embedding" and syntax.keyword(updated, "input_length"):
+            return self._embedding(ctx, original, updated)
         return updated
+
+    def _embedding(self, ctx, original, updated):
+        length = syntax.keyword(updated, "input_length")
+        if syntax.keyword(updated, "input_shape") is not None:
+            return updated
+        value = cst.Module([]).code_for_node(length.value)
+        ctx.change(original, RULE, f"Embedding `input_length={value}` -> `input_shape=({value},)`: "
+                   "Keras 3 ignores input_length, so the model would not be built")
+        return updated.with_changes(args=[
+            arg.with_changes(keyword=cst.Name("input_shape"),
+                             value=syntax.expression(f"({value},)"))
+            if arg is length else arg
+            for arg in updated.args
+        ])
 
     def _model(self, ctx, original, updated):
         renamed = []
