@@ -83,6 +83,19 @@ for split, rows in (("train", 32), ("valid", 16)):
     np.savez(os.path.join("data", split + ".npz"), x=x, y=x.sum(axis=1, keepdims=True))
 """
 
+# A pretext model with the classifier's layer names, in Keras 2's .h5 layout:
+# what the script would have downloaded.
+_PRETRAINED = """
+import keras
+from parallel_keras.saving import atomic
+import encoders
+image = keras.Input((16, 16, 1))
+pretext = keras.Model(image, keras.layers.Dense(4, name="pretext_head")(
+    encoders.feature_extractor(image)))
+os.makedirs("weights", exist_ok=True)
+atomic.save_weights(pretext, "weights/pretext_weights.h5")
+"""
+
 PROJECTS_SPEC = {
     "cifar10_resnet": Project(
         ("--epochs", "2", "--batch-size", "4", "--depth", "8", "--save-dir", "out"),
@@ -96,6 +109,16 @@ PROJECTS_SPEC = {
         xfail="issue 10: ParallelModel with per-output loss dicts fails in "
               "compute_loss ('NoneType' object is not iterable)"),
     "flow_from_directory": Project((), "first_try.h5", entry="finetune.py", setup=_IMAGES),
+    "pretrained_by_name": Project(
+        ("--epochs", "2"), "weights/finetuned-02-*.hdf5", "weights",
+        entry="finetune.py", setup=_PRETRAINED),
+    "train_on_batch_loop": Project(
+        ("--iterations", "3", "--batch-size", "8"), "generator_3.weights.h5", "weights"),
+    "cpu_template_plateau": Project(("--epochs", "1"), "xception_best.h5"),
+    "optimizer_factory": Project(("--epochs", "1", "--optimizer", "adam"), "classifier.h5"),
+    "trainer_package": Project(
+        ("--num-epochs", "1", "--batch-size", "16"), "job/keras_export.h5",
+        entry="-m trainer.task"),
     "keras_tf_backend": Project(
         ("--epochs", "2",), "ckpt/regressor_best.model.keras", setup=_TABLES),
 }

@@ -416,8 +416,9 @@ def _carry_over_flags(ctx: Context) -> None:
             report_lib.Flag(
                 line,
                 "earlier run",
-                "an earlier `parallel-keras migrate` run left this note for a person",
-                f"{action} Then delete the note.",
+                "an earlier `parallel-keras migrate` run left a note here for a "
+                "person (delete the note once done)",
+                action,
             )
         )
 

@@ -42,8 +42,19 @@ class GpuCountRule(engine.Rule):
 
     name = RULE
 
+    def __init__(self):
+        self._listing_names: set[str] = set()  # `protos = device_lib.list_local_devices()`
+
+    def visit_Assign(self, ctx, node):
+        if self._device_listing(ctx, node.value):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    self._listing_names.add(target.target.value)
+
     def _device_listing(self, ctx, call: cst.CSTNode) -> bool:
         """`K.get_session().list_devices()` or `device_lib.list_local_devices()`."""
+        if isinstance(call, cst.Name):
+            return call.value in self._listing_names
         if not isinstance(call, cst.Call):
             return False
         if ctx.qualified_name(call.func) == _LOCAL_DEVICES:
@@ -76,7 +87,8 @@ class GpuCountRule(engine.Rule):
         ctx.require_import("parallel_keras.devices")
         ctx.change(
             original, RULE,
-            f"the GPUs listed by `{cst.Module([]).code_for_node(original.for_in.iter)}` -> "
+            f"the GPUs listed by `{cst.Module([]).code_for_node(original.for_in.iter)}` "
+            "-> "
             "the logical GPUs, or the simulated devices parallel_keras replicates "
             "on when there is no GPU",
         )
@@ -93,7 +105,11 @@ class GpuCountRule(engine.Rule):
                 "(Keras 3 has no TensorFlow backend module)",
             )
             return syntax.expression(_NAMES.format(tf=ctx.tf_module()))
-        if self._device_listing(ctx, original) and ctx.qualified_name(original.func) != _LOCAL_DEVICES:
+        if (
+            isinstance(original, cst.Call)
+            and self._device_listing(ctx, original)
+            and ctx.qualified_name(original.func) != _LOCAL_DEVICES
+        ):
             if id(original) in ctx.shared.get("handled_calls", ()):
                 return updated
             ctx.change(
@@ -105,7 +121,7 @@ class GpuCountRule(engine.Rule):
         return updated
 
     def visit_Call(self, ctx, node):
-        if self._device_listing(ctx, node):
+        if self._device_listing(ctx, node) and syntax.method_name(node) == "list_devices":
             ctx.shared.setdefault("handled_calls", set()).update(
                 (id(node), id(node.func.value))
             )

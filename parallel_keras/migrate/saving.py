@@ -61,6 +61,15 @@ def path_literal(ctx: engine.Context, node: cst.BaseExpression):
         return ctx.string_constants.get(node.value)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
         return path_literal(ctx, node.right)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+        return path_literal(ctx, node.left)  # 'gen_%d.h5' % step
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "format"
+        and isinstance(node.func.value, cst.SimpleString)
+    ):
+        return node.func.value  # 'gen_{}.h5'.format(step)
     if isinstance(node, cst.Call) and syntax.dotted(node.func) in (
         "os.path.join",
         "path.join",

@@ -278,6 +278,9 @@ class SessionRule(engine.Rule):
             return cst.RemoveFromParent()
         leading = self._carried_lines or list(updated.leading_lines)
         self._carried_lines = []
+        comment = updated.trailing_whitespace.comment
+        if comment is not None:  # `... = True  # why` keeps its why, above.
+            leading.append(cst.EmptyLine(indent=True, comment=comment))
         replacement[0] = replacement[0].with_changes(leading_lines=leading)
         return cst.FlattenSentinel(replacement)
 
