@@ -72,6 +72,8 @@ class Context:
         self.tf_names: list[str] = []
         # (line, action) of notes an earlier run wrote for a person.
         self.carried_flags: list[tuple[int, str]] = []
+        # Comments above the first statement (LibCST's module header).
+        self.header_comments: frozenset = frozenset()
         # Original literal node -> (new literal, rule, message, note): path
         # suffix fixes decided during the scan, applied during the rewrite.
         self.literal_renames: dict[cst.CSTNode, tuple] = {}
@@ -162,7 +164,7 @@ class _Scanner(cst.CSTVisitor):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self._ctx._owner = self
-        if isinstance(node, _STATEMENT_TYPES):
+        if isinstance(node, (*_STATEMENT_TYPES, cst.Module)):
             self._record_notes(node)
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             self._depth += 1
@@ -182,7 +184,9 @@ class _Scanner(cst.CSTVisitor):
     def _record_notes(self, statement) -> None:
         """Remembers the notes for a person an earlier run wrote above `statement`."""
         notes: list[list[str]] = []
-        for empty_line in getattr(statement, "leading_lines", ()):
+        # Comments above a file's first statement are the module's header.
+        lines = statement.header if isinstance(statement, cst.Module) else statement.leading_lines
+        for empty_line in lines:
             text = empty_line.comment.value if empty_line.comment else ""
             if text.startswith(NOTE_PREFIX):
                 notes.append([text[len(NOTE_PREFIX):]])
@@ -261,19 +265,20 @@ class _Transformer(cst.CSTTransformer):
             ctx.change(original_node, rule, message, note=note)
         if isinstance(original_node, _STATEMENT_TYPES):
             notes = ctx._notes.pop()
-            updated_node = _with_notes(updated_node, notes)
+            updated_node = _with_notes(updated_node, notes, ctx.header_comments)
         return updated_node
 
 
-def _with_notes(statement, notes: list[str]):
+def _with_notes(statement, notes: list[str], header_comments: frozenset = frozenset()):
     """Adds each note as comment lines above `statement`, once."""
     if notes and isinstance(statement, cst.FlattenSentinel):
         first, *rest = statement.nodes
-        return cst.FlattenSentinel([_with_notes(first, notes), *rest])
+        return cst.FlattenSentinel([_with_notes(first, notes, header_comments), *rest])
     if not notes or not hasattr(statement, "leading_lines"):
         return statement
     leading = list(statement.leading_lines)
     existing = {line.comment.value for line in leading if line.comment is not None}
+    existing |= header_comments  # The first statement's notes live there.
     for note in dict.fromkeys(notes):
         wrapped = textwrap.wrap(
             note, width=72, initial_indent=NOTE_PREFIX, subsequent_indent="#   "
@@ -387,6 +392,9 @@ def migrate_source(
             "migrate again."
         ) from error
     ctx = Context(rules if rules is not None else default_rules(), path)
+    ctx.header_comments = frozenset(
+        line.comment.value for line in module.header if line.comment is not None
+    )
     wrapper = metadata.MetadataWrapper(module)
     wrapper.visit(_Scanner(ctx))
     for rule in ctx.rules:

@@ -25,6 +25,7 @@ _DEVICES = (
     "if parallel_keras.devices.gpus_are_simulated() else []))"
 )
 _NAMES = "[device.name for device in " + _DEVICES[1:-1] + "]"
+_LIST = "[device for device in " + _DEVICES[1:-1] + "]"
 _AVAILABLE_GPUS = "keras.backend._get_available_gpus"
 _LIST_SOURCES = ("keras.backend.get_session", "tensorflow.Session")
 _LOCAL_DEVICES = "tensorflow.python.client.device_lib.list_local_devices"
@@ -83,7 +84,7 @@ class GpuCountRule(engine.Rule):
             return updated
         element = original.elt
         names = isinstance(element, cst.Attribute) and element.attr.value == "name"
-        template = _NAMES if names else _DEVICES
+        template = _NAMES if names else _LIST
         ctx.require_import("parallel_keras.devices")
         ctx.change(
             original, RULE,

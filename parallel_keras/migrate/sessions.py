@@ -273,7 +273,7 @@ class SessionRule(engine.Rule):
         if unique or not ctx.has_pending_notes():
             replacement = unique
         if not replacement:
-            if any(line.comment for line in updated.leading_lines):
+            if updated.leading_lines and not self._carried_lines:
                 self._carried_lines = list(updated.leading_lines)
             return cst.RemoveFromParent()
         leading = self._carried_lines or list(updated.leading_lines)

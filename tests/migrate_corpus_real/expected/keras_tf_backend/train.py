@@ -20,7 +20,7 @@ for physical_gpu in tf.config.list_physical_devices('GPU'):
 
 
 def count_gpus():
-    return len((tf.config.list_logical_devices('GPU') or (tf.config.list_logical_devices('CPU') if parallel_keras.devices.gpus_are_simulated() else [])))
+    return len([device for device in tf.config.list_logical_devices('GPU') or (tf.config.list_logical_devices('CPU') if parallel_keras.devices.gpus_are_simulated() else [])])
 
 
 def build(num_features):

@@ -9,6 +9,7 @@ from keras.layers import Dense, Input
 from keras.models import Model
 from keras.utils import Sequence
 from parallel_keras import multi_gpu_model
+
 for physical_gpu in tf.config.list_physical_devices('GPU'):
     tf.config.experimental.set_memory_growth(physical_gpu, True)
 tf.config.set_visible_devices([gpu for gpu in tf.config.list_physical_devices('GPU') if gpu.name.rsplit(':', 1)[-1] in str('0,1,2,3').replace(' ', '').split(',')], 'GPU')
