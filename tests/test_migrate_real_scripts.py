@@ -46,6 +46,7 @@ REWRITES = {
         textwrap.dedent("""\
             import tensorflow as tf
             import keras.backend as KTF
+
             tf.config.set_soft_device_placement(True)
             tf.debugging.set_log_device_placement(False)
             for physical_gpu in tf.config.list_physical_devices('GPU'):
@@ -61,6 +62,7 @@ REWRITES = {
             """),
         textwrap.dedent("""\
             import tensorflow as tf
+
             tf.config.set_visible_devices([gpu for gpu in tf.config.list_physical_devices('GPU') if gpu.name.rsplit(':', 1)[-1] in str('0,1').replace(' ', '').split(',')], 'GPU')
             """),
     ),
@@ -74,6 +76,7 @@ REWRITES = {
             """),
         textwrap.dedent("""\
             import tensorflow as tf
+
             tf.config.threading.set_intra_op_parallelism_threads(4)
             tf.config.threading.set_inter_op_parallelism_threads(2)
             tf.config.set_visible_devices([], 'GPU')
@@ -499,3 +502,21 @@ def test_run_time_checkpoint_path_is_not_flagged():
     assert not result.report.flags
     assert "parallel_keras.callbacks.ModelCheckpoint(os.path.join(out, name + suffix)" in (
         result.migrated)
+
+
+def test_gpu_setup_moves_before_the_first_use_of_tensorflow():
+    # The count initializes TensorFlow's GPUs; memory growth must come first.
+    before = textwrap.dedent("""\
+        import tensorflow as tf
+        from keras import backend as K
+        G = len(K.tensorflow_backend._get_available_gpus())
+
+        config = tf.ConfigProto()
+        config.gpu_options.allow_growth = True
+        K.set_session(tf.Session(config=config))
+        """)
+    migrated = migrate.migrate_source(before).migrated
+    growth = migrated.index("tf.config.experimental.set_memory_growth")
+    assert growth < migrated.index("G = len(")
+    assert migrated.index("from keras import backend as K") < growth
+    assert "ConfigProto" not in migrated and "set_session" not in migrated

@@ -14,6 +14,10 @@ the config and session names are used for nothing else; otherwise, and for
 sessions, `tf.train.Server`s and initializers used in other ways, the call
 is flagged with the modern way.
 
+TF 2 accepts these calls only before TensorFlow starts using the GPUs, so at
+module level they move up to follow the imports (a GPU count or a model
+built before the old set-up would otherwise come first).
+
 `per_process_gpu_memory_fraction` has no TF 2 equivalent (a limit is given in
 megabytes per GPU): it becomes memory growth, which also keeps the process
 from taking the whole GPU, and is flagged with the exact call for a hard cap.
@@ -110,6 +114,34 @@ _MEMORY_FRACTION_ACTION = (
 )
 
 
+_MARKER = cst.SimpleStatementLine([cst.Pass()])
+_GENERATED_NAMES = frozenset({"physical_gpu", "gpu", "str", "True", "False", "None"})
+
+
+def _free_names(node: cst.CSTNode) -> set[str]:
+    """Names a generated statement reads (not attribute or keyword names)."""
+
+    class _Names(cst.CSTVisitor):
+        def __init__(self):
+            super().__init__()
+            self.names: set[str] = set()
+
+        def visit_Attribute(self, attribute):
+            attribute.value.visit(self)
+            return False
+
+        def visit_Arg(self, arg):
+            arg.value.visit(self)
+            return False
+
+        def visit_Name(self, name):
+            self.names.add(name.value)
+
+    visitor = _Names()
+    node.visit(visitor)
+    return visitor.names
+
+
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
@@ -132,8 +164,14 @@ class SessionRule(engine.Rule):
         self._emitted: set[str] = set()  # Each tf.config call is written once.
         # Comments above a removed line, kept for the next line written here.
         self._carried_lines: list[cst.EmptyLine] = []
+        # Module-level tf.config calls, moved up to follow the imports.
+        self._top_level: set[int] = set()
+        self._hoisted: list[cst.BaseStatement] = []
 
     # -- Scan: which names hold a config or a session, and their other uses --
+
+    def visit_Module(self, ctx, node):
+        self._top_level = {id(statement) for statement in node.body}
 
     def visit_Name(self, ctx, node):
         self._uses[node.value] += 1
@@ -282,7 +320,38 @@ class SessionRule(engine.Rule):
         if comment is not None:  # `... = True  # why` keeps its why, above.
             leading.append(cst.EmptyLine(indent=True, comment=comment))
         replacement[0] = replacement[0].with_changes(leading_lines=leading)
+        if (
+            id(original) in self._top_level
+            and not ctx.has_pending_notes()
+            and all(_free_names(new) <= {ctx.tf_module(), *_GENERATED_NAMES} for new in replacement)
+        ):
+            # TF 2 accepts these calls only before TensorFlow starts using
+            # the GPUs, so they go right after the imports.
+            marker = not self._hoisted
+            self._hoisted.extend(replacement)
+            return _MARKER if marker else cst.RemoveFromParent()
         return cst.FlattenSentinel(replacement)
+
+    def leave_Module(self, ctx, original, updated):
+        body = list(updated.body)
+        index = next((i for i, s in enumerate(body) if s is _MARKER), None)
+        if index is None:
+            return updated
+        imports = [
+            i for i, statement in enumerate(body[:index])
+            if isinstance(statement, cst.SimpleStatementLine)
+            and all(isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)
+        ]
+        hoisted = list(self._hoisted)
+        del body[index]
+        at = imports[-1] + 1 if imports else index
+        leading = hoisted[0].leading_lines
+        if not leading or leading[0].comment is not None:  # A blank line after the imports.
+            hoisted[0] = hoisted[0].with_changes(
+                leading_lines=[cst.EmptyLine(), *hoisted[0].leading_lines]
+            )
+        body[at:at] = hoisted
+        return updated.with_changes(body=body)
 
     def _assignment(self, ctx, line, statement):
         target = statement.targets[0].target

@@ -20,6 +20,10 @@ from models import resnet_v1
 import parallel_keras.callbacks
 import parallel_keras.devices
 
+# Don't grab all the GPU memory up front.
+for physical_gpu in tf.config.list_physical_devices('GPU'):
+    tf.config.experimental.set_memory_growth(physical_gpu, True)
+
 parser = argparse.ArgumentParser(description='CIFAR-10 ResNet, multi-GPU')
 parser.add_argument('--gpus', type=int, default=0,
                     help='number of GPUs (0: all of them)')
@@ -28,10 +32,6 @@ parser.add_argument('--batch-size', type=int, default=128)
 parser.add_argument('--depth', type=int, default=20)
 parser.add_argument('--save-dir', default=os.path.join(os.getcwd(), 'saved_models'))
 args = parser.parse_args()
-
-# Don't grab all the GPU memory up front.
-for physical_gpu in tf.config.list_physical_devices('GPU'):
-    tf.config.experimental.set_memory_growth(physical_gpu, True)
 
 G = args.gpus or len([device.name for device in tf.config.list_logical_devices('GPU') or (tf.config.list_logical_devices('CPU') if parallel_keras.devices.gpus_are_simulated() else [])])
 print('Training on %d GPUs' % G)
