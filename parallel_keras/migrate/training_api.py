@@ -92,13 +92,15 @@ class GeneratorMethodsRule(engine.Rule):
                 f"{arg.keyword.value}={cst.Module([]).code_for_node(arg.value)}"
                 for arg in dropped
             )
+            data = syntax.keyword(updated, "x")
+            data_text = cst.Module([]).code_for_node(data.value) if data else "the generator"
             ctx.flag(
                 original,
                 RULE,
-                "the generator was read with several workers or processes",
-                "to keep parallel loading, make the generator a "
+                f"`{data_text}` was read with several workers or processes",
+                f"to keep parallel loading, make the class of `{data_text}` a "
                 "keras.utils.PyDataset (or Sequence) subclass and call "
-                f"super().__init__({options}) in its __init__.",
+                f"super().__init__({options}) first in its __init__.",
             )
         return updated.with_changes(
             func=updated.func.with_changes(attr=cst.Name(new_method))

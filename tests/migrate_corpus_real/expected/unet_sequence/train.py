@@ -42,10 +42,10 @@ def main():
     #   'unet_best.hdf5').
     checkpoint = ModelCheckpoint('unet_best.h5', monitor='val_loss', verbose=1,
                                  save_best_only=True)
-    # parallel-keras migrate: to keep parallel loading, make the generator a
-    #   keras.utils.PyDataset (or Sequence) subclass and call
+    # parallel-keras migrate: to keep parallel loading, make the class of
+    #   `train_gen` a keras.utils.PyDataset (or Sequence) subclass and call
     #   super().__init__(max_queue_size=4, workers=2,
-    #   use_multiprocessing=False) in its __init__.
+    #   use_multiprocessing=False) first in its __init__.
     parallel_model.fit(x=train_gen,
                        validation_data=val_gen,
                        epochs=args.epochs,
