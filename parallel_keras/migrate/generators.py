@@ -132,8 +132,9 @@ class GeneratorRule(engine.Rule):
         return updated.with_changes(body=updated.body.with_changes(body=body))
 
     def leave_FunctionDef(self, ctx, original, updated):
-        in_scope = original.name.value in self._generator_functions or (
-            original.name.value == "__getitem__"
+        name = original.name.value
+        in_scope = name in self._generator_functions or (
+            name == "__getitem__" and self._sequences
         )
         if not in_scope:
             return updated
@@ -146,18 +147,18 @@ class GeneratorRule(engine.Rule):
             for element in node.elements:
                 value = element.value
                 if isinstance(value, cst.List):
-                    value = cst.Tuple(elements=value.elements, lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+                    value = cst.Tuple(
+                        elements=value.elements, lpar=[cst.LeftParen()], rpar=[cst.RightParen()]
+                    )
                     changed.append(True)
                 elements.append(element.with_changes(value=value))
             return node.with_changes(elements=elements)
 
-        if original.name.value == "__getitem__" and not self._sequences:
-            return updated
         new = _rewrite_batches(updated, to_tuples)
         if changed:
             ctx.change(
                 original, RULE,
-                f"`{original.name.value}` returns `[inputs...], targets` -> "
+                f"`{name}` returns `[inputs...], targets` -> "
                 "`(inputs...), targets`: Keras 3's fit rejects list-structured "
                 "batches (tensorflow/tensorflow#75329); a tuple is the same inputs",
             )
