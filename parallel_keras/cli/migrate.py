@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 import argparse
+import textwrap
 
 EXIT_FAILED_FILE = 1
 EXIT_FLAGGED = 3
@@ -32,14 +33,15 @@ def add_parser(subparsers) -> None:
         epilog=_EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         help="Rewrite legacy Keras 2 multi-GPU scripts for Keras 3 + parallel_keras.",
-        description=(
+        description=textwrap.fill(
             "Rewrites legacy Keras 2 multi-GPU scripts for Keras 3 + "
             "parallel_keras (multi_gpu_model, TF1 session set-up, GPU counts, "
             "checkpoint classes, optimizer lr/decay, *_generator methods and "
             "generators, Keras 1/2 names and modules, backend math, save "
             "formats, tf.device scopes) and reports, file by file, what "
             "changed and what still needs a person. Without --in-place or -o "
-            "nothing is written."
+            "nothing is written.",
+            width=79,
         ),
     )
     parser.add_argument("paths", nargs="+", metavar="PATH",
@@ -50,8 +52,8 @@ def add_parser(subparsers) -> None:
     mode.add_argument("--in-place", action="store_true",
                       help="Rewrite the files, keeping each original as PATH.orig.")
     mode.add_argument("-o", "--output", metavar="OUT",
-                      help="Write rewritten files to OUT (a file for one input file, "
-                           "else a folder).")
+                      help="Write rewritten files to OUT (a new file for one input "
+                           "file, else a folder); existing files are never overwritten.")
     parser.add_argument("--strict", action="store_true",
                         help=f"Exit with {EXIT_FLAGGED} when anything is flagged.")
     parser.set_defaults(run=run)
