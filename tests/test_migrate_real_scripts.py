@@ -428,6 +428,36 @@ REWRITES = {
             model.save_weights('epoch_{}.weights.h5'.format(epoch))
             """),
     ),
+    "generator_yielding_list_variables": (
+        textwrap.dedent("""\
+            import numpy as np
+
+            def triplets(images, labels, batch_size):
+                while True:
+                    batch_x = [images[:batch_size], images[batch_size:2 * batch_size]]
+                    batch_y = []
+                    for label in labels[:batch_size]:
+                        batch_y.append(label)
+                    batch_y = np.array(batch_y)
+                    yield batch_x, batch_y
+
+            model.fit_generator(triplets(x, y, 8), steps_per_epoch=4, epochs=1)
+            """),
+        textwrap.dedent("""\
+            import numpy as np
+
+            def triplets(images, labels, batch_size):
+                while True:
+                    batch_x = [images[:batch_size], images[batch_size:2 * batch_size]]
+                    batch_y = []
+                    for label in labels[:batch_size]:
+                        batch_y.append(label)
+                    batch_y = np.array(batch_y)
+                    yield tuple(batch_x), batch_y
+
+            model.fit(triplets(x, y, 8), steps_per_epoch=4, epochs=1)
+            """),
+    ),
 }
 
 

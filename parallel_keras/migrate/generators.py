@@ -9,7 +9,9 @@
 * A generator (or `Sequence.__getitem__`) that returns `[x1, x2], y` gives
   Keras 3's `fit` a list-structured batch, which it rejects
   (tensorflow/tensorflow#75329): the lists inside the returned tuple become
-  tuples, which Keras reads as the same inputs in the same order.
+  tuples, which Keras reads as the same inputs in the same order. A name the
+  function bound to a list (`inputs = [a, b]`, `batch = []`) is returned as
+  `tuple(inputs)`.
 """
 
 from __future__ import annotations
@@ -139,6 +141,17 @@ class GeneratorRule(engine.Rule):
         if not in_scope:
             return updated
         changed = []
+        # Names the function binds to lists only: `inputs = [a, b]`, `batch = []`
+        # (not `batch = np.array(batch)` later, which makes it one array).
+        list_names, other_names = set(), set()
+        for assign in m.findall(original.body, m.Assign()):
+            is_list = isinstance(assign.value, (cst.List, cst.ListComp))
+            for target in assign.targets:
+                if isinstance(target.target, cst.Name):
+                    (list_names if is_list else other_names).add(target.target.value)
+        for assign in m.findall(original.body, m.AugAssign(target=m.Name())):
+            other_names.add(assign.target.value)
+        list_names -= other_names
 
         def to_tuples(node):
             if not isinstance(node, cst.Tuple):
@@ -146,7 +159,10 @@ class GeneratorRule(engine.Rule):
             elements = []
             for element in node.elements:
                 value = element.value
-                if isinstance(value, cst.List):
+                if isinstance(value, cst.Name) and value.value in list_names:
+                    value = cst.Call(func=cst.Name("tuple"), args=[cst.Arg(value)])
+                    changed.append(True)
+                elif isinstance(value, cst.List):
                     value = cst.Tuple(
                         elements=value.elements, lpar=[cst.LeftParen()], rpar=[cst.RightParen()]
                     )
