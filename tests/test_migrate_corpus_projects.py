@@ -108,6 +108,8 @@ PROJECTS_SPEC = {
         ("--batch_size", "8", "--nb_epochs", "1"), "checkpoints/age_gender.h5",
         xfail="issue 10: ParallelModel with per-output loss dicts fails in "
               "compute_loss ('NoneType' object is not iterable)"),
+    "multitask_two_inputs": Project(
+        ("--epochs", "1", "--batch-size", "8"), "snapshots/multitask_final.h5"),
     "flow_from_directory": Project((), "first_try.h5", entry="finetune.py", setup=_IMAGES),
     "pretrained_by_name": Project(
         ("--epochs", "2"), "weights/finetuned-02-*.hdf5", "weights",
