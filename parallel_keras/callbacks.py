@@ -25,6 +25,52 @@ _WEIGHTS_SUFFIXES = (".weights.h5", ".h5", ".hdf5")
 _MODEL_SUFFIXES = (".keras", ".h5", ".hdf5")
 
 
+def keras3_checkpoint_path(filepath: str, save_weights_only: bool) -> str:
+    """The path a checkpoint writes for a Keras 2 `filepath`.
+
+    Keras 2 saved under any name (HDF5, or a TF checkpoint or SavedModel for
+    `tf.keras` without an `.h5` suffix); Keras 3 writes only `.weights.h5`,
+    `.keras` and the legacy `.h5`/`.hdf5`. A path Keras 3 can write is kept;
+    any other gets the Keras 3 suffix appended (`w-{epoch}.ckpt` ->
+    `w-{epoch}.ckpt.weights.h5`, `model` -> `model.keras`), so paths computed
+    at run time work as they did.
+
+    Args:
+        filepath: The path given to the checkpoint, may contain `{epoch}`.
+        save_weights_only: Whether only the weights are saved.
+
+    Returns:
+        The path to write.
+
+    Raises:
+        ValueError: For a Keras 3 suffix of the other kind (`.keras` with
+            `save_weights_only=True`, `.weights.h5` without), which no
+            Keras 2 script wrote.
+
+    Example:
+
+    >>> keras3_checkpoint_path("ckpt/w-{epoch:02d}.ckpt", save_weights_only=True)
+    'ckpt/w-{epoch:02d}.ckpt.weights.h5'
+    """
+    wrong = ".keras" if save_weights_only else ".weights.h5"
+    if filepath.endswith(wrong):
+        raise ValueError(
+            f"A checkpoint path must not end in {wrong} when save_weights_only="
+            f"{save_weights_only}. Received: filepath={filepath!r}. Use "
+            f"{'.weights.h5' if save_weights_only else '.keras'} (or pass "
+            f"save_weights_only={not save_weights_only})."
+        )
+    suffixes = _WEIGHTS_SUFFIXES if save_weights_only else _MODEL_SUFFIXES
+    if filepath.endswith(suffixes):
+        return filepath
+    written = filepath + suffixes[0]
+    logging.warning(
+        "Keras 3 cannot write checkpoints named %r; writing %r instead.",
+        filepath, written,
+    )
+    return written
+
+
 class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
     """Saves the model or its weights during `fit`; Keras 2 and 3 arguments.
 
@@ -42,6 +88,8 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
     * A `ParallelModel` is saved through its template (or through `template`
       when given), so every file loads on one device.
     * `.h5`/`.hdf5` paths work with `save_weights_only=True` (legacy layout).
+    * Any other suffix Keras 2 accepted (`.ckpt`, `.model`, none) gets the
+      Keras 3 one appended, see `keras3_checkpoint_path`.
 
     Args:
         filepath: Path of the file, may contain `{epoch}` and log fields.
@@ -61,7 +109,8 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
             Defaults to None (the trained model, or its template).
 
     Raises:
-        ValueError: If the suffix does not fit `save_weights_only`, `period`
+        ValueError: If the suffix is `.keras` with `save_weights_only=True`
+            or `.weights.h5` without, `period`
             is not a positive int, or, when training starts, the folder is
             not writable.
 
@@ -85,15 +134,7 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
         initial_value_threshold: float | None = None,
         template: keras.Model | None = None,
     ):
-        path = os.fspath(filepath)
-        suffixes = _WEIGHTS_SUFFIXES if save_weights_only else _MODEL_SUFFIXES
-        if not path.endswith(suffixes):
-            raise ValueError(
-                "A checkpoint path must end in "
-                f"{' or '.join(suffixes)} when save_weights_only="
-                f"{save_weights_only}. Received: filepath={path!r}. Change "
-                "the suffix (`.keras` for models, `.weights.h5` for weights)."
-            )
+        path = keras3_checkpoint_path(os.fspath(filepath), save_weights_only)
         if isinstance(period, bool) or not isinstance(period, int) or period < 1:
             raise ValueError(
                 "`period` is the number of epochs between saves, an int >= 1. "

@@ -89,11 +89,40 @@ def test_unwritable_folder_fails_before_training_starts(tmp_path):
 
 def test_bad_arguments_are_refused():
     template, _ = _parallel("sequential")
-    with pytest.raises(ValueError, match="must end in"):
+    with pytest.raises(ValueError, match=r"must not end in \.keras.*'x\.keras'.*\.weights\.h5"):
         parallel_keras.callbacks.ModelCheckpoint("x.keras", save_weights_only=True)
+    with pytest.raises(ValueError, match=r"must not end in \.weights\.h5"):
+        parallel_keras.callbacks.ModelCheckpoint("x.weights.h5")
     with pytest.raises(ValueError, match="period"):
         parallel_keras.callbacks.ModelCheckpoint("x.keras", period=0)
     with pytest.raises(TypeError, match="first argument is the template"):
         parallel_keras.ParallelModelCheckpoint("x.keras", template)
     assert isinstance(parallel_keras.ParallelModelCheckpoint(template, "x.keras"),
                       keras.callbacks.ModelCheckpoint)
+
+
+@pytest.mark.parametrize(
+    "name, save_weights_only, written",
+    [
+        # Keras 2 accepted any name; computed paths keep working on Keras 3.
+        ("w-{epoch:02d}.ckpt", True, "w-02.ckpt.weights.h5"),
+        ("w-{epoch:02d}", True, "w-02.weights.h5"),
+        ("w-{epoch:02d}.hdf5", True, "w-02.hdf5"),
+        ("m-{epoch:02d}.model", False, "m-02.model.keras"),
+        ("m-{epoch:02d}", False, "m-02.keras"),
+        ("m-{epoch:02d}.hdf5", False, "m-02.hdf5"),
+    ],
+)
+def test_any_keras2_suffix_writes_a_file_keras3_loads(tmp_path, name, save_weights_only, written):
+    template, parallel = _parallel("sequential")
+    filepath = os.path.join(str(tmp_path), "run", name)  # Computed at run time.
+    checkpoint = parallel_keras.ParallelModelCheckpoint(
+        template, filepath, save_weights_only=save_weights_only)
+    parallel.fit(ROWS, _targets("sequential"), batch_size=4, epochs=2, verbose=0,
+                 callbacks=[checkpoint])
+    assert sorted(os.listdir(tmp_path / "run")) == sorted(
+        {written, written.replace("02", "01")})
+    key = written + ("|weights_h5" if save_weights_only else "")
+    loaded = _load_in_fresh_process({key: ("sequential", str(tmp_path / "run" / written))})
+    np.testing.assert_allclose(
+        loaded[key][0], _flat(template(ROWS, training=False))[0], atol=1e-5)

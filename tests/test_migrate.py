@@ -327,14 +327,17 @@ def test_model_mgpu_with_extra_methods_is_flagged():
         ("config = tf.ConfigProto()", "tf.ConfigProto"),
     ],
 )
-def test_tf1_session_code_is_flagged_not_rewritten(call, flagged_name):
-    source = f"import tensorflow as tf\nfrom keras import backend as K\n\n{call}\n"
+def test_tf1_session_code_used_for_more_than_gpu_options_is_flagged(call, flagged_name):
+    # `run(...)` uses the session and config for something else than the
+    # GPU options, so the set-up rewrite (see test_migrate_sessions) skips it.
+    use = "run(sess, config)\n"
+    source = f"import tensorflow as tf\nfrom keras import backend as K\n\n{call}\n{use}"
     result = migrate.migrate_source(source)
     assert not result.report.changes
     [flag] = result.report.flags
     assert flag.line == 4
     assert f"`{flagged_name}`" in flag.message
-    assert result.migrated.endswith(call + "\n")
+    assert result.migrated.endswith(call + "\n" + use)
     assert engine.NOTE_PREFIX in result.migrated
     # Flags stay flagged, and the note is not added twice.
     again = migrate.migrate_source(result.migrated)
@@ -398,7 +401,10 @@ def test_comments_and_formatting_survive():
 
 # -- Files and the command line ----------------------------------------------
 
-LEGACY = "from keras.utils import multi_gpu_model\nimport tensorflow as tf\nsess = tf.Session()\n"
+LEGACY = (
+    "from keras.utils import multi_gpu_model\nimport tensorflow as tf\n"
+    "sess = tf.Session()\nsess.run(step)\n"
+)
 MIGRATED = (
     "from parallel_keras import multi_gpu_model\nimport tensorflow as tf\n"
     "# parallel-keras migrate: delete the session; for training on several\n"

@@ -2,29 +2,46 @@
 
     parallel-keras migrate PATH... [--diff | --in-place | -o OUT] [--strict]
 
-Prints the report (and with --diff the diff before it). Exit codes: 0 done;
-1 a file could not be migrated (it was left untouched); 3 with --strict,
-something was flagged for a person. Runs without TensorFlow installed.
+Prints the report (and with --diff the diff before it). Exit codes: see
+`_EXIT_CODES`. Runs without TensorFlow installed.
 """
 
 from __future__ import annotations
 
 import sys
 
+import argparse
+import textwrap
+
 EXIT_FAILED_FILE = 1
 EXIT_FLAGGED = 3
+_EXIT_CODES = f"""\
+exit codes:
+  0  every file was migrated (with --strict: and nothing needs a person)
+  {EXIT_FAILED_FILE}  a file could not be read or parsed (it was left untouched), or a
+     path or -o was refused (nothing was written)
+  2  bad command line
+  {EXIT_FLAGGED}  with --strict: something was flagged for a person (the report says
+     what and how to fix it; notes left by an earlier run count too)
+"""
 
 
 def add_parser(subparsers) -> None:
     """Adds the `migrate` subcommand."""
     parser = subparsers.add_parser(
         "migrate",
+        epilog=_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         help="Rewrite legacy Keras 2 multi-GPU scripts for Keras 3 + parallel_keras.",
-        description=(
-            "Rewrites multi_gpu_model imports, template-saving checkpoint "
-            "classes, optimizer lr/decay, *_generator methods, save formats "
-            "and tf.device scopes; flags TF1 session code. Without --in-place "
-            "or -o nothing is written."
+        description=textwrap.fill(
+            "Rewrites legacy Keras 2 multi-GPU scripts for Keras 3 + "
+            "parallel_keras (multi_gpu_model, TF1 session set-up, GPU counts, "
+            "checkpoint classes, optimizer lr/decay, *_generator methods and "
+            "generators, Keras 1/2 names and modules, backend math, save "
+            "formats, tf.device scopes) and reports, file by file, what "
+            "changed and what still needs a person. Without --in-place or -o "
+            "nothing is written.",
+            width=79,
         ),
     )
     parser.add_argument("paths", nargs="+", metavar="PATH",
@@ -35,8 +52,8 @@ def add_parser(subparsers) -> None:
     mode.add_argument("--in-place", action="store_true",
                       help="Rewrite the files, keeping each original as PATH.orig.")
     mode.add_argument("-o", "--output", metavar="OUT",
-                      help="Write rewritten files to OUT (a file for one input file, "
-                           "else a folder).")
+                      help="Write rewritten files to OUT (a new file for one input "
+                           "file, else a folder); existing files are never overwritten.")
     parser.add_argument("--strict", action="store_true",
                         help=f"Exit with {EXIT_FLAGGED} when anything is flagged.")
     parser.set_defaults(run=run)
@@ -61,7 +78,12 @@ def run(args) -> int:
                 migrate.write_in_place(result)
     elif args.output:
         single = len(args.paths) == 1 and len(files) == 1 and files[0][0] == args.paths[0]
-        migrate.write_output(results, args.output, single_file=single)
+        try:
+            migrate.write_output(results, args.output, single_file=single)
+        except ValueError as error:
+            print(migrate.format_report([result.report for result in results]))
+            print(f"error: {error}", file=sys.stderr)
+            return EXIT_FAILED_FILE
     print(migrate.format_report([result.report for result in results]))
     if any(not result.report.ok for result in results):
         return EXIT_FAILED_FILE
@@ -72,7 +94,6 @@ def run(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the subcommand alone (`python -m parallel_keras.cli.migrate`)."""
-    import argparse
 
     parser = argparse.ArgumentParser(prog="parallel-keras")
     add_parser(parser.add_subparsers(dest="subcommand", required=True))

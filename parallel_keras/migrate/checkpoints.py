@@ -2,7 +2,9 @@
 
 Keras 3's `ModelCheckpoint` dropped `period` (its 7th positional parameter is
 now `save_freq`, so a positional period is silently misread) and checks the
-suffix of `filepath` when it is built. `parallel_keras.callbacks.ModelCheckpoint`
+suffix of `filepath` when it is built. A literal path gets the suffix Keras 3
+needs; a path computed at run time moves to
+`parallel_keras.callbacks.ModelCheckpoint`, which appends it when needed. `parallel_keras.callbacks.ModelCheckpoint`
 accepts the Keras 2 arguments; calls that use `period` move to it. Calls
 to the seeds' `ParallelModelCheckpoint` (template first) get the same
 suffix fix.
@@ -72,16 +74,26 @@ class CheckpointRule(engine.Rule):
             )
 
     def leave_Call(self, ctx, original, updated):
-        if any(original is call for call in ctx.shared.get("unresolved_checkpoints", ())):
-            ctx.flag(
-                original,
-                RULE,
-                "checkpoint filepath is computed, so its suffix could not be checked",
-                "make sure it ends with '.weights.h5' when save_weights_only=True, "
-                "else with '.keras' or '.h5' (Keras 3 rejects other suffixes).",
-            )
+        computed = any(
+            original is call for call in ctx.shared.get("unresolved_checkpoints", ())
+        )
         if ctx.qualified_name(original.func) != _KERAS_CHECKPOINT:
             return updated
+        if computed:
+            # parallel_keras's checkpoint takes any suffix Keras 2 took and
+            # writes what Keras 3 needs, so a run-time path needs no check.
+            updated, named = syntax.keywordize(updated, _LEGACY_SIGNATURE)
+            ctx.require_import("parallel_keras.callbacks")
+            ctx.change(
+                original,
+                RULE,
+                f"`{syntax.dotted(original.func)}(<path computed at run time>)` -> "
+                "`parallel_keras.callbacks.ModelCheckpoint`: it accepts any suffix "
+                "Keras 2 accepted and writes the format Keras 3 needs",
+            )
+            return updated.with_changes(
+                func=syntax.expression("parallel_keras.callbacks.ModelCheckpoint")
+            )
         positional = syntax.positional(updated)
         if syntax.keyword(updated, "period") is None and len(positional) < 7:
             return updated
@@ -127,6 +139,30 @@ class MonitorModeRule(engine.Rule):
 
     name = "callback modes"
 
+    def __init__(self):
+        self._metric_names: set[str] = set()
+
+    def visit_Call(self, ctx, node):
+        if syntax.method_name(node) != "compile":
+            return
+        metrics = syntax.keyword(node, "metrics")
+        if metrics is not None and isinstance(metrics.value, (cst.List, cst.Tuple)):
+            for element in metrics.value.elements:
+                if isinstance(element.value, cst.SimpleString):
+                    self._metric_names.add(str(element.value.evaluated_value))
+
+    def _renamed_metric(self, metric: str) -> str | None:
+        """'val_acc' -> 'val_accuracy' when the script compiles metrics=['accuracy'].
+
+        Keras 2.0-2.2 logged `metrics=['accuracy']` as 'acc'; Keras 3 logs it
+        as 'accuracy', so a callback monitoring 'val_acc' never finds it (and
+        `save_best_only` never saves).
+        """
+        bare = metric.removeprefix("val_")
+        if bare == "acc" and "accuracy" in self._metric_names and "acc" not in self._metric_names:
+            return metric[: len(metric) - len(bare)] + "accuracy"
+        return None
+
     def leave_Call(self, ctx, original, updated):
         qualified = ctx.qualified_name(original.func) or ""
         key = qualified if qualified in _MONITOR_CALLBACKS else qualified.split(".")[-1]
@@ -139,6 +175,20 @@ class MonitorModeRule(engine.Rule):
         if monitor is None or not isinstance(monitor.value, cst.SimpleString):
             return updated
         metric = str(monitor.value.evaluated_value)
+        renamed = self._renamed_metric(metric)
+        if renamed is not None:
+            quote = monitor.value.quote
+            monitor_arg = monitor.with_changes(value=cst.SimpleString(f"{quote}{renamed}{quote}"))
+            updated = updated.with_changes(args=[
+                monitor_arg if arg is monitor else arg for arg in updated.args
+            ])
+            monitor = monitor_arg
+            ctx.change(
+                original, self.name,
+                f"monitor='{metric}' -> '{renamed}': Keras 3 logs metrics=['accuracy'] "
+                f"as '{renamed.removeprefix('val_')}', not 'acc'",
+            )
+            metric = renamed
         if metric.removeprefix("val_") == "loss":
             return updated
         mode = syntax.keyword(updated, "mode")

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import io
 import os
 import shutil
+import stat
 import tempfile
+import tokenize
 
 from absl import logging
 
@@ -33,6 +36,8 @@ class FileResult:
         report: Its report (with `error` set when it failed).
         relative: Path under the output folder for `-o DIR`. Defaults to the
             file's name.
+        encoding: The file's encoding (PEP 263 declaration, else UTF-8),
+            used again to write it. Defaults to "utf-8".
     """
 
     path: str
@@ -40,6 +45,7 @@ class FileResult:
     migrated: str | None
     report: report_lib.FileReport
     relative: str = ""
+    encoding: str = "utf-8"
 
     @property
     def changed(self) -> bool:
@@ -62,12 +68,20 @@ def find_python_files(paths: list[str]) -> list[tuple[str, str]]:
     found = []
     for path in paths:
         if os.path.isdir(path):
+            before = len(found)
             for root, dirs, files in os.walk(path):
                 dirs.sort()
                 for name in sorted(files):
                     if name.endswith(".py"):
                         full = os.path.join(root, name)
                         found.append((full, os.path.relpath(full, path)))
+            if len(found) == before:
+                raise ValueError(
+                    "parallel-keras migrate rewrites Python files, and a folder "
+                    f"given must contain some. Received: {path!r}, which has no "
+                    ".py file (searched recursively). Pass the folder or the "
+                    "files that hold the training scripts."
+                )
         elif os.path.exists(path):
             found.append((path, os.path.basename(path)))
         else:
@@ -90,17 +104,56 @@ def migrate_file(path: str, relative: str | None = None) -> FileResult:
     """
     relative = relative or os.path.basename(path)
     try:
-        with open(path, encoding="utf-8", newline="") as file:
-            source = file.read()
-    except (OSError, UnicodeDecodeError) as error:
-        report = report_lib.FileReport(path, error=f"cannot read it: {error}")
+        source, encoding = read_source(path)
+    except (OSError, ValueError) as error:
+        report = report_lib.FileReport(path, error=str(error))
         return FileResult(path, None, None, report, relative)
     try:
         result = engine.migrate_source(source, path)
     except engine.MigrationError as error:
         report = report_lib.FileReport(path, error=str(error))
-        return FileResult(path, source, None, report, relative)
-    return FileResult(path, source, result.migrated, result.report, relative)
+        return FileResult(path, source, None, report, relative, encoding)
+    return FileResult(path, source, result.migrated, result.report, relative, encoding)
+
+
+def read_source(path: str) -> tuple[str, str]:
+    """Reads a Python file as Python does: PEP 263 declaration, else UTF-8.
+
+    Args:
+        path: The file.
+
+    Returns:
+        The text (line endings kept) and the encoding to write it back with.
+
+    Raises:
+        ValueError: If the declared encoding is unknown or the bytes do not
+            decode; the message gives the line and the fix.
+        OSError: If the file cannot be read.
+    """
+    with open(path, "rb") as file:
+        data = file.read()
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        if "invalid or missing" in str(error):
+            encoding = "utf-8"  # Undeclared, and not UTF-8: reported below.
+        else:
+            raise ValueError(
+                f"{path} declares an encoding Python does not know. Received: "
+                f"{error}. Fix the `# -*- coding: ... -*-` line (PEP 263)."
+            ) from error
+    try:
+        return data.decode(encoding), encoding
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        raise ValueError(
+            f"{path} is not valid {encoding}, the encoding Python reads it "
+            f"with. Received: byte 0x{data[error.start]:02x} at line {line}, "
+            f"column {column}. Save the file as UTF-8, or declare its "
+            "encoding on the first or second line, e.g. "
+            "`# -*- coding: latin-1 -*-` (PEP 263)."
+        ) from error
 
 
 def unified_diff(result: FileResult) -> str:
@@ -117,20 +170,23 @@ def unified_diff(result: FileResult) -> str:
     )
 
 
-def atomic_write(path: str, text: str, mode_from: str | None = None) -> None:
+def atomic_write(
+    path: str, text: str, mode_from: str | None = None, encoding: str = "utf-8"
+) -> None:
     """Writes `text` to `path` through a temporary file and a rename.
 
     Args:
         path: Destination.
         text: Content.
         mode_from: File whose permission bits to copy. Defaults to None.
+        encoding: Defaults to "utf-8".
     """
     folder = os.path.dirname(os.path.abspath(path))
     descriptor, temporary = tempfile.mkstemp(
         dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
     )
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as file:
+        with os.fdopen(descriptor, "w", encoding=encoding, newline="") as file:
             file.write(text)
             file.flush()
             os.fsync(file.fileno())
@@ -164,14 +220,82 @@ def write_in_place(result: FileResult) -> bool:
             "untouched."
         )
         return False
-    atomic_write(backup, result.source, mode_from=result.path)
-    atomic_write(result.path, result.migrated, mode_from=result.path)
+    shutil.copy2(result.path, backup)  # The original bytes, exactly.
+    atomic_write(result.path, result.migrated, mode_from=result.path,
+                 encoding=result.encoding)
     logging.info("Migrated %s (original kept as %s).", result.path, backup)
     return True
 
 
+def output_paths(results: list[FileResult], output: str, single_file: bool) -> list[str]:
+    """Where `-o OUTPUT` writes each result; checks every one before any write.
+
+    Args:
+        results: Results, in order (failed ones get no path: "").
+        output: A file path when `single_file`, else a folder.
+        single_file: Whether one input file was given.
+
+    Returns:
+        One destination per result.
+
+    Raises:
+        ValueError: If a destination is an input file, already exists, or
+            cannot be created (a file in the way, a read-only folder). The
+            message names the user's `-o` path.
+    """
+    destinations = []
+    for result in results:
+        if result.migrated is None:
+            destinations.append("")
+            continue
+        if single_file and not os.path.isdir(output):
+            destination = output
+        else:
+            destination = os.path.join(output, result.relative)
+        _check_destination(destination, output, result.path)
+        destinations.append(destination)
+    return destinations
+
+
+def _check_destination(destination: str, output: str, source: str) -> None:
+    received = f"Received: -o {output}"
+    if os.path.exists(destination) and os.path.samefile(destination, source):
+        raise ValueError(
+            "-o must name a new file, not the script being migrated: writing "
+            f"over it would lose the original. {received}, which is "
+            f"{source}. Use --in-place to rewrite it (keeping {source}.orig), "
+            "or pass another -o path."
+        )
+    if os.path.lexists(destination):
+        raise ValueError(
+            "-o does not overwrite existing files. "
+            f"{received}, and {destination} already exists. Delete it, or "
+            "pass a new -o path."
+        )
+    folder = os.path.dirname(os.path.abspath(destination))
+    existing = folder
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ValueError(
+            "-o must be a path in a folder, and a regular file is in the way. "
+            f"{received}: {existing} is a file, so {destination} cannot be "
+            "created. Pass an -o path outside it."
+        )
+    mode = stat.S_IMODE(os.stat(existing).st_mode)
+    if not mode & 0o222 or not os.access(existing, os.W_OK):
+        raise ValueError(
+            "-o must be in a folder you can write to. "
+            f"{received}: the folder {existing} is read-only. Pass an -o path "
+            "in a writable folder, or make that folder writable."
+        )
+
+
 def write_output(results: list[FileResult], output: str, single_file: bool) -> list[str]:
     """Writes every migrated file under `output` (or to it, for one file).
+
+    Every destination is checked first (see `output_paths`), so a refused
+    output writes nothing.
 
     Args:
         results: Results; failed files are skipped.
@@ -180,16 +304,23 @@ def write_output(results: list[FileResult], output: str, single_file: bool) -> l
 
     Returns:
         The paths written.
+
+    Raises:
+        ValueError: As `output_paths`, or when the write itself fails (the
+            message names the destination, not a temporary file).
     """
     written = []
-    for result in results:
-        if result.migrated is None:
+    for result, destination in zip(results, output_paths(results, output, single_file)):
+        if not destination:
             continue
-        if single_file and not os.path.isdir(output):
-            destination = output
-        else:
-            destination = os.path.join(output, result.relative)
-        os.makedirs(os.path.dirname(os.path.abspath(destination)), exist_ok=True)
-        atomic_write(destination, result.migrated, mode_from=result.path)
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(destination)), exist_ok=True)
+            atomic_write(destination, result.migrated, mode_from=result.path,
+                         encoding=result.encoding)
+        except OSError as error:
+            raise ValueError(
+                f"Could not write {destination} for -o {output}: "
+                f"{error.strerror or error}. Pass an -o path in a writable folder."
+            ) from error
         written.append(destination)
     return written

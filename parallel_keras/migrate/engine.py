@@ -28,6 +28,10 @@ from parallel_keras.migrate import syntax
 # Comments the migration writes into the code start with this, so a second
 # run recognizes them and adds nothing (idempotence).
 NOTE_PREFIX = "# parallel-keras migrate: "
+_NOTE_CONTINUATION = "#   "
+# Notes that explain a rewrite (not a request to a person) start with this;
+# every other note is an open item, reported again by a later run.
+CHANGE_NOTE_PREFIX = "Keras 3 needs this suffix"
 
 _STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
@@ -64,6 +68,12 @@ class Context:
         # Names bound to the keras module at module level (`import keras`,
         # `from tensorflow import keras`).
         self.keras_names: list[str] = []
+        # Names bound to the tensorflow module at module level.
+        self.tf_names: list[str] = []
+        # (line, action) of notes an earlier run wrote for a person.
+        self.carried_flags: list[tuple[int, str]] = []
+        # Comments above the first statement (LibCST's module header).
+        self.header_comments: frozenset = frozenset()
         # Original literal node -> (new literal, rule, message, note): path
         # suffix fixes decided during the scan, applied during the rewrite.
         self.literal_renames: dict[cst.CSTNode, tuple] = {}
@@ -117,10 +127,21 @@ class Context:
         if self._notes:
             self._notes[-1].append(action)
 
+    def has_pending_notes(self) -> bool:
+        """Whether the statement being rewritten got a note (so must stay)."""
+        return bool(self._notes and self._notes[-1])
+
     def require_import(self, module: str) -> None:
         """Makes sure the rewritten file has `import <module>`."""
         if module not in self.required_imports:
             self.required_imports.append(module)
+
+    def tf_module(self) -> str:
+        """A name bound to the tensorflow module, importing it if none is."""
+        if self.tf_names:
+            return self.tf_names[0]
+        self.require_import("tensorflow")
+        return "tensorflow"
 
     def keras_module(self) -> str:
         """A name bound to the keras module, importing keras if none is."""
@@ -143,6 +164,8 @@ class _Scanner(cst.CSTVisitor):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self._ctx._owner = self
+        if isinstance(node, (*_STATEMENT_TYPES, cst.Module)):
+            self._record_notes(node)
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             self._depth += 1
         elif self._depth == 0:
@@ -157,6 +180,24 @@ class _Scanner(cst.CSTVisitor):
     def on_leave(self, original_node: cst.CSTNode) -> None:
         if isinstance(original_node, (cst.FunctionDef, cst.ClassDef)):
             self._depth -= 1
+
+    def _record_notes(self, statement) -> None:
+        """Remembers the notes for a person an earlier run wrote above `statement`."""
+        notes: list[list[str]] = []
+        # Comments above a file's first statement are the module's header.
+        lines = statement.header if isinstance(statement, cst.Module) else statement.leading_lines
+        for empty_line in lines:
+            text = empty_line.comment.value if empty_line.comment else ""
+            if text.startswith(NOTE_PREFIX):
+                notes.append([text[len(NOTE_PREFIX):]])
+            elif text.startswith(_NOTE_CONTINUATION) and notes and notes[-1]:
+                notes[-1].append(text[len(_NOTE_CONTINUATION):])
+            elif notes and notes[-1]:
+                notes.append([])  # Another comment ends the note.
+        for words in notes:
+            action = " ".join(" ".join(words).split())
+            if action and not action.startswith(CHANGE_NOTE_PREFIX):
+                self._ctx.carried_flags.append((self._ctx.line(statement), action))
 
     def _record_module_level(self, node: cst.CSTNode) -> None:
         ctx = self._ctx
@@ -174,6 +215,10 @@ class _Scanner(cst.CSTVisitor):
                 if syntax.dotted(alias.name) == "keras":
                     ctx.keras_names.append(
                         alias.asname.name.value if alias.asname else "keras"
+                    )
+                elif syntax.dotted(alias.name) == "tensorflow":
+                    ctx.tf_names.append(
+                        alias.asname.name.value if alias.asname else "tensorflow"
                     )
         elif isinstance(node, cst.ImportFrom) and node.module is not None:
             if isinstance(node.names, cst.ImportStar):
@@ -220,16 +265,20 @@ class _Transformer(cst.CSTTransformer):
             ctx.change(original_node, rule, message, note=note)
         if isinstance(original_node, _STATEMENT_TYPES):
             notes = ctx._notes.pop()
-            updated_node = _with_notes(updated_node, notes)
+            updated_node = _with_notes(updated_node, notes, ctx.header_comments)
         return updated_node
 
 
-def _with_notes(statement, notes: list[str]):
+def _with_notes(statement, notes: list[str], header_comments: frozenset = frozenset()):
     """Adds each note as comment lines above `statement`, once."""
+    if notes and isinstance(statement, cst.FlattenSentinel):
+        first, *rest = statement.nodes
+        return cst.FlattenSentinel([_with_notes(first, notes, header_comments), *rest])
     if not notes or not hasattr(statement, "leading_lines"):
         return statement
     leading = list(statement.leading_lines)
     existing = {line.comment.value for line in leading if line.comment is not None}
+    existing |= header_comments  # The first statement's notes live there.
     for note in dict.fromkeys(notes):
         wrapped = textwrap.wrap(
             note, width=72, initial_indent=NOTE_PREFIX, subsequent_indent="#   "
@@ -239,6 +288,7 @@ def _with_notes(statement, notes: list[str]):
         leading.extend(
             cst.EmptyLine(indent=True, comment=cst.Comment(text)) for text in wrapped
         )
+        existing.add(wrapped[0])
     return statement.with_changes(leading_lines=leading)
 
 
@@ -265,8 +315,15 @@ class MigrationResult:
 def default_rules() -> list[Rule]:
     """Every rewrite family, in the order they apply to a node."""
     # Imported here so each rule module can import this one.
+    from parallel_keras.migrate import backend_ops
     from parallel_keras.migrate import checkpoints
     from parallel_keras.migrate import devices
+    from parallel_keras.migrate import generators
+    from parallel_keras.migrate import gpu_count
+    from parallel_keras.migrate import image_data
+    from parallel_keras.migrate import imports
+    from parallel_keras.migrate import legacy_api
+    from parallel_keras.migrate import template_access
     from parallel_keras.migrate import multi_gpu
     from parallel_keras.migrate import optimizers
     from parallel_keras.migrate import saving
@@ -281,8 +338,15 @@ def default_rules() -> list[Rule]:
         checkpoints.MonitorModeRule(),
         optimizers.OptimizerRule(),
         training_api.GeneratorMethodsRule(),
+        generators.GeneratorRule(),
         saving.SavePathRule(),
         devices.DeviceScopeRule(),
+        imports.ImportPathRule(),
+        legacy_api.LegacyApiRule(),
+        template_access.TemplateAccessRule(),
+        backend_ops.BackendOpsRule(),
+        image_data.ImageDataRule(),
+        gpu_count.GpuCountRule(),
         sessions.SessionRule(),
     ]
 
@@ -328,6 +392,9 @@ def migrate_source(
             "migrate again."
         ) from error
     ctx = Context(rules if rules is not None else default_rules(), path)
+    ctx.header_comments = frozenset(
+        line.comment.value for line in module.header if line.comment is not None
+    )
     wrapper = metadata.MetadataWrapper(module)
     wrapper.visit(_Scanner(ctx))
     for rule in ctx.rules:
@@ -336,8 +403,32 @@ def migrate_source(
     migrated = wrapper.visit(_Transformer(ctx))
     if ctx.required_imports:
         migrated = _add_imports(migrated, ctx)
+    _carry_over_flags(ctx)
     ctx.report.sort()
     return MigrationResult(source, migrated.code, ctx.report)
+
+
+def _carry_over_flags(ctx: Context) -> None:
+    """Reports again what an earlier run left for a person.
+
+    The pattern an earlier run flagged may be gone (rewritten around it),
+    but its note stays in the code until a person deletes it, so `--strict`
+    keeps failing on migrated code until the item is dealt with.
+    """
+    fresh = {" ".join(flag.action.split()) for flag in ctx.report.flags}
+    for line, action in ctx.carried_flags:
+        if action in fresh:
+            continue
+        fresh.add(action)
+        ctx.report.flags.append(
+            report_lib.Flag(
+                line,
+                "earlier run",
+                "an earlier `parallel-keras migrate` run left a note here for a "
+                "person (delete the note once done)",
+                action,
+            )
+        )
 
 
 def _add_imports(module: cst.Module, ctx: Context) -> cst.Module:

@@ -36,6 +36,7 @@ LEGACY_DEFAULT_LR = {
     "Adamax": "0.002",
     "Nadam": "0.002",
 }
+_SCHEDULES = frozenset({"keras.optimizers.schedules.InverseTimeDecay"})
 _SETS_LR = frozenset(
     {"keras.callbacks.ReduceLROnPlateau", "keras.callbacks.LearningRateScheduler"}
 )
@@ -54,7 +55,46 @@ class OptimizerRule(engine.Rule):
 
     name = RULE
 
+    def __init__(self):
+        # Names bound to an optimizer class, or to a dict of them (factories).
+        self._factories: set[str] = set()
+
+    def visit_Assign(self, ctx, node):
+        value = node.value
+        is_class = lambda v: (ctx.qualified_name(v) or "").rpartition(".")[2] in LEGACY_SIGNATURES and (
+            (ctx.qualified_name(v) or "").startswith("keras.optimizers."))
+        factory = is_class(value) or (
+            isinstance(value, cst.Dict)
+            and value.elements
+            and all(isinstance(e, cst.DictElement) and is_class(e.value) for e in value.elements)
+        )
+        if factory:
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    self._factories.add(target.target.value)
+
+    def _factory_call(self, ctx, call: cst.Call) -> bool:
+        """`OPTIMIZERS[name](...)`, `getattr(keras.optimizers, name)(...)`, `opt_class(...)`."""
+        func = call.func
+        if isinstance(func, cst.Subscript):
+            return syntax.dotted(func.value) in self._factories
+        if isinstance(func, cst.Name):
+            return func.value in self._factories
+        return (
+            isinstance(func, cst.Call)
+            and syntax.dotted(func.func) == "getattr"
+            and len(func.args) >= 2
+            and ctx.qualified_name(func.args[0].value) in ("keras.optimizers", "keras.optimizers.legacy")
+        )
+
     def visit_Call(self, ctx, node):
+        if ctx.qualified_name(node.func) in _SCHEDULES:
+            ctx.shared["uses_decay"] = True  # Written by an earlier run.
+        if self._factory_call(ctx, node):
+            decay = syntax.keyword(node, "decay")
+            if decay is not None and not syntax.is_zero(decay.value):
+                ctx.shared["uses_decay"] = True
+            return
         if _optimizer_class(ctx, node) is None:
             return
         legacy, _ = syntax.keywordize(node, LEGACY_SIGNATURES[_optimizer_class(ctx, node)])
@@ -73,6 +113,8 @@ class OptimizerRule(engine.Rule):
                 "keep the schedule and drop this callback, or drop the "
                 "schedule (pass a float learning_rate) to keep the callback.",
             )
+        if self._factory_call(ctx, original) and not syntax.has_star(updated):
+            return self._factory(ctx, original, updated)
         name = _optimizer_class(ctx, original)
         if name is None or syntax.has_star(updated):
             return updated
@@ -113,6 +155,35 @@ class OptimizerRule(engine.Rule):
                      "remove schedule_decay= (Keras 3's Nadam has a fixed momentum schedule).")
         if messages:
             ctx.change(original, RULE, f"{name}: " + "; ".join(messages))
+        return updated
+
+    def _factory(self, ctx, original, updated):
+        """An optimizer picked at run time: only keywords can be rewritten."""
+        lr = syntax.keyword(updated, "lr")
+        decay = syntax.keyword(updated, "decay")
+        if lr is None and decay is None:
+            return updated
+        messages = []
+        if lr is not None:
+            updated = updated.with_changes(args=[
+                arg.with_changes(keyword=cst.Name("learning_rate")) if arg is lr else arg
+                for arg in updated.args
+            ])
+            messages.append("`lr=` -> `learning_rate=`")
+        decay = syntax.keyword(updated, "decay")
+        if decay is not None and syntax.is_zero(decay.value):
+            updated = syntax.remove_args(updated, [decay])
+            messages.append("removed `decay=0`")
+        elif decay is not None and lr is not None:
+            updated = syntax.remove_args(updated, [decay])
+            updated = self._decay_schedule(ctx, "SGD", updated, decay.value)
+            messages.append("`decay=d` -> learning_rate=InverseTimeDecay(lr, decay_steps=1, decay_rate=d)")
+        elif decay is not None:
+            ctx.flag(original, RULE, "an optimizer chosen at run time gets decay= without lr=",
+                     "pass learning_rate=keras.optimizers.schedules.InverseTimeDecay(<the "
+                     "optimizer's default lr>, decay_steps=1, decay_rate=<decay>) instead.")
+        if messages:
+            ctx.change(original, RULE, "optimizer chosen at run time: " + "; ".join(messages))
         return updated
 
     def _decay_schedule(self, ctx, name, call, decay_value):

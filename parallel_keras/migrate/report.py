@@ -107,6 +107,8 @@ def format_report(reports: list[FileReport]) -> str:
             if change.in_output:
                 where += " of the rewritten file"
             lines.append(f"  {where}: [{change.rule}] {change.message}")
+        if report.flags:
+            lines.append("  needs a person:")
         for flag in report.flags:
             lines.append(f"  line {flag.line}: FLAGGED [{flag.rule}] {flag.message}")
             lines.append(f"    what to do: {flag.action}")

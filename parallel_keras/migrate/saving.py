@@ -61,6 +61,15 @@ def path_literal(ctx: engine.Context, node: cst.BaseExpression):
         return ctx.string_constants.get(node.value)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
         return path_literal(ctx, node.right)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+        return path_literal(ctx, node.left)  # 'gen_%d.h5' % step
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "format"
+        and isinstance(node.func.value, cst.SimpleString)
+    ):
+        return node.func.value  # 'gen_{}.h5'.format(step)
     if isinstance(node, cst.Call) and syntax.dotted(node.func) in (
         "os.path.join",
         "path.join",
@@ -83,7 +92,7 @@ def register_rename(
     new_literal = syntax.with_string_text(literal, old_tail, new_tail)
     new_text = syntax.string_text(new_literal)
     message = f"path '{old_text}' -> '{new_text}': {why}"
-    note = f"Keras 3 needs this suffix: {why} (was '{old_text}')."
+    note = f"{engine.CHANGE_NOTE_PREFIX}: {why} (was '{old_text}')."
     ctx.literal_renames[literal] = (new_literal, RULE, message, note)
     renamed = ctx.shared.setdefault("renamed_paths", {})
     if isinstance(literal, cst.SimpleString):

@@ -1,12 +1,34 @@
-"""Flags: TF1 session code, which has no rewrite.
+"""Rewrite: TF1 GPU session set-up -> `tf.config`; flag the rest of TF1.
 
-Sessions, `K.set_session` and in-process `tf.train.Server`s do not exist in
-TF 2 / Keras 3. What replaces them depends on why they were there (GPU
-memory options, a cluster), so they are flagged with the modern way, never
-rewritten.
+Most multi-GPU scripts open with
+
+    config = tf.ConfigProto()
+    config.gpu_options.allow_growth = True
+    sess = tf.Session(config=config)
+    K.set_session(sess)
+
+whose only purpose is the GPU options. In TF 2 those options are process-wide
+`tf.config` calls, so each known option becomes its call, in place, and the
+config, session and `set_session` lines go. The group is rewritten only when
+the config and session names are used for nothing else; otherwise, and for
+sessions, `tf.train.Server`s and initializers used in other ways, the call
+is flagged with the modern way.
+
+TF 2 accepts these calls only before TensorFlow starts using the GPUs, so at
+module level they move up to follow the imports (a GPU count or a model
+built before the old set-up would otherwise come first).
+
+`per_process_gpu_memory_fraction` has no TF 2 equivalent (a limit is given in
+megabytes per GPU): it becomes memory growth, which also keeps the process
+from taking the whole GPU, and is flagged with the exact call for a hard cap.
 """
 
 from __future__ import annotations
+
+import collections
+
+import libcst as cst
+from libcst import matchers as m
 
 from parallel_keras.migrate import engine
 from parallel_keras.migrate import syntax
@@ -55,14 +77,391 @@ FLAGGED = {
     ),
 }
 
+_CONFIG = "tensorflow.ConfigProto"
+_GPU_OPTIONS = "tensorflow.GPUOptions"
+_SESSION = "tensorflow.Session"
+_SET_SESSION = "keras.backend.set_session"
+
+# TF1 option -> TF 2 statement template ({tf} module, {value} expression).
+_MEMORY_GROWTH = (
+    "for physical_gpu in {tf}.config.list_physical_devices('GPU'):\n"
+    "    {tf}.config.experimental.set_memory_growth(physical_gpu, True)\n"
+)
+_OPTIONS = {
+    "allow_growth": _MEMORY_GROWTH,
+    "per_process_gpu_memory_fraction": _MEMORY_GROWTH,
+    "visible_device_list": (
+        "{tf}.config.set_visible_devices([gpu for gpu in "
+        "{tf}.config.list_physical_devices('GPU') if gpu.name.rsplit(':', 1)[-1] "
+        "in str({value}).replace(' ', '').split(',')], 'GPU')\n"
+    ),
+    "allow_soft_placement": "{tf}.config.set_soft_device_placement({value})\n",
+    "log_device_placement": "{tf}.debugging.set_log_device_placement({value})\n",
+    "intra_op_parallelism_threads": (
+        "{tf}.config.threading.set_intra_op_parallelism_threads({value})\n"
+    ),
+    "inter_op_parallelism_threads": (
+        "{tf}.config.threading.set_inter_op_parallelism_threads({value})\n"
+    ),
+    "device_count": None,  # Handled on its own: only {'GPU': 0} is known.
+    "gpu_options": None,  # A GPUOptions(...) call, read option by option.
+}
+_MEMORY_FRACTION_ACTION = (
+    "per_process_gpu_memory_fraction={value} became memory growth; for a hard "
+    "cap, call tf.config.set_logical_device_configuration(gpu, "
+    "[tf.config.LogicalDeviceConfiguration(memory_limit=MB)]) for each GPU "
+    "before using TensorFlow, MB being {value} of the GPU's memory."
+)
+
+
+_MARKER = cst.SimpleStatementLine([cst.Pass()])
+_GENERATED_NAMES = frozenset({"physical_gpu", "gpu", "str", "True", "False", "None"})
+
+
+def _free_names(node: cst.CSTNode) -> set[str]:
+    """Names a generated statement reads (not attribute or keyword names)."""
+
+    class _Names(cst.CSTVisitor):
+        def __init__(self):
+            super().__init__()
+            self.names: set[str] = set()
+
+        def visit_Attribute(self, attribute):
+            attribute.value.visit(self)
+            return False
+
+        def visit_Arg(self, arg):
+            arg.value.visit(self)
+            return False
+
+        def visit_Name(self, name):
+            self.names.add(name.value)
+
+    visitor = _Names()
+    node.visit(visitor)
+    return visitor.names
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def _is_false(value: cst.BaseExpression) -> bool:
+    return syntax.is_literal_false(value) or syntax.is_zero(value)
+
 
 class SessionRule(engine.Rule):
-    """Flags each call of a TF1 session API with what replaces it."""
+    """Rewrites GPU session set-up to `tf.config` and flags other TF1 code."""
 
     name = RULE
 
+    def __init__(self):
+        self._configs: dict[str, bool] = {}  # name -> every option known
+        self._sessions: dict[str, cst.Call] = {}  # name -> Session(...) call
+        self._uses: collections.Counter = collections.Counter()
+        self._known_uses: collections.Counter = collections.Counter()
+        self._removable: set[str] = set()
+        self._emitted: set[str] = set()  # Each tf.config call is written once.
+        # Comments above a removed line, kept for the next line written here.
+        self._carried_lines: list[cst.EmptyLine] = []
+        # Module-level tf.config calls, moved up to follow the imports.
+        self._top_level: set[int] = set()
+        self._hoisted: list[cst.BaseStatement] = []
+
+    # -- Scan: which names hold a config or a session, and their other uses --
+
+    def visit_Module(self, ctx, node):
+        self._top_level = {id(statement) for statement in node.body}
+
+    def visit_Name(self, ctx, node):
+        self._uses[node.value] += 1
+
+    # Keyword and attribute names are Name nodes too, but not uses.
+    def visit_Arg(self, ctx, node):
+        if node.keyword is not None:
+            self._uses[node.keyword.value] -= 1
+
+    def visit_Attribute(self, ctx, node):
+        self._uses[node.attr.value] -= 1
+
+    def visit_Assign(self, ctx, node):
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        value = node.value
+        if isinstance(target, cst.Name) and isinstance(value, cst.Call):
+            qualified = ctx.qualified_name(value.func)
+            if qualified == _CONFIG:
+                self._configs[target.value] = self._options_known(ctx, value)
+                self._known_uses[target.value] += 1
+            elif qualified == _SESSION:
+                self._sessions[target.value] = value
+                self._known_uses[target.value] += 1
+                self._count_config_argument(value)
+        option = self._config_option(target)
+        if option is not None:
+            root, name = option
+            self._known_uses[root] += 1
+            if name not in _OPTIONS or _OPTIONS[name] is None:
+                self._configs[root] = False
+
+    def visit_Call(self, ctx, node):
+        qualified = ctx.qualified_name(node.func)
+        if qualified == _SET_SESSION and len(node.args) == 1:
+            value = node.args[0].value
+            if isinstance(value, cst.Name):
+                self._known_uses[value.value] += 1
+            elif isinstance(value, cst.Call) and ctx.qualified_name(value.func) == _SESSION:
+                self._count_config_argument(value)
+
+    def _count_config_argument(self, session_call: cst.Call) -> None:
+        config = syntax.keyword(session_call, "config")
+        if config is not None and isinstance(config.value, cst.Name):
+            self._known_uses[config.value.value] += 1
+
+    def _options_known(self, ctx, call: cst.Call) -> bool:
+        if syntax.positional(call) or syntax.has_star(call):
+            return False
+        for arg in call.args:
+            name = arg.keyword.value
+            if name not in _OPTIONS:
+                return False
+            if name == "device_count" and self._device_count(arg.value) is None:
+                return False
+            if name == "gpu_options":
+                options = arg.value
+                if not (
+                    isinstance(options, cst.Call)
+                    and ctx.qualified_name(options.func) == _GPU_OPTIONS
+                    and self._options_known(ctx, options)
+                ):
+                    return False
+        return True
+
+    @staticmethod
+    def _device_count(value) -> int | None:
+        """The GPU count of `device_count={'GPU': n}`, when that is all it says."""
+        if not isinstance(value, cst.Dict) or len(value.elements) != 1:
+            return None
+        element = value.elements[0]
+        if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+            return None
+        if element.key.evaluated_value != "GPU" or not isinstance(element.value, cst.Integer):
+            return None
+        return int(element.value.value)
+
+    def _config_option(self, target) -> tuple[str, str] | None:
+        """(config name, option) for `config.option` or `config.gpu_options.option`."""
+        if not isinstance(target, cst.Attribute):
+            return None
+        owner = target.value
+        if isinstance(owner, cst.Attribute) and owner.attr.value == "gpu_options":
+            owner = owner.value
+        if isinstance(owner, cst.Name):
+            return owner.value, target.attr.value
+        return None
+
+    def finish_scan(self, ctx):
+        for name, known in self._configs.items():
+            if known and self._uses[name] == self._known_uses[name]:
+                self._removable.add(name)
+        for name, call in self._sessions.items():
+            config = syntax.keyword(call, "config")
+            config_ok = config is None or (
+                isinstance(config.value, cst.Name) and config.value.value in self._removable
+            )
+            other_args = [arg for arg in call.args if arg is not config]
+            if config_ok and not other_args and self._uses[name] == self._known_uses[name]:
+                self._removable.add(name)
+
+    # -- Rewrite ------------------------------------------------------------
+
+    def _session_call_removable(self, ctx, call) -> bool:
+        config = syntax.keyword(call, "config")
+        others = [arg for arg in call.args if arg is not config]
+        if others:
+            return False
+        if config is None:
+            return True
+        if isinstance(config.value, cst.Name):
+            return config.value.value in self._removable
+        return (
+            isinstance(config.value, cst.Call)
+            and ctx.qualified_name(config.value.func) == _CONFIG
+            and self._options_known(ctx, config.value)
+        )
+
+    def leave_SimpleStatementLine(self, ctx, original, updated):
+        if len(original.body) != 1:
+            return updated
+        statement = original.body[0]
+        replacement = None
+        if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+            replacement = self._assignment(ctx, original, statement)
+        elif isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+            replacement = self._set_session(ctx, original, statement.value)
+        if replacement is None:
+            return updated
+        unique = []
+        for new in replacement:
+            code = _code(new)
+            if code not in self._emitted:
+                self._emitted.add(code)
+                unique.append(new)
+        if unique or not ctx.has_pending_notes():
+            replacement = unique
+        if not replacement:
+            if updated.leading_lines and not self._carried_lines:
+                self._carried_lines = list(updated.leading_lines)
+            return cst.RemoveFromParent()
+        leading = self._carried_lines or list(updated.leading_lines)
+        self._carried_lines = []
+        comment = updated.trailing_whitespace.comment
+        if comment is not None:  # `... = True  # why` keeps its why, above.
+            leading.append(cst.EmptyLine(indent=True, comment=comment))
+        replacement[0] = replacement[0].with_changes(leading_lines=leading)
+        if (
+            id(original) in self._top_level
+            and not ctx.has_pending_notes()
+            and all(_free_names(new) <= {ctx.tf_module(), *_GENERATED_NAMES} for new in replacement)
+        ):
+            # TF 2 accepts these calls only before TensorFlow starts using
+            # the GPUs, so they go right after the imports.
+            marker = not self._hoisted
+            self._hoisted.extend(replacement)
+            return _MARKER if marker else cst.RemoveFromParent()
+        return cst.FlattenSentinel(replacement)
+
+    def leave_Module(self, ctx, original, updated):
+        body = list(updated.body)
+        index = next((i for i, s in enumerate(body) if s is _MARKER), None)
+        if index is None:
+            return updated
+        imports = [
+            i for i, statement in enumerate(body[:index])
+            if isinstance(statement, cst.SimpleStatementLine)
+            and all(isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)
+        ]
+        hoisted = list(self._hoisted)
+        del body[index]
+        at = imports[-1] + 1 if imports else index
+        leading = hoisted[0].leading_lines
+        if not leading or leading[0].comment is not None:  # A blank line after the imports.
+            hoisted[0] = hoisted[0].with_changes(
+                leading_lines=[cst.EmptyLine(), *hoisted[0].leading_lines]
+            )
+        body[at:at] = hoisted
+        return updated.with_changes(body=body)
+
+    def _assignment(self, ctx, line, statement):
+        target = statement.targets[0].target
+        value = statement.value
+        if isinstance(target, cst.Name) and target.value in self._removable:
+            qualified = ctx.qualified_name(value.func)
+            if qualified == _CONFIG:
+                statements = self._from_config_call(ctx, line, value)
+                what = "TF1 session options"
+            else:
+                statements, what = [], "the TF1 session"
+            ctx.change(
+                line,
+                RULE,
+                f"removed `{target.value} = {syntax.dotted(value.func)}(...)`: "
+                f"{what} became tf.config calls (TF 2 has no sessions)",
+            )
+            return statements
+        option = self._config_option(target)
+        if option is None or option[0] not in self._removable:
+            return self._cuda_visible_devices(ctx, line, target, value)
+        return self._option(ctx, line, option[1], value)
+
+    def _from_config_call(self, ctx, line, call):
+        statements = []
+        for arg in call.args:
+            name = arg.keyword.value
+            if name == "gpu_options":
+                statements += self._from_config_call(ctx, line, arg.value)
+            elif name == "device_count":
+                if self._device_count(arg.value) == 0:
+                    statements.append(cst.parse_statement(
+                        f"{ctx.tf_module()}.config.set_visible_devices([], 'GPU')\n"
+                    ))
+            else:
+                statements += self._option(ctx, line, name, arg.value, record=False)
+        return statements
+
+    def _option(self, ctx, line, name, value, record=True):
+        code = _code(value)
+        if name in ("allow_growth",) and _is_false(value):
+            if record:
+                ctx.change(line, RULE, f"removed `{name} = {code}` (the TF 2 default)")
+            return []
+        template = _OPTIONS[name]
+        statement = cst.parse_statement(template.format(tf=ctx.tf_module(), value=code))
+        if record:
+            ctx.change(
+                line,
+                RULE,
+                f"session option `{name} = {code}` -> "
+                f"`{_code(statement).splitlines()[-1].strip()}`",
+            )
+        if name == "per_process_gpu_memory_fraction":
+            ctx.flag(
+                line,
+                RULE,
+                "TF 2 has no per-process GPU memory fraction",
+                _MEMORY_FRACTION_ACTION.format(value=code),
+            )
+        return [statement]
+
+    def _cuda_visible_devices(self, ctx, line, target, value):
+        """`os.environ['CUDA_VISIBLE_DEVICES'] = '0,1'` -> `tf.config.set_visible_devices`."""
+        if not (
+            isinstance(target, cst.Subscript)
+            and syntax.dotted(target.value) == "os.environ"
+            and len(target.slice) == 1
+            and isinstance(target.slice[0].slice, cst.Index)
+            and isinstance(target.slice[0].slice.value, cst.SimpleString)
+            and target.slice[0].slice.value.evaluated_value == "CUDA_VISIBLE_DEVICES"
+        ):
+            return None
+        statement = cst.parse_statement(
+            _OPTIONS["visible_device_list"].format(tf=ctx.tf_module(), value=_code(value))
+        )
+        ctx.change(
+            line,
+            RULE,
+            "`os.environ['CUDA_VISIBLE_DEVICES'] = ...` -> "
+            "`tf.config.set_visible_devices(...)`: the variable only works "
+            "if set before TensorFlow starts; the call works until a GPU is used",
+        )
+        return [statement]
+
+    def _set_session(self, ctx, line, call):
+        if ctx.qualified_name(call.func) != _SET_SESSION or len(call.args) != 1:
+            return None
+        if not self._set_session_removable(ctx, call):
+            return None
+        statements = []
+        value = call.args[0].value
+        config = syntax.keyword(value, "config") if isinstance(value, cst.Call) else None
+        if config is not None and isinstance(config.value, cst.Call):
+            statements = self._from_config_call(ctx, line, config.value)
+        what = "became tf.config calls" if statements else "are set with tf.config"
+        ctx.change(
+            line,
+            RULE,
+            f"removed `{syntax.dotted(call.func)}(...)`: Keras 3 has no "
+            f"session; its GPU options {what}",
+        )
+        return statements
+
     def leave_Call(self, ctx, original, updated):
         qualified = ctx.qualified_name(original.func) or ""
+        if self._rewritten(ctx, original, qualified):
+            return updated
+        if id(original) in ctx.shared.get("handled_calls", ()):
+            return updated  # Rewritten by another rule (GPU counts).
         for name, (message, action) in FLAGGED.items():
             if qualified == name or qualified.startswith(name + "."):
                 ctx.flag(
@@ -70,3 +469,50 @@ class SessionRule(engine.Rule):
                 )
                 break
         return updated
+
+    def _rewritten(self, ctx, call, qualified) -> bool:
+        """Whether `call` is part of set-up that the statement rewrite removes."""
+        if qualified == _SET_SESSION:
+            return self._set_session_removable(ctx, call)
+        if qualified in (_CONFIG, _GPU_OPTIONS, _SESSION):
+            return self._in_removed_statement(ctx, call)
+        return False
+
+    def _set_session_removable(self, ctx, call) -> bool:
+        if len(call.args) != 1:
+            return False
+        value = call.args[0].value
+        if isinstance(value, cst.Name):
+            return value.value in self._removable
+        return isinstance(value, cst.Call) and ctx.qualified_name(
+            value.func
+        ) == _SESSION and self._session_call_removable(ctx, value)
+
+    def _in_removed_statement(self, ctx, call) -> bool:
+        """A config/session constructor in an assignment or set_session that goes."""
+        owner = ctx.shared.setdefault("session_call_owners", {}).get(id(call))
+        return owner is not None and self._owner_removable(ctx, owner)
+
+    def visit_SimpleStatementLine(self, ctx, node):
+        # Calls inside statements that will be removed are not flagged.
+        if len(node.body) != 1:
+            return
+        statement = node.body[0]
+        owners = ctx.shared.setdefault("session_call_owners", {})
+        owner = None
+        if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call):
+            if isinstance(statement.targets[0].target, cst.Name):
+                owner = statement.targets[0].target
+        elif isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+            owner = statement.value
+        if owner is not None:
+            for call in m.findall(statement.value, m.Call()):
+                if call is not owner:
+                    owners.setdefault(id(call), owner)
+            if isinstance(owner, cst.Name):
+                owners[id(statement.value)] = owner
+
+    def _owner_removable(self, ctx, owner) -> bool:
+        if isinstance(owner, cst.Name):
+            return owner.value in self._removable
+        return self._set_session_removable(ctx, owner)

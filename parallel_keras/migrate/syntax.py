@@ -19,11 +19,20 @@ _CONVENTIONAL_ROOTS = {
 # Aliases of the Keras namespace, mapped onto `keras.` so that one table of
 # legacy names serves `keras.x`, `tf.keras.x` and `tensorflow.python.keras.x`.
 _CANONICAL_PREFIXES = (
+    ("tensorflow._api.v1.keras.", "keras."),
+    ("tensorflow._api.v2.keras.", "keras."),
     ("tensorflow.python.keras.", "keras."),
     ("tensorflow.keras.", "keras."),
     ("tf_keras.", "keras."),
     ("tensorflow.compat.v1.", "tensorflow."),
     ("tensorflow.compat.v2.", "tensorflow."),
+    # Keras 2's TensorFlow backend module: its public names are the backend's.
+    ("keras.backend.tensorflow_backend.", "keras.backend."),
+)
+
+
+_KERAS_ALIASES = frozenset(
+    {"tensorflow.keras", "tensorflow.python.keras", "tf_keras", "tensorflow._api.v1.keras"}
 )
 
 
@@ -31,11 +40,15 @@ def canonical_name(name: str | None) -> str | None:
     """Maps `tensorflow.keras.a.b` (and friends) to `keras.a.b`."""
     if name is None:
         return None
-    if name in ("tensorflow.keras", "tensorflow.python.keras", "tf_keras"):
-        return "keras"
-    for prefix, replacement in _CANONICAL_PREFIXES:
-        if name.startswith(prefix):
-            return replacement + name[len(prefix):]
+    previous = None
+    while name != previous:  # `tensorflow.compat.v1.keras.x` takes two steps.
+        previous = name
+        if name in _KERAS_ALIASES:
+            return "keras"
+        for prefix, replacement in _CANONICAL_PREFIXES:
+            if name.startswith(prefix):
+                name = replacement + name[len(prefix):]
+                break
     return name
 
 

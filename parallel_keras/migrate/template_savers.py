@@ -126,12 +126,12 @@ class TemplateSaverRule(engine.Rule):
             return statement.with_changes(leading_lines=updated.leading_lines)
         return self._delegate(
             ctx, original, updated, base_index, init, template_parameter,
-            super_call, swap_methods,
+            super_call, swap_methods, template_attribute,
         )
 
     def _delegate(
         self, ctx, original, updated, base_index, init, template_parameter,
-        super_call, swap_methods,
+        super_call, swap_methods, template_attribute,
     ):
         ctx.require_import("parallel_keras")
         library_class = syntax.expression("parallel_keras.ParallelModelCheckpoint")
@@ -153,6 +153,18 @@ class TemplateSaverRule(engine.Rule):
         new_init = init.deep_replace(
             super_call, super_call.with_changes(func=func, args=args)
         )
+        if template_attribute == "model":
+            # Keras 3 callbacks do not let `self.model` be assigned; the
+            # library class keeps the template itself.
+            kept = [
+                statement for statement in new_init.body.body
+                if not m.matches(statement, m.SimpleStatementLine(body=[m.Assign(
+                    targets=[m.AssignTarget(target=m.Attribute(
+                        value=m.Name("self"), attr=m.Name("model")))],
+                    value=m.Name(template_parameter),
+                )]))
+            ]
+            new_init = new_init.with_changes(body=new_init.body.with_changes(body=kept))
         body = []
         for statement in updated.body.body:
             if statement is init:
@@ -221,6 +233,10 @@ def _template_attribute(method: cst.FunctionDef, name: str) -> str | None:
     if name == "set_model" or (name.startswith("on_") and name.endswith("_end")):
         for assign in m.findall(method, _SWAP):
             return assign.value.attr.value
+    if name == "set_model" and all(_is_docstring(s) for s in method.body.body):
+        # `set_model` does nothing, so `self.model` stays what `__init__`
+        # assigned: the template.
+        return "model"
     return None
 
 

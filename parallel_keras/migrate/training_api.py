@@ -35,7 +35,7 @@ LEGACY_SIGNATURES = {
         "use_multiprocessing", "verbose",
     ),
 }
-_LOADER_ARGUMENTS = ("max_queue_size", "workers", "use_multiprocessing")
+LOADER_ARGUMENTS = ("max_queue_size", "workers", "use_multiprocessing")
 _REMOVED_PREDICTORS = {
     "predict_classes": "np.argmax(model.predict(x), axis=-1) for softmax outputs, "
     "or (model.predict(x) > 0.5).astype('int32') for a sigmoid output",
@@ -66,7 +66,7 @@ class GeneratorMethodsRule(engine.Rule):
                     for arg in updated.args
                 ]
             )
-        dropped = [syntax.keyword(updated, name) for name in _LOADER_ARGUMENTS]
+        dropped = [syntax.keyword(updated, name) for name in LOADER_ARGUMENTS]
         dropped = [arg for arg in dropped if arg is not None]
         parallel_loading = any(
             (arg.keyword.value == "workers" and not (
@@ -85,16 +85,44 @@ class GeneratorMethodsRule(engine.Rule):
                 f"; removed {', '.join(arg.keyword.value for arg in dropped)} "
                 "(now arguments of keras.utils.PyDataset)"
             )
+        updated = _keep_continuation_indent(updated, len(method) - len(new_method))
         ctx.change(original, RULE, message)
-        if parallel_loading:
+        if parallel_loading and id(original) not in ctx.shared.get("loader_options_moved", ()):
+            options = ", ".join(
+                f"{arg.keyword.value}={cst.Module([]).code_for_node(arg.value)}"
+                for arg in dropped
+            )
+            data = syntax.keyword(updated, "x")
+            data_text = cst.Module([]).code_for_node(data.value) if data else "the generator"
             ctx.flag(
                 original,
                 RULE,
-                "the generator was read with several workers or processes",
-                "to keep parallel loading, make the generator a "
-                "keras.utils.PyDataset subclass and pass workers=/"
-                "use_multiprocessing= to its super().__init__().",
+                f"`{data_text}` was read with several workers or processes",
+                f"to keep parallel loading, make the class of `{data_text}` a "
+                "keras.utils.PyDataset (or Sequence) subclass and call "
+                f"super().__init__({options}) first in its __init__.",
             )
         return updated.with_changes(
             func=updated.func.with_changes(attr=cst.Name(new_method))
         )
+
+
+def _keep_continuation_indent(call: cst.Call, shift: int) -> cst.Call:
+    """Dedents continuation lines aligned under `(` by the shorter method name."""
+
+    def dedent(whitespace):
+        if not isinstance(whitespace, cst.ParenthesizedWhitespace):
+            return whitespace
+        indent = whitespace.last_line.value
+        if len(indent) <= shift or indent.strip():
+            return whitespace
+        return whitespace.with_changes(last_line=cst.SimpleWhitespace(indent[shift:]))
+
+    args = []
+    for arg in call.args:
+        if isinstance(arg.comma, cst.Comma):
+            arg = arg.with_changes(
+                comma=arg.comma.with_changes(whitespace_after=dedent(arg.comma.whitespace_after))
+            )
+        args.append(arg)
+    return call.with_changes(args=args, whitespace_before_args=dedent(call.whitespace_before_args))

@@ -7,7 +7,9 @@ from keras.callbacks import ModelCheckpoint
 from keras import layers, models, optimizers
 import numpy as np
 import os
-os.environ["CUDA_VISIBLE_DEVICES"] = "0, 1"
+import tensorflow
+
+tensorflow.config.set_visible_devices([gpu for gpu in tensorflow.config.list_physical_devices('GPU') if gpu.name.rsplit(':', 1)[-1] in str("0, 1").replace(' ', '').split(',')], 'GPU')
 
 from parallel_keras import ParallelModelCheckpoint
 

@@ -43,7 +43,7 @@ parallel_model.compile(loss='binary_crossentropy',
 
 checkpoint = AltModelCheckpoint('alt_model.h5', model)
 parallel_model.fit(batches(), steps_per_epoch=4, epochs=1,
-                             callbacks=[checkpoint])
+                   callbacks=[checkpoint])
 loss_and_accuracy = parallel_model.evaluate(batches(2), steps=2)
 predictions = parallel_model.predict(batches(1), steps=1)
 print(loss_and_accuracy, predictions.shape)

@@ -12,19 +12,9 @@ import keras
 import parallel_keras
 
 if tf.__version__.startswith('1.'):
-    # parallel-keras migrate: use
-    #   tf.config.experimental.set_memory_growth(gpu, True) for allow_growth
-    #   and tf.config.set_visible_devices for device lists.
-    config = tf.ConfigProto()
-    config.gpu_options.allow_growth = True  # grab GPU memory as needed
-    # parallel-keras migrate: delete the session; for training on several
-    #   machines, start every worker with `parallel-keras launch` (it sets
-    #   TF_CONFIG) and build the model under
-    #   tf.distribute.MultiWorkerMirroredStrategy.
-    # parallel-keras migrate: delete it; for training on several machines,
-    #   start every worker with `parallel-keras launch` (it sets TF_CONFIG)
-    #   and build the model under tf.distribute.MultiWorkerMirroredStrategy.
-    K.set_session(tf.Session(config=config))
+    # grab GPU memory as needed
+    for physical_gpu in tf.config.list_physical_devices('GPU'):
+        tf.config.experimental.set_memory_growth(physical_gpu, True)
 
 model = tf.keras.Sequential([
     tf.keras.layers.Dense(8, activation='tanh', input_shape=(4,)),

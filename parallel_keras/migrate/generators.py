@@ -1,0 +1,214 @@
+"""Rewrite: data generators that Keras 3's `fit` reads differently.
+
+* A `keras.utils.Sequence` subclass is a `keras.utils.PyDataset` in Keras 3,
+  which reads `workers`, `use_multiprocessing` and `max_queue_size` from its
+  own constructor and needs `super().__init__()` to have been called. An
+  `__init__` that does not call it gets the call, with the loader options
+  the script passed to `fit_generator` for that class (they move from the
+  call to the class; literal values only).
+* A generator (or `Sequence.__getitem__`) that returns `[x1, x2], y` gives
+  Keras 3's `fit` a list-structured batch, which it rejects
+  (tensorflow/tensorflow#75329): the lists inside the returned tuple become
+  tuples, which Keras reads as the same inputs in the same order. A name the
+  function bound to a list (`inputs = [a, b]`, `batch = []`) is returned as
+  `tuple(inputs)`.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst import matchers as m
+
+from parallel_keras.migrate import engine
+from parallel_keras.migrate import syntax
+from parallel_keras.migrate import training_api
+
+RULE = "generators"
+
+_SEQUENCE_BASES = frozenset({"keras.utils.Sequence", "keras.utils.data_utils.Sequence"})
+_FIT_METHODS = frozenset(training_api.LEGACY_SIGNATURES) | {"fit", "evaluate", "predict"}
+
+
+def _literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.Integer, cst.Float)) or (
+        isinstance(node, cst.Name) and node.value in ("True", "False", "None")
+    )
+
+
+def _super_init(body) -> bool:
+    for call in m.findall(body, m.Call(func=m.Attribute(attr=m.Name("__init__")))):
+        owner = call.func.value
+        if isinstance(owner, cst.Call) and syntax.dotted(owner.func) == "super":
+            return True
+        if syntax.dotted(owner) in ("Sequence", "keras.utils.Sequence", "PyDataset"):
+            return True
+    return False
+
+
+class GeneratorRule(engine.Rule):
+    """Adds `super().__init__(...)` to Sequences; list batches -> tuple batches."""
+
+    name = RULE
+
+    def __init__(self):
+        self._sequences: set[str] = set()
+        self._instances: dict[str, str] = {}  # variable -> Sequence class
+        self._options: dict[str, list[cst.Arg]] = {}  # class -> loader options
+        self._generator_functions: set[str] = set()
+
+    # -- Scan -----------------------------------------------------------------
+
+    def visit_ClassDef(self, ctx, node):
+        for base in node.bases:
+            if ctx.qualified_name(base.value) in _SEQUENCE_BASES:
+                self._sequences.add(node.name.value)
+
+    def visit_Assign(self, ctx, node):
+        value = node.value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    self._instances[target.target.value] = value.func.value
+
+    def _sequence_of(self, value) -> str | None:
+        if isinstance(value, cst.Name):
+            name = self._instances.get(value.value)
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+            name = value.func.value
+        else:
+            return None
+        return name if name in self._sequences else None
+
+    def visit_Call(self, ctx, node):
+        method = syntax.method_name(node)
+        if method not in _FIT_METHODS:
+            return
+        data = syntax.keyword(node, "generator") or syntax.keyword(node, "x")
+        positional = syntax.positional(node)
+        value = data.value if data is not None else (positional[0].value if positional else None)
+        if value is None:
+            return
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+            self._generator_functions.add(value.func.value)
+        sequence = self._sequence_of(value)
+        if sequence is None:
+            return
+        options = [
+            arg for arg in (syntax.keyword(node, name) for name in training_api.LOADER_ARGUMENTS)
+            if arg is not None
+        ]
+        if options and all(_literal(arg.value) for arg in options):
+            self._options.setdefault(sequence, options)
+            ctx.shared.setdefault("loader_options_moved", set()).add(id(node))
+
+    # -- Rewrite --------------------------------------------------------------
+
+    def leave_ClassDef(self, ctx, original, updated):
+        name = original.name.value
+        if name not in self._sequences:
+            return updated
+        body = list(updated.body.body)
+        for index, statement in enumerate(body):
+            if isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__":
+                break
+        else:
+            return updated
+        init = body[index]
+        if _super_init(init.body):
+            return updated
+        options = self._options.get(name, [])
+        arguments = ", ".join(
+            f"{arg.keyword.value}={cst.Module([]).code_for_node(arg.value)}" for arg in options
+        )
+        call = cst.parse_statement(f"super().__init__({arguments})\n")
+        statements = list(init.body.body)
+        position = 1 if statements and _is_docstring(statements[0]) else 0
+        statements.insert(position, call)
+        body[index] = init.with_changes(body=init.body.with_changes(body=statements))
+        message = (
+            f"class {name}: added `super().__init__({arguments})` (a Keras 3 "
+            "Sequence is a PyDataset, which needs it"
+        )
+        message += "; the loader options come from the fit_generator call)" if options else ")"
+        ctx.change(original, RULE, message)
+        return updated.with_changes(body=updated.body.with_changes(body=body))
+
+    def leave_FunctionDef(self, ctx, original, updated):
+        name = original.name.value
+        in_scope = name in self._generator_functions or (
+            name == "__getitem__" and self._sequences
+        )
+        if not in_scope:
+            return updated
+        changed = []
+        # Names the function binds to lists only: `inputs = [a, b]`, `batch = []`
+        # (not `batch = np.array(batch)` later, which makes it one array).
+        list_names, other_names = set(), set()
+        for assign in m.findall(original.body, m.Assign()):
+            is_list = isinstance(assign.value, (cst.List, cst.ListComp))
+            for target in assign.targets:
+                if isinstance(target.target, cst.Name):
+                    (list_names if is_list else other_names).add(target.target.value)
+        for assign in m.findall(original.body, m.AugAssign(target=m.Name())):
+            other_names.add(assign.target.value)
+        list_names -= other_names
+
+        def to_tuples(node):
+            if not isinstance(node, cst.Tuple):
+                return node
+            elements = []
+            for element in node.elements:
+                value = element.value
+                if isinstance(value, cst.Name) and value.value in list_names:
+                    value = cst.Call(func=cst.Name("tuple"), args=[cst.Arg(value)])
+                    changed.append(True)
+                elif isinstance(value, cst.List):
+                    value = cst.Tuple(
+                        elements=value.elements, lpar=[cst.LeftParen()], rpar=[cst.RightParen()]
+                    )
+                    changed.append(True)
+                elements.append(element.with_changes(value=value))
+            return node.with_changes(elements=elements)
+
+        new = _rewrite_batches(updated, to_tuples)
+        if changed:
+            ctx.change(
+                original, RULE,
+                f"`{name}` returns `[inputs...], targets` -> "
+                "`(inputs...), targets`: Keras 3's fit rejects list-structured "
+                "batches (tensorflow/tensorflow#75329); a tuple is the same inputs",
+            )
+            return new
+        return updated
+
+
+def _rewrite_batches(function: cst.FunctionDef, to_tuples) -> cst.FunctionDef:
+    class _Batches(cst.CSTTransformer):
+        def __init__(self):
+            super().__init__()
+            self._depth = 0
+
+        def visit_FunctionDef(self, node):
+            self._depth += 1
+            return self._depth == 1
+
+        def leave_FunctionDef(self, original_node, updated_node):
+            self._depth -= 1
+            return updated_node
+
+        def leave_Yield(self, original_node, updated_node):
+            return updated_node.with_changes(value=to_tuples(updated_node.value))
+
+        def leave_Return(self, original_node, updated_node):
+            return updated_node.with_changes(value=to_tuples(updated_node.value))
+
+    return function.visit(_Batches())
+
+
+def _is_docstring(statement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )

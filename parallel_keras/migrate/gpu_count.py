@@ -1,0 +1,128 @@
+"""Rewrite: GPU-count idioms of TF1 scripts -> the devices TF 2 sees.
+
+Scripts computed `multi_gpu_model`'s `gpus` from TF1 helpers:
+`K.tensorflow_backend._get_available_gpus()` (gone in Keras 3),
+`[d.name for d in K.get_session().list_devices() if d.device_type == 'GPU']`
+(no sessions in TF 2) or the same over `device_lib.list_local_devices()`
+(physical devices only, so it never sees simulated ones). Each becomes the
+names of the logical GPUs, or, on a machine without GPU where
+`parallel_keras.simulate_devices` made CPU devices, of those: the devices
+`multi_gpu_model` would replicate on.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst import matchers as m
+
+from parallel_keras.migrate import engine
+from parallel_keras.migrate import syntax
+
+RULE = "GPU count"
+
+_DEVICES = (
+    "({tf}.config.list_logical_devices('GPU') or ({tf}.config.list_logical_devices('CPU') "
+    "if parallel_keras.devices.gpus_are_simulated() else []))"
+)
+_NAMES = "[device.name for device in " + _DEVICES[1:-1] + "]"
+_LIST = "[device for device in " + _DEVICES[1:-1] + "]"
+_AVAILABLE_GPUS = "keras.backend._get_available_gpus"
+_LIST_SOURCES = ("keras.backend.get_session", "tensorflow.Session")
+_LOCAL_DEVICES = "tensorflow.python.client.device_lib.list_local_devices"
+
+
+def _mentions_gpu(node: cst.CSTNode) -> bool:
+    return any(
+        str(string.evaluated_value).upper() == "GPU"
+        for string in m.findall(node, m.SimpleString())
+    )
+
+
+class GpuCountRule(engine.Rule):
+    """`len(K.tensorflow_backend._get_available_gpus())` -> `len([... logical GPUs])`."""
+
+    name = RULE
+
+    def __init__(self):
+        self._listing_names: set[str] = set()  # `protos = device_lib.list_local_devices()`
+
+    def visit_Assign(self, ctx, node):
+        if self._device_listing(ctx, node.value):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    self._listing_names.add(target.target.value)
+
+    def _device_listing(self, ctx, call: cst.CSTNode) -> bool:
+        """`K.get_session().list_devices()` or `device_lib.list_local_devices()`."""
+        if isinstance(call, cst.Name):
+            return call.value in self._listing_names
+        if not isinstance(call, cst.Call):
+            return False
+        if ctx.qualified_name(call.func) == _LOCAL_DEVICES:
+            return True
+        return (
+            syntax.method_name(call) == "list_devices"
+            and isinstance(call.func.value, cst.Call)
+            and ctx.qualified_name(call.func.value.func) in _LIST_SOURCES
+        )
+
+    def _gpu_comprehension(self, ctx, node) -> bool:
+        return (
+            len(node.for_in.ifs if hasattr(node.for_in, "ifs") else ()) > 0
+            and node.for_in.inner_for_in is None
+            and self._device_listing(ctx, node.for_in.iter)
+            and _mentions_gpu(node.for_in)
+        )
+
+    def visit_ListComp(self, ctx, node):
+        if self._gpu_comprehension(ctx, node):
+            handled = ctx.shared.setdefault("handled_calls", set())
+            handled.update(id(call) for call in m.findall(node, m.Call()))
+
+    def leave_ListComp(self, ctx, original, updated):
+        if not self._gpu_comprehension(ctx, original):
+            return updated
+        element = original.elt
+        names = isinstance(element, cst.Attribute) and element.attr.value == "name"
+        template = _NAMES if names else _LIST
+        ctx.require_import("parallel_keras.devices")
+        ctx.change(
+            original, RULE,
+            f"the GPUs listed by `{cst.Module([]).code_for_node(original.for_in.iter)}` "
+            "-> "
+            "the logical GPUs, or the simulated devices parallel_keras replicates "
+            "on when there is no GPU",
+        )
+        return syntax.expression(template.format(tf=ctx.tf_module()))
+
+    def leave_Call(self, ctx, original, updated):
+        qualified = ctx.qualified_name(original.func)
+        if qualified == _AVAILABLE_GPUS:
+            ctx.require_import("parallel_keras.devices")
+            ctx.change(
+                original, RULE,
+                f"`{syntax.dotted(original.func)}()` -> the names of the logical "
+                "GPUs, or of the simulated devices when there is no GPU "
+                "(Keras 3 has no TensorFlow backend module)",
+            )
+            return syntax.expression(_NAMES.format(tf=ctx.tf_module()))
+        if (
+            isinstance(original, cst.Call)
+            and self._device_listing(ctx, original)
+            and ctx.qualified_name(original.func) != _LOCAL_DEVICES
+        ):
+            if id(original) in ctx.shared.get("handled_calls", ()):
+                return updated
+            ctx.change(
+                original, RULE,
+                "`K.get_session().list_devices()` -> `tf.config.list_logical_devices()` "
+                "(TF 2 has no sessions)",
+            )
+            return syntax.expression(f"{ctx.tf_module()}.config.list_logical_devices()")
+        return updated
+
+    def visit_Call(self, ctx, node):
+        if self._device_listing(ctx, node) and syntax.method_name(node) == "list_devices":
+            ctx.shared.setdefault("handled_calls", set()).update(
+                (id(node), id(node.func.value))
+            )

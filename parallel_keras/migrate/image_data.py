@@ -1,0 +1,194 @@
+"""Rewrite: `ImageDataGenerator(...).flow_from_directory` -> a `tf.data` dataset.
+
+Keras 3 removed `keras.preprocessing.image.ImageDataGenerator`. Its most
+common use, reading class folders with at most a `rescale`, is exactly
+`keras.utils.image_dataset_from_directory` with the generator's defaults
+written out (nearest-neighbour resizing, `class_mode` as `label_mode`) and
+the rescale mapped over the batches; `fit` reads the dataset whole each
+epoch, as it read the iterator. Generators that augment (`rotation_range`,
+`horizontal_flip`, `validation_split`, ...) or iterators whose attributes are
+read (`.samples`, `.class_indices`) are flagged with the Keras 3 way.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from parallel_keras.migrate import engine
+from parallel_keras.migrate import syntax
+
+RULE = "image generators"
+
+_GENERATOR = "keras.preprocessing.image.ImageDataGenerator"
+_LABEL_MODES = {"categorical": "categorical", "binary": "binary", "sparse": "int"}
+# flow_from_directory keyword -> image_dataset_from_directory keyword.
+_KEYWORDS = {
+    "target_size": "image_size",
+    "color_mode": "color_mode",
+    "classes": "class_names",
+    "batch_size": "batch_size",
+    "shuffle": "shuffle",
+    "seed": "seed",
+    "interpolation": "interpolation",
+    "follow_links": "follow_links",
+}
+_ITERATOR_ATTRIBUTES = frozenset(
+    {"samples", "n", "class_indices", "classes", "filenames", "batch_size", "num_classes"}
+)
+_ACTION = (
+    "Keras 3 has no ImageDataGenerator: read the folders with "
+    "keras.utils.image_dataset_from_directory and augment with preprocessing "
+    "layers (keras.layers.Rescaling, RandomFlip, RandomRotation, RandomZoom) "
+    "in the model or in dataset.map."
+)
+
+
+def _code(node) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+class ImageDataRule(engine.Rule):
+    """`datagen.flow_from_directory(d, ...)` -> `keras.utils.image_dataset_from_directory(d, ...)`."""
+
+    name = RULE
+
+    def __init__(self):
+        self._generators: dict[str, cst.BaseExpression | None] = {}  # name -> rescale
+        self._complex: list[cst.Call] = []
+        self._iterators: set[str] = set()
+        self._attribute_uses: list[cst.Attribute] = []
+        self._ok = True
+
+    # -- Scan -----------------------------------------------------------------
+
+    def visit_Assign(self, ctx, node):
+        value = node.value
+        if not isinstance(value, cst.Call):
+            return
+        target = node.targets[0].target if len(node.targets) == 1 else None
+        if ctx.qualified_name(value.func) == _GENERATOR:
+            rescale = syntax.keyword(value, "rescale")
+            simple = (
+                isinstance(target, cst.Name)
+                and not syntax.positional(value)
+                and all(arg.keyword is not None and arg.keyword.value == "rescale"
+                        for arg in value.args)
+            )
+            if simple:
+                self._generators[target.value] = rescale.value if rescale else None
+            else:
+                self._complex.append(value)
+        elif self._flow_call(value) and isinstance(target, cst.Name):
+            self._iterators.add(target.value)
+
+    def visit_Call(self, ctx, node):
+        if syntax.method_name(node) in ("flow", "flow_from_dataframe") and isinstance(
+            node.func.value, cst.Name
+        ) and node.func.value.value in self._generators:
+            self._ok = False
+
+    def visit_Attribute(self, ctx, node):
+        if isinstance(node.value, cst.Name) and node.value.value in self._iterators and (
+            node.attr.value in _ITERATOR_ATTRIBUTES
+        ):
+            self._attribute_uses.append(node)
+
+    def _flow_call(self, call) -> bool:
+        return (
+            syntax.method_name(call) == "flow_from_directory"
+            and isinstance(call.func.value, cst.Name)
+            and call.func.value.value in self._generators
+        )
+
+    def finish_scan(self, ctx):
+        self._ok = self._ok and not self._complex and not self._attribute_uses
+
+    # -- Rewrite --------------------------------------------------------------
+
+    def leave_ImportFrom(self, ctx, original, updated):
+        if not self._ok or not self._generators or isinstance(updated.names, cst.ImportStar):
+            return updated
+        if syntax.canonical_name(syntax.dotted(updated.module)) != "keras.preprocessing.image":
+            return updated
+        kept = [a for a in updated.names if syntax.dotted(a.name) != "ImageDataGenerator"]
+        if len(kept) == len(updated.names):
+            return updated
+        if not kept:
+            return cst.RemoveFromParent()
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(names=kept)
+
+    def leave_SimpleStatementLine(self, ctx, original, updated):
+        if not self._ok or len(original.body) != 1:
+            return updated
+        statement = original.body[0]
+        if (
+            isinstance(statement, cst.Assign)
+            and isinstance(statement.value, cst.Call)
+            and ctx.qualified_name(statement.value.func) == _GENERATOR
+        ):
+            ctx.change(original, RULE, "removed the ImageDataGenerator (Keras 3 has none); "
+                       "its rescale moved to the dataset read below")
+            return cst.RemoveFromParent()
+        return updated
+
+    def leave_Call(self, ctx, original, updated):
+        if ctx.qualified_name(original.func) == _GENERATOR and not self._ok:
+            ctx.flag(original, RULE, "ImageDataGenerator does not exist in Keras 3", _ACTION)
+            return updated
+        if not self._ok or not self._flow_call(original):
+            return updated
+        return self._dataset(ctx, original, updated)
+
+    def _dataset(self, ctx, original, updated):
+        rescale = self._generators[original.func.value.value]
+        args = []
+        positional = syntax.positional(updated)
+        directory = syntax.keyword(updated, "directory")
+        directory_value = directory.value if directory else positional[0].value
+        args.append(_code(directory_value))
+        class_mode = syntax.keyword(updated, "class_mode")
+        mode = "categorical"
+        if class_mode is not None:
+            if isinstance(class_mode.value, cst.SimpleString):
+                mode = class_mode.value.evaluated_value
+            elif syntax.dotted(class_mode.value) == "None":
+                mode = None
+            else:
+                mode = "?"
+        if mode not in _LABEL_MODES and mode is not None:
+            ctx.flag(original, RULE, f"class_mode {_code(class_mode.value)} has no "
+                     "dataset equivalent", _ACTION)
+            return updated
+        interpolation_given = False
+        for arg in updated.args:
+            if arg.keyword is None or arg.keyword.value in ("directory", "class_mode"):
+                continue
+            new = _KEYWORDS.get(arg.keyword.value)
+            if new is None:
+                ctx.flag(original, RULE, f"flow_from_directory's {arg.keyword.value}= has "
+                         "no dataset equivalent", _ACTION)
+                return updated
+            interpolation_given |= new == "interpolation"
+            args.append(f"{new}={_code(arg.value)}")
+        args.append(f"label_mode={mode!r}" if mode is None else f"label_mode='{_LABEL_MODES[mode]}'")
+        if not interpolation_given:
+            args.append("interpolation='nearest'")
+        keras_module = ctx.keras_module()
+        code = f"{keras_module}.utils.image_dataset_from_directory({', '.join(args)})"
+        # The generator gave float32 batches, rescaled; the dataset may give
+        # uint8 ones (nearest resizing).
+        images = f"{keras_module}.ops.cast(images, 'float32')"
+        if rescale is not None:
+            images += f" * ({_code(rescale)})"
+        if mode is None:
+            code += f".map(lambda images: {images})"
+        else:
+            code += f".map(lambda images, labels: ({images}, labels))"
+        ctx.change(
+            original, RULE,
+            "`flow_from_directory` -> `keras.utils.image_dataset_from_directory` with "
+            "the generator's defaults (nearest resizing, label mode) and its rescale: "
+            "Keras 3 has no ImageDataGenerator",
+        )
+        return syntax.expression(code)

@@ -1,0 +1,125 @@
+"""Rewrite: the template reached through the parallel model -> `.template`.
+
+Keras 2's `multi_gpu_model` returned a model whose layers were the inputs,
+the template (one layer, named like `model_1`), then one merge layer per
+output, so scripts fetched the template as `parallel_model.layers[-2]` (one
+output; `layers[-(n_outputs + 1)]` in general) or
+`parallel_model.get_layer('model_1')`, mostly to save it. parallel_keras's
+parallel model has no such layers and exposes the template as `.template`.
+The rewrite applies where the variable is known to hold a `multi_gpu_model`
+result; where it cannot be known, the access is flagged.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from parallel_keras.migrate import engine
+from parallel_keras.migrate import multi_gpu
+from parallel_keras.migrate import syntax
+
+RULE = "template access"
+
+_TEMPLATE_NAME = re.compile(r"^(model|sequential|functional)(_\d+)?$")
+_PARALLEL_HINT = re.compile(r"parallel|multi|gpu|mgpu|replica", re.IGNORECASE)
+
+
+def _negative_index(node: cst.Subscript) -> int | None:
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    value = node.slice[0].slice.value
+    if (
+        isinstance(value, cst.UnaryOperation)
+        and isinstance(value.operator, cst.Minus)
+        and isinstance(value.expression, cst.Integer)
+    ):
+        return -int(value.expression.value)
+    return None
+
+
+class TemplateAccessRule(engine.Rule):
+    """`parallel_model.layers[-2]` -> `parallel_model.template`."""
+
+    name = RULE
+
+    def __init__(self):
+        self._assigned: dict[str, bool] = {}  # dotted target -> holds a parallel model
+
+    def _is_multi_gpu_call(self, ctx, value) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        qualified = ctx.qualified_name(value.func) or ""
+        local = syntax.dotted(value.func) or ""
+        return (
+            qualified in multi_gpu.LEGACY_NAMES
+            or qualified == "parallel_keras.multi_gpu_model"
+            or local.split(".")[-1] == "multi_gpu_model"
+            or local in ctx.shared.get("multi_gpu_names", ())
+        )
+
+    def visit_Assign(self, ctx, node):
+        parallel = self._is_multi_gpu_call(ctx, node.value)
+        for target in node.targets:
+            name = syntax.dotted(target.target)
+            if name is not None:
+                self._assigned[name] = self._assigned.get(name, True) and parallel
+
+    def _known(self, node) -> bool | None:
+        """True: holds a parallel model; False: may not; None: not a model name."""
+        name = syntax.dotted(node)
+        if name is None:
+            return None
+        if name in self._assigned:
+            return self._assigned[name]
+        return False if _PARALLEL_HINT.search(name) else None
+
+    def leave_Subscript(self, ctx, original, updated):
+        value = original.value
+        if not (isinstance(value, cst.Attribute) and value.attr.value == "layers"):
+            return updated
+        index = _negative_index(original)
+        if index is None or index > -2:
+            return updated
+        known = self._known(value.value)
+        owner = syntax.dotted(value.value)
+        if known:
+            ctx.change(
+                original, RULE,
+                f"`{owner}.layers[{index}]` -> `{owner}.template`: Keras 2 kept the "
+                f"template at layers[-(outputs + 1)]; parallel_keras exposes it directly",
+            )
+            return updated.value.with_changes(attr=cst.Name("template"))
+        if known is False:
+            self._flag(ctx, original, f"{owner}.layers[{index}]", owner)
+        return updated
+
+    def leave_Call(self, ctx, original, updated):
+        if syntax.method_name(original) != "get_layer" or len(original.args) != 1:
+            return updated
+        value = original.args[0].value
+        if not (isinstance(value, cst.SimpleString) and _TEMPLATE_NAME.match(str(value.evaluated_value))):
+            return updated
+        owner_node = original.func.value
+        known = self._known(owner_node)
+        owner = syntax.dotted(owner_node)
+        if known:
+            ctx.change(
+                original, RULE,
+                f"`{owner}.get_layer({value.value})` -> `{owner}.template`: the "
+                "parallel model has no template layer in Keras 3",
+            )
+            return cst.Attribute(value=updated.func.value, attr=cst.Name("template"))
+        if known is False:
+            self._flag(ctx, original, f"{owner}.get_layer({value.value})", owner)
+        return updated
+
+    def _flag(self, ctx, node, text, owner):
+        ctx.flag(
+            node, RULE,
+            f"`{text}` reaches the template the Keras 2 way, but `{owner}` is not "
+            "known to hold a multi_gpu_model result",
+            f"if {owner} is a multi_gpu_model result, use `{owner}.template`; "
+            "else keep a reference to the model you built.",
+        )

@@ -1,0 +1,42 @@
+"""Fine-tunes a classifier from pretext-task weights (loaded by layer name)."""
+import argparse
+import os
+
+import numpy as np
+from tensorflow.python.client import device_lib
+from keras.callbacks import ModelCheckpoint, TensorBoard
+from keras.optimizers import SGD
+from keras.utils import multi_gpu_model, to_categorical
+
+from encoders import classifier
+
+
+def get_available_gpus():
+    local_device_protos = device_lib.list_local_devices()
+    return [x.name for x in local_device_protos if x.device_type == 'GPU']
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument('--pretrained', default='weights/pretext_weights.h5')
+parser.add_argument('--epochs', type=int, default=30)
+parser.add_argument('--logdir', default='logs')
+parser.add_argument('--out', default='weights')
+args = parser.parse_args()
+
+num_gpus = len(get_available_gpus())
+x = np.random.rand(64, 16, 16, 1).astype('float32')
+y = to_categorical(np.random.randint(0, 3, 64), 3)
+
+model = classifier(3)
+# Only the convolution layers exist in the pretext model.
+model.load_weights(args.pretrained, by_name=True)
+if num_gpus > 1:
+    train_model = multi_gpu_model(model, gpus=num_gpus)
+else:
+    train_model = model
+train_model.compile(SGD(lr=0.005, momentum=0.9), 'categorical_crossentropy',
+                    metrics=['accuracy'])
+weights_path = os.path.join(args.out, 'finetuned-{epoch:02d}-{val_loss:.2f}.hdf5')
+train_model.fit(x, y, batch_size=16, epochs=args.epochs, validation_split=0.25,
+                callbacks=[ModelCheckpoint(weights_path, save_weights_only=True),
+                           TensorBoard(log_dir=args.logdir)])

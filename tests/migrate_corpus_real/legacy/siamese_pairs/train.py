@@ -1,0 +1,61 @@
+"""Siamese network on image pairs, trained from a pair generator on N GPUs."""
+import argparse
+import os
+
+import numpy as np
+from keras.callbacks import ModelCheckpoint, EarlyStopping
+from keras.optimizers import RMSprop
+from keras.utils import multi_gpu_model
+
+from networks import create_siamese
+
+parser = argparse.ArgumentParser()
+parser.add_argument('--epochs', type=int, default=20)
+parser.add_argument('--steps', type=int, default=100)
+parser.add_argument('--gpus', type=int, default=2)
+parser.add_argument('--checkpoint-dir', default='checkpoints')
+args = parser.parse_args()
+
+INPUT_SHAPE = (12, 12)
+BATCH_SIZE = 16
+
+
+def pair_generator(batch_size, seed=0):
+    rng = np.random.RandomState(seed)
+    while True:
+        left = rng.rand(batch_size, *INPUT_SHAPE).astype('float32')
+        same = rng.rand(batch_size) > 0.5
+        right = np.where(same[:, None, None], left,
+                         rng.rand(batch_size, *INPUT_SHAPE)).astype('float32')
+        yield [left, right], same.astype('float32')
+
+
+class MultiGPUCheckpoint(ModelCheckpoint):
+    """Checkpoints the template, not the multi-GPU model."""
+
+    def __init__(self, filepath, model, **kwargs):
+        super(MultiGPUCheckpoint, self).__init__(filepath, **kwargs)
+        self.model = model
+
+    def set_model(self, model):
+        pass
+
+
+model = create_siamese(INPUT_SHAPE)
+parallel_model = multi_gpu_model(model, gpus=args.gpus)
+parallel_model.compile(loss='binary_crossentropy', optimizer=RMSprop(lr=0.001),
+                       metrics=['accuracy'])
+
+if not os.path.exists(args.checkpoint_dir):
+    os.makedirs(args.checkpoint_dir)
+callbacks = [
+    MultiGPUCheckpoint(os.path.join(args.checkpoint_dir, 'siamese-{epoch:02d}.h5'),
+                       model, monitor='loss', verbose=1),
+    EarlyStopping(monitor='val_acc', patience=5),
+]
+parallel_model.fit_generator(pair_generator(BATCH_SIZE),
+                             steps_per_epoch=args.steps,
+                             epochs=args.epochs,
+                             validation_data=pair_generator(BATCH_SIZE, seed=1),
+                             validation_steps=2,
+                             callbacks=callbacks)
