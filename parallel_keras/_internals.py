@@ -224,6 +224,43 @@ def tf_runtime_initialized() -> bool:
     return context.context()._context_handle is not None
 
 
+# `parallel-keras launch` must create MWMS before TensorFlow starts, yet a
+# script rehearsed on one machine calls `simulate_devices(n)` first and only
+# then builds models; creating the strategy in the launcher's bootstrap, before
+# the script runs, fixes the devices too early (issue 13). TensorFlow starts
+# its runtime in `tensorflow.python.eager.context.Context.ensure_initialized`
+# (every op, variable and device listing goes through it), so the bootstrap
+# arms a callback that creates the strategy right before the first call, after
+# whatever the script's first lines configured. Checked on TF 2.21.
+
+_BEFORE_TF_STARTS: dict[str, Callable[[], None] | None] = {"callback": None}
+
+
+def run_before_tf_starts(callback: Callable[[], None]) -> None:
+    """Calls `callback()` once, just before TensorFlow's runtime starts."""
+    from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
+
+    _BEFORE_TF_STARTS["callback"] = callback
+    if getattr(context.Context.ensure_initialized, "_parallel_keras_hook", False):
+        return
+    original = context.Context.ensure_initialized
+
+    def ensure_initialized(self):
+        callback_now = _BEFORE_TF_STARTS["callback"]
+        if callback_now is not None and self._context_handle is None:
+            _BEFORE_TF_STARTS["callback"] = None
+            callback_now()
+        return original(self)
+
+    ensure_initialized._parallel_keras_hook = True
+    context.Context.ensure_initialized = ensure_initialized
+
+
+def cancel_before_tf_starts() -> None:
+    """Disarms `run_before_tf_starts` (the strategy is being created now)."""
+    _BEFORE_TF_STARTS["callback"] = None
+
+
 # MWMS picks its local devices in `CollectiveAllReduceExtended.
 # _initialize_local_devices`: every GPU, else exactly one CPU, whatever
 # logical CPU devices exist. To rehearse "2 workers x 2 GPUs" on CPUs we

@@ -1,9 +1,12 @@
 """What each worker process started by `parallel-keras launch` runs.
 
 `python -m parallel_keras.multi_worker.bootstrap script.py [args...]`
-creates the multi-worker strategy before anything else touches TensorFlow
-(it must come first, see `cluster.initialize`), then runs the script as
-`__main__` with its own arguments, exactly as `python script.py args` would.
+runs the script as `__main__` with its own arguments, exactly as
+`python script.py args` would, and creates the multi-worker strategy at the
+last moment it can (see `cluster.initialize`): when the script calls
+`simulate_devices(n)` (each worker then gets n devices), or else right before
+TensorFlow starts. It never starts TensorFlow itself, so the script's first
+lines still configure it, as they do when it runs alone.
 
 A worker whose peers died fails inside a collective once the collective
 timeout expires; that error is turned into a one-line explanation and exit
@@ -30,6 +33,29 @@ def _lost_peer_errors():
     )
 
 
+def _create_strategy_when_tf_starts(info) -> None:
+    from parallel_keras import _internals  # pylint: disable=g-import-not-at-top
+    from parallel_keras.multi_worker import cluster  # pylint: disable=g-import-not-at-top
+
+    devices_per_worker = cluster.launcher_devices_per_worker()
+
+    def create():
+        if info.num_workers > 1:
+            cluster.initialize()
+            return
+        if devices_per_worker and devices_per_worker > 1:
+            import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+            physical = tf.config.list_physical_devices("CPU")[0]
+            if tf.config.get_logical_device_configuration(physical) is None:
+                tf.config.set_logical_device_configuration(
+                    physical,
+                    [tf.config.LogicalDeviceConfiguration()] * devices_per_worker,
+                )
+
+    _internals.run_before_tf_starts(create)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
         sys.stderr.write(
@@ -41,8 +67,8 @@ def main(argv: list[str]) -> int:
     from parallel_keras.multi_worker import cluster  # pylint: disable=g-import-not-at-top
     from parallel_keras.multi_worker import writes  # pylint: disable=g-import-not-at-top
 
-    cluster.initialize()
     info = cluster.worker_info()
+    _create_strategy_when_tf_starts(info)
     sys.argv = [script, *script_args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     try:

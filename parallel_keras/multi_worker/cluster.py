@@ -212,6 +212,9 @@ def initialize(
 
         from parallel_keras import _internals  # pylint: disable=g-import-not-at-top
 
+        # Creating the strategy starts TensorFlow: the bootstrap's deferred
+        # creation (run_before_tf_starts) must not fire inside it.
+        _internals.cancel_before_tf_starts()
         if _internals.tf_runtime_initialized():
             raise RuntimeError(
                 "The multi-worker strategy must be created before TensorFlow "
@@ -286,6 +289,19 @@ def multi_worker_strategy_or_none(local_devices=None, cluster_resolver=None):
             len(local_devices),
         )
     return strategy
+
+
+def launcher_devices_per_worker() -> int | None:
+    """The `--devices-per-worker` the launcher gave this worker, if any."""
+    raw = os.environ.get(DEVICES_PER_WORKER_ENV)
+    return int(raw) if raw else None
+
+
+def local_device_count() -> int | None:
+    """Devices per worker of this process's strategy; None before it exists."""
+    if _STRATEGY is None:
+        return None
+    return len(_STRATEGY.extended.worker_devices)
 
 
 def current_strategy() -> tf.distribute.MultiWorkerMirroredStrategy | None:
