@@ -20,6 +20,33 @@ import runpy
 import sys
 
 LOST_PEER_EXIT_CODE = 75  # EX_TEMPFAIL: another attempt may succeed.
+CLUSTER_ENV = "PARALLEL_KERAS_CLUSTER"  # "slurm": read the cluster from Slurm.
+SLURM_PORT_BASE_ENV = "PARALLEL_KERAS_SLURM_PORT_BASE"
+
+
+def _tf_config_from_slurm(port_base: int) -> str:
+    """This Slurm task's `TF_CONFIG`, from `SlurmClusterResolver`.
+
+    TensorFlow's resolver hands out one port per task on each node from
+    `port_base` and, by default, GPUs by `nvidia-smi`; on nodes without
+    GPUs (and to rehearse on CPUs) every task gets no GPU.
+    """
+    import json  # pylint: disable=g-import-not-at-top
+    import shutil  # pylint: disable=g-import-not-at-top
+
+    from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver  # pylint: disable=g-direct-tensorflow-import
+
+    kwargs = {"port_base": port_base}
+    if not os.environ.get("CUDA_VISIBLE_DEVICES") and not shutil.which("nvidia-smi"):
+        tasks = slurm_cluster_resolver.expand_tasks_per_node(
+            os.environ["SLURM_STEP_TASKS_PER_NODE"]
+        )
+        kwargs.update(gpus_per_node=max(tasks), gpus_per_task=1, auto_set_gpu=False)
+    resolver = slurm_cluster_resolver.SlurmClusterResolver(**kwargs)
+    spec = resolver.cluster_spec().as_dict()
+    return json.dumps(
+        {"cluster": spec, "task": {"type": resolver.task_type, "index": resolver.task_id}}
+    )
 
 
 def _lost_peer_errors():
@@ -67,6 +94,15 @@ def main(argv: list[str]) -> int:
     from parallel_keras.multi_worker import cluster  # pylint: disable=g-import-not-at-top
     from parallel_keras.multi_worker import writes  # pylint: disable=g-import-not-at-top
 
+    if os.environ.get(CLUSTER_ENV) == "slurm":
+        try:
+            cluster.check_slurm_environment(os.environ)
+        except ValueError as error:
+            sys.stderr.write(f"parallel_keras: {error}\n")
+            return 2
+        os.environ["TF_CONFIG"] = _tf_config_from_slurm(
+            int(os.environ.get(SLURM_PORT_BASE_ENV) or 8888)
+        )
     info = cluster.worker_info()
     _create_strategy_when_tf_starts(info)
     sys.argv = [script, *script_args]

@@ -37,6 +37,27 @@ DEVICES_PER_WORKER_ENV = "PARALLEL_KERAS_DEVICES_PER_WORKER"
 COLLECTIVE_TIMEOUT_ENV = "PARALLEL_KERAS_COLLECTIVE_TIMEOUT"
 DEFAULT_COLLECTIVE_TIMEOUT = 60.0
 
+SLURM_VARIABLES = (
+    "SLURM_PROCID",
+    "SLURM_STEP_NUM_TASKS",
+    "SLURM_STEP_NODELIST",
+    "SLURM_STEP_TASKS_PER_NODE",
+)
+
+
+def check_slurm_environment(environ) -> None:
+    """Raises ValueError naming each Slurm variable `environ` lacks."""
+    missing = [name for name in SLURM_VARIABLES if not environ.get(name)]
+    if missing:
+        raise ValueError(
+            "--slurm reads the cluster from the environment srun gives each "
+            f"task ({', '.join(SLURM_VARIABLES)}). Received: no "
+            f"{', '.join(missing)}. Run `parallel-keras launch --slurm` "
+            "through `srun` inside an sbatch allocation, or use --workers / "
+            "--hosts outside Slurm."
+        )
+
+
 _LOCK = threading.Lock()
 _STRATEGY: tf.distribute.MultiWorkerMirroredStrategy | None = None
 
