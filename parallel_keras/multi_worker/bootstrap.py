@@ -60,7 +60,7 @@ def _lost_peer_errors():
     )
 
 
-def _create_strategy_when_tf_starts(info) -> None:
+def create_strategy_when_tf_starts(info) -> None:
     from parallel_keras import _internals  # pylint: disable=g-import-not-at-top
     from parallel_keras.multi_worker import cluster  # pylint: disable=g-import-not-at-top
 
@@ -104,7 +104,7 @@ def main(argv: list[str]) -> int:
             int(os.environ.get(SLURM_PORT_BASE_ENV) or 8888)
         )
     info = cluster.worker_info()
-    _create_strategy_when_tf_starts(info)
+    create_strategy_when_tf_starts(info)
     sys.argv = [script, *script_args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     try:
