@@ -98,6 +98,12 @@ def add_parser(subparsers) -> None:
         default=None,
         help="Seconds a collective waits for its peers before failing (60).",
     )
+    parser.add_argument(
+        "--startup-timeout",
+        type=_positive(float, "--startup-timeout", 120),
+        default=None,
+        help="Seconds a worker waits for all others to start (120).",
+    )
     parser.add_argument("script", help="The training script.")
     parser.add_argument(
         "script_args", nargs=argparse.REMAINDER, help="Arguments for the script."
@@ -127,6 +133,7 @@ def run(args) -> int:
             log_dir=args.log_dir,
             devices_per_worker=args.devices_per_worker,
             collective_timeout=args.collective_timeout,
+            startup_timeout=args.startup_timeout,
             output=sys.stdout,
         )
     except ValueError as error:

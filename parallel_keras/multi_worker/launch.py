@@ -228,6 +228,7 @@ def launch(
     min_workers: int | None = None,
     devices_per_worker: int | None = None,
     collective_timeout: float | None = None,
+    startup_timeout: float | None = None,
     log_dir: str | os.PathLike | None = None,
     output: TextIO | None = None,
     grace_seconds: float = 5.0,
@@ -259,6 +260,8 @@ def launch(
             `simulate_devices(n)`, else real local devices).
         collective_timeout: Seconds a collective waits for its peers.
             Defaults to None (60).
+        startup_timeout: Seconds a worker waits for all others to start
+            before it exits naming the missing ones. Defaults to None (120).
         log_dir: Folder receiving `worker-I.log`, each worker's output.
             Defaults to None (console only).
         output: Stream receiving the workers' prefixed output. Defaults to
@@ -303,6 +306,7 @@ def launch(
         )
     _check_positive("devices_per_worker", devices_per_worker, integer=True)
     _check_positive("collective_timeout", collective_timeout, integer=False)
+    _check_positive("startup_timeout", startup_timeout, integer=False)
     if slurm:
         cluster.check_slurm_environment(os.environ)
     if hosts is not None:
@@ -315,6 +319,8 @@ def launch(
         base_env[cluster.DEVICES_PER_WORKER_ENV] = str(int(devices_per_worker))
     if collective_timeout is not None:
         base_env[cluster.COLLECTIVE_TIMEOUT_ENV] = str(float(collective_timeout))
+    if startup_timeout is not None:
+        base_env[cluster.STARTUP_TIMEOUT_ENV] = str(float(startup_timeout))
     if slurm:
         base_env[bootstrap.CLUSTER_ENV] = "slurm"
         base_env[bootstrap.SLURM_PORT_BASE_ENV] = str(int(slurm_port_base))
