@@ -307,8 +307,6 @@ def launch(
     _check_positive("devices_per_worker", devices_per_worker, integer=True)
     _check_positive("collective_timeout", collective_timeout, integer=False)
     _check_positive("startup_timeout", startup_timeout, integer=False)
-    if slurm:
-        cluster.check_slurm_environment(os.environ)
     if hosts is not None:
         _check_port_free(plan.addresses(len(plan.indices))[plan.indices[0]])
     output = output or sys.stdout
@@ -489,7 +487,8 @@ def _plan(workers, hosts, index, slurm, min_workers) -> _Plan:
                 "With --slurm, Slurm says which task this is (SLURM_PROCID). "
                 f"Received: index={index}. Drop --index."
             )
-        return _Plan(lambda size: [], [0])
+        cluster.check_slurm_environment(os.environ)
+        return _Plan(lambda size: [], [int(os.environ["SLURM_PROCID"])])
     if workers is not None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(
