@@ -78,6 +78,7 @@ def _train_and_time(gpus):
 
     gradient_bytes = nbytes(template.trainable_variables)
     model_bytes = nbytes(template.variables)
+    collectives = _collectives_per_step()
     gradient_ms = _all_reduce_ms(parallel.strategy, gradient_bytes // 4)
     scalar_ms = _all_reduce_ms(parallel.strategy, 1)
     print(
@@ -86,6 +87,7 @@ def _train_and_time(gpus):
             {
                 "step_ms": 1000 * step_seconds,
                 "gradient_all_reduce_ms": gradient_ms,
+                "collectives_per_step": collectives,
                 "scalar_all_reduce_ms": scalar_ms,
                 "replicas": parallel.strategy.num_replicas_in_sync,
                 "strategy": type(parallel.strategy).__name__,
@@ -96,6 +98,31 @@ def _train_and_time(gpus):
         ),
         flush=True,
     )
+
+
+def _collectives_per_step():
+    """Collective all-reduce ops in the traced training step, by op type.
+
+    Reads the step's function from the eager context's function library
+    (private TensorFlow API: benchmark only, the library never does this).
+    """
+    import collections  # pylint: disable=g-import-not-at-top
+
+    from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
+
+    ctx = context.context()
+    best = collections.Counter()
+    for name in ctx.list_function_names():
+        if "one_step_on_data" not in name:
+            continue
+        counts = collections.Counter(
+            node.op
+            for node in ctx.get_function_def(name).node_def
+            if node.op.startswith("Collective") and "Reduce" in node.op
+        )
+        if sum(counts.values()) > sum(best.values()):
+            best = counts
+    return dict(best)
 
 
 def _all_reduce_ms(strategy, elements, repeats=20):
@@ -167,7 +194,8 @@ def main(argv):
     )
     header = (
         f"{'setup':46s} {'replicas':>8s} {'step ms':>8s} {'steps/s':>8s} "
-        f"{'vs 1 proc':>9s} {'grad all-reduce ms':>18s} {'scalar all-reduce ms':>20s}"
+        f"{'vs 1 proc':>9s} {'grad all-reduce ms':>18s} {'scalar all-reduce ms':>20s} "
+        "collectives/step"
     )
     print(header)
     for name, results in runs:
@@ -177,7 +205,9 @@ def main(argv):
             f"{1000 / slowest['step_ms']:8.1f} "
             f"{slowest['step_ms'] / mirrored['step_ms']:8.2f}x "
             f"{slowest['gradient_all_reduce_ms']:18.2f} "
-            f"{slowest['scalar_all_reduce_ms']:20.2f}"
+            f"{slowest['scalar_all_reduce_ms']:20.2f} "
+            f"{sum(slowest['collectives_per_step'].values())} "
+            f"{slowest['collectives_per_step']}"
         )
 
 
