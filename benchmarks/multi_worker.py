@@ -41,11 +41,21 @@ _STEPS = flags.DEFINE_integer("steps", 40, "Timed training steps.")
 _WARMUP = flags.DEFINE_integer("warmup", 5, "Untimed steps first (tracing).")
 _GLOBAL_BATCH = flags.DEFINE_integer("global_batch", 64, "Global batch size.")
 _WIDTH = flags.DEFINE_integer("width", 512, "Hidden layer width of the MLP.")
+_THREADS = flags.DEFINE_integer(
+    "threads_per_worker", 0,
+    "Intra- and inter-op threads of each worker process (0: TensorFlow's "
+    "default, one per core in every process).",
+)
 
 _ENV = {"TF_ENABLE_ONEDNN_OPTS": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
 def _train_and_time(gpus):
+    if _THREADS.value:
+        import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+        tf.config.threading.set_intra_op_parallelism_threads(_THREADS.value)
+        tf.config.threading.set_inter_op_parallelism_threads(_THREADS.value)
     import keras  # pylint: disable=g-import-not-at-top
     import numpy as np  # pylint: disable=g-import-not-at-top
 
@@ -174,6 +184,7 @@ def main(argv):
         f"--global_batch={_GLOBAL_BATCH.value}",
         f"--width={_WIDTH.value}",
     ]
+    worker_flags = [f"--threads_per_worker={_THREADS.value}"]
     mirrored = _run([sys.executable, __file__, "--role=mirrored", *common])[0]
     launcher = (
         "import sys; from parallel_keras.cli import main; "
@@ -183,7 +194,7 @@ def main(argv):
     for devices in (1, 2):
         workers = _run(
             [sys.executable, "-c", launcher, "launch", "--workers", "2",
-             "--devices-per-worker", str(devices), __file__, "--role=worker", *common]
+             "--devices-per-worker", str(devices), __file__, "--role=worker", *common, *worker_flags]
         )
         runs.append((f"2 workers x {devices} device(s) (MultiWorkerMirrored)", workers))
     print(f"model: MLP 64-{_WIDTH.value}-{_WIDTH.value}-10, {mirrored['params']:,} params")
