@@ -7,7 +7,12 @@ the group: when a worker fails it stops the others at once (SIGTERM, then
 SIGKILL after a grace period) and either restarts the whole group, up to
 `max_restarts` times, or returns the first non-zero exit code.
 
-Two modes, like `torchrun --nnodes/--node_rank`:
+With `min_workers`, a group that lost workers restarts with the survivors
+instead (see `BackupAndRestore` for resuming). With `log_dir`, each worker's
+output also goes to `worker-I.log`. Before anything starts, the script, the
+settings and (with `hosts`) this machine's port are checked.
+
+Three modes, like `torchrun --nnodes/--node_rank`:
 
 * `workers=N`: the whole cluster on this machine. Ports are picked on
   127.0.0.1 and every worker address is 127.0.0.1. (TensorFlow's own gRPC
@@ -15,6 +20,9 @@ Two modes, like `torchrun --nnodes/--node_rank`:
   TF offers no listen-address setting, so firewall the ports if needed.)
 * `hosts=["h1:port", "h2:port"], index=I`: this machine's worker of a real
   cluster; each machine runs its own launch with its own index.
+* `slurm=True`: one task of an `srun` step; the worker reads the cluster
+  from Slurm's environment (`SlurmClusterResolver`, in the worker: this
+  process never imports TensorFlow).
 """
 
 from __future__ import annotations
@@ -293,7 +301,8 @@ def launch(
             "launch needs a script to run. Received: no script. Pass e.g. "
             "`parallel-keras launch --workers 2 train.py`."
         )
-    if bootstrap_module.endswith(".bootstrap") and not os.path.isfile(script_args[0]):
+    runs_a_script = bootstrap_module == "parallel_keras.multi_worker.bootstrap"
+    if runs_a_script and not os.path.isfile(script_args[0]):
         raise ValueError(
             "The training script must exist before any worker starts. "
             f"Received: {script_args[0]!r}, which is not a file (working "
