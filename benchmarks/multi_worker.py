@@ -41,10 +41,6 @@ _STEPS = flags.DEFINE_integer("steps", 40, "Timed training steps.")
 _WARMUP = flags.DEFINE_integer("warmup", 5, "Untimed steps first (tracing).")
 _GLOBAL_BATCH = flags.DEFINE_integer("global_batch", 64, "Global batch size.")
 _WIDTH = flags.DEFINE_integer("width", 512, "Hidden layer width of the MLP.")
-_STEPS_PER_EXECUTION = flags.DEFINE_integer(
-    "steps_per_execution", 1,
-    "Keras steps_per_execution: steps per call of the training function.",
-)
 _THREADS = flags.DEFINE_integer(
     "threads_per_worker", 0,
     "Intra- and inter-op threads of each worker process (0: TensorFlow's "
@@ -76,10 +72,7 @@ def _train_and_time(gpus):
         ]
     )
     parallel = parallel_keras.multi_gpu_model(template, gpus=gpus, cpu_merge=False)
-    parallel.compile(
-        optimizer=keras.optimizers.SGD(0.01), loss="mse",
-        steps_per_execution=_STEPS_PER_EXECUTION.value,
-    )
+    parallel.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
     batch = _GLOBAL_BATCH.value
     rows = batch * (_WARMUP.value + _STEPS.value)
     rng = np.random.default_rng(0)
@@ -190,7 +183,6 @@ def main(argv):
         f"--warmup={_WARMUP.value}",
         f"--global_batch={_GLOBAL_BATCH.value}",
         f"--width={_WIDTH.value}",
-        f"--steps_per_execution={_STEPS_PER_EXECUTION.value}",
     ]
     worker_flags = [f"--threads_per_worker={_THREADS.value}"]
     mirrored = _run([sys.executable, __file__, "--role=mirrored", *common])[0]
