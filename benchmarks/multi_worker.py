@@ -1,10 +1,16 @@
-"""Benchmark: 2 workers x 1 device on loopback vs MirroredStrategy on 2 devices.
+"""Benchmark: one process x 2 devices, 2 workers x 1 and 2 workers x 2.
 
-Same model, same data, same global batch. The multi-worker run goes through
-`parallel-keras launch` (MultiWorkerMirroredStrategy, gRPC over 127.0.0.1);
-the single-process run replicates on 2 simulated CPU devices with
-MirroredStrategy and an all-reduce among the replicas (`cpu_merge=False`).
-Both run the same legacy `multi_gpu_model` code path.
+Same model, same data, same global batch, side by side in one run. The
+multi-worker runs go through `parallel-keras launch` (MultiWorkerMirrored-
+Strategy, gRPC over 127.0.0.1); the single-process run replicates on 2
+simulated CPU devices with MirroredStrategy and an all-reduce among the
+replicas (`cpu_merge=False`). All run the same legacy `multi_gpu_model` code
+path.
+
+To see what dominates the multi-worker overhead, each run also times, with
+the same strategy and outside Keras, one all-reduce of a tensor the size of
+the gradients (what a step must exchange) and one all-reduce of a scalar
+(the fixed cost of a collective, paid for the loss and metrics too).
 
 Bytes all-reduced per step: every step all-reduces one gradient per trainable
 variable (float32) plus a few scalars (loss, metric and row counts); the
@@ -35,11 +41,21 @@ _STEPS = flags.DEFINE_integer("steps", 40, "Timed training steps.")
 _WARMUP = flags.DEFINE_integer("warmup", 5, "Untimed steps first (tracing).")
 _GLOBAL_BATCH = flags.DEFINE_integer("global_batch", 64, "Global batch size.")
 _WIDTH = flags.DEFINE_integer("width", 512, "Hidden layer width of the MLP.")
+_THREADS = flags.DEFINE_integer(
+    "threads_per_worker", 0,
+    "Intra- and inter-op threads of each worker process (0: TensorFlow's "
+    "default, one per core in every process).",
+)
 
 _ENV = {"TF_ENABLE_ONEDNN_OPTS": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
 def _train_and_time(gpus):
+    if _THREADS.value:
+        import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+        tf.config.threading.set_intra_op_parallelism_threads(_THREADS.value)
+        tf.config.threading.set_inter_op_parallelism_threads(_THREADS.value)
     import keras  # pylint: disable=g-import-not-at-top
     import numpy as np  # pylint: disable=g-import-not-at-top
 
@@ -72,11 +88,17 @@ def _train_and_time(gpus):
 
     gradient_bytes = nbytes(template.trainable_variables)
     model_bytes = nbytes(template.variables)
+    collectives = _collectives_per_step()
+    gradient_ms = _all_reduce_ms(parallel.strategy, gradient_bytes // 4)
+    scalar_ms = _all_reduce_ms(parallel.strategy, 1)
     print(
         "BENCH "
         + json.dumps(
             {
                 "step_ms": 1000 * step_seconds,
+                "gradient_all_reduce_ms": gradient_ms,
+                "collectives_per_step": collectives,
+                "scalar_all_reduce_ms": scalar_ms,
                 "replicas": parallel.strategy.num_replicas_in_sync,
                 "strategy": type(parallel.strategy).__name__,
                 "gradient_bytes": gradient_bytes,
@@ -86,6 +108,51 @@ def _train_and_time(gpus):
         ),
         flush=True,
     )
+
+
+def _collectives_per_step():
+    """Collective all-reduce ops in the traced training step, by op type.
+
+    Reads the step's function from the eager context's function library
+    (private TensorFlow API: benchmark only, the library never does this).
+    """
+    import collections  # pylint: disable=g-import-not-at-top
+
+    from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
+
+    ctx = context.context()
+    best = collections.Counter()
+    for name in ctx.list_function_names():
+        if "one_step_on_data" not in name:
+            continue
+        counts = collections.Counter(
+            node.op
+            for node in ctx.get_function_def(name).node_def
+            if node.op.startswith("Collective") and "Reduce" in node.op
+        )
+        if sum(counts.values()) > sum(best.values()):
+            best = counts
+    return dict(best)
+
+
+def _all_reduce_ms(strategy, elements, repeats=20):
+    """Milliseconds of one SUM all-reduce of `elements` float32 values."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    @tf.function
+    def all_reduce():
+        def replica_fn():
+            value = tf.ones([elements], tf.float32)
+            return tf.distribute.get_replica_context().all_reduce("SUM", value)
+
+        return strategy.run(replica_fn)
+
+    all_reduce()  # Trace and warm up.
+    started = time.perf_counter()
+    for _ in range(repeats):
+        result = all_reduce()
+    strategy.experimental_local_results(result)[0].numpy()
+    return 1000 * (time.perf_counter() - started) / repeats
 
 
 def _run(command):
@@ -117,27 +184,42 @@ def main(argv):
         f"--global_batch={_GLOBAL_BATCH.value}",
         f"--width={_WIDTH.value}",
     ]
+    worker_flags = [f"--threads_per_worker={_THREADS.value}"]
     mirrored = _run([sys.executable, __file__, "--role=mirrored", *common])[0]
     launcher = (
         "import sys; from parallel_keras.cli import main; "
         "main.SUBCOMMANDS = {'launch': 'parallel_keras.cli.launch'}; main.run()"
     )
-    workers = _run(
-        [sys.executable, "-c", launcher, "launch", "--workers", "2", __file__,
-         "--role=worker", *common]
-    )
-    slowest = max(worker["step_ms"] for worker in workers)
+    runs = [("1 process x 2 simulated devices (Mirrored)", [mirrored])]
+    for devices in (1, 2):
+        workers = _run(
+            [sys.executable, "-c", launcher, "launch", "--workers", "2",
+             "--devices-per-worker", str(devices), __file__, "--role=worker", *common, *worker_flags]
+        )
+        runs.append((f"2 workers x {devices} device(s) (MultiWorkerMirrored)", workers))
     print(f"model: MLP 64-{_WIDTH.value}-{_WIDTH.value}-10, {mirrored['params']:,} params")
-    print(f"global batch {_GLOBAL_BATCH.value}, {_STEPS.value} timed steps after {_WARMUP.value} warm-up")
-    print(f"{'setup':44s} {'replicas':>8s} {'step ms':>9s}")
-    print(f"{'MirroredStrategy, 2 simulated CPU devices':44s} {mirrored['replicas']:8d} {mirrored['step_ms']:9.2f}")
-    print(f"{'MultiWorkerMirrored, 2 workers x 1 (loopback)':44s} {workers[0]['replicas']:8d} {slowest:9.2f}")
-    print(f"slowdown of multi-worker: x{slowest / mirrored['step_ms']:.2f}")
     print(
-        f"bytes all-reduced per step (gradients): {mirrored['gradient_bytes']:,}; "
-        f"model size: {mirrored['model_bytes']:,} bytes "
-        f"(ratio {mirrored['gradient_bytes'] / mirrored['model_bytes']:.2f})"
+        f"global batch {_GLOBAL_BATCH.value}, {_STEPS.value} timed steps after "
+        f"{_WARMUP.value} warm-up; bytes all-reduced per step (gradients, float32): "
+        f"{mirrored['gradient_bytes']:,}"
     )
+    header = (
+        f"{'setup':46s} {'replicas':>8s} {'step ms':>8s} {'steps/s':>8s} "
+        f"{'vs 1 proc':>9s} {'grad all-reduce ms':>18s} {'scalar all-reduce ms':>20s} "
+        "collectives/step"
+    )
+    print(header)
+    for name, results in runs:
+        slowest = max(results, key=lambda result: result["step_ms"])
+        print(
+            f"{name:46s} {slowest['replicas']:8d} {slowest['step_ms']:8.2f} "
+            f"{1000 / slowest['step_ms']:8.1f} "
+            f"{slowest['step_ms'] / mirrored['step_ms']:8.2f}x "
+            f"{slowest['gradient_all_reduce_ms']:18.2f} "
+            f"{slowest['scalar_all_reduce_ms']:20.2f} "
+            f"{sum(slowest['collectives_per_step'].values())} "
+            f"{slowest['collectives_per_step']}"
+        )
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ _EXPORTS = {
     # Multi-worker (issue 5) goes below this line.
     "write_path": "parallel_keras.multi_worker.writes",
     "BackupAndRestore": "parallel_keras.multi_worker.backup",
+    "notebook_launcher": "parallel_keras.multi_worker.notebook",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from parallel_keras.saving.weights import load_weights
     from parallel_keras.multi_worker.backup import BackupAndRestore
     from parallel_keras.multi_worker.writes import write_path
+    from parallel_keras.multi_worker.notebook import notebook_launcher
 
 
 def __getattr__(name: str):

@@ -352,6 +352,43 @@ def tf_runtime_initialized() -> bool:
     return context.context()._context_handle is not None
 
 
+# `parallel-keras launch` must create MWMS before TensorFlow starts, yet a
+# script rehearsed on one machine calls `simulate_devices(n)` first and only
+# then builds models; creating the strategy in the launcher's bootstrap, before
+# the script runs, fixes the devices too early (issue 13). TensorFlow starts
+# its runtime in `tensorflow.python.eager.context.Context.ensure_initialized`
+# (every op, variable and device listing goes through it), so the bootstrap
+# arms a callback that creates the strategy right before the first call, after
+# whatever the script's first lines configured. Checked on TF 2.21.
+
+_BEFORE_TF_STARTS: dict[str, Callable[[], None] | None] = {"callback": None}
+
+
+def run_before_tf_starts(callback: Callable[[], None]) -> None:
+    """Calls `callback()` once, just before TensorFlow's runtime starts."""
+    from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
+
+    _BEFORE_TF_STARTS["callback"] = callback
+    if getattr(context.Context.ensure_initialized, "_parallel_keras_hook", False):
+        return
+    original = context.Context.ensure_initialized
+
+    def ensure_initialized(self):
+        callback_now = _BEFORE_TF_STARTS["callback"]
+        if callback_now is not None and self._context_handle is None:
+            _BEFORE_TF_STARTS["callback"] = None
+            callback_now()
+        return original(self)
+
+    ensure_initialized._parallel_keras_hook = True
+    context.Context.ensure_initialized = ensure_initialized
+
+
+def cancel_before_tf_starts() -> None:
+    """Disarms `run_before_tf_starts` (the strategy is being created now)."""
+    _BEFORE_TF_STARTS["callback"] = None
+
+
 # MWMS picks its local devices in `CollectiveAllReduceExtended.
 # _initialize_local_devices`: every GPU, else exactly one CPU, whatever
 # logical CPU devices exist. To rehearse "2 workers x 2 GPUs" on CPUs we
@@ -466,25 +503,46 @@ def scalar_mean_reduction_workaround_active() -> bool:
     return _original_reduce_per_replica is not None
 
 
-# Keras 3.15 `BackupAndRestore` keeps the paths it reads and writes in
-# private attributes set once in `__init__` (`_weights_path`,
-# `_training_metadata_path` and their `.bkp` twins). Multi-worker training
-# reads the chief's backup on every worker but writes it only on the chief,
-# so `multi_worker.backup.BackupAndRestore` re-points them between the two.
-# Checked on TF 2.21 / Keras 3.15.
+# `multi_worker.BackupAndRestore` resumes a restarted run where its last
+# backup left it (issue 12): at a later epoch and, with a batch-level
+# `save_freq`, mid-epoch. Keras 3.15 `fit` has no public argument a callback
+# can set for either. Two touches, checked on TF 2.21 / Keras 3.15:
+# 1. `Trainer._initial_epoch` (trainers/trainer.py): the TF trainer's `fit`
+#    starts at `self._initial_epoch or initial_epoch`, read after
+#    `on_train_begin`; Keras's own BackupAndRestore sets it the same way and
+#    never resets it, so a later `fit` would start late: we reset it.
+# 2. `model.train_function` (backend/tensorflow/trainer.py): `fit` builds it
+#    before `on_train_begin` and calls `self.train_function(iterator)` once
+#    per step (`steps_per_execution` batches); replacing it for the first
+#    steps of the resumed epoch with one that only takes the batches off the
+#    iterator skips them without training, so the data lines up with the
+#    state restored.
 
 
-def point_backup_at(callback: keras.callbacks.BackupAndRestore, backup_dir: str) -> None:
-    """Makes a Keras BackupAndRestore read and write under `backup_dir`."""
-    from keras.src.utils import file_utils  # pylint: disable=g-import-not-at-top
+def set_initial_epoch(model: keras.Model, epoch: int | None) -> None:
+    """Makes the next (or running) `fit` of `model` start at `epoch`."""
+    model._initial_epoch = epoch
 
-    callback.backup_dir = backup_dir
-    callback._weights_path = file_utils.join(backup_dir, "latest.weights.h5")
-    callback._training_metadata_path = file_utils.join(
-        backup_dir, "training_metadata.json"
-    )
-    callback._prev_weights_path = f"{callback._weights_path}.bkp"
-    callback._prev_training_metadata_path = f"{callback._training_metadata_path}.bkp"
+
+def skip_train_steps(model: keras.Model, steps: int) -> None:
+    """Makes the next `steps` training steps of `fit` consume data only."""
+    original = model.train_function
+    if steps <= 0 or original is None:
+        return
+    batches_per_step = int(getattr(model, "steps_per_execution", 1) or 1)
+    remaining = [steps]
+
+    def skip_then_train(iterator):
+        if remaining[0] <= 0:
+            return original(iterator)
+        remaining[0] -= 1
+        if remaining[0] == 0:
+            model.train_function = original
+        for _ in range(batches_per_step):
+            next(iterator)
+        return {}
+
+    model.train_function = skip_then_train
 
 
 # --- Device placement of functional layer calls (issue 4) -----------------

@@ -71,6 +71,10 @@ def simulate_devices(
             "simulate_devices can split a CPU or a GPU. "
             f"Received: device_type={device_type!r}. Use 'CPU' or 'GPU'."
         )
+    if device_type == "CPU":
+        cluster_names = _simulate_on_cluster_worker(n)
+        if cluster_names is not None:
+            return cluster_names
     physical = tf.config.list_physical_devices(device_type)
     if not physical:
         raise ValueError(
@@ -101,6 +105,44 @@ def simulate_devices(
     names = [device.name for device in tf.config.list_logical_devices(device_type)]
     _log_once(f"parallel_keras: simulating {n} logical {device_type} devices.")
     return names
+
+
+def _simulate_on_cluster_worker(n: int) -> list[str] | None:
+    """`simulate_devices(n)` on a worker of a multi-worker cluster.
+
+    There the devices belong to the multi-worker strategy, which must be
+    created with them before TensorFlow starts: the script's own
+    `simulate_devices(n)` decides how many (issue 13). Returns None outside
+    a cluster.
+    """
+    from parallel_keras.multi_worker import cluster  # pylint: disable=g-import-not-at-top
+
+    if cluster.current_strategy() is None and not cluster.is_multi_worker():
+        return None
+    launcher = cluster.launcher_devices_per_worker()
+    if launcher is not None and launcher != n:
+        raise ValueError(
+            "The script's simulate_devices(n) and the launcher's "
+            "--devices-per-worker must agree on the devices of each worker. "
+            f"Received: simulate_devices({n}) in the script and "
+            f"--devices-per-worker {launcher} on `parallel-keras launch`. "
+            f"Drop --devices-per-worker, or pass --devices-per-worker {n}."
+        )
+    local = cluster.local_device_count()
+    if local is None:
+        cluster.initialize(devices_per_worker=n)
+    elif local != n:
+        raise RuntimeError(
+            "Under `parallel-keras launch`, simulate_devices(n) must run "
+            "before the script touches TensorFlow, because each worker's "
+            "devices are fixed when TensorFlow starts. Received: "
+            f"simulate_devices({n}) after TensorFlow had started this worker "
+            f"with {local} device(s). Move `parallel_keras.simulate_devices("
+            f"{n})` to the script's first lines, above any model, tensor or "
+            f"device listing, or pass --devices-per-worker {n} to "
+            "`parallel-keras launch`."
+        )
+    return _local_devices("CPU")
 
 
 def _local_devices(device_type: str) -> list[str]:

@@ -43,11 +43,11 @@ class _ThisInterpreterKernels(KernelSpecManager):
         )
 
 
-def test_the_four_notebooks_exist():
+def test_the_notebooks_exist():
     names = [os.path.basename(path) for path in NOTEBOOKS]
-    assert names[:4] == [
+    assert names[:5] == [
         "01_quickstart.ipynb", "02_device_parallel.ipynb",
-        "03_benchmarks.ipynb", "04_migrate.ipynb",
+        "03_benchmarks.ipynb", "04_migrate.ipynb", "05_multi_worker.ipynb",
     ]
 
 

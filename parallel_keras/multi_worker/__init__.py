@@ -4,6 +4,8 @@
   process's `MultiWorkerMirroredStrategy`, which `multi_gpu_model` uses
   when the cluster has more than one worker.
 * `launch` / `bootstrap`: `parallel-keras launch` and what each worker runs.
+* `notebook` / `run_function` / `functions`: `notebook_launcher`, the same
+  group started from a notebook cell around a function.
 * `writes`: only the chief writes the files the user sees.
 * `backup`: `BackupAndRestore` that resumes a restarted group.
 * `sharding`: the deliberate auto-shard policy for input pipelines.
@@ -19,6 +21,8 @@ _EXPORTS = {
     "BackupAndRestore": "parallel_keras.multi_worker.backup",
     "initialize": "parallel_keras.multi_worker.cluster",
     "is_multi_worker": "parallel_keras.multi_worker.cluster",
+    "notebook_launcher": "parallel_keras.multi_worker.notebook",
+    "WorkerError": "parallel_keras.multi_worker.notebook",
     "worker_info": "parallel_keras.multi_worker.cluster",
     "WorkerInfo": "parallel_keras.multi_worker.cluster",
     "shard_by_data": "parallel_keras.multi_worker.sharding",

@@ -36,6 +36,29 @@ if TYPE_CHECKING:
 DEVICES_PER_WORKER_ENV = "PARALLEL_KERAS_DEVICES_PER_WORKER"
 COLLECTIVE_TIMEOUT_ENV = "PARALLEL_KERAS_COLLECTIVE_TIMEOUT"
 DEFAULT_COLLECTIVE_TIMEOUT = 60.0
+STARTUP_TIMEOUT_ENV = "PARALLEL_KERAS_STARTUP_TIMEOUT"
+DEFAULT_STARTUP_TIMEOUT = 120.0
+
+SLURM_VARIABLES = (
+    "SLURM_PROCID",
+    "SLURM_STEP_NUM_TASKS",
+    "SLURM_STEP_NODELIST",
+    "SLURM_STEP_TASKS_PER_NODE",
+)
+
+
+def check_slurm_environment(environ) -> None:
+    """Raises ValueError naming each Slurm variable `environ` lacks."""
+    missing = [name for name in SLURM_VARIABLES if not environ.get(name)]
+    if missing:
+        raise ValueError(
+            "--slurm reads the cluster from the environment srun gives each "
+            f"task ({', '.join(SLURM_VARIABLES)}). Received: no "
+            f"{', '.join(missing)}. Run `parallel-keras launch --slurm` "
+            "through `srun` inside an sbatch allocation, or use --workers / "
+            "--hosts outside Slurm."
+        )
+
 
 _LOCK = threading.Lock()
 _STRATEGY: tf.distribute.MultiWorkerMirroredStrategy | None = None
@@ -157,6 +180,42 @@ def collective_timeout() -> float:
     return value
 
 
+def startup_timeout() -> float:
+    """Seconds a worker waits for all the others to start."""
+    raw = os.environ.get(STARTUP_TIMEOUT_ENV)
+    return float(raw) if raw else DEFAULT_STARTUP_TIMEOUT
+
+
+def _cluster_addresses(cluster_resolver=None) -> list[str]:
+    if cluster_resolver is not None:
+        spec = cluster_resolver.cluster_spec().as_dict()
+    else:
+        spec = _from_tf_config()[0]
+    addresses = []
+    for job in ("chief", "worker"):
+        tasks = spec.get(job) or []
+        addresses.extend(tasks.values() if isinstance(tasks, dict) else tasks)
+    return addresses
+
+
+def _start_watchdog(info: WorkerInfo, cluster_resolver):
+    """Starts `startup_watchdog.py` for this worker; close its stdin to stop."""
+    import subprocess  # pylint: disable=g-import-not-at-top
+    import sys  # pylint: disable=g-import-not-at-top
+
+    return subprocess.Popen(
+        [
+            sys.executable,
+            os.path.join(os.path.dirname(__file__), "startup_watchdog.py"),
+            str(os.getpid()),
+            str(startup_timeout()),
+            str(info.worker_index),
+            *_cluster_addresses(cluster_resolver),
+        ],
+        stdin=subprocess.PIPE,
+    )
+
+
 def initialize(
     devices_per_worker: int | None = None,
     timeout_seconds: float | None = None,
@@ -212,6 +271,9 @@ def initialize(
 
         from parallel_keras import _internals  # pylint: disable=g-import-not-at-top
 
+        # Creating the strategy starts TensorFlow: the bootstrap's deferred
+        # creation (run_before_tf_starts) must not fire inside it.
+        _internals.cancel_before_tf_starts()
         if _internals.tf_runtime_initialized():
             raise RuntimeError(
                 "The multi-worker strategy must be created before TensorFlow "
@@ -230,13 +292,22 @@ def initialize(
         options = tf.distribute.experimental.CommunicationOptions(
             timeout_seconds=float(timeout_seconds)
         )
-        strategy = _internals.multi_worker_mirrored_strategy(
-            options,
-            cluster_resolver=cluster_resolver,
-            local_cpu_devices=devices_per_worker
-            if devices_per_worker and not tf.config.list_physical_devices("GPU")
-            else None,
-        )
+        # MWMS waits in its constructor, without a timeout, until every
+        # worker has started; a worker that died during start-up would leave
+        # the others waiting forever (issue 12).
+        # No Python thread runs while it waits, so the bound is a process.
+        watchdog = _start_watchdog(info, cluster_resolver)
+        try:
+            strategy = _internals.multi_worker_mirrored_strategy(
+                options,
+                cluster_resolver=cluster_resolver,
+                local_cpu_devices=devices_per_worker
+                if devices_per_worker and not tf.config.list_physical_devices("GPU")
+                else None,
+            )
+        finally:
+            watchdog.stdin.close()
+            watchdog.wait()
         workaround = _internals.install_scalar_mean_reduction_workaround(strategy)
         logging.info(
             "parallel_keras: worker %d of %d (%s), %d local replica(s), "
@@ -286,6 +357,19 @@ def multi_worker_strategy_or_none(local_devices=None, cluster_resolver=None):
             len(local_devices),
         )
     return strategy
+
+
+def launcher_devices_per_worker() -> int | None:
+    """The `--devices-per-worker` the launcher gave this worker, if any."""
+    raw = os.environ.get(DEVICES_PER_WORKER_ENV)
+    return int(raw) if raw else None
+
+
+def local_device_count() -> int | None:
+    """Devices per worker of this process's strategy; None before it exists."""
+    if _STRATEGY is None:
+        return None
+    return len(_STRATEGY.extended.worker_devices)
 
 
 def current_strategy() -> tf.distribute.MultiWorkerMirroredStrategy | None:

@@ -8,8 +8,12 @@ LEARNING_RATE = 0.05
 
 
 def data():
+    return data_rows(ROWS)
+
+
+def data_rows(rows):
     rng = np.random.default_rng(0)
-    x = rng.normal(size=(ROWS, 4)).astype("float32")
+    x = rng.normal(size=(rows, 4)).astype("float32")
     y = (x @ np.array([[1.0], [-2.0], [0.5], [3.0]], dtype="float32") + 0.1).astype(
         "float32"
     )

@@ -1,0 +1,178 @@
+"""`parallel_keras.BackupAndRestore`: weights, optimizer state, epoch and batch.
+
+In-process tests interrupt `fit` with an exception; the process tests kill a
+worker with SIGKILL (`kill -9`) mid-epoch under `parallel-keras launch
+--max-restarts 1` and compare the final weights with an uninterrupted run
+(issue 12), including a group that continues with fewer workers (issue 13).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+import parallel_keras
+
+SCRIPTS = os.path.join(os.path.dirname(__file__), "multi_worker_scripts")
+sys.path.insert(0, SCRIPTS)
+
+import common  # noqa: E402
+
+GLOBAL_BATCH = 12  # As in multi_worker_scripts/resume.py.
+ROWS = 48
+EPOCHS = 3
+
+_CLI = (
+    "import sys; from parallel_keras.cli import main; "
+    "main.SUBCOMMANDS = {'launch': 'parallel_keras.cli.launch'}; main.run()"
+)
+
+
+class Crash(Exception):
+    pass
+
+
+class CrashAt(keras.callbacks.Callback):
+    def __init__(self, epoch, batch):
+        super().__init__()
+        self.at = (epoch, batch)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if (self.epoch, batch) == self.at:
+            raise Crash()
+
+
+def adam_model():
+    model = common.build_template()
+    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    return model
+
+
+def uninterrupted_weights():
+    x, y = common.data_rows(ROWS)
+    model = adam_model()
+    model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=EPOCHS, shuffle=False, verbose=0)
+    return model.get_weights()
+
+
+def test_interrupted_mid_epoch_resumes_at_the_backed_up_batch(tmp_path):
+    x, y = common.data_rows(ROWS)
+    model = adam_model()
+    backup = parallel_keras.BackupAndRestore(tmp_path / "backup", save_freq=1)
+    with pytest.raises(Crash):
+        model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=EPOCHS, shuffle=False,
+                  verbose=0, callbacks=[backup, CrashAt(1, 2)])
+    assert os.listdir(tmp_path / "backup") == ["latest.npz"]
+
+    resumed = adam_model()  # A new process would start from scratch too.
+    backup = parallel_keras.BackupAndRestore(tmp_path / "backup", save_freq=1)
+    batches = []
+    counter = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: batches.append(batch)
+    )
+    history = resumed.fit(x, y, batch_size=GLOBAL_BATCH, epochs=EPOCHS, shuffle=False,
+                          verbose=0, callbacks=[backup, counter])
+    assert backup.restored_from["epoch"] == 1 and backup.restored_from["batch"] == 2
+    assert len(history.history["loss"]) == 2  # Epochs 1 (from batch 2) and 2.
+    assert batches == [0, 1, 2, 3, 0, 1, 2, 3]  # Batches 0-1 of epoch 1 skipped.
+    for got, want in zip(resumed.get_weights(), uninterrupted_weights()):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    # Optimizer state came back too: Adam's step count is the full run's.
+    assert int(resumed.optimizer.iterations.numpy()) == EPOCHS * ROWS // GLOBAL_BATCH
+    assert not (tmp_path / "backup").exists()  # Deleted after success.
+    # Keras's private start epoch is reset: a later fit starts at epoch 0.
+    again = resumed.fit(x, y, batch_size=GLOBAL_BATCH, epochs=1, verbose=0)
+    assert len(again.history["loss"]) == 1
+
+
+def test_backup_of_another_model_is_refused_and_changes_nothing(tmp_path):
+    x, y = common.data_rows(ROWS)
+    model = adam_model()
+    model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=1, verbose=0, callbacks=[
+        parallel_keras.BackupAndRestore(tmp_path, delete_checkpoint=False)])
+    before = (tmp_path / "latest.npz").read_bytes()
+    other = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(1)])
+    other.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    other.build((None, 4))
+    weights = [w.copy() for w in other.get_weights()]
+    with pytest.raises(ValueError, match=r"was written for another model\. Received: 4 model"):
+        other.fit(x, y, batch_size=GLOBAL_BATCH, epochs=1, verbose=0,
+                  callbacks=[parallel_keras.BackupAndRestore(tmp_path)])
+    for got, want in zip(other.get_weights(), weights):
+        np.testing.assert_array_equal(got, want)
+    assert (tmp_path / "latest.npz").read_bytes() == before
+
+
+def launch(tmp_path, *launch_args, script_args=(), timeout=400):
+    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="2")
+    process = subprocess.run(
+        [sys.executable, "-c", _CLI, "launch", *launch_args,
+         os.path.join(SCRIPTS, "resume.py"), "--out", str(tmp_path), *script_args],
+        env=env, capture_output=True, text=True, timeout=timeout,
+    )
+    process.results = {
+        int(m.group(1)): json.loads(m.group(2))
+        for m in re.finditer(r"^\[worker (\d+)\] RESULT (.*)$", process.stdout, re.M)
+    }
+    return process
+
+
+def describe(process):
+    return f"exit {process.returncode}\n{process.stdout[-3000:]}\n{process.stderr[-3000:]}"
+
+
+def assert_resumed_like_uninterrupted(process, workers):
+    assert process.returncode == 0, describe(process)
+    assert re.search(r"worker \d \(pid \d+\) was killed by SIGKILL", process.stderr)
+    assert sorted(process.results) == list(range(workers)), describe(process)
+    expected = uninterrupted_weights()
+    for result in process.results.values():
+        assert result["restart"] == 1 and result["workers"] == workers
+        restored = result["restored_from"]
+        # Killed at epoch 1 before batch 2; batch 1's backup may still have
+        # been in flight on the chief when the launcher stopped it.
+        assert restored["epoch"] == 1 and restored["batch"] in (1, 2), restored
+        for got, want in zip(result["weights"], expected):
+            np.testing.assert_allclose(np.array(got), want, atol=1e-5)
+
+
+@pytest.mark.parametrize("workers", [1, 2], ids=["1-process", "2-workers"])
+def test_kill_9_mid_epoch_then_restart_trains_like_an_uninterrupted_run(
+    tmp_path, workers
+):
+    process = launch(
+        tmp_path, "--workers", str(workers), "--max-restarts", "1",
+        script_args=["--kill-worker", str(workers - 1)],
+    )
+    assert_resumed_like_uninterrupted(process, workers)
+    if workers == 1:
+        assert process.results[0]["restored_from"]["batch"] == 2
+    assert not (tmp_path / "backup").exists()  # Deleted after success.
+
+
+def test_group_continues_with_the_survivors_and_logs_each_worker(tmp_path):
+    logs = tmp_path / "logs"
+    process = launch(
+        tmp_path, "--workers", "3", "--min-workers", "2", "--max-restarts", "1",
+        "--log-dir", str(logs), script_args=["--kill-worker", "2"],
+    )
+    # 3 workers x 2 devices (batch 12 -> 2 per replica), then 2 x 2 (3 each).
+    assert_resumed_like_uninterrupted(process, workers=2)
+    assert all(r["replicas"] == 4 for r in process.results.values())
+    assert "restarting the group with 2 worker(s)" in process.stderr
+    assert sorted(os.listdir(logs)) == ["worker-0.log", "worker-1.log", "worker-2.log"]
+    assert "KILLING worker 2" in (logs / "worker-2.log").read_text()
+    worker_0 = (logs / "worker-0.log").read_text()
+    assert "--- attempt 2 ---" in worker_0 and "RESULT" in worker_0
+    summary = re.search(r"summary: (.*)\.$", process.stdout, re.M).group(1)
+    assert re.fullmatch(
+        r"worker 0: exit 0, [\d.]+ s; worker 1: exit 0, [\d.]+ s", summary
+    ), summary
