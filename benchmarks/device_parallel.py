@@ -81,7 +81,6 @@ def step_times(model, x, y, steps: int) -> list[float]:
 
 def main(argv):
     del argv
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     import parallel_keras
 
     parallel_keras.simulate_devices(2)

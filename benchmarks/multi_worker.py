@@ -47,7 +47,7 @@ _THREADS = flags.DEFINE_integer(
     "default, one per core in every process).",
 )
 
-_ENV = {"TF_ENABLE_ONEDNN_OPTS": "0", "TF_CPP_MIN_LOG_LEVEL": "2"}
+_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
 def _train_and_time(gpus):

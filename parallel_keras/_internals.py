@@ -400,6 +400,7 @@ def multi_worker_mirrored_strategy(
     communication_options: tf.distribute.experimental.CommunicationOptions,
     cluster_resolver=None,
     local_cpu_devices: int | None = None,
+    strategy_class: type = tf.distribute.MultiWorkerMirroredStrategy,
 ) -> tf.distribute.MultiWorkerMirroredStrategy:
     """Builds MWMS, optionally on `local_cpu_devices` CPUs per worker."""
     from tensorflow.python.distribute import collective_all_reduce_strategy as mwms_lib  # pylint: disable=g-direct-tensorflow-import
@@ -416,7 +417,7 @@ def multi_worker_mirrored_strategy(
     if local_cpu_devices:
         extended._initialize_local_devices = simulated_local_devices
     try:
-        return tf.distribute.MultiWorkerMirroredStrategy(
+        return strategy_class(
             cluster_resolver=cluster_resolver,
             communication_options=communication_options,
         )

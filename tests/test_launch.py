@@ -26,7 +26,7 @@ _CLI = (
 
 
 def run_cli(*args, timeout=120):
-    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     started = time.monotonic()
     process = subprocess.run(
         [sys.executable, "-c", _CLI, "launch", *args],
@@ -112,7 +112,7 @@ def test_first_failure_stops_the_others_and_sets_the_exit_code():
 
 def test_hosts_mode_runs_this_machines_worker_of_the_cluster():
     hosts = ",".join(f"127.0.0.1:{port}" for port in launch.pick_loopback_ports(2))
-    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     machines = [
         subprocess.Popen(
             [sys.executable, "-c", _CLI, "launch", "--hosts", hosts, "--index",

@@ -86,7 +86,7 @@ np.save("_loaded.npy", got)
 
 
 def _run(code: str, args: list[str], cwd: str, timeout: float = 240):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code), *args],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,

@@ -39,7 +39,6 @@ def launch(tmp_path, *launch_args, script_args=(), timeout=240):
     worker_tmp.mkdir(exist_ok=True)
     env = dict(os.environ)
     env.update(
-        TF_ENABLE_ONEDNN_OPTS="0",
         TF_CPP_MIN_LOG_LEVEL="2",
         TMPDIR=str(worker_tmp),  # Where non-chief workers' temp folders go.
     )
@@ -213,7 +212,6 @@ def test_survivor_of_a_dead_peer_exits_with_a_clear_error(tmp_path):
     for index in range(2):
         env = dict(os.environ)
         env.update(
-            TF_ENABLE_ONEDNN_OPTS="0",
             TF_CPP_MIN_LOG_LEVEL="2",
             TF_CONFIG=launch_lib.tf_config(addresses, index),
             PARALLEL_KERAS_COLLECTIVE_TIMEOUT="10",

@@ -112,7 +112,7 @@ def test_backup_of_another_model_is_refused_and_changes_nothing(tmp_path):
 
 
 def launch(tmp_path, *launch_args, script_args=(), timeout=400):
-    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.run(
         [sys.executable, "-c", _CLI, "launch", *launch_args,
          os.path.join(SCRIPTS, "resume.py"), "--out", str(tmp_path), *script_args],

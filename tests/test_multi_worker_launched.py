@@ -25,7 +25,7 @@ _CLI = (
 
 
 def run_launch(*args, timeout=300):
-    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.run(
         [sys.executable, "-c", _CLI, "launch", *args],
         env=env, capture_output=True, text=True, timeout=timeout,

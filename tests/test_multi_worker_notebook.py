@@ -48,7 +48,7 @@ _MAIN = textwrap.dedent(
 def test_notebook_launcher_runs_main_functions_and_names_the_failing_worker(tmp_path):
     script = tmp_path / "kernel.py"
     script.write_text(_MAIN)
-    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.run(
         [sys.executable, str(script)], cwd=tmp_path, env=env,
         capture_output=True, text=True, timeout=300,

@@ -67,7 +67,7 @@ def test_two_srun_tasks_train_like_one_device(tmp_path):
     (tmp_path / "out").mkdir()
     tasks = []
     for procid in range(2):
-        env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0", TF_CPP_MIN_LOG_LEVEL="2",
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
                    TMPDIR=str(tmp_path), **srun_environment(procid, 2))
         env.pop("TF_CONFIG", None)
         tasks.append(subprocess.Popen(

@@ -21,15 +21,14 @@ reuses it instead of creating a new one each time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-import contextlib
-import contextvars
+from collections.abc import Sequence
 import dataclasses
 import threading
 
 import tensorflow as tf
 
 from parallel_keras import _internals
+from parallel_keras.data_parallel import batches
 from parallel_keras.multi_worker import cluster as multi_worker_cluster
 
 _CACHE: dict[tuple, tf.distribute.Strategy] = {}
@@ -119,48 +118,9 @@ def gradient_reduction_for(
     )
 
 
-# --- Batches prepared before they are split --------------------------------
-#
-# Keras hands each global batch to `strategy.experimental_distribute_dataset`
-# (TFEpochIterator, Keras 3.15). The strategies below apply the preparation
-# that the model running the batches asked for (see `batches.py`), and only
-# while that model is running them: a user's own call distributes as usual.
-
-_PREPARATION: contextvars.ContextVar[Callable | None] = contextvars.ContextVar(
-    "parallel_keras_batch_preparation", default=None
-)
-
-
-@contextlib.contextmanager
-def preparing_batches(prepare: Callable[[tf.data.Dataset], tf.data.Dataset]) -> Iterator[None]:
-    """Within the block, datasets distributed by our strategies go through `prepare`."""
-    token = _PREPARATION.set(prepare)
-    try:
-        yield
-    finally:
-        _PREPARATION.reset(token)
-
-
-def prepared(dataset):
-    prepare = _PREPARATION.get()
-    if prepare is not None and isinstance(dataset, tf.data.Dataset):
-        return prepare(dataset)
-    return dataset
-
-
-class _PreparesBatches:
-    def experimental_distribute_dataset(self, dataset, options=None):
-        return super().experimental_distribute_dataset(prepared(dataset), options)
-
-
-class ReplicatedStrategy(_PreparesBatches, tf.distribute.MirroredStrategy):
-    """`MirroredStrategy` whose datasets are prepared for the running model."""
-
-
-class CentralStorageReplicatedStrategy(
-    _PreparesBatches, tf.distribute.experimental.CentralStorageStrategy
-):
-    """`CentralStorageStrategy` whose datasets are prepared for the running model."""
+ReplicatedStrategy = batches.PreparedMirroredStrategy
+CentralStorageReplicatedStrategy = batches.PreparedCentralStorageStrategy
+preparing_batches = batches.preparing_batches
 
 
 def replication_strategy(
