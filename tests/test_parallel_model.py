@@ -388,3 +388,19 @@ def test_template_load_weights_is_all_or_nothing_after_wrapping(tmp_path):
         template.load_weights(tmp_path / "other.weights.h5")
     for old, new in zip(before, template.get_weights()):
         np.testing.assert_array_equal(old, new)
+
+
+def test_steps_per_execution_trains_like_one_device():
+    # MirroredStrategy's default ring all-reduce on CPU devices fails here
+    # (InvalidArgumentError at while/cond, TF 2.21); the CPU reduction chosen
+    # by multi_gpu_model runs inside Keras's multi-step loop.
+    x = np.random.RandomState(3).rand(36, 4).astype("float32")
+    y = np.random.RandomState(4).rand(36, 2).astype("float32")
+    reference = _mlp()
+    reference.compile(keras.optimizers.SGD(0.1), "mse", steps_per_execution=2)
+    reference.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+    template = _mlp()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=4)
+    parallel.compile(keras.optimizers.SGD(0.1), "mse", steps_per_execution=2)
+    parallel.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+    assert max_weight_difference(reference, template) < ATOL
