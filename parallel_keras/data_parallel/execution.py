@@ -2,19 +2,16 @@
 
 Two models run on the replication strategy: the parallel model, which splits
 each global batch across the replicas, and the template, whose variables now
-live in that strategy. The template keeps one device's semantics (what its
-methods returned before wrapping, row for row): every replica computes its
-whole batch, so BatchNormalization statistics, stateful RNN states and
-batch-dependent losses are exactly one device's (`batches.py`).
+live in that strategy and which keeps one device's semantics (`template.py`).
 
 `Execution` holds what both need: preparing datasets as Keras distributes
-them, the `*_on_batch` methods (Keras's hand the whole batch to every
-replica), and the fixed batch of a stateful template.
+them (`batches.py`), checking a call's arguments, the `*_on_batch` methods
+(Keras's hand the whole batch to every replica), and the fixed batch of a
+stateful template.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import keras
@@ -23,8 +20,6 @@ import tensorflow as tf
 
 from parallel_keras import _internals
 from parallel_keras.data_parallel import batches
-from parallel_keras.data_parallel import steps
-from parallel_keras.data_parallel import strategies
 
 
 class Execution:
@@ -74,7 +69,7 @@ class Execution:
 
     def running(self):
         """Context in which Keras's datasets for this model are prepared."""
-        return strategies.preparing_batches(self.prepare)
+        return batches.preparing_batches(self.prepare)
 
     # --- Stateful templates ------------------------------------------------
 
@@ -253,20 +248,6 @@ def class_weight_to_sample_weight(y, class_weight: dict) -> np.ndarray:
     )
 
 
-def all_layers(model: keras.layers.Layer):
-    """Every layer inside `model`, nested models included."""
-    for layer in getattr(model, "layers", []):
-        yield layer
-        yield from all_layers(layer)
-
-
-def reset_states(model: keras.Model) -> None:
-    """Resets the state of every stateful layer in `model`, on every replica."""
-    for layer in all_layers(model):
-        if getattr(layer, "stateful", False) and hasattr(layer, "reset_state"):
-            layer.reset_state()
-
-
 def _require_compiled(model: keras.Model, method: str) -> None:
     if not model.compiled:
         raise RuntimeError(
@@ -282,109 +263,3 @@ def _array_rows(data) -> int | None:
         if shape is not None and len(shape):
             return int(shape[0]) if shape[0] is not None else None
     return None
-
-
-# --- The template, after wrapping ---------------------------------------------
-#
-# The template's methods are replaced on the instance (its class, and so its
-# saved config, stay the same): fit/evaluate/predict prepare their datasets
-# with every batch replicated, the `*_on_batch` methods go through
-# `Execution`, and the steps report each row once.
-
-_TEMPLATE_METHODS = (
-    "fit",
-    "evaluate",
-    "predict",
-    "train_on_batch",
-    "test_on_batch",
-    "predict_on_batch",
-    "train_step",
-    "test_step",
-    "predict_step",
-    "reset_states",
-    "load_weights",
-)
-
-
-def attach_template(
-    template: keras.Model,
-    strategy: tf.distribute.Strategy,
-    stateful_batch: int | None,
-    adopt_optimizer,
-) -> Execution:
-    """Makes the template's own methods run on `strategy` with one device's results."""
-    detach_template(template)
-    execution = Execution(template, strategy, replicate_all=True, stateful_batch=stateful_batch)
-    model_class = type(template)
-
-    def adopt() -> None:
-        if getattr(template, "optimizer", None) is not None:
-            adopt_optimizer(template.optimizer, strategy)
-
-    def entry(name):
-        method = getattr(model_class, name)
-
-        @functools.wraps(method)
-        def run(*args, **kwargs):
-            adopt()
-            with execution.running():
-                return method(template, *args, **kwargs)
-
-        return run
-
-    def train_on_batch(x, y=None, sample_weight=None, class_weight=None, return_dict=False):
-        adopt()
-        return execution.train_on_batch(x, y, sample_weight, class_weight, return_dict)
-
-    def test_on_batch(x, y=None, sample_weight=None, return_dict=False):
-        return execution.test_on_batch(x, y, sample_weight, return_dict)
-
-    def custom_step(name):
-        method = getattr(model_class, name)
-
-        def step(data):
-            return method(template, select_keras_batch(data))
-
-        return step
-
-    default_steps = {
-        "train_step": lambda data: steps.train_step(template, data),
-        "test_step": lambda data: steps.test_step(template, data),
-        "predict_step": lambda data: steps.predict_step(template, data),
-    }
-    overrides = {name: entry(name) for name in ("fit", "evaluate", "predict")}
-    overrides["train_on_batch"] = train_on_batch
-    overrides["test_on_batch"] = test_on_batch
-    overrides["predict_on_batch"] = execution.predict_on_batch
-
-    def load_weights(filepath, skip_mismatch=False, **kwargs):
-        """All or nothing, like the parallel model's (Keras's stops half-way)."""
-        from parallel_keras.saving import weights  # pylint: disable=g-import-not-at-top
-
-        weights.load_weights(
-            template,
-            filepath,
-            by_name=kwargs.pop("by_name", False),
-            skip_mismatch=skip_mismatch,
-            **kwargs,
-        )
-
-    overrides["load_weights"] = load_weights
-    if not hasattr(model_class, "reset_states"):
-        # Keras 2's Model.reset_states, which legacy stateful scripts call.
-        overrides["reset_states"] = lambda: reset_states(template)
-    for name, default in default_steps.items():
-        uses_keras_step = _internals.is_keras_default_step(model_class, name)
-        overrides[name] = default if uses_keras_step else custom_step(name)
-    template.__dict__.update(overrides)
-    _internals.install_symbolic_build(template, select_keras_batch)
-    _internals.set_model_strategy(template, strategy)
-    _internals.reset_compiled_functions(template)
-    return execution
-
-
-def detach_template(template: keras.Model) -> None:
-    """Undoes `attach_template` (the methods of the template's class again)."""
-    for name in _TEMPLATE_METHODS:
-        template.__dict__.pop(name, None)
-    _internals.remove_symbolic_build(template)

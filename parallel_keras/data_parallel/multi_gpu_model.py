@@ -9,7 +9,7 @@ import keras
 
 from parallel_keras import _internals
 from parallel_keras import devices as devices_lib
-from parallel_keras.data_parallel import execution
+from parallel_keras.data_parallel import template as template_lib
 from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import parallel_model as parallel_model_lib
 from parallel_keras.data_parallel import strategies
@@ -154,7 +154,7 @@ def multi_gpu_model(
 
     # Everything above only validated; from here the template is changed.
     if sync_batchnorm:
-        for layer in execution.all_layers(model):
+        for layer in template_lib.all_layers(model):
             if isinstance(layer, keras.layers.BatchNormalization):
                 layer.synchronized = True
     _internals.relocate_variables(model.variables, strategy, synchronize=_synchronization)
@@ -163,7 +163,7 @@ def multi_gpu_model(
     )
     if getattr(model, "optimizer", None) is not None:
         parallel_model_lib.adopt_optimizer(model.optimizer, strategy)
-    execution.attach_template(
+    template_lib.attach_template(
         model, strategy, stateful_batch, parallel_model_lib.adopt_optimizer
     )
     with strategy.scope():
@@ -189,7 +189,7 @@ def multi_gpu_model(
 def _rnn_states(model: keras.Model) -> list[keras.Variable]:
     return [
         state
-        for layer in execution.all_layers(model)
+        for layer in template_lib.all_layers(model)
         for state in _internals.rnn_state_variables(layer)
     ]
 

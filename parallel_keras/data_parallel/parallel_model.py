@@ -21,6 +21,7 @@ from parallel_keras import _internals
 from parallel_keras.data_parallel import execution as execution_lib
 from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import steps
+from parallel_keras.data_parallel import template as template_lib
 from parallel_keras.data_parallel import strategies
 
 
@@ -252,7 +253,7 @@ class ParallelModel(keras.Model):
 
     def reset_states(self) -> None:
         """Resets every stateful layer of the template, on every replica."""
-        execution_lib.reset_states(self._template)
+        template_lib.reset_states(self._template)
 
     def _ensure_current(self) -> None:
         owner = _internals.model_strategy(self._template)

@@ -118,11 +118,6 @@ def gradient_reduction_for(
     )
 
 
-ReplicatedStrategy = batches.PreparedMirroredStrategy
-CentralStorageReplicatedStrategy = batches.PreparedCentralStorageStrategy
-preparing_batches = batches.preparing_batches
-
-
 def replication_strategy(
     replica_devices: Sequence[str], cpu_relocation: bool = False
 ) -> tf.distribute.Strategy:
@@ -152,7 +147,7 @@ def replication_strategy(
 
 def _build(devices: list[str], reduction: GradientReduction):
     if reduction.kind == "central_storage":
-        return CentralStorageReplicatedStrategy(
+        return batches.PreparedCentralStorageStrategy(
             compute_devices=devices, parameter_device=reduction.device
         )
     if reduction.kind == "one_device":
@@ -166,7 +161,7 @@ def _build(devices: list[str], reduction: GradientReduction):
             else tf.distribute.experimental.CommunicationImplementation.RING
         )
         cross_device_ops = _internals.collective_all_reduce(devices, implementation)
-    return ReplicatedStrategy(devices=devices, cross_device_ops=cross_device_ops)
+    return batches.PreparedMirroredStrategy(devices=devices, cross_device_ops=cross_device_ops)
 
 
 def strategy_reduction(strategy: tf.distribute.Strategy) -> GradientReduction:
