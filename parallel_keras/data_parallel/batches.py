@@ -41,6 +41,9 @@ class PreparedBatch(NamedTuple):
     """Keras's batch: `x`, `(x,)`, `(x, y)` or `(x, y, sample_weight)`."""
     keep: tf.Tensor
     """float32 `(rows,)`: 1 for rows the replica holding them reports."""
+    batch_rows: tf.Tensor
+    """float32 `(rows,)`: every entry the global batch's row count (tiled
+    rows included), so each replica knows its share without a collective."""
 
 
 def leaves_empty_replica(rows, num_replicas: int):
@@ -84,16 +87,19 @@ def prepare_dataset(
         with tf.control_dependencies(checks):
             rows = tf.identity(rows)
         if replicate_all:
-            return PreparedBatch(*_tiled(data, rows, num_replicas))
-        tile = tf.logical_and(rows > 0, leaves_empty_replica(rows, num_replicas))
-        tiled_data, keep = tf.cond(
-            tile,
-            lambda: _tiled(data, rows, num_replicas),
-            lambda: (data, tf.ones([rows], tf.float32)),
-        )
-        return PreparedBatch(tiled_data, keep)
+            tiled_data, keep = _tiled(data, rows, num_replicas)
+        else:
+            tile = tf.logical_and(rows > 0, leaves_empty_replica(rows, num_replicas))
+            tiled_data, keep = tf.cond(
+                tile,
+                lambda: _tiled(data, rows, num_replicas),
+                lambda: (data, tf.ones([rows], tf.float32)),
+            )
+        total = tf.shape(keep)[0]
+        return PreparedBatch(tiled_data, keep, tf.fill([total], tf.cast(total, tf.float32)))
 
-    return dataset.map(prepare)
+    # Prefetched, so the preparation runs ahead of the step it feeds.
+    return dataset.map(prepare).prefetch(tf.data.AUTOTUNE)
 
 
 def _rows(data) -> tf.Tensor:
@@ -139,21 +145,29 @@ def batch_of_structures(structure) -> Any:
     return structure
 
 
-def unpack(data) -> tuple[Any, Any, Any, tf.Tensor | None]:
-    """`(x, y, sample_weight, keep)` of a step's data (`keep` None: all rows)."""
-    keep = None
+class StepData(NamedTuple):
+    """What a replica's step receives, unpacked."""
+
+    x: Any
+    y: Any
+    sample_weight: Any
+    keep: tf.Tensor | None
+    """Rows this replica reports; None: all of them (data not prepared)."""
+    batch_rows: tf.Tensor | None
+    """Rows of the global batch; None: unknown without a collective."""
+
+
+def unpack(data) -> StepData:
+    """A step's data as `StepData`."""
+    keep = batch_rows = None
     if isinstance(data, PreparedBatch):
-        data, keep = data.data, data.keep
+        data, keep, batch_rows = data.data, data.keep, data.batch_rows[0]
     if isinstance(data, list):
         data = tuple(data)
     if not isinstance(data, tuple):
-        return data, None, None, keep
-    if len(data) == 1:
-        return data[0], None, None, keep
-    if len(data) == 2:
-        return data[0], data[1], None, keep
-    if len(data) == 3:
-        return data[0], data[1], data[2], keep
+        return StepData(data, None, None, keep, batch_rows)
+    if len(data) in (1, 2, 3):
+        return StepData(*data, *(None,) * (3 - len(data)), keep, batch_rows)
     raise ValueError(
         "Data is expected to be in format `x`, `(x,)`, `(x, y)`, or "
         f"`(x, y, sample_weight)`. Received: a tuple of {len(data)} elements."

@@ -31,10 +31,10 @@ from parallel_keras.data_parallel import batches
 
 def train_step(model, data, global_loss: bool = False):
     """One optimizer step on this replica's slice; returns the metric logs."""
-    x, y, sample_weight, keep = batches.unpack(data)
+    x, y, sample_weight, keep, batch_rows = batches.unpack(data)
     with tf.GradientTape() as tape:
         y_pred = model(x, training=True)
-        loss = _loss(model, x, y, y_pred, sample_weight, keep, global_loss, True)
+        loss = _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, global_loss, True)
         if model.optimizer is not None:
             loss = model.optimizer.scale_loss(loss)
     trainable_weights = model.trainable_weights
@@ -48,22 +48,22 @@ def train_step(model, data, global_loss: bool = False):
 
 def test_step(model, data, global_loss: bool = False):
     """Loss and metrics on this replica's slice; returns the metric logs."""
-    x, y, sample_weight, keep = batches.unpack(data)
+    x, y, sample_weight, keep, batch_rows = batches.unpack(data)
     y_pred = model(x, training=False)
-    _loss(model, x, y, y_pred, sample_weight, keep, global_loss, False)
+    _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, global_loss, False)
     return _metrics(model, x, y, y_pred, sample_weight, keep, global_loss)
 
 
 def predict_step(model, data):
     """The model's outputs for the rows this replica reports."""
-    x, _, _, keep = batches.unpack(data)
+    x, _, _, keep, _ = batches.unpack(data)
     y_pred = model(x, training=False)
     if keep is None:
         return y_pred
     return tf.nest.map_structure(lambda value: _kept(value, keep), y_pred)
 
 
-def _loss(model, x, y, y_pred, sample_weight, keep, global_loss, training):
+def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, global_loss, training):
     """The loss to differentiate; updates the model's loss tracker."""
     context = tf.distribute.get_replica_context()
     num_replicas = context.num_replicas_in_sync
@@ -88,7 +88,10 @@ def _loss(model, x, y, y_pred, sample_weight, keep, global_loss, training):
     if num_replicas == 1:
         return loss
     local = tf.cast(local_rows, loss.dtype)
-    total = context.all_reduce(tf.distribute.ReduceOp.SUM, local)
+    if batch_rows is not None:
+        total = tf.cast(batch_rows, loss.dtype)
+    else:
+        total = context.all_reduce(tf.distribute.ReduceOp.SUM, local)
     _reweight_output_losses(trackers, before, reported / total)
     share = tf.math.divide_no_nan(local * num_replicas, total)
     weighted = loss * share
