@@ -97,7 +97,8 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
         if isinstance(period, bool) or not isinstance(period, int) or period < 1:
             raise ValueError(
                 "`period` is the number of epochs between saves, an int >= 1. "
-                f"Received: period={period!r}."
+                f"Received: period={period!r}. Pass period=1 to save every "
+                "epoch, or period=N for every N epochs."
             )
         if period != 1 and save_freq != "epoch":
             raise ValueError(
@@ -138,6 +139,16 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
         super().on_train_begin(logs)
 
     def on_epoch_end(self, epoch, logs=None):
+        if self.save_best_only and logs is not None and self.monitor not in logs:
+            # Keras only warns and never saves; a run would end with no
+            # checkpoint at all.
+            raise ValueError(
+                "save_best_only compares the monitored quantity, and this run "
+                f"does not log it. Received: monitor={self.monitor!r}; the "
+                f"epoch logged {sorted(logs)}. Pass monitor= one of those "
+                "(e.g. monitor='loss'), or give fit validation_data to log "
+                "'val_...' quantities."
+            )
         self._epochs_since_last_save += 1
         if self._epochs_since_last_save < self.period:
             return
