@@ -211,14 +211,15 @@ def check_writable_folder(filepath: str | os.PathLike) -> str:
     blocker = None if os.path.isdir(folder) else paths.first_file_ancestor(folder)
     if blocker is not None:
         raise ValueError(
-            "Checkpoints need a folder, but "
-            f"{blocker!r} is a regular file. Received: filepath={path!r}. "
-            "Pass a filepath whose folders are folders, or move that file away."
+            "Checkpoints need a folder this process can write. Received: "
+            f"filepath={path!r}, whose folder is not writable: {blocker!r} is "
+            "a regular file, not a folder. Pass a filepath whose folders are "
+            "folders, or move that file away."
         )
     if os.path.isdir(folder) and paths.read_only(folder):
         raise ValueError(
             "Checkpoints need a folder this process can write. Received: "
-            f"filepath={path!r}, whose folder {folder!r} is read-only. Pass a "
+            f"filepath={path!r}, whose folder {folder!r} is read-only (not writable). Pass a "
             f"filepath in a writable folder, or chmod u+w {folder}."
         )
     probe = None
