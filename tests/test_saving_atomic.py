@@ -16,6 +16,8 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from test_saving import _load_in_fresh_process  # pylint: disable=g-bad-import-order
 
 WRITER = """
@@ -120,3 +122,27 @@ def test_replacing_a_file_keeps_its_permissions(tmp_path):
     atomic.save_model(model, path)
     assert os.stat(path).st_mode & 0o777 == 0o640
     assert path.read_bytes() != before
+
+
+def test_an_error_while_writing_names_the_users_path(tmp_path):
+    from parallel_keras.saving import atomic  # pylint: disable=g-import-not-at-top
+
+    target = tmp_path / "model.keras"
+    target.write_bytes(b"previous model")
+
+    def write(temporary):  # Fails naming the temporary, as Keras's errors do.
+        raise ValueError(f"Invalid filepath extension. Received: filepath={temporary}")
+
+    with pytest.raises(ValueError) as caught:
+        atomic.atomic_write(target, write)
+    assert str(target) in str(caught.value) and ".tmp-" not in str(caught.value)
+
+    def fail_in_os(temporary):
+        open(os.path.join(temporary, "member"), "wb").close()
+
+    with pytest.raises(FileNotFoundError) as caught:
+        atomic.atomic_write(target, fail_in_os)
+    assert caught.value.filename == str(target)
+    assert ".tmp-" not in str(caught.value)
+    assert os.listdir(tmp_path) == ["model.keras"]
+    assert target.read_bytes() == b"previous model"

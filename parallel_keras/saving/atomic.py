@@ -82,9 +82,9 @@ def _naming_user_path(error: BaseException, temporary: str, final: str):
             return None
         return type(error)(
             error.errno,
-            f"{error.strerror or error} while writing {final!r} (through its "
-            f"temporary sibling {hidden!r}, now removed; {final!r} is "
-            "unchanged). Check the folder's free space and permissions.",
+            f"{error.strerror or error} while writing {final!r}, which is "
+            "unchanged. Check the folder's free space and permissions, or "
+            "pass another path.",
             final,
         )
     message = str(error)
