@@ -45,8 +45,9 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     """Converts; prints one line on success, an error on stderr otherwise.
 
-    Every check that needs no TensorFlow runs first (output path, input
-    file, template spec), so a typo fails in a second and nothing is written.
+    The output path, the input file and the template spec are checked
+    first, so a typo fails before the template is built or any weight
+    loaded, and nothing is written.
     """
     problem = _check_output(args.output, args.overwrite)
     if problem:

@@ -30,7 +30,6 @@ WEIGHTS_SUFFIXES = (".weights.h5", ".h5", ".hdf5")
 _HOST_TAG = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:4]
 
 
-
 def split_suffix(name: str) -> tuple[str, str]:
     suffix = next((s for s in _SUFFIXES if name.endswith(s)), "")
     return (name[: len(name) - len(suffix)] if suffix else name), suffix
