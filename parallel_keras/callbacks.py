@@ -138,7 +138,8 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
         if isinstance(period, bool) or not isinstance(period, int) or period < 1:
             raise ValueError(
                 "`period` is the number of epochs between saves, an int >= 1. "
-                f"Received: period={period!r}."
+                f"Received: period={period!r}. Pass period=1 to save every "
+                "epoch, or period=N for every N epochs."
             )
         if period != 1 and save_freq != "epoch":
             raise ValueError(
@@ -179,6 +180,16 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
         super().on_train_begin(logs)
 
     def on_epoch_end(self, epoch, logs=None):
+        if self.save_best_only and logs and not _names_a_metric(self.monitor, logs):
+            # Keras only warns and never saves: the run would end with no
+            # checkpoint at all. ('val_x' with 'x' logged may be a skipped
+            # validation epoch, validation_freq > 1, so it stays a warning.)
+            raise ValueError(
+                "save_best_only compares the monitored quantity, and the "
+                f"model logs no such metric. Received: monitor={self.monitor!r}; "
+                f"the epoch logged {sorted(logs)}. Pass monitor= one of those "
+                "(e.g. monitor='loss'), or compile the model with that metric."
+            )
         self._epochs_since_last_save += 1
         if self._epochs_since_last_save < self.period:
             return
@@ -196,6 +207,10 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
         else:
             atomic.save_model(target, filepath, overwrite=True)
         logging.info("Epoch %d: saved %s to %s", epoch + 1, target.name, filepath)
+
+
+def _names_a_metric(monitor: str, logs: dict) -> bool:
+    return monitor in logs or monitor.removeprefix("val_") in logs
 
 
 class ParallelModelCheckpoint(ModelCheckpoint):

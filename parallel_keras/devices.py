@@ -191,6 +191,10 @@ def _full_name(device_type: str, index: int) -> str:
     return f"/job:localhost/replica:0/task:0/device:{device_type.upper()}:{index}"
 
 
+class _MissingDeviceError(ValueError):
+    """A well-formed device name this machine does not have."""
+
+
 def resolve_device(name: str) -> str:
     """Maps a device name written for GPUs onto this machine's devices.
 
@@ -211,8 +215,10 @@ def resolve_device(name: str) -> str:
             exist; the message lists the devices that do.
     """
     if not isinstance(name, str):
+        example = f"'/gpu:{name}'" if isinstance(name, int) and not isinstance(name, bool) else "'/gpu:0'"
         raise TypeError(
-            f"A device must be a string such as '/gpu:0'. Received: {name!r}."
+            "A device must be a string such as '/gpu:0'. Received: "
+            f"{name!r} of type {type(name).__name__}. Pass {example}."
         )
     try:
         spec = tf.DeviceSpec.from_string(name)
@@ -226,6 +232,23 @@ def resolve_device(name: str) -> str:
             f"A device string must name a device type. Received: {name!r}. "
             "Use the form '/gpu:0' or '/cpu:0'."
         )
+    if spec.job not in (None, "localhost") or spec.replica not in (None, 0) or (
+        spec.task not in (None, 0)
+    ):
+        # tf.device would quietly drop the job/task in a single process;
+        # another process's device cannot hold this process's layers.
+        local = f"/{spec.device_type.lower()}:{spec.device_index or 0}"
+        raise ValueError(
+            "A device here is one of this process's devices; a job, replica "
+            f"or task names another process. Received: {name!r}. Use "
+            f"{local!r}; to train on several machines, run the script with "
+            "`parallel-keras launch`, which places each worker's replicas."
+        )
+    if spec.device_index is not None and spec.device_index < 0:
+        raise ValueError(
+            f"Device indices count from 0. Received: {name!r}. Use an index "
+            f">= 0, e.g. '/{spec.device_type.lower()}:0'."
+        )
     device_type = spec.device_type.upper()
     index = spec.device_index or 0
     if device_type == "GPU" and gpus_are_simulated():
@@ -236,12 +259,37 @@ def resolve_device(name: str) -> str:
         device_type = "CPU"
     present = len(_local_devices(device_type))
     if index >= present:
-        raise ValueError(
+        raise _MissingDeviceError(
             f"Device {name!r} does not exist on this machine. Available "
             f"devices: {available_devices()}. Use one of those, or call "
             "parallel_keras.simulate_devices(n) first to rehearse on CPU."
         )
     return _full_name(device_type, index)
+
+
+def _gpus_fix(gpus) -> str:
+    if isinstance(gpus, str) and gpus.strip().isdigit():
+        return f"Pass gpus={int(gpus)} (an int, not a string)."
+    if isinstance(gpus, float) and gpus.is_integer():
+        return f"Pass gpus={int(gpus)}."
+    if isinstance(gpus, str):
+        return f"Pass gpus=[{gpus!r}] for one device string, or gpus=2."
+    return "Pass e.g. gpus=2 or gpus=[0, 1]."
+
+
+def _check_device_string(entry: str, gpus) -> None:
+    """A malformed name in `gpus` is a typo, not a missing device."""
+    try:
+        spec = tf.DeviceSpec.from_string(entry)
+    except (ValueError, TypeError):
+        spec = None
+    if spec is None or spec.device_type is None:
+        raise ValueError(
+            f"Each device string in `gpus` must be a device name such as "
+            f"'/gpu:0'. Received: gpus={list(gpus)!r}, whose entry {entry!r} "
+            "is malformed. Use GPU ids such as [0, 1], or names such as "
+            "['/gpu:0', '/gpu:1']."
+        )
 
 
 def replica_devices(gpus: int | Sequence[int] | Sequence[str] | None) -> list[str]:
@@ -288,7 +336,7 @@ def replica_devices(gpus: int | Sequence[int] | Sequence[str] | None) -> list[st
         raise TypeError(
             "multi_gpu_model's `gpus` must be an int >= 2, a list of GPU ids "
             f"or a list of device strings. Received: gpus={gpus!r} of type "
-            f"{type(gpus).__name__}."
+            f"{type(gpus).__name__}. {_gpus_fix(gpus)}"
         )
     if isinstance(gpus, int):
         if gpus < minimum:
@@ -311,8 +359,12 @@ def replica_devices(gpus: int | Sequence[int] | Sequence[str] | None) -> list[st
             if isinstance(entry, bool) or not isinstance(entry, (int, str)):
                 raise TypeError(
                     "Each entry of `gpus` must be a GPU id (int) or a device "
-                    f"string. Received: gpus={list(gpus)!r}."
+                    f"string. Received: gpus={list(gpus)!r}, whose entry "
+                    f"{entry!r} is a {type(entry).__name__}. Use ids such as "
+                    "[0, 1] or names such as ['/gpu:0', '/gpu:1']."
                 )
+            if isinstance(entry, str):
+                _check_device_string(entry, gpus)
             if isinstance(entry, int):
                 if entry < 0:
                     raise ValueError(
@@ -330,7 +382,7 @@ def replica_devices(gpus: int | Sequence[int] | Sequence[str] | None) -> list[st
     for name in requested:
         try:
             resolved.append(resolve_device(name))
-        except ValueError as error:
+        except _MissingDeviceError as error:
             expected = ["/cpu:0"] + requested
             raise ValueError(
                 f"To call `multi_gpu_model` with `gpus={gpus}`, we expect the "

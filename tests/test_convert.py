@@ -35,6 +35,10 @@ def test_convert_writes_weights_and_model_that_load_on_one_device(tmp_path):
         assert "4 layers" in done.stdout
         outputs[suffix] = ("functional", out)
     rows = np.random.default_rng(5).normal(size=(6, 6)).astype("float32")
+    # An existing output is replaced only with --overwrite.
+    again = _convert(legacy_path, "--template", TEMPLATE, "-o", outputs[".keras"][1],
+                     "--overwrite")
+    assert again.returncode == 0, again.stderr
     loaded = _load_in_fresh_process(outputs, rows=rows)
     want = _predict(source)[0]
     for key, predictions in loaded.items():

@@ -463,7 +463,7 @@ def assert_untouched(template, weights_before):
         (True, TypeError, r"of type bool"),
         ([0, 1.5], TypeError, r"Each entry of `gpus`"),
         (["/tpu:0", "/gpu:1"], ValueError, r"we expect the following devices"),
-        (["not a device", "/gpu:1"], ValueError, r"we expect the following devices"),
+        (["not a device", "/gpu:1"], ValueError, r"is malformed"),
     ],
 )
 def test_bad_gpus_raise_and_leave_template_untouched(gpus, error, message):

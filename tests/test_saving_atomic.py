@@ -2,7 +2,8 @@
 
 The writer blocks inside h5py while writing the second checkpoint; the test
 kills it there. The first checkpoint must be intact and load on one device,
-and the half-written file must be a temporary sibling.
+the half-written file must be a temporary sibling, and the next save to that
+path removes it (its writer is dead), never a live writer's.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import subprocess
 import sys
 import textwrap
 import time
+
+import pytest
 
 from test_saving import _load_in_fresh_process  # pylint: disable=g-bad-import-order
 
@@ -78,3 +81,68 @@ def test_kill_during_save_leaves_previous_checkpoint(tmp_path):
     rows = np.random.default_rng(0).normal(size=(8, 6)).astype("float32")
     loaded = _load_in_fresh_process({"ckpt": ("functional", path)}, rows=rows)["ckpt"]
     np.testing.assert_allclose(loaded[0], first, atol=1e-6)
+
+    # The next save to that path removes what the killed writer left.
+    from parallel_keras.saving import atomic  # pylint: disable=g-import-not-at-top
+    from parallel_keras.testing import legacy_files  # pylint: disable=g-import-not-at-top
+
+    atomic.save_weights(legacy_files.functional_template(), path)
+    assert sorted(os.listdir(tmp_path)) == ["ckpt.weights.h5", "first.json", "mid-save"]
+
+
+def test_a_live_writers_temporary_is_kept_and_a_dead_ones_removed(tmp_path):
+    from parallel_keras.saving import paths  # pylint: disable=g-import-not-at-top
+
+    target = str(tmp_path / "ckpt.weights.h5")
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        live = tmp_path / f".ckpt.tmp-{sleeper.pid}-{paths._HOST_TAG}abcd.weights.h5"
+        other_host = tmp_path / ".ckpt.tmp-1234567-ffffabcd.weights.h5"
+        other_target = tmp_path / f".other.tmp-{sleeper.pid}-{paths._HOST_TAG}abcd.weights.h5"
+        for stale in (live, other_host, other_target):
+            stale.write_bytes(b"half a file")
+        assert paths.remove_stale_temporaries(target) == []
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert paths.remove_stale_temporaries(target) == [str(live)]
+    assert sorted(os.listdir(tmp_path)) == sorted([other_host.name, other_target.name])
+
+
+def test_replacing_a_file_keeps_its_permissions(tmp_path):
+    from parallel_keras.saving import atomic  # pylint: disable=g-import-not-at-top
+    from parallel_keras.testing import legacy_files  # pylint: disable=g-import-not-at-top
+
+    path = tmp_path / "shared.keras"
+    model = legacy_files.sequential_template()
+    atomic.save_model(model, path)
+    os.chmod(path, 0o640)
+    before = path.read_bytes()
+    model.layers[0].kernel.assign(model.layers[0].kernel + 1.0)
+    atomic.save_model(model, path)
+    assert os.stat(path).st_mode & 0o777 == 0o640
+    assert path.read_bytes() != before
+
+
+def test_an_error_while_writing_names_the_users_path(tmp_path):
+    from parallel_keras.saving import atomic  # pylint: disable=g-import-not-at-top
+
+    target = tmp_path / "model.keras"
+    target.write_bytes(b"previous model")
+
+    def write(temporary):  # Fails naming the temporary, as Keras's errors do.
+        raise ValueError(f"Invalid filepath extension. Received: filepath={temporary}")
+
+    with pytest.raises(ValueError) as caught:
+        atomic.atomic_write(target, write)
+    assert str(target) in str(caught.value) and ".tmp-" not in str(caught.value)
+
+    def fail_in_os(temporary):
+        open(os.path.join(temporary, "member"), "wb").close()
+
+    with pytest.raises(FileNotFoundError) as caught:
+        atomic.atomic_write(target, fail_in_os)
+    assert caught.value.filename == str(target)
+    assert ".tmp-" not in str(caught.value)
+    assert os.listdir(tmp_path) == ["model.keras"]
+    assert target.read_bytes() == b"previous model"

@@ -34,17 +34,28 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "-o", "--output", required=True, help="Output path ending in .weights.h5 or .keras."
     )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="Replace OUT if it exists (otherwise an existing OUT is an error).",
+    )
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
-    """Converts; prints one line on success, an error on stderr otherwise."""
-    if not args.output.endswith(_OUTPUT_SUFFIXES):
-        return _fail(
-            "The output must end in .weights.h5 (weights) or .keras (whole "
-            f"model). Received: -o {args.output}."
-        )
+    """Converts; prints one line on success, an error on stderr otherwise.
+
+    The output path, the input file and the template spec are checked
+    first, so a typo fails before the template is built or any weight
+    loaded, and nothing is written.
+    """
+    problem = _check_output(args.output, args.overwrite)
+    if problem:
+        return _fail(problem, usage=True)
+    from parallel_keras.saving import files  # pylint: disable=g-import-not-at-top  (h5py only)
+
     try:
+        files.describe(args.legacy_file)
         build = _load_function(args.template)
     except (ValueError, ImportError, AttributeError) as error:
         return _fail(str(error))
@@ -53,11 +64,20 @@ def run(args) -> int:
     from parallel_keras.saving import legacy  # pylint: disable=g-import-not-at-top
     import keras  # pylint: disable=g-import-not-at-top
 
-    template = build()
+    try:
+        template = build()
+    except Exception as error:  # pylint: disable=broad-except
+        return _fail(
+            f"--template {args.template} raised {type(error).__name__}: {error}. "
+            "The function must build and return the template model with no "
+            "arguments; fix it, or point --template at one that does. "
+            f"Nothing was written to {args.output}."
+        )
     if not isinstance(template, keras.Model):
         return _fail(
             f"--template must name a function returning a keras.Model. "
-            f"Received: {args.template} returned {type(template).__name__}."
+            f"Received: {args.template} returned {type(template).__name__}. "
+            "Make it `return model`."
         )
     try:
         loaded = legacy.load_legacy_weights(template, args.legacy_file)
@@ -65,13 +85,36 @@ def run(args) -> int:
             atomic.save_model(template, args.output)
         else:
             atomic.save_weights(template, args.output)
-    except ValueError as error:
+    except (ValueError, OSError) as error:
         return _fail(str(error))
     print(
         f"Converted {args.legacy_file} -> {args.output}: "
         f"{len(loaded)} layers into {template.name!r}."
     )
     return 0
+
+
+def _check_output(output: str, overwrite: bool) -> str | None:
+    """The problem with `-o`, or None; no TensorFlow, nothing written."""
+    if not output.endswith(_OUTPUT_SUFFIXES):
+        return (
+            "The output must end in .weights.h5 (weights) or .keras (whole "
+            f"model). Received: -o {output}. Use e.g. "
+            f"-o {os.path.splitext(output)[0]}.keras."
+        )
+    if os.path.exists(output) and not os.path.isdir(output) and not overwrite:
+        return (
+            "convert does not replace an existing file unless asked. "
+            f"Received: -o {output}, which exists. Pass --overwrite to "
+            "replace it, or choose another -o."
+        )
+    from parallel_keras.saving import paths  # pylint: disable=g-import-not-at-top
+
+    try:
+        paths.check_output_path(output, argument="-o", what="convert")
+    except (ValueError, PermissionError) as error:
+        return str(error)
+    return None
 
 
 def _load_function(spec: str):
@@ -84,21 +127,46 @@ def _load_function(spec: str):
     if module_name.endswith(".py"):
         location = importlib.util.spec_from_file_location("template_module", module_name)
         if location is None or not os.path.exists(module_name):
-            raise ValueError(f"--template file {module_name!r} does not exist.")
+            raise ValueError(
+                f"--template names a file that does not exist. Received: "
+                f"--template {spec} ({module_name!r} not found from "
+                f"{os.getcwd()!r}). Check the path, or use module:function."
+            )
         module = importlib.util.module_from_spec(location)
-        location.loader.exec_module(module)
+        try:
+            location.loader.exec_module(module)
+        except Exception as error:  # pylint: disable=broad-except
+            raise ValueError(
+                f"--template file {module_name!r} failed to import: "
+                f"{type(error).__name__}: {error}. Fix the file, then run again."
+            ) from error
     else:
         sys.path.insert(0, os.getcwd())
-        module = importlib.import_module(module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            raise ValueError(
+                f"--template names a module Python cannot find: {error}. "
+                f"Received: --template {spec}, searched from {os.getcwd()!r} "
+                "and sys.path. Run from the folder that holds the module, "
+                "install its package, or pass path/to/file.py:function."
+            ) from error
     function = getattr(module, function_name, None)
     if not callable(function):
+        available = sorted(
+            name for name, value in vars(module).items()
+            if callable(value) and not name.startswith("_")
+            and getattr(value, "__module__", None) == module.__name__
+        )
         raise ValueError(
             f"--template names no function. Received: {spec} ({module_name} "
-            f"has no callable {function_name!r})."
+            f"has no callable {function_name!r}). Functions it defines: "
+            f"{available[:10] or 'none'}. Pass --template "
+            f"{module_name}:<one of them>."
         )
     return function
 
 
-def _fail(message: str) -> int:
+def _fail(message: str, usage: bool = False) -> int:
     print(f"parallel-keras convert: error: {message}", file=sys.stderr)
-    return 1
+    return 2 if usage else 1

@@ -34,6 +34,41 @@ def _replica_count(text: str) -> int:
     return value
 
 
+def _at_least_one(flag: str):
+    """An argparse type: an int >= 1, the message naming `flag`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer >= 1, received {text!r}. Pass e.g. {flag} 3."
+            ) from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(
+                f"must be at least 1. Received: {flag} {value}. Pass e.g. {flag} 3."
+            )
+        return value
+
+    return parse
+
+
+def _output_dir_problem(output_dir: str | None) -> str | None:
+    """Why --output-dir cannot be used, checked before TensorFlow starts."""
+    if output_dir is None:
+        return None
+    current = os.path.abspath(output_dir)
+    while not os.path.exists(current) and os.path.dirname(current) != current:
+        current = os.path.dirname(current)
+    if not os.path.isdir(current):
+        return (
+            "--output-dir must be a folder (created if missing). Received: "
+            f"--output-dir {output_dir}, but {current} is a regular file. "
+            "Pass a folder path."
+        )
+    return None
+
+
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "demo",
@@ -41,12 +76,14 @@ def add_parser(subparsers) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--epochs", type=int, default=3, help="Training epochs.")
     parser.add_argument(
-        "--samples", type=int, default=2048, help="Synthetic training samples."
+        "--epochs", type=_at_least_one("--epochs"), default=3, help="Training epochs."
     )
     parser.add_argument(
-        "--batch-size", type=int, default=128, help="Global batch size."
+        "--samples", type=_at_least_one("--samples"), default=2048, help="Synthetic training samples."
+    )
+    parser.add_argument(
+        "--batch-size", type=_at_least_one("--batch-size"), default=128, help="Global batch size."
     )
     parser.add_argument(
         "--gpus",
@@ -66,7 +103,7 @@ def add_parser(subparsers) -> None:
         help="Keep the temporary output folder (logs, model) after the demo.",
     )
     # The spellings of earlier releases, still accepted but not shown.
-    parser.add_argument("--batch_size", type=int, dest="batch_size",
+    parser.add_argument("--batch_size", type=_at_least_one("--batch_size"), dest="batch_size",
                         default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     parser.add_argument("--output_dir", dest="output_dir",
                         default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -101,6 +138,10 @@ def run(args) -> int:
     import shutil  # pylint: disable=g-import-not-at-top
     import tempfile  # pylint: disable=g-import-not-at-top
 
+    problem = _output_dir_problem(args.output_dir)
+    if problem:
+        print(f"parallel-keras demo: error: {problem}", file=sys.stderr)
+        return 2
     import numpy as np
     import tensorflow as tf
 

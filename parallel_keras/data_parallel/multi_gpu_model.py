@@ -143,7 +143,7 @@ def multi_gpu_model(
         if not isinstance(value, bool):
             raise TypeError(
                 f"multi_gpu_model's `{name}` must be True or False. "
-                f"Received: {name}={value!r}."
+                f"Received: {name}={value!r}. Pass {name}=True or {name}=False."
             )
     losses_lib.check_batch_loss(batch_loss)
     replica_devices = devices_lib.replica_devices(gpus)

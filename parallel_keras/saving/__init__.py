@@ -2,6 +2,8 @@
 
 * `atomic`: every file is written beside its target and renamed into place,
   so a killed process leaves the previous file intact.
+* `paths`: output paths checked before any work (no TensorFlow), and the
+  temporaries beside them, stale ones of dead writers removed.
 * `files`: what kind of file a path holds (Keras archive, Keras 3 weights,
   legacy HDF5), with clear errors for missing, foreign or truncated files.
 * `weights`: `load_weights`, which checks a file against the model before

@@ -6,13 +6,19 @@ written to a temporary sibling (same folder, so the same filesystem) and
 moved over the target with `os.replace`, which POSIX and Windows perform
 atomically: at every moment the target is either the previous complete file
 or the new complete file.
+
+Before anything is written the user's path is checked (folder present, a
+folder, writable; target not read-only), so errors name that path and never
+the hidden temporary one. Temporary names carry the writer's PID and a tag
+of its host; a save removes the temporaries that dead processes of this host
+left beside its target (a kill mid-save), never a live process's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import secrets
+import stat
 from collections.abc import Callable, Iterator
 
 from absl import logging
@@ -21,25 +27,15 @@ import keras
 
 from parallel_keras import _internals
 from parallel_keras.multi_worker import writes
-
-# Keras picks the format from the suffix, so temporary names keep it.
-_SUFFIXES = (".weights.h5", ".keras", ".hdf5", ".h5")
-_LEGACY_SUFFIXES = (".h5", ".hdf5")
+from parallel_keras.saving import paths
+from parallel_keras.saving.paths import check_output_path
+from parallel_keras.saving.paths import remove_stale_temporaries
+from parallel_keras.saving.paths import temporary_path
 
 
 def saving_target(model: keras.Model) -> keras.Model:
     """The model whose file is written: a parallel model's template."""
     return getattr(model, "template", model)
-
-
-def temporary_path(filepath: str | os.PathLike) -> str:
-    """A fresh hidden sibling of `filepath` with the same suffix."""
-    path = os.fspath(filepath)
-    folder, name = os.path.split(path)
-    suffix = next((s for s in _SUFFIXES if name.endswith(s)), "")
-    stem = name[: len(name) - len(suffix)] if suffix else name
-    token = f"{os.getpid()}-{secrets.token_hex(4)}"
-    return os.path.join(folder, f".{stem}.tmp-{token}{suffix}")
 
 
 @contextlib.contextmanager
@@ -55,16 +51,49 @@ def atomic_path(filepath: str | os.PathLike) -> Iterator[str]:
         The temporary path to write.
     """
     final = os.fspath(filepath)
+    remove_stale_temporaries(final)
     temporary = temporary_path(final)
     try:
         yield temporary
         _fsync_file(temporary)
+        if os.path.exists(final):
+            # The new file takes the old one's permissions, as an in-place
+            # write would.
+            os.chmod(temporary, stat.S_IMODE(os.stat(final).st_mode))
         os.replace(temporary, final)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(OSError):
             os.remove(temporary)
-        raise
+        renamed = _naming_user_path(error, temporary, final)
+        if renamed is None:
+            raise
+        raise renamed from error
     _fsync_folder(os.path.dirname(final) or ".")
+
+
+def _naming_user_path(error: BaseException, temporary: str, final: str):
+    """The same error with the user's path where it named the temporary one."""
+    if not isinstance(error, Exception):
+        return None
+    hidden = os.path.basename(temporary)
+    if isinstance(error, OSError):
+        named = [str(n) for n in (error.filename, error.filename2) if n is not None]
+        if not any(hidden in n for n in named) and hidden not in str(error):
+            return None
+        return type(error)(
+            error.errno,
+            f"{error.strerror or error} while writing {final!r}, which is "
+            "unchanged. Check the folder's free space and permissions, or "
+            "pass another path.",
+            final,
+        )
+    message = str(error)
+    if hidden not in message:
+        return None
+    try:
+        return type(error)(message.replace(temporary, final).replace(hidden, final))
+    except Exception:  # pylint: disable=broad-except
+        return None
 
 
 def atomic_write(filepath: str | os.PathLike, write: Callable[[str], None]) -> None:
@@ -86,8 +115,16 @@ def save_model(
         filepath: A `.keras`, `.h5` or `.hdf5` path.
         overwrite: Replace an existing file without asking. With False and
             an existing file, Keras asks on the terminal as usual (that
-            write is not atomic). Defaults to True.
+            write is not atomic); without a terminal, raises. Defaults to
+            True.
         **kwargs: Passed to `keras.Model.save`.
+
+    Raises:
+        ValueError: The suffix is not `.keras`/`.h5`/`.hdf5`, the folder is
+            missing or is a file, or the path is a folder.
+        PermissionError: The file or its folder is read-only.
+        FileExistsError: overwrite=False, the file exists, and there is no
+            terminal to ask on.
 
     Example:
 
@@ -98,7 +135,9 @@ def save_model(
     """
     target = saving_target(model)
     path = writes.write_path(filepath)
+    check_output_path(path, paths.MODEL_SUFFIXES, what="save")
     if not overwrite and os.path.exists(path):
+        paths.refuse_prompt_without_terminal(path, "save")
         target.save(path, overwrite=False, **kwargs)
         return
     with atomic_path(path) as temporary:
@@ -120,21 +159,27 @@ def save_weights(
         filepath: A `.weights.h5`, `.h5` or `.hdf5` path.
         overwrite: As for `save_model`. Defaults to True.
         **kwargs: Passed to `keras.Model.save_weights`.
+
+    Raises:
+        ValueError, PermissionError, FileExistsError: As for `save_model`.
     """
     target = saving_target(model)
     path = writes.write_path(filepath)
     if kwargs.get("max_shard_size") is not None:
         # Sharded weights are several files; no single rename covers them.
+        check_output_path(path, None, what="save_weights")
         target.save_weights(path, overwrite=overwrite, **kwargs)
         return
-    legacy = path.endswith(_LEGACY_SUFFIXES) and not path.endswith(".weights.h5")
+    check_output_path(path, paths.WEIGHTS_SUFFIXES, what="save_weights")
+    legacy = path.endswith(paths.LEGACY_SUFFIXES) and not path.endswith(".weights.h5")
     if not overwrite and os.path.exists(path):
         if legacy:
-            raise ValueError(
+            raise FileExistsError(
                 "save_weights will not replace an existing file with "
                 f"overwrite=False. Received: filepath={path!r}, which exists. "
                 "Pass overwrite=True or another path."
             )
+        paths.refuse_prompt_without_terminal(path, "save_weights")
         target.save_weights(path, overwrite=False, **kwargs)
         return
     with atomic_path(path) as temporary:
@@ -163,6 +208,20 @@ def check_writable_folder(filepath: str | os.PathLike) -> str:
     """
     path = os.fspath(filepath)
     folder = os.path.dirname(path.split("{", 1)[0]) or "."
+    blocker = None if os.path.isdir(folder) else paths.first_file_ancestor(folder)
+    if blocker is not None:
+        raise ValueError(
+            "Checkpoints need a folder this process can write. Received: "
+            f"filepath={path!r}, whose folder is not writable: {blocker!r} is "
+            "a regular file, not a folder. Pass a filepath whose folders are "
+            "folders, or move that file away."
+        )
+    if os.path.isdir(folder) and paths.read_only(folder):
+        raise ValueError(
+            "Checkpoints need a folder this process can write. Received: "
+            f"filepath={path!r}, whose folder {folder!r} is read-only (not writable). Pass a "
+            f"filepath in a writable folder, or chmod u+w {folder}."
+        )
     probe = None
     try:
         os.makedirs(folder, exist_ok=True)

@@ -77,8 +77,23 @@ def open_weights(filepath: str | os.PathLike, kind: FileKind) -> h5py.File:
     path = os.fspath(filepath)
     if kind is FileKind.KERAS_ARCHIVE:
         with zipfile.ZipFile(path) as archive:
-            data = archive.read(_archive_weights_member(archive, path))
-        return h5py.File(io.BytesIO(data), "r")
+            member = _archive_weights_member(archive, path)
+            data = archive.read(member)
+        if not data.startswith(_HDF5_SIGNATURE):
+            raise ValueError(
+                "The weights inside a `.keras` archive are an HDF5 file. "
+                f"Received: filepath={path!r}, whose {member!r} "
+                f"({len(data)} bytes starting with {data[:8]!r}) is not HDF5. "
+                "The archive was altered or written by another tool; save "
+                "the model again with `model.save(...)`, or load an earlier "
+                "checkpoint."
+            )
+        try:
+            return h5py.File(io.BytesIO(data), "r")
+        except OSError as error:
+            raise ValueError(
+                _truncated(path, f"member {member!r} cannot be read: {error}")
+            ) from error
     return h5py.File(path, "r")
 
 
