@@ -52,6 +52,10 @@ def run(args) -> int:
     problem = _check_output(args.output, args.overwrite)
     if problem:
         return _fail(problem, usage=True)
+    from parallel_keras import quiet  # pylint: disable=g-import-not-at-top
+
+    # The template's module may import TensorFlow: quiet it first.
+    quiet.quiet_tensorflow(verbose=bool(getattr(args, "verbose", False)))
     from parallel_keras.saving import files  # pylint: disable=g-import-not-at-top  (h5py only)
 
     try:

@@ -30,7 +30,8 @@ SUBCOMMANDS = {
 }
 
 # Subcommands that import TensorFlow in this process.
-_USE_TENSORFLOW = frozenset({"demo", "convert"})
+# `convert` quiets TensorFlow itself, after checking its output path.
+_USE_TENSORFLOW = frozenset({"demo"})
 
 _VERBOSE_HELP = "Show TensorFlow's own logging (C++ start-up lines, INFO logs)."
 
