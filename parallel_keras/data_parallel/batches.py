@@ -42,8 +42,9 @@ class PreparedBatch(NamedTuple):
     keep: tf.Tensor
     """float32 `(rows,)`: 1 for rows the replica holding them reports."""
     batch_rows: tf.Tensor
-    """float32 `(rows,)`: every entry the global batch's row count (tiled
-    rows included), so each replica knows its share without a collective."""
+    """float32 `(rows, 2)`: in every row, the rows split across the replicas
+    (tiled copies included) and the batch's own rows, so each replica knows
+    its share without a collective."""
 
 
 def leaves_empty_replica(rows, num_replicas: int):
@@ -95,8 +96,9 @@ def prepare_dataset(
                 lambda: _tiled(data, rows, num_replicas),
                 lambda: (data, tf.ones([rows], tf.float32)),
             )
-        total = tf.shape(keep)[0]
-        return PreparedBatch(tiled_data, keep, tf.fill([total], tf.cast(total, tf.float32)))
+        split = tf.shape(keep)[0]
+        counts = tf.cast(tf.stack([split, rows]), tf.float32)
+        return PreparedBatch(tiled_data, keep, tf.tile(counts[tf.newaxis], [split, 1]))
 
     # Prefetched, so the preparation runs ahead of the step it feeds.
     return dataset.map(prepare).prefetch(tf.data.AUTOTUNE)
@@ -154,7 +156,8 @@ class StepData(NamedTuple):
     keep: tf.Tensor | None
     """Rows this replica reports; None: all of them (data not prepared)."""
     batch_rows: tf.Tensor | None
-    """Rows of the global batch; None: unknown without a collective."""
+    """`[rows split across replicas, rows of the batch]`; None: unknown
+    without a collective."""
 
 
 def unpack(data) -> StepData:

@@ -89,11 +89,11 @@ def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, global_loss, tra
         return loss
     local = tf.cast(local_rows, loss.dtype)
     if batch_rows is not None:
-        total = tf.cast(batch_rows, loss.dtype)
+        split, batch = tf.unstack(tf.cast(batch_rows, loss.dtype))
     else:
-        total = context.all_reduce(tf.distribute.ReduceOp.SUM, local)
-    _reweight_output_losses(trackers, before, reported / total)
-    share = tf.math.divide_no_nan(local * num_replicas, total)
+        split = batch = context.all_reduce(tf.distribute.ReduceOp.SUM, local)
+    _reweight_output_losses(trackers, before, reported / batch)
+    share = tf.math.divide_no_nan(local * num_replicas, split)
     weighted = loss * share
     return weighted + tf.stop_gradient(loss - weighted)
 
