@@ -220,28 +220,20 @@ def symbolic_build_from_local_replica(
     data_batch=None,
     select: Callable[[object], object] = lambda batch: batch,
 ) -> None:
-    """Builds `model`'s compile state from one replica's first batch.
+    """Builds `model`'s compile state from one replica's batch shapes.
 
     Replaces `model._maybe_symbolic_build` for a model whose
-    `_distribute_strategy` is set. `select` picks Keras's `(x, y,
-    sample_weight)` out of the local batch.
+    `_distribute_strategy` is set. With `iterator` (Keras's TFEpochIterator)
+    the shapes come from its distributed dataset's element spec
+    (`_distributed_dataset`, and a `PerReplicaSpec`'s `_value_specs`): no
+    batch is read, where Keras's own method reads one and abandons the
+    iteration, which with a `PyDataset` sometimes reorders the epoch's
+    batches (seen on TF 2.21 / Keras 3.15, native MirroredStrategy too).
+    `select` picks Keras's `(x, y, sample_weight)` out of the local batch.
     """
     strategy = model._distribute_strategy
     if iterator is not None:
-        data_batch = None
-        for _, _, batch_iterator in iterator:
-            try:
-                data_batch = next(batch_iterator)
-            except (StopIteration, tf.errors.OutOfRangeError):
-                pass
-            break
-        if data_batch is None:
-            raise ValueError(
-                "Training and evaluation need at least one batch, and the "
-                "data given holds none. Received: an empty dataset (or "
-                "steps that select no batch). Pass data with at least one "
-                "row."
-            )
+        data_batch = _local_element_spec(iterator)
     data_batch = tf.nest.map_structure(
         lambda value: strategy.experimental_local_results(value)[0]
         if isinstance(value, tf.distribute.DistributedValues)
@@ -250,6 +242,24 @@ def symbolic_build_from_local_replica(
     )
     with strategy.scope():
         model._symbolic_build(data_batch=select(data_batch))
+
+
+def _local_element_spec(iterator):
+    """One replica's element spec of a TFEpochIterator's distributed dataset."""
+    dataset = getattr(iterator, "_distributed_dataset", None)
+    spec = getattr(dataset, "element_spec", None)
+    if spec is None:
+        raise ValueError(
+            "Training and evaluation need data with a known structure. "
+            f"Received: {type(dataset).__name__} without an element spec. "
+            "Pass NumPy arrays, a tf.data.Dataset or a keras.utils.PyDataset."
+        )
+
+    def local(leaf):
+        value_specs = getattr(leaf, "_value_specs", None)
+        return value_specs[0] if value_specs else leaf
+
+    return tf.nest.map_structure(local, spec, expand_composites=False)
 
 
 def install_symbolic_build(model: keras.Model, select: Callable[[object], object]) -> None:

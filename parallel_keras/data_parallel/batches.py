@@ -100,8 +100,9 @@ def prepare_dataset(
         counts = tf.cast(tf.stack([split, rows]), tf.float32)
         return PreparedBatch(tiled_data, keep, tf.tile(counts[tf.newaxis], [split, 1]))
 
-    # Prefetched, so the preparation runs ahead of the step it feeds.
-    return dataset.map(prepare).prefetch(tf.data.AUTOTUNE)
+    # Not prefetched here: a PyDataset's generator must not be read ahead
+    # of Keras's epoch bookkeeping (tf.distribute prefetches to the devices).
+    return dataset.map(prepare)
 
 
 def _rows(data) -> tf.Tensor:

@@ -84,7 +84,9 @@ def load_weights(
     loaded = _check_keras_file(target, path, kind, skip_mismatch)
     snapshot = _snapshot(target)
     try:
-        target.load_weights(path, skip_mismatch=skip_mismatch)
+        # Keras's own method: a wrapped template's `load_weights` is this
+        # function (see data_parallel/template.py).
+        keras.Model.load_weights(target, path, skip_mismatch=skip_mismatch)
     except Exception as error:
         _restore(snapshot)
         raise MismatchError(
