@@ -30,7 +30,7 @@ import collections
 import libcst as cst
 from libcst import matchers as m
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "TF1 sessions"
@@ -150,7 +150,7 @@ def _is_false(value: cst.BaseExpression) -> bool:
     return syntax.is_literal_false(value) or syntax.is_zero(value)
 
 
-class SessionRule(engine.Rule):
+class SessionRule(context.Rule):
     """Rewrites GPU session set-up to `tf.config` and flags other TF1 code."""
 
     name = RULE

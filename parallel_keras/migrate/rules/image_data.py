@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "image generators"
@@ -47,7 +47,7 @@ def _code(node) -> str:
     return cst.Module([]).code_for_node(node)
 
 
-class ImageDataRule(engine.Rule):
+class ImageDataRule(context.Rule):
     """`datagen.flow_from_directory(d, ...)` -> `keras.utils.image_dataset_from_directory(d, ...)`."""
 
     name = RULE

@@ -15,7 +15,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst import matchers as m
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "GPU count"
@@ -38,7 +38,7 @@ def _mentions_gpu(node: cst.CSTNode) -> bool:
     )
 
 
-class GpuCountRule(engine.Rule):
+class GpuCountRule(context.Rule):
     """`len(K.tensorflow_backend._get_available_gpus())` -> `len([... logical GPUs])`."""
 
     name = RULE

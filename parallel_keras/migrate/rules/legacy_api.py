@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "Keras 1/2 spellings"
@@ -37,7 +37,7 @@ def _rename_keyword(call: cst.Call, old: str, new: str) -> cst.Call:
     )
 
 
-class LegacyApiRule(engine.Rule):
+class LegacyApiRule(context.Rule):
     """`Model(input=, output=)`, `nb_epoch=`, `samples_per_epoch=`, dim ordering."""
 
     name = RULE

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "generator methods"
@@ -43,7 +43,7 @@ _REMOVED_PREDICTORS = {
 }
 
 
-class GeneratorMethodsRule(engine.Rule):
+class GeneratorMethodsRule(context.Rule):
     """`model.fit_generator(gen, 10, 2)` -> `model.fit(gen, steps_per_epoch=10, epochs=2)`."""
 
     name = RULE

@@ -23,7 +23,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst import matchers as m
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "checkpoint classes"
@@ -58,7 +58,7 @@ _DICT_UPDATE = m.Call(
 )
 
 
-class TemplateSaverRule(engine.Rule):
+class TemplateSaverRule(context.Rule):
     """Replaces template-saving workaround classes."""
 
     name = RULE
