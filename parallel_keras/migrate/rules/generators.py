@@ -118,7 +118,7 @@ class GeneratorRule(context.Rule):
             return updated
         options = self._options.get(name, [])
         arguments = ", ".join(
-            f"{arg.keyword.value}={cst.Module([]).code_for_node(arg.value)}" for arg in options
+            f"{arg.keyword.value}={syntax.code(arg.value)}" for arg in options
         )
         call = cst.parse_statement(f"super().__init__({arguments})\n")
         statements = list(init.body.body)

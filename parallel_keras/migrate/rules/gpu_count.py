@@ -88,7 +88,7 @@ class GpuCountRule(context.Rule):
         ctx.require_import("parallel_keras.devices")
         ctx.change(
             original, RULE,
-            f"the GPUs listed by `{cst.Module([]).code_for_node(original.for_in.iter)}` "
+            f"the GPUs listed by `{syntax.code(original.for_in.iter)}` "
             "-> "
             "the logical GPUs, or the simulated devices parallel_keras replicates "
             "on when there is no GPU",

@@ -94,7 +94,7 @@ class LegacyApiRule(context.Rule):
         length = syntax.keyword(updated, "input_length")
         if syntax.keyword(updated, "input_shape") is not None:
             return updated
-        value = cst.Module([]).code_for_node(length.value)
+        value = syntax.code(length.value)
         ctx.change(original, RULE, f"Embedding `input_length={value}` -> `input_shape=({value},)`: "
                    "Keras 3 ignores input_length, so the model would not be built")
         return updated.with_changes(args=[
@@ -121,7 +121,7 @@ class LegacyApiRule(context.Rule):
             new_value = syntax.expression(repr(_ORDERING[value.evaluated_value]))
         else:
             new_value = syntax.expression(
-                f"{{'th': 'channels_first', 'tf': 'channels_last'}}[{cst.Module([]).code_for_node(value)}]"
+                f"{{'th': 'channels_first', 'tf': 'channels_last'}}[{syntax.code(value)}]"
             )
         func = updated.func
         if isinstance(func, cst.Attribute):

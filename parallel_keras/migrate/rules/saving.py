@@ -157,7 +157,7 @@ class SavePathRule(context.Rule):
         if method in ("save", "save_weights") or ctx.qualified_name(original.func) in _SAVE_MODEL_NAMES:
             save_format = syntax.keyword(updated, "save_format")
             if save_format is not None:
-                value = cst.Module([]).code_for_node(save_format.value)
+                value = syntax.code(save_format.value)
                 ctx.change(
                     original,
                     RULE,

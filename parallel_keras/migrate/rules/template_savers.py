@@ -329,7 +329,7 @@ def _is_exact_seed_class(classdef, init, template_parameter, super_call, swap_me
             return False
         param_default = None
         if param.default is not None:
-            param_default = cst.Module([]).code_for_node(param.default).replace('"', "'")
+            param_default = syntax.code(param.default).replace('"', "'")
         if param_default != default:
             return False
     passed = [arg for arg in super_call.args if not (

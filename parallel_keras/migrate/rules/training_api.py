@@ -89,11 +89,11 @@ class GeneratorMethodsRule(context.Rule):
         ctx.change(original, RULE, message)
         if parallel_loading and id(original) not in ctx.shared.get("loader_options_moved", ()):
             options = ", ".join(
-                f"{arg.keyword.value}={cst.Module([]).code_for_node(arg.value)}"
+                f"{arg.keyword.value}={syntax.code(arg.value)}"
                 for arg in dropped
             )
             data = syntax.keyword(updated, "x")
-            data_text = cst.Module([]).code_for_node(data.value) if data else "the generator"
+            data_text = syntax.code(data.value) if data else "the generator"
             ctx.flag(
                 original,
                 RULE,
