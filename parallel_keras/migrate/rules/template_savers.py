@@ -25,36 +25,12 @@ from libcst import matchers as m
 
 from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
+from parallel_keras.migrate.rules import template_saver_patterns as patterns
 
 RULE = "checkpoint classes"
 
-# The seeds' signature, which parallel_keras.ParallelModelCheckpoint keeps.
-_LEGACY_PARAMETERS = (
-    ("filepath", None),
-    ("monitor", "'val_loss'"),
-    ("verbose", "0"),
-    ("save_best_only", "False"),
-    ("save_weights_only", "False"),
-    ("mode", "'auto'"),
-    ("period", "1"),
-)
 _MODEL_BASES = frozenset(
     {"keras.Model", "keras.models.Model", "keras.engine.training.Model", "Model"}
-)
-_SWAP = m.Assign(
-    targets=[m.AssignTarget(target=m.Attribute(value=m.Name("self"), attr=m.Name("model")))],
-    value=m.Attribute(value=m.Name("self")),
-)
-_SET_MODEL_WITH_ATTRIBUTE = m.Call(
-    func=m.Attribute(attr=m.Name("set_model")),
-    args=[m.Arg(value=m.Attribute(value=m.Name("self")))],
-)
-_DICT_UPDATE = m.Call(
-    func=m.Attribute(
-        value=m.Attribute(value=m.Name("self"), attr=m.Name("__dict__")),
-        attr=m.Name("update"),
-    ),
-    args=[m.Arg(value=m.Attribute(attr=m.Name("__dict__")))],
 )
 
 
@@ -86,18 +62,18 @@ class TemplateSaverRule(context.Rule):
         swap_methods = {}
         template_attribute = None
         for name, method in methods.items():
-            found = _template_attribute(method, name)
+            found = patterns.template_attribute(method, name)
             if found is not None:
                 swap_methods[name] = method
                 template_attribute = found
         if template_attribute is None:
             return updated
         init = methods.get("__init__")
-        template_parameter = _assigned_parameter(init, template_attribute)
-        super_call = _super_init_call(init, updated.bases[base_index].value)
+        template_parameter = patterns.assigned_parameter(init, template_attribute)
+        super_call = patterns.super_init_call(init, updated.bases[base_index].value)
         unsafe = [
             name for name, method in swap_methods.items()
-            if not _only_swaps(method.body.body)
+            if not patterns.only_swaps(method.body.body)
         ]
         if template_parameter is None or super_call is None or unsafe:
             ctx.flag(
@@ -111,7 +87,7 @@ class TemplateSaverRule(context.Rule):
                 "period included), or subclass it and keep only your extra code.",
             )
             return updated
-        if _is_exact_seed_class(updated, init, template_parameter, super_call, swap_methods):
+        if patterns.is_exact_seed_class(updated, init, template_parameter, super_call, swap_methods):
             alias = "" if class_name == "ParallelModelCheckpoint" else f" as {class_name}"
             ctx.change(
                 original,
@@ -190,12 +166,12 @@ class TemplateSaverRule(context.Rule):
 
     def _model_mgpu(self, ctx, original, updated, methods):
         init = methods.get("__init__")
-        if init is None or not m.findall(init, _DICT_UPDATE):
+        if init is None or not m.findall(init, patterns.DICT_UPDATE):
             return updated
         class_name = updated.name.value
-        parallel_call = _multi_gpu_call(init, ctx.shared.get("multi_gpu_names", ()))
+        parallel_call = patterns.multi_gpu_call(init, ctx.shared.get("multi_gpu_names", ()))
         extra = set(methods) - {"__init__", "__getattribute__", "__getattr__"}
-        if parallel_call is None or extra or not _only_adopts(init.body.body):
+        if parallel_call is None or extra or not patterns.only_adopts(init.body.body):
             ctx.flag(
                 original,
                 RULE,
@@ -223,186 +199,3 @@ class TemplateSaverRule(context.Rule):
             "loads through the template",
         )
         return function
-
-
-def _template_attribute(method: cst.FunctionDef, name: str) -> str | None:
-    """`x` when the method swaps in `self.x` for the parallel model."""
-    if name == "set_model":
-        for call in m.findall(method, _SET_MODEL_WITH_ATTRIBUTE):
-            return call.args[0].value.attr.value
-    if name == "set_model" or (name.startswith("on_") and name.endswith("_end")):
-        for assign in m.findall(method, _SWAP):
-            return assign.value.attr.value
-    if name == "set_model" and all(_is_docstring(s) for s in method.body.body):
-        # `set_model` does nothing, so `self.model` stays what `__init__`
-        # assigned: the template.
-        return "model"
-    return None
-
-
-def _assigned_parameter(init, attribute: str) -> str | None:
-    """`p` for `self.<attribute> = p` in `__init__`, p being a parameter."""
-    if init is None:
-        return None
-    parameters = {param.name.value for param in init.params.params}
-    target = m.Assign(
-        targets=[m.AssignTarget(target=m.Attribute(value=m.Name("self"), attr=m.Name(attribute)))],
-        value=m.Name(),
-    )
-    for assign in m.findall(init, target):
-        if assign.value.value in parameters:
-            return assign.value.value
-    return None
-
-
-def _super_init_call(init, base: cst.BaseExpression) -> cst.Call | None:
-    if init is None:
-        return None
-    base_text = syntax.dotted(base)
-    for call in m.findall(init, m.Call(func=m.Attribute(attr=m.Name("__init__")))):
-        owner = call.func.value
-        if isinstance(owner, cst.Call) and syntax.dotted(owner.func) == "super":
-            return call
-        if syntax.dotted(owner) == base_text:
-            return call
-    return None
-
-
-def _only_swaps(statements) -> bool:
-    """Whether a method only swaps `self.model` and calls the base class."""
-    for statement in statements:
-        if isinstance(statement, cst.Try):
-            blocks = [statement.body.body]
-            if statement.finalbody is not None:
-                blocks.append(statement.finalbody.body.body)
-            if statement.handlers or statement.orelse:
-                return False
-            if not all(_only_swaps(block) for block in blocks):
-                return False
-            continue
-        if not isinstance(statement, cst.SimpleStatementLine):
-            return False
-        for small in statement.body:
-            if isinstance(small, cst.Pass):
-                continue
-            if isinstance(small, cst.Expr) and isinstance(
-                small.value, (cst.SimpleString, cst.ConcatenatedString)
-            ):
-                continue
-            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-                func = small.value.func
-                if isinstance(func, cst.Attribute) and func.attr.value.startswith(
-                    ("on_", "set_model")
-                ):
-                    continue
-                return False
-            if isinstance(small, cst.Assign):
-                texts = [syntax.dotted(t.target) for t in small.targets]
-                value = syntax.dotted(small.value)
-                if value is not None and (
-                    "self.model" in texts or value == "self.model"
-                ):
-                    continue
-            return False
-    return True
-
-
-def _is_exact_seed_class(classdef, init, template_parameter, super_call, swap_methods):
-    """Whether the class is the seeds' class: same signature, nothing else."""
-    if template_parameter != "model":
-        return False
-    for statement in classdef.body.body:
-        if isinstance(statement, cst.FunctionDef):
-            if statement is not init and statement.name.value not in swap_methods:
-                return False
-        elif not _is_docstring(statement):
-            return False
-    params = init.params
-    if params.star_arg != cst.MaybeSentinel.DEFAULT or params.star_kwarg or params.kwonly_params:
-        return False
-    names = [param.name.value for param in params.params]
-    if names[:2] != ["self", "model"] or len(names) - 2 > len(_LEGACY_PARAMETERS):
-        return False
-    rest = params.params[2:]
-    for param, (name, default) in zip(rest, _LEGACY_PARAMETERS):
-        if param.name.value != name:
-            return False
-        param_default = None
-        if param.default is not None:
-            param_default = syntax.code(param.default).replace('"', "'")
-        if param_default != default:
-            return False
-    passed = [arg for arg in super_call.args if not (
-        isinstance(arg.value, cst.Name) and arg.value.value == "self" and arg.keyword is None
-        and not isinstance(super_call.func.value, cst.Call)
-    )]
-    expected = [param.name.value for param in rest]
-    if len(passed) != len(expected):
-        return False
-    for arg, name in zip(passed, expected):
-        if not (isinstance(arg.value, cst.Name) and arg.value.value == name):
-            return False
-        if arg.keyword is not None and arg.keyword.value != name:
-            return False
-    for statement in init.body.body:
-        if _is_docstring(statement):
-            continue
-        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
-            return False
-        small = statement.body[0]
-        if isinstance(small, cst.Expr) and small.value is super_call:
-            continue
-        if isinstance(small, cst.Assign) and syntax.dotted(small.value) == "model":
-            continue
-        return False
-    return True
-
-
-def _is_docstring(statement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], (cst.Pass, cst.Expr))
-        and (
-            isinstance(statement.body[0], cst.Pass)
-            or isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-        )
-    )
-
-
-def _multi_gpu_call(init, aliases) -> cst.Call | None:
-    """The `multi_gpu_model(...)` call whose `__dict__` the class adopts."""
-    source = m.findall(init, _DICT_UPDATE)[0].args[0].value.value
-    if isinstance(source, cst.Call):
-        candidates = [source]
-    elif isinstance(source, cst.Name):
-        candidates = [
-            assign.value
-            for assign in m.findall(
-                init,
-                m.Assign(targets=[m.AssignTarget(target=m.Name(source.value))], value=m.Call()),
-            )
-        ]
-    else:
-        return None
-    for call in candidates:
-        name = syntax.dotted(call.func) or ""
-        if name.split(".")[-1] in {"multi_gpu_model", *aliases}:
-            return call
-    return None
-
-
-def _only_adopts(statements) -> bool:
-    """Whether `__init__` only builds the parallel model and adopts it."""
-    for statement in statements:
-        if _is_docstring(statement):
-            continue
-        if not isinstance(statement, cst.SimpleStatementLine):
-            return False
-        for small in statement.body:
-            if isinstance(small, cst.Assign):
-                continue
-            if isinstance(small, cst.Expr) and m.matches(small.value, _DICT_UPDATE):
-                continue
-            return False
-    return True
