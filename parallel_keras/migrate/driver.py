@@ -157,7 +157,14 @@ def read_source(path: str) -> tuple[str, str]:
 
 
 def unified_diff(result: FileResult) -> str:
-    """The change as a unified diff (`a/PATH` -> `b/PATH`), or ''."""
+    """The change as a unified diff (`a/PATH` -> `b/PATH`).
+
+    Args:
+        result: A result of `migrate_file`.
+
+    Returns:
+        The diff text, or "" when the file failed or nothing changed.
+    """
     if not result.changed:
         return ""
     return "".join(

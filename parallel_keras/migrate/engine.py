@@ -37,7 +37,11 @@ _METADATA = (metadata.PositionProvider, metadata.QualifiedNameProvider)
 
 
 class MigrationError(ValueError):
-    """A file that cannot be migrated (it does not parse)."""
+    """A file that cannot be migrated: it does not parse as Python.
+
+    The message names the file, the line and column, and the fix; the file
+    is left as it was.
+    """
 
 
 class _Scanner(cst.CSTVisitor):
