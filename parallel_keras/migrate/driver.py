@@ -1,11 +1,11 @@
 """Applying the migration to files: discovery, diffs, safe writes.
 
-Nothing is written unless asked (`in_place` or an output path). In-place
-writes go to a temporary file in the same folder that is renamed over the
-original, after the original was copied to `PATH.orig`, so an interrupted
-run leaves either the old file or the new one, never half of one. A file
-that fails (syntax error, unreadable) is reported and left untouched; the
-other files are still processed.
+Nothing is written unless asked (`in_place` or an output path). Every write
+goes to a temporary file in the same folder that is renamed over the target
+(`parallel_keras._files`); in place, the original is first copied to
+`PATH.orig`. So an interrupted run leaves either the old file or the new
+one, never half of one. A file that fails (syntax error, unreadable) is
+reported and left untouched; the other files are still processed.
 """
 
 from __future__ import annotations

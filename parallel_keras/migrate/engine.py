@@ -1,7 +1,8 @@
 """The migration engine: one pass over a file's syntax tree, rules plug in.
 
 A file is parsed once with LibCST (which keeps every comment and space). Each
-rule module contributes a `Rule`: `visit_<Node>` hooks run in a read-only scan
+module of `rules/` contributes a `Rule` (`context.py`, below both the rules
+and this engine, defines it): `visit_<Node>` hooks run in a read-only scan
 of the original tree (to learn, e.g., which names hold layers), then
 `leave_<Node>` hooks rewrite the tree in a single transform. Both passes see
 the original tree's metadata, so every change and flag is reported at its
