@@ -9,6 +9,8 @@ changes the tree or records anything.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 import libcst as cst
 from libcst import matchers as m
 
@@ -56,7 +58,7 @@ def template_attribute(method: cst.FunctionDef, name: str) -> str | None:
     return None
 
 
-def assigned_parameter(init, attribute: str) -> str | None:
+def assigned_parameter(init: cst.FunctionDef | None, attribute: str) -> str | None:
     """`p` for `self.<attribute> = p` in `__init__`, p being a parameter."""
     if init is None:
         return None
@@ -71,7 +73,10 @@ def assigned_parameter(init, attribute: str) -> str | None:
     return None
 
 
-def super_init_call(init, base: cst.BaseExpression) -> cst.Call | None:
+def super_init_call(
+    init: cst.FunctionDef | None, base: cst.BaseExpression
+) -> cst.Call | None:
+    """The base-class `__init__` call in `init` (`super()` or by name)."""
     if init is None:
         return None
     base_text = syntax.dotted(base)
@@ -84,7 +89,7 @@ def super_init_call(init, base: cst.BaseExpression) -> cst.Call | None:
     return None
 
 
-def only_swaps(statements) -> bool:
+def only_swaps(statements: Sequence[cst.BaseStatement]) -> bool:
     """Whether a method only swaps `self.model` and calls the base class."""
     for statement in statements:
         if isinstance(statement, cst.Try):
@@ -123,7 +128,13 @@ def only_swaps(statements) -> bool:
     return True
 
 
-def is_exact_seed_class(classdef, init, template_parameter, super_call, swap_methods):
+def is_exact_seed_class(
+    classdef: cst.ClassDef,
+    init: cst.FunctionDef,
+    template_parameter: str,
+    super_call: cst.Call,
+    swap_methods: dict[str, cst.FunctionDef],
+) -> bool:
     """Whether the class is the seeds' class: same signature, nothing else."""
     if template_parameter != "model":
         return False
@@ -174,7 +185,8 @@ def is_exact_seed_class(classdef, init, template_parameter, super_call, swap_met
     return True
 
 
-def is_docstring(statement) -> bool:
+def is_docstring(statement: cst.BaseStatement) -> bool:
+    """Whether `statement` is a lone string or `pass`."""
     return (
         isinstance(statement, cst.SimpleStatementLine)
         and len(statement.body) == 1
@@ -186,7 +198,7 @@ def is_docstring(statement) -> bool:
     )
 
 
-def multi_gpu_call(init, aliases) -> cst.Call | None:
+def multi_gpu_call(init: cst.FunctionDef, aliases: Iterable[str]) -> cst.Call | None:
     """The `multi_gpu_model(...)` call whose `__dict__` the class adopts."""
     source = m.findall(init, DICT_UPDATE)[0].args[0].value.value
     if isinstance(source, cst.Call):
@@ -208,7 +220,7 @@ def multi_gpu_call(init, aliases) -> cst.Call | None:
     return None
 
 
-def only_adopts(statements) -> bool:
+def only_adopts(statements: Sequence[cst.BaseStatement]) -> bool:
     """Whether `__init__` only builds the parallel model and adopts it."""
     for statement in statements:
         if is_docstring(statement):
