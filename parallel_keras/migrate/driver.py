@@ -1,11 +1,11 @@
 """Applying the migration to files: discovery, diffs, safe writes.
 
-Nothing is written unless asked (`in_place` or an output path). In-place
-writes go to a temporary file in the same folder that is renamed over the
-original, after the original was copied to `PATH.orig`, so an interrupted
-run leaves either the old file or the new one, never half of one. A file
-that fails (syntax error, unreadable) is reported and left untouched; the
-other files are still processed.
+Nothing is written unless asked (`in_place` or an output path). Every write
+goes to a temporary file in the same folder that is renamed over the target
+(`parallel_keras._files`); in place, the original is first copied to
+`PATH.orig`. So an interrupted run leaves either the old file or the new
+one, never half of one. A file that fails (syntax error, unreadable) is
+reported and left untouched; the other files are still processed.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import io
 import os
 import shutil
 import stat
-import tempfile
 import tokenize
 
 from absl import logging
 
+from parallel_keras import _files
 from parallel_keras.migrate import engine
 from parallel_keras.migrate import report as report_lib
 
@@ -157,7 +157,14 @@ def read_source(path: str) -> tuple[str, str]:
 
 
 def unified_diff(result: FileResult) -> str:
-    """The change as a unified diff (`a/PATH` -> `b/PATH`), or ''."""
+    """The change as a unified diff (`a/PATH` -> `b/PATH`).
+
+    Args:
+        result: A result of `migrate_file`.
+
+    Returns:
+        The diff text, or "" when the file failed or nothing changed.
+    """
     if not result.changed:
         return ""
     return "".join(
@@ -168,35 +175,6 @@ def unified_diff(result: FileResult) -> str:
             tofile=f"b/{result.path}",
         )
     )
-
-
-def atomic_write(
-    path: str, text: str, mode_from: str | None = None, encoding: str = "utf-8"
-) -> None:
-    """Writes `text` to `path` through a temporary file and a rename.
-
-    Args:
-        path: Destination.
-        text: Content.
-        mode_from: File whose permission bits to copy. Defaults to None.
-        encoding: Defaults to "utf-8".
-    """
-    folder = os.path.dirname(os.path.abspath(path))
-    descriptor, temporary = tempfile.mkstemp(
-        dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
-    )
-    try:
-        with os.fdopen(descriptor, "w", encoding=encoding, newline="") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        if mode_from is not None:
-            shutil.copymode(mode_from, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def write_in_place(result: FileResult) -> bool:
@@ -221,8 +199,8 @@ def write_in_place(result: FileResult) -> bool:
         )
         return False
     shutil.copy2(result.path, backup)  # The original bytes, exactly.
-    atomic_write(result.path, result.migrated, mode_from=result.path,
-                 encoding=result.encoding)
+    _files.write_text(result.path, result.migrated, encoding=result.encoding,
+                      mode_from=result.path)
     logging.info("Migrated %s (original kept as %s).", result.path, backup)
     return True
 
@@ -315,8 +293,8 @@ def write_output(results: list[FileResult], output: str, single_file: bool) -> l
             continue
         try:
             os.makedirs(os.path.dirname(os.path.abspath(destination)), exist_ok=True)
-            atomic_write(destination, result.migrated, mode_from=result.path,
-                         encoding=result.encoding)
+            _files.write_text(destination, result.migrated,
+                              encoding=result.encoding, mode_from=result.path)
         except OSError as error:
             raise ValueError(
                 f"Could not write {destination} for -o {output}: "

@@ -1,7 +1,8 @@
 """The migration engine: one pass over a file's syntax tree, rules plug in.
 
 A file is parsed once with LibCST (which keeps every comment and space). Each
-rule module contributes a `Rule`: `visit_<Node>` hooks run in a read-only scan
+module of `rules/` contributes a `Rule` (`context.py`, below both the rules
+and this engine, defines it): `visit_<Node>` hooks run in a read-only scan
 of the original tree (to learn, e.g., which names hold layers), then
 `leave_<Node>` hooks rewrite the tree in a single transform. Both passes see
 the original tree's metadata, so every change and flag is reported at its
@@ -15,149 +16,39 @@ from __future__ import annotations
 import ast
 import dataclasses
 import textwrap
-from typing import Any
 
 import libcst as cst
 from libcst import metadata
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
+from parallel_keras.migrate import context as context_lib
 from parallel_keras.migrate import report as report_lib
+from parallel_keras.migrate import rules as rules_lib
 from parallel_keras.migrate import syntax
 
 # Comments the migration writes into the code start with this, so a second
 # run recognizes them and adds nothing (idempotence).
 NOTE_PREFIX = "# parallel-keras migrate: "
 _NOTE_CONTINUATION = "#   "
-# Notes that explain a rewrite (not a request to a person) start with this;
-# every other note is an open item, reported again by a later run.
-CHANGE_NOTE_PREFIX = "Keras 3 needs this suffix"
 
 _STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+# What `Context.line` and `Context.qualified_name` read, in both passes.
+_METADATA = (metadata.PositionProvider, metadata.QualifiedNameProvider)
 
 
 class MigrationError(ValueError):
-    """A file that cannot be migrated (it does not parse)."""
+    """A file that cannot be migrated: it does not parse as Python.
 
-
-class Rule:
-    """Base class of a rewrite family.
-
-    Subclasses define `visit_<NodeType>(ctx, node)` hooks for the scan and
-    `leave_<NodeType>(ctx, original, updated)` hooks for the rewrite; a
-    `leave_` hook returns the (possibly new) updated node. `finish_scan(ctx)`
-    runs between the two passes.
+    The message names the file, the line and column, and the fix; the file
+    is left as it was.
     """
-
-    name = "rule"
-
-    def finish_scan(self, ctx: Context) -> None:
-        """Runs after the scan, before the rewrite."""
-
-
-class Context:
-    """What rules share while one file is migrated."""
-
-    def __init__(self, rules: list[Rule], path: str):
-        self.rules = rules
-        self.report = report_lib.FileReport(path)
-        self.required_imports: list[str] = []
-        # Module-level `NAME = "literal"` assignments: name -> literal node,
-        # or None when the name is assigned more than once.
-        self.string_constants: dict[str, cst.CSTNode | None] = {}
-        # Names bound to the keras module at module level (`import keras`,
-        # `from tensorflow import keras`).
-        self.keras_names: list[str] = []
-        # Names bound to the tensorflow module at module level.
-        self.tf_names: list[str] = []
-        # (line, action) of notes an earlier run wrote for a person.
-        self.carried_flags: list[tuple[int, str]] = []
-        # Comments above the first statement (LibCST's module header).
-        self.header_comments: frozenset = frozenset()
-        # Original literal node -> (new literal, rule, message, note): path
-        # suffix fixes decided during the scan, applied during the rewrite.
-        self.literal_renames: dict[cst.CSTNode, tuple] = {}
-        # Free-form state a rule shares with another rule.
-        self.shared: dict[str, Any] = {}
-        self._owner: cst.MetadataDependent | None = None
-        self._notes: list[list[str]] = []
-
-    # -- Reading the original tree ----------------------------------------
-
-    def line(self, node: cst.CSTNode) -> int:
-        """Line of `node` in the original file."""
-        position = self._owner.get_metadata(metadata.PositionProvider, node, None)
-        return position.start.line if position is not None else 0
-
-    def qualified_name(self, node: cst.CSTNode) -> str | None:
-        """The name `node` refers to, imports resolved, e.g. `keras.utils.x`.
-
-        `tf.keras.x` and `tensorflow.keras.x` come back as `keras.x`. A name
-        no import binds (snippets) falls back to its dotted text with the
-        conventional roots (`tf`, `K`) expanded.
-        """
-        names = self._owner.get_metadata(
-            metadata.QualifiedNameProvider, node, set()
-        )
-        if names:
-            imported = [
-                name
-                for name in names
-                if name.source == metadata.QualifiedNameSource.IMPORT
-            ]
-            chosen = sorted(name.name for name in (imported or names))[0]
-            return syntax.canonical_name(chosen)
-        return syntax.canonical_name(syntax.fallback_name(node))
-
-    # -- Recording ---------------------------------------------------------
-
-    def change(
-        self, node: cst.CSTNode, rule: str, message: str, note: str | None = None
-    ) -> None:
-        """Records a rewrite at `node`'s line; `note` also goes in the code."""
-        self.report.changes.append(report_lib.Change(self.line(node), rule, message))
-        if note and self._notes:
-            self._notes[-1].append(note)
-
-    def flag(self, node: cst.CSTNode, rule: str, message: str, action: str) -> None:
-        """Records an item for a person; the action also goes in the code."""
-        self.report.flags.append(
-            report_lib.Flag(self.line(node), rule, message, action)
-        )
-        if self._notes:
-            self._notes[-1].append(action)
-
-    def has_pending_notes(self) -> bool:
-        """Whether the statement being rewritten got a note (so must stay)."""
-        return bool(self._notes and self._notes[-1])
-
-    def require_import(self, module: str) -> None:
-        """Makes sure the rewritten file has `import <module>`."""
-        if module not in self.required_imports:
-            self.required_imports.append(module)
-
-    def tf_module(self) -> str:
-        """A name bound to the tensorflow module, importing it if none is."""
-        if self.tf_names:
-            return self.tf_names[0]
-        self.require_import("tensorflow")
-        return "tensorflow"
-
-    def keras_module(self) -> str:
-        """A name bound to the keras module, importing keras if none is."""
-        if self.keras_names:
-            return self.keras_names[0]
-        self.require_import("keras")
-        return "keras"
 
 
 class _Scanner(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (
-        metadata.PositionProvider,
-        metadata.QualifiedNameProvider,
-    )
+    METADATA_DEPENDENCIES = _METADATA
 
-    def __init__(self, ctx: Context):
+    def __init__(self, ctx: context_lib.Context):
         super().__init__()
         self._ctx = ctx
         self._depth = 0
@@ -196,7 +87,7 @@ class _Scanner(cst.CSTVisitor):
                 notes.append([])  # Another comment ends the note.
         for words in notes:
             action = " ".join(" ".join(words).split())
-            if action and not action.startswith(CHANGE_NOTE_PREFIX):
+            if action and not action.startswith(context_lib.CHANGE_NOTE_PREFIX):
                 self._ctx.carried_flags.append((self._ctx.line(statement), action))
 
     def _record_module_level(self, node: cst.CSTNode) -> None:
@@ -232,12 +123,9 @@ class _Scanner(cst.CSTVisitor):
 
 
 class _Transformer(cst.CSTTransformer):
-    METADATA_DEPENDENCIES = (
-        metadata.PositionProvider,
-        metadata.QualifiedNameProvider,
-    )
+    METADATA_DEPENDENCIES = _METADATA
 
-    def __init__(self, ctx: Context):
+    def __init__(self, ctx: context_lib.Context):
         super().__init__()
         self._ctx = ctx
 
@@ -312,54 +200,15 @@ class MigrationResult:
         return self.source != self.migrated
 
 
-def default_rules() -> list[Rule]:
-    """Every rewrite family, in the order they apply to a node."""
-    # Imported here so each rule module can import this one.
-    from parallel_keras.migrate import backend_ops
-    from parallel_keras.migrate import checkpoints
-    from parallel_keras.migrate import devices
-    from parallel_keras.migrate import generators
-    from parallel_keras.migrate import gpu_count
-    from parallel_keras.migrate import image_data
-    from parallel_keras.migrate import imports
-    from parallel_keras.migrate import legacy_api
-    from parallel_keras.migrate import template_access
-    from parallel_keras.migrate import multi_gpu
-    from parallel_keras.migrate import optimizers
-    from parallel_keras.migrate import saving
-    from parallel_keras.migrate import sessions
-    from parallel_keras.migrate import template_savers
-    from parallel_keras.migrate import training_api
-
-    return [
-        multi_gpu.MultiGpuModelRule(),
-        template_savers.TemplateSaverRule(),
-        checkpoints.CheckpointRule(),
-        checkpoints.MonitorModeRule(),
-        optimizers.OptimizerRule(),
-        training_api.GeneratorMethodsRule(),
-        generators.GeneratorRule(),
-        saving.SavePathRule(),
-        devices.DeviceScopeRule(),
-        imports.ImportPathRule(),
-        legacy_api.LegacyApiRule(),
-        template_access.TemplateAccessRule(),
-        backend_ops.BackendOpsRule(),
-        image_data.ImageDataRule(),
-        gpu_count.GpuCountRule(),
-        sessions.SessionRule(),
-    ]
-
-
 def migrate_source(
-    source: str, path: str = "<string>", rules: list[Rule] | None = None
+    source: str, path: str = "<string>", rules: list[context_lib.Rule] | None = None
 ) -> MigrationResult:
     """Rewrites one legacy Keras 2 script's text for Keras 3 + parallel_keras.
 
     Args:
         source: The script's text.
         path: Name used in the report and in errors. Defaults to "<string>".
-        rules: Rewrite families to apply. Defaults to `default_rules()`.
+        rules: Rewrite families to apply. Defaults to `rules.default_rules()`.
 
     Returns:
         A `MigrationResult` with the new text and the report.
@@ -391,7 +240,9 @@ def migrate_source(
             f"{error.editor_column}: {error.message}. Fix the syntax error and "
             "migrate again."
         ) from error
-    ctx = Context(rules if rules is not None else default_rules(), path)
+    ctx = context_lib.Context(
+        rules if rules is not None else rules_lib.default_rules(), path
+    )
     ctx.header_comments = frozenset(
         line.comment.value for line in module.header if line.comment is not None
     )
@@ -408,7 +259,7 @@ def migrate_source(
     return MigrationResult(source, migrated.code, ctx.report)
 
 
-def _carry_over_flags(ctx: Context) -> None:
+def _carry_over_flags(ctx: context_lib.Context) -> None:
     """Reports again what an earlier run left for a person.
 
     The pattern an earlier run flagged may be gone (rewritten around it),
@@ -431,7 +282,7 @@ def _carry_over_flags(ctx: Context) -> None:
         )
 
 
-def _add_imports(module: cst.Module, ctx: Context) -> cst.Module:
+def _add_imports(module: cst.Module, ctx: context_lib.Context) -> cst.Module:
     codemod_context = CodemodContext()
     modules = ctx.required_imports
     # `import parallel_keras.callbacks` also binds `parallel_keras`.

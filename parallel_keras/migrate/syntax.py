@@ -67,6 +67,35 @@ def dotted(node: cst.CSTNode) -> str | None:
     return get_full_name_for_node(node)
 
 
+def code(node: cst.CSTNode) -> str:
+    """Source text of `node` alone, e.g. `"tf.config.x(True)"`."""
+    return cst.Module([]).code_for_node(node)
+
+
+def free_names(node: cst.CSTNode) -> set[str]:
+    """Names `node` reads (not attribute or keyword names)."""
+
+    class _Names(cst.CSTVisitor):
+        def __init__(self):
+            super().__init__()
+            self.names: set[str] = set()
+
+        def visit_Attribute(self, attribute):
+            attribute.value.visit(self)
+            return False
+
+        def visit_Arg(self, arg):
+            arg.value.visit(self)
+            return False
+
+        def visit_Name(self, name):
+            self.names.add(name.value)
+
+    visitor = _Names()
+    node.visit(visitor)
+    return visitor.names
+
+
 def expression(code: str) -> cst.BaseExpression:
     """Parses a Python expression."""
     return cst.parse_expression(code)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "optimizers"
@@ -42,7 +42,7 @@ _SETS_LR = frozenset(
 )
 
 
-def _optimizer_class(ctx: engine.Context, call: cst.Call) -> str | None:
+def _optimizer_class(ctx: context.Context, call: cst.Call) -> str | None:
     qualified = ctx.qualified_name(call.func) or ""
     module, _, name = qualified.rpartition(".")
     if module in ("keras.optimizers", "keras.optimizers.legacy") and name in LEGACY_SIGNATURES:
@@ -50,7 +50,7 @@ def _optimizer_class(ctx: engine.Context, call: cst.Call) -> str | None:
     return None
 
 
-class OptimizerRule(engine.Rule):
+class OptimizerRule(context.Rule):
     """`Adam(lr=a, decay=d)` -> `Adam(learning_rate=InverseTimeDecay(a, ...))`."""
 
     name = RULE

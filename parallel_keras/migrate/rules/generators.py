@@ -19,9 +19,9 @@ from __future__ import annotations
 import libcst as cst
 from libcst import matchers as m
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
-from parallel_keras.migrate import training_api
+from parallel_keras.migrate.rules import training_api
 
 RULE = "generators"
 
@@ -45,7 +45,7 @@ def _super_init(body) -> bool:
     return False
 
 
-class GeneratorRule(engine.Rule):
+class GeneratorRule(context.Rule):
     """Adds `super().__init__(...)` to Sequences; list batches -> tuple batches."""
 
     name = RULE
@@ -118,7 +118,7 @@ class GeneratorRule(engine.Rule):
             return updated
         options = self._options.get(name, [])
         arguments = ", ".join(
-            f"{arg.keyword.value}={cst.Module([]).code_for_node(arg.value)}" for arg in options
+            f"{arg.keyword.value}={syntax.code(arg.value)}" for arg in options
         )
         call = cst.parse_statement(f"super().__init__({arguments})\n")
         statements = list(init.body.body)

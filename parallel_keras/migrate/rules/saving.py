@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "save formats"
@@ -53,7 +53,7 @@ def model_suffix(text: str, allow_hdf5: bool) -> tuple[str, str] | None:
     return "", ".keras"
 
 
-def path_literal(ctx: engine.Context, node: cst.BaseExpression):
+def path_literal(ctx: context.Context, node: cst.BaseExpression):
     """The literal that ends the path `node` evaluates to, or None."""
     if isinstance(node, (cst.SimpleString, cst.FormattedString)):
         return node
@@ -82,7 +82,7 @@ def path_literal(ctx: engine.Context, node: cst.BaseExpression):
 
 
 def register_rename(
-    ctx: engine.Context, literal, fix: tuple[str, str] | None, why: str
+    ctx: context.Context, literal, fix: tuple[str, str] | None, why: str
 ) -> bool:
     """Schedules a suffix fix of `literal`; False when there is nothing to do."""
     if fix is None or literal in ctx.literal_renames:
@@ -92,7 +92,7 @@ def register_rename(
     new_literal = syntax.with_string_text(literal, old_tail, new_tail)
     new_text = syntax.string_text(new_literal)
     message = f"path '{old_text}' -> '{new_text}': {why}"
-    note = f"{engine.CHANGE_NOTE_PREFIX}: {why} (was '{old_text}')."
+    note = f"{context.CHANGE_NOTE_PREFIX}: {why} (was '{old_text}')."
     ctx.literal_renames[literal] = (new_literal, RULE, message, note)
     renamed = ctx.shared.setdefault("renamed_paths", {})
     if isinstance(literal, cst.SimpleString):
@@ -111,7 +111,7 @@ def path_argument(call: cst.Call, index: int, keyword: str = "filepath"):
     return None
 
 
-class SavePathRule(engine.Rule):
+class SavePathRule(context.Rule):
     """`save_weights('x.h5', save_format='h5')` -> `save_weights('x.weights.h5')`."""
 
     name = RULE
@@ -157,7 +157,7 @@ class SavePathRule(engine.Rule):
         if method in ("save", "save_weights") or ctx.qualified_name(original.func) in _SAVE_MODEL_NAMES:
             save_format = syntax.keyword(updated, "save_format")
             if save_format is not None:
-                value = cst.Module([]).code_for_node(save_format.value)
+                value = syntax.code(save_format.value)
                 ctx.change(
                     original,
                     RULE,

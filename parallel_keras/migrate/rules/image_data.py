@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "image generators"
@@ -43,11 +43,7 @@ _ACTION = (
 )
 
 
-def _code(node) -> str:
-    return cst.Module([]).code_for_node(node)
-
-
-class ImageDataRule(engine.Rule):
+class ImageDataRule(context.Rule):
     """`datagen.flow_from_directory(d, ...)` -> `keras.utils.image_dataset_from_directory(d, ...)`."""
 
     name = RULE
@@ -146,7 +142,7 @@ class ImageDataRule(engine.Rule):
         positional = syntax.positional(updated)
         directory = syntax.keyword(updated, "directory")
         directory_value = directory.value if directory else positional[0].value
-        args.append(_code(directory_value))
+        args.append(syntax.code(directory_value))
         class_mode = syntax.keyword(updated, "class_mode")
         mode = "categorical"
         if class_mode is not None:
@@ -157,7 +153,7 @@ class ImageDataRule(engine.Rule):
             else:
                 mode = "?"
         if mode not in _LABEL_MODES and mode is not None:
-            ctx.flag(original, RULE, f"class_mode {_code(class_mode.value)} has no "
+            ctx.flag(original, RULE, f"class_mode {syntax.code(class_mode.value)} has no "
                      "dataset equivalent", _ACTION)
             return updated
         interpolation_given = False
@@ -170,7 +166,7 @@ class ImageDataRule(engine.Rule):
                          "no dataset equivalent", _ACTION)
                 return updated
             interpolation_given |= new == "interpolation"
-            args.append(f"{new}={_code(arg.value)}")
+            args.append(f"{new}={syntax.code(arg.value)}")
         args.append(f"label_mode={mode!r}" if mode is None else f"label_mode='{_LABEL_MODES[mode]}'")
         if not interpolation_given:
             args.append("interpolation='nearest'")
@@ -180,7 +176,7 @@ class ImageDataRule(engine.Rule):
         # uint8 ones (nearest resizing).
         images = f"{keras_module}.ops.cast(images, 'float32')"
         if rescale is not None:
-            images += f" * ({_code(rescale)})"
+            images += f" * ({syntax.code(rescale)})"
         if mode is None:
             code += f".map(lambda images: {images})"
         else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "multi_gpu_model"
@@ -28,7 +28,7 @@ _REASON = (
 )
 
 
-class MultiGpuModelRule(engine.Rule):
+class MultiGpuModelRule(context.Rule):
     """`from keras.utils import multi_gpu_model` -> `from parallel_keras ...`."""
 
     name = RULE

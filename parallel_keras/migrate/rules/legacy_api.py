@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "Keras 1/2 spellings"
@@ -37,7 +37,7 @@ def _rename_keyword(call: cst.Call, old: str, new: str) -> cst.Call:
     )
 
 
-class LegacyApiRule(engine.Rule):
+class LegacyApiRule(context.Rule):
     """`Model(input=, output=)`, `nb_epoch=`, `samples_per_epoch=`, dim ordering."""
 
     name = RULE
@@ -94,7 +94,7 @@ class LegacyApiRule(engine.Rule):
         length = syntax.keyword(updated, "input_length")
         if syntax.keyword(updated, "input_shape") is not None:
             return updated
-        value = cst.Module([]).code_for_node(length.value)
+        value = syntax.code(length.value)
         ctx.change(original, RULE, f"Embedding `input_length={value}` -> `input_shape=({value},)`: "
                    "Keras 3 ignores input_length, so the model would not be built")
         return updated.with_changes(args=[
@@ -121,7 +121,7 @@ class LegacyApiRule(engine.Rule):
             new_value = syntax.expression(repr(_ORDERING[value.evaluated_value]))
         else:
             new_value = syntax.expression(
-                f"{{'th': 'channels_first', 'tf': 'channels_last'}}[{cst.Module([]).code_for_node(value)}]"
+                f"{{'th': 'channels_first', 'tf': 'channels_last'}}[{syntax.code(value)}]"
             )
         func = updated.func
         if isinstance(func, cst.Attribute):

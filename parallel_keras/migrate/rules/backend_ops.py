@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "backend ops"
@@ -43,7 +43,7 @@ _ACTIONS = {
 }
 
 
-class BackendOpsRule(engine.Rule):
+class BackendOpsRule(context.Rule):
     """`K.sum(x, axis=-1)` -> `keras.ops.sum(x, axis=-1)`."""
 
     name = RULE

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import engine
-from parallel_keras.migrate import saving
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
+from parallel_keras.migrate.rules import saving
 
 RULE = "checkpoints"
 
@@ -34,7 +34,7 @@ _LEGACY_SIGNATURE = (
 )
 
 
-def _filepath_index(ctx: engine.Context, call: cst.Call) -> int | None:
+def _filepath_index(ctx: context.Context, call: cst.Call) -> int | None:
     """Position of `filepath` in a checkpoint constructor call, else None."""
     qualified = ctx.qualified_name(call.func) or ""
     if qualified == _KERAS_CHECKPOINT:
@@ -44,7 +44,7 @@ def _filepath_index(ctx: engine.Context, call: cst.Call) -> int | None:
     return None
 
 
-class CheckpointRule(engine.Rule):
+class CheckpointRule(context.Rule):
     """Checkpoint callbacks that Keras 3 rejects or misreads."""
 
     name = RULE
@@ -128,7 +128,7 @@ def _keras2_mode(monitor: str) -> str:
     return "max" if "acc" in monitor or monitor.startswith("fmeasure") else "min"
 
 
-class MonitorModeRule(engine.Rule):
+class MonitorModeRule(context.Rule):
     """`EarlyStopping(monitor='val_acc')` -> `EarlyStopping(monitor='val_acc', mode='max')`.
 
     Keras 2's `mode='auto'` decided from the name ('acc' -> maximize, else

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "generator methods"
@@ -43,7 +43,7 @@ _REMOVED_PREDICTORS = {
 }
 
 
-class GeneratorMethodsRule(engine.Rule):
+class GeneratorMethodsRule(context.Rule):
     """`model.fit_generator(gen, 10, 2)` -> `model.fit(gen, steps_per_epoch=10, epochs=2)`."""
 
     name = RULE
@@ -89,11 +89,11 @@ class GeneratorMethodsRule(engine.Rule):
         ctx.change(original, RULE, message)
         if parallel_loading and id(original) not in ctx.shared.get("loader_options_moved", ()):
             options = ", ".join(
-                f"{arg.keyword.value}={cst.Module([]).code_for_node(arg.value)}"
+                f"{arg.keyword.value}={syntax.code(arg.value)}"
                 for arg in dropped
             )
             data = syntax.keyword(updated, "x")
-            data_text = cst.Module([]).code_for_node(data.value) if data else "the generator"
+            data_text = syntax.code(data.value) if data else "the generator"
             ctx.flag(
                 original,
                 RULE,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst import matchers as m
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "imports"
@@ -66,7 +66,7 @@ def _alias_name(alias: cst.ImportAlias) -> str:
     return alias.asname.name.value if alias.asname else syntax.dotted(alias.name)
 
 
-class ImportPathRule(engine.Rule):
+class ImportPathRule(context.Rule):
     """`from keras.layers.merge import concatenate` -> `from keras.layers import concatenate`."""
 
     name = RULE

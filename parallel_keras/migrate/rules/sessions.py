@@ -21,6 +21,9 @@ built before the old set-up would otherwise come first).
 `per_process_gpu_memory_fraction` has no TF 2 equivalent (a limit is given in
 megabytes per GPU): it becomes memory growth, which also keeps the process
 from taking the whole GPU, and is flagged with the exact call for a hard cap.
+
+What each TF1 call and option means in TF 2 lives in `session_options.py`;
+this module finds the set-up, decides what can go, and rewrites it.
 """
 
 from __future__ import annotations
@@ -30,127 +33,19 @@ import collections
 import libcst as cst
 from libcst import matchers as m
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
+from parallel_keras.migrate.rules import session_options
 
 RULE = "TF1 sessions"
 
-_CLUSTER = (
-    "for training on several machines, start every worker with "
-    "`parallel-keras launch` (it sets TF_CONFIG) and build the model under "
-    "tf.distribute.MultiWorkerMirroredStrategy"
-)
-FLAGGED = {
-    "tensorflow.Session": (
-        "TF1 sessions do not exist in TF 2 (code runs eagerly)",
-        f"delete the session; {_CLUSTER}.",
-    ),
-    "tensorflow.InteractiveSession": (
-        "TF1 sessions do not exist in TF 2 (code runs eagerly)",
-        "delete it; tensors have values directly (tensor.numpy()).",
-    ),
-    "tensorflow.ConfigProto": (
-        "session options moved to tf.config",
-        "use tf.config.experimental.set_memory_growth(gpu, True) for "
-        "allow_growth and tf.config.set_visible_devices for device lists.",
-    ),
-    "tensorflow.GPUOptions": (
-        "session options moved to tf.config",
-        "use tf.config.experimental.set_memory_growth(gpu, True).",
-    ),
-    "keras.backend.set_session": (
-        "Keras 3 has no session to set",
-        f"delete it; {_CLUSTER}.",
-    ),
-    "keras.backend.get_session": (
-        "Keras 3 has no session",
-        "delete it: tensors and variables have values directly "
-        "(tensor.numpy(), variable.assign(...)).",
-    ),
-    "tensorflow.train.Server": (
-        "tf.train.Server clusters are not how TF 2 trains on several machines",
-        f"{_CLUSTER}.",
-    ),
-    "tensorflow.global_variables_initializer": (
-        "variables are initialized when created in TF 2",
-        "delete it.",
-    ),
-}
-
-_CONFIG = "tensorflow.ConfigProto"
-_GPU_OPTIONS = "tensorflow.GPUOptions"
-_SESSION = "tensorflow.Session"
-_SET_SESSION = "keras.backend.set_session"
-
-# TF1 option -> TF 2 statement template ({tf} module, {value} expression).
-_MEMORY_GROWTH = (
-    "for physical_gpu in {tf}.config.list_physical_devices('GPU'):\n"
-    "    {tf}.config.experimental.set_memory_growth(physical_gpu, True)\n"
-)
-_OPTIONS = {
-    "allow_growth": _MEMORY_GROWTH,
-    "per_process_gpu_memory_fraction": _MEMORY_GROWTH,
-    "visible_device_list": (
-        "{tf}.config.set_visible_devices([gpu for gpu in "
-        "{tf}.config.list_physical_devices('GPU') if gpu.name.rsplit(':', 1)[-1] "
-        "in str({value}).replace(' ', '').split(',')], 'GPU')\n"
-    ),
-    "allow_soft_placement": "{tf}.config.set_soft_device_placement({value})\n",
-    "log_device_placement": "{tf}.debugging.set_log_device_placement({value})\n",
-    "intra_op_parallelism_threads": (
-        "{tf}.config.threading.set_intra_op_parallelism_threads({value})\n"
-    ),
-    "inter_op_parallelism_threads": (
-        "{tf}.config.threading.set_inter_op_parallelism_threads({value})\n"
-    ),
-    "device_count": None,  # Handled on its own: only {'GPU': 0} is known.
-    "gpu_options": None,  # A GPUOptions(...) call, read option by option.
-}
-_MEMORY_FRACTION_ACTION = (
-    "per_process_gpu_memory_fraction={value} became memory growth; for a hard "
-    "cap, call tf.config.set_logical_device_configuration(gpu, "
-    "[tf.config.LogicalDeviceConfiguration(memory_limit=MB)]) for each GPU "
-    "before using TensorFlow, MB being {value} of the GPU's memory."
-)
-
-
+# Stands where the first hoisted statement was, until `leave_Module` moves
+# the hoisted calls up after the imports.
 _MARKER = cst.SimpleStatementLine([cst.Pass()])
 _GENERATED_NAMES = frozenset({"physical_gpu", "gpu", "str", "True", "False", "None"})
 
 
-def _free_names(node: cst.CSTNode) -> set[str]:
-    """Names a generated statement reads (not attribute or keyword names)."""
-
-    class _Names(cst.CSTVisitor):
-        def __init__(self):
-            super().__init__()
-            self.names: set[str] = set()
-
-        def visit_Attribute(self, attribute):
-            attribute.value.visit(self)
-            return False
-
-        def visit_Arg(self, arg):
-            arg.value.visit(self)
-            return False
-
-        def visit_Name(self, name):
-            self.names.add(name.value)
-
-    visitor = _Names()
-    node.visit(visitor)
-    return visitor.names
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
-
-
-def _is_false(value: cst.BaseExpression) -> bool:
-    return syntax.is_literal_false(value) or syntax.is_zero(value)
-
-
-class SessionRule(engine.Rule):
+class SessionRule(context.Rule):
     """Rewrites GPU session set-up to `tf.config` and flags other TF1 code."""
 
     name = RULE
@@ -191,75 +86,33 @@ class SessionRule(engine.Rule):
         value = node.value
         if isinstance(target, cst.Name) and isinstance(value, cst.Call):
             qualified = ctx.qualified_name(value.func)
-            if qualified == _CONFIG:
-                self._configs[target.value] = self._options_known(ctx, value)
+            if qualified == session_options.CONFIG:
+                self._configs[target.value] = session_options.options_known(ctx, value)
                 self._known_uses[target.value] += 1
-            elif qualified == _SESSION:
+            elif qualified == session_options.SESSION:
                 self._sessions[target.value] = value
                 self._known_uses[target.value] += 1
                 self._count_config_argument(value)
-        option = self._config_option(target)
+        option = session_options.config_option(target)
         if option is not None:
             root, name = option
             self._known_uses[root] += 1
-            if name not in _OPTIONS or _OPTIONS[name] is None:
+            if name not in session_options.OPTIONS or session_options.OPTIONS[name] is None:
                 self._configs[root] = False
 
     def visit_Call(self, ctx, node):
         qualified = ctx.qualified_name(node.func)
-        if qualified == _SET_SESSION and len(node.args) == 1:
+        if qualified == session_options.SET_SESSION and len(node.args) == 1:
             value = node.args[0].value
             if isinstance(value, cst.Name):
                 self._known_uses[value.value] += 1
-            elif isinstance(value, cst.Call) and ctx.qualified_name(value.func) == _SESSION:
+            elif isinstance(value, cst.Call) and ctx.qualified_name(value.func) == session_options.SESSION:
                 self._count_config_argument(value)
 
     def _count_config_argument(self, session_call: cst.Call) -> None:
         config = syntax.keyword(session_call, "config")
         if config is not None and isinstance(config.value, cst.Name):
             self._known_uses[config.value.value] += 1
-
-    def _options_known(self, ctx, call: cst.Call) -> bool:
-        if syntax.positional(call) or syntax.has_star(call):
-            return False
-        for arg in call.args:
-            name = arg.keyword.value
-            if name not in _OPTIONS:
-                return False
-            if name == "device_count" and self._device_count(arg.value) is None:
-                return False
-            if name == "gpu_options":
-                options = arg.value
-                if not (
-                    isinstance(options, cst.Call)
-                    and ctx.qualified_name(options.func) == _GPU_OPTIONS
-                    and self._options_known(ctx, options)
-                ):
-                    return False
-        return True
-
-    @staticmethod
-    def _device_count(value) -> int | None:
-        """The GPU count of `device_count={'GPU': n}`, when that is all it says."""
-        if not isinstance(value, cst.Dict) or len(value.elements) != 1:
-            return None
-        element = value.elements[0]
-        if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
-            return None
-        if element.key.evaluated_value != "GPU" or not isinstance(element.value, cst.Integer):
-            return None
-        return int(element.value.value)
-
-    def _config_option(self, target) -> tuple[str, str] | None:
-        """(config name, option) for `config.option` or `config.gpu_options.option`."""
-        if not isinstance(target, cst.Attribute):
-            return None
-        owner = target.value
-        if isinstance(owner, cst.Attribute) and owner.attr.value == "gpu_options":
-            owner = owner.value
-        if isinstance(owner, cst.Name):
-            return owner.value, target.attr.value
-        return None
 
     def finish_scan(self, ctx):
         for name, known in self._configs.items():
@@ -287,8 +140,8 @@ class SessionRule(engine.Rule):
             return config.value.value in self._removable
         return (
             isinstance(config.value, cst.Call)
-            and ctx.qualified_name(config.value.func) == _CONFIG
-            and self._options_known(ctx, config.value)
+            and ctx.qualified_name(config.value.func) == session_options.CONFIG
+            and session_options.options_known(ctx, config.value)
         )
 
     def leave_SimpleStatementLine(self, ctx, original, updated):
@@ -304,7 +157,7 @@ class SessionRule(engine.Rule):
             return updated
         unique = []
         for new in replacement:
-            code = _code(new)
+            code = syntax.code(new)
             if code not in self._emitted:
                 self._emitted.add(code)
                 unique.append(new)
@@ -323,7 +176,7 @@ class SessionRule(engine.Rule):
         if (
             id(original) in self._top_level
             and not ctx.has_pending_notes()
-            and all(_free_names(new) <= {ctx.tf_module(), *_GENERATED_NAMES} for new in replacement)
+            and all(syntax.free_names(new) <= {ctx.tf_module(), *_GENERATED_NAMES} for new in replacement)
         ):
             # TF 2 accepts these calls only before TensorFlow starts using
             # the GPUs, so they go right after the imports.
@@ -358,7 +211,7 @@ class SessionRule(engine.Rule):
         value = statement.value
         if isinstance(target, cst.Name) and target.value in self._removable:
             qualified = ctx.qualified_name(value.func)
-            if qualified == _CONFIG:
+            if qualified == session_options.CONFIG:
                 statements = self._from_config_call(ctx, line, value)
                 what = "TF1 session options"
             else:
@@ -370,7 +223,7 @@ class SessionRule(engine.Rule):
                 f"{what} became tf.config calls (TF 2 has no sessions)",
             )
             return statements
-        option = self._config_option(target)
+        option = session_options.config_option(target)
         if option is None or option[0] not in self._removable:
             return self._cuda_visible_devices(ctx, line, target, value)
         return self._option(ctx, line, option[1], value)
@@ -382,7 +235,7 @@ class SessionRule(engine.Rule):
             if name == "gpu_options":
                 statements += self._from_config_call(ctx, line, arg.value)
             elif name == "device_count":
-                if self._device_count(arg.value) == 0:
+                if session_options.device_count(arg.value) == 0:
                     statements.append(cst.parse_statement(
                         f"{ctx.tf_module()}.config.set_visible_devices([], 'GPU')\n"
                     ))
@@ -391,42 +244,35 @@ class SessionRule(engine.Rule):
         return statements
 
     def _option(self, ctx, line, name, value, record=True):
-        code = _code(value)
-        if name in ("allow_growth",) and _is_false(value):
+        code = syntax.code(value)
+        if name in ("allow_growth",) and session_options.is_false(value):
             if record:
                 ctx.change(line, RULE, f"removed `{name} = {code}` (the TF 2 default)")
             return []
-        template = _OPTIONS[name]
+        template = session_options.OPTIONS[name]
         statement = cst.parse_statement(template.format(tf=ctx.tf_module(), value=code))
         if record:
             ctx.change(
                 line,
                 RULE,
                 f"session option `{name} = {code}` -> "
-                f"`{_code(statement).splitlines()[-1].strip()}`",
+                f"`{syntax.code(statement).splitlines()[-1].strip()}`",
             )
         if name == "per_process_gpu_memory_fraction":
             ctx.flag(
                 line,
                 RULE,
                 "TF 2 has no per-process GPU memory fraction",
-                _MEMORY_FRACTION_ACTION.format(value=code),
+                session_options.MEMORY_FRACTION_ACTION.format(value=code),
             )
         return [statement]
 
     def _cuda_visible_devices(self, ctx, line, target, value):
         """`os.environ['CUDA_VISIBLE_DEVICES'] = '0,1'` -> `tf.config.set_visible_devices`."""
-        if not (
-            isinstance(target, cst.Subscript)
-            and syntax.dotted(target.value) == "os.environ"
-            and len(target.slice) == 1
-            and isinstance(target.slice[0].slice, cst.Index)
-            and isinstance(target.slice[0].slice.value, cst.SimpleString)
-            and target.slice[0].slice.value.evaluated_value == "CUDA_VISIBLE_DEVICES"
-        ):
+        if not session_options.is_cuda_visible_devices(target):
             return None
         statement = cst.parse_statement(
-            _OPTIONS["visible_device_list"].format(tf=ctx.tf_module(), value=_code(value))
+            session_options.OPTIONS["visible_device_list"].format(tf=ctx.tf_module(), value=syntax.code(value))
         )
         ctx.change(
             line,
@@ -438,7 +284,7 @@ class SessionRule(engine.Rule):
         return [statement]
 
     def _set_session(self, ctx, line, call):
-        if ctx.qualified_name(call.func) != _SET_SESSION or len(call.args) != 1:
+        if ctx.qualified_name(call.func) != session_options.SET_SESSION or len(call.args) != 1:
             return None
         if not self._set_session_removable(ctx, call):
             return None
@@ -462,7 +308,7 @@ class SessionRule(engine.Rule):
             return updated
         if id(original) in ctx.shared.get("handled_calls", ()):
             return updated  # Rewritten by another rule (GPU counts).
-        for name, (message, action) in FLAGGED.items():
+        for name, (message, action) in session_options.FLAGGED.items():
             if qualified == name or qualified.startswith(name + "."):
                 ctx.flag(
                     original, RULE, f"`{syntax.dotted(original.func)}`: {message}", action
@@ -472,9 +318,9 @@ class SessionRule(engine.Rule):
 
     def _rewritten(self, ctx, call, qualified) -> bool:
         """Whether `call` is part of set-up that the statement rewrite removes."""
-        if qualified == _SET_SESSION:
+        if qualified == session_options.SET_SESSION:
             return self._set_session_removable(ctx, call)
-        if qualified in (_CONFIG, _GPU_OPTIONS, _SESSION):
+        if qualified in (session_options.CONFIG, session_options.GPU_OPTIONS, session_options.SESSION):
             return self._in_removed_statement(ctx, call)
         return False
 
@@ -486,7 +332,7 @@ class SessionRule(engine.Rule):
             return value.value in self._removable
         return isinstance(value, cst.Call) and ctx.qualified_name(
             value.func
-        ) == _SESSION and self._session_call_removable(ctx, value)
+        ) == session_options.SESSION and self._session_call_removable(ctx, value)
 
     def _in_removed_statement(self, ctx, call) -> bool:
         """A config/session constructor in an assignment or set_session that goes."""

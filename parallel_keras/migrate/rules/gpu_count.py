@@ -15,7 +15,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst import matchers as m
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "GPU count"
@@ -38,7 +38,7 @@ def _mentions_gpu(node: cst.CSTNode) -> bool:
     )
 
 
-class GpuCountRule(engine.Rule):
+class GpuCountRule(context.Rule):
     """`len(K.tensorflow_backend._get_available_gpus())` -> `len([... logical GPUs])`."""
 
     name = RULE
@@ -88,7 +88,7 @@ class GpuCountRule(engine.Rule):
         ctx.require_import("parallel_keras.devices")
         ctx.change(
             original, RULE,
-            f"the GPUs listed by `{cst.Module([]).code_for_node(original.for_in.iter)}` "
+            f"the GPUs listed by `{syntax.code(original.for_in.iter)}` "
             "-> "
             "the logical GPUs, or the simulated devices parallel_keras replicates "
             "on when there is no GPU",

@@ -16,9 +16,9 @@ import re
 
 import libcst as cst
 
-from parallel_keras.migrate import engine
-from parallel_keras.migrate import multi_gpu
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
+from parallel_keras.migrate.rules import multi_gpu
 
 RULE = "template access"
 
@@ -39,7 +39,7 @@ def _negative_index(node: cst.Subscript) -> int | None:
     return None
 
 
-class TemplateAccessRule(engine.Rule):
+class TemplateAccessRule(context.Rule):
     """`parallel_model.layers[-2]` -> `parallel_model.template`."""
 
     name = RULE

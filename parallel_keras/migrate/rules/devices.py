@@ -16,7 +16,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst import matchers as m
 
-from parallel_keras.migrate import engine
+from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 
 RULE = "device scopes"
@@ -38,7 +38,7 @@ def _is_layer_function(qualified: str | None) -> bool:
     return qualified.rsplit(".", 1)[-1][:1].islower()
 
 
-class DeviceScopeRule(engine.Rule):
+class DeviceScopeRule(context.Rule):
     """`with tf.device('/gpu:0'): y = layer(x)` -> `with parallel_keras.device(...)`."""
 
     name = RULE

@@ -1,0 +1,201 @@
+"""Rewrite: hand-written classes that exist only to save the template model.
+
+Keras 2's parallel model could not be saved, so scripts carried workarounds:
+
+* the seeds' `ParallelModelCheckpoint(ModelCheckpoint)` whose `set_model`
+  passes the stored template instead of the parallel model;
+* `ModelCheckpoint` subclasses that swap `self.model` for the template in
+  `on_epoch_end` (the "AltModelCheckpoint" recipe);
+* `Model` subclasses that copy `multi_gpu_model(...).__dict__` and route
+  `save`/`load` attributes to the template (the "ModelMGPU" recipe).
+
+In Keras 3 each one breaks (`ModelCheckpoint` has no `period`, a `Model`
+cannot adopt another's `__dict__`). `parallel_keras.ParallelModelCheckpoint`
+takes the seeds' exact signature, and the model `multi_gpu_model` returns
+already saves and loads the template. A class with the seeds' exact
+signature becomes an import of the library class; any other checkpoint
+class keeps its signature and delegates to it; ModelMGPU becomes a function.
+Classes that do more than that are flagged, not guessed at.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst import matchers as m
+
+from parallel_keras.migrate import context
+from parallel_keras.migrate import syntax
+from parallel_keras.migrate.rules import template_saver_patterns as patterns
+
+RULE = "checkpoint classes"
+
+_MODEL_BASES = frozenset(
+    {"keras.Model", "keras.models.Model", "keras.engine.training.Model", "Model"}
+)
+
+
+class TemplateSaverRule(context.Rule):
+    """Replaces template-saving workaround classes."""
+
+    name = RULE
+
+    def leave_ClassDef(self, ctx, original, updated):
+        base_names = [ctx.qualified_name(base.value) for base in original.bases]
+        methods = {
+            statement.name.value: statement
+            for statement in updated.body.body
+            if isinstance(statement, cst.FunctionDef)
+        }
+        for index, base in enumerate(base_names):
+            if base is not None and base.split(".")[-1] == "ModelCheckpoint" and (
+                base.startswith("keras.") or base == "ModelCheckpoint"
+            ):
+                return self._checkpoint(ctx, original, updated, index, methods)
+        if any(base in _MODEL_BASES for base in base_names):
+            return self._model_mgpu(ctx, original, updated, methods)
+        return updated
+
+    # -- ModelCheckpoint subclasses ----------------------------------------
+
+    def _checkpoint(self, ctx, original, updated, base_index, methods):
+        class_name = updated.name.value
+        swap_methods = {}
+        template_attribute = None
+        for name, method in methods.items():
+            found = patterns.template_attribute(method, name)
+            if found is not None:
+                swap_methods[name] = method
+                template_attribute = found
+        if template_attribute is None:
+            return updated
+        init = methods.get("__init__")
+        template_parameter = patterns.assigned_parameter(init, template_attribute)
+        super_call = patterns.super_init_call(init, updated.bases[base_index].value)
+        unsafe = [
+            name for name, method in swap_methods.items()
+            if not patterns.only_swaps(method.body.body)
+        ]
+        if template_parameter is None or super_call is None or unsafe:
+            ctx.flag(
+                original,
+                RULE,
+                f"class {class_name} saves a stored model instead of the "
+                "parallel one, but does more than parallel_keras's "
+                "checkpoint does, so it was not rewritten",
+                f"replace {class_name} with parallel_keras.ParallelModelCheckpoint("
+                "template, filepath, ...) (Keras 2 ModelCheckpoint arguments, "
+                "period included), or subclass it and keep only your extra code.",
+            )
+            return updated
+        if patterns.is_exact_seed_class(updated, init, template_parameter, super_call, swap_methods):
+            alias = "" if class_name == "ParallelModelCheckpoint" else f" as {class_name}"
+            ctx.change(
+                original,
+                RULE,
+                f"class {class_name} -> `from parallel_keras import "
+                f"ParallelModelCheckpoint{alias}`: same signature, saves "
+                "through the template, accepts period= on Keras 3",
+            )
+            statement = cst.parse_statement(
+                f"from parallel_keras import ParallelModelCheckpoint{alias}\n"
+            )
+            return statement.with_changes(leading_lines=updated.leading_lines)
+        return self._delegate(
+            ctx, original, updated, base_index, init, template_parameter,
+            super_call, swap_methods, template_attribute,
+        )
+
+    def _delegate(
+        self, ctx, original, updated, base_index, init, template_parameter,
+        super_call, swap_methods, template_attribute,
+    ):
+        ctx.require_import("parallel_keras")
+        library_class = syntax.expression("parallel_keras.ParallelModelCheckpoint")
+        bases = list(updated.bases)
+        bases[base_index] = bases[base_index].with_changes(value=library_class)
+        template_arg = cst.Arg(
+            value=cst.Name(template_parameter),
+            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+        )
+        args = list(super_call.args)
+        func = super_call.func
+        insert_at = 0
+        if not isinstance(func.value, cst.Call):  # ModelCheckpoint.__init__(self, ...)
+            func = func.with_changes(value=library_class)
+            insert_at = 1
+        if insert_at == len(args):
+            template_arg = template_arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        args.insert(insert_at, template_arg)
+        new_init = init.deep_replace(
+            super_call, super_call.with_changes(func=func, args=args)
+        )
+        if template_attribute == "model":
+            # Keras 3 callbacks do not let `self.model` be assigned; the
+            # library class keeps the template itself.
+            kept = [
+                statement for statement in new_init.body.body
+                if not m.matches(statement, m.SimpleStatementLine(body=[m.Assign(
+                    targets=[m.AssignTarget(target=m.Attribute(
+                        value=m.Name("self"), attr=m.Name("model")))],
+                    value=m.Name(template_parameter),
+                )]))
+            ]
+            new_init = new_init.with_changes(body=new_init.body.with_changes(body=kept))
+        body = []
+        for statement in updated.body.body:
+            if statement is init:
+                body.append(new_init)
+            elif not any(statement is method for method in swap_methods.values()):
+                body.append(statement)
+        if not body:
+            body = [cst.SimpleStatementLine([cst.Pass()])]
+        ctx.change(
+            original,
+            RULE,
+            f"class {updated.name.value} now subclasses "
+            "parallel_keras.ParallelModelCheckpoint, passing "
+            f"`{template_parameter}` as the template; removed "
+            f"{', '.join(sorted(swap_methods))} (they swapped in the template, "
+            "which the library class does)",
+        )
+        return updated.with_changes(
+            bases=bases, body=updated.body.with_changes(body=body)
+        )
+
+    # -- Model subclasses adopting multi_gpu_model(...).__dict__ -----------
+
+    def _model_mgpu(self, ctx, original, updated, methods):
+        init = methods.get("__init__")
+        if init is None or not m.findall(init, patterns.DICT_UPDATE):
+            return updated
+        class_name = updated.name.value
+        parallel_call = patterns.multi_gpu_call(init, ctx.shared.get("multi_gpu_names", ()))
+        extra = set(methods) - {"__init__", "__getattribute__", "__getattr__"}
+        if parallel_call is None or extra or not patterns.only_adopts(init.body.body):
+            ctx.flag(
+                original,
+                RULE,
+                f"class {class_name} copies a multi_gpu_model's __dict__, which "
+                "Keras 3 models do not allow, and does more, so it was not "
+                "rewritten",
+                f"use parallel_keras.multi_gpu_model(template, gpus) directly: "
+                "the model it returns saves and loads the template.",
+            )
+            return updated
+        function = cst.FunctionDef(
+            name=cst.Name(class_name),
+            params=init.params.with_changes(params=init.params.params[1:]),
+            body=cst.IndentedBlock(
+                body=[cst.SimpleStatementLine([cst.Return(value=parallel_call)])]
+            ),
+            leading_lines=updated.leading_lines,
+        )
+        ctx.change(
+            original,
+            RULE,
+            f"class {class_name} -> function {class_name} returning the "
+            "multi_gpu_model: Keras 3 models cannot adopt another model's "
+            "__dict__, and parallel_keras's parallel model already saves and "
+            "loads through the template",
+        )
+        return function
