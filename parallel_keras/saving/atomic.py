@@ -20,7 +20,7 @@ import h5py
 import keras
 
 from parallel_keras import _internals
-from parallel_keras.multi_worker import writes
+from parallel_keras.cluster import writes
 
 # Keras picks the format from the suffix, so temporary names keep it.
 _SUFFIXES = (".weights.h5", ".keras", ".hdf5", ".h5")
