@@ -51,8 +51,9 @@ _THREADS = flags.DEFINE_integer(
 flag_spellings.keep_old_spellings(_GLOBAL_BATCH, _THREADS)
 
 _ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The workers run this benchmark as a script file, through its command.
-_BENCHMARKS_MAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__main__.py")
+_BENCHMARKS_MAIN = os.path.join(_REPO_ROOT, "benchmarks", "__main__.py")
 
 
 def _train_and_time(gpus):
@@ -162,7 +163,9 @@ def _all_reduce_ms(strategy, elements, repeats=20):
 
 def _run(command):
     env = dict(os.environ, **_ENV)
-    process = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    process = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=900, cwd=_REPO_ROOT
+    )
     found = re.findall(r"BENCH (\{.*\})", process.stdout)
     if process.returncode != 0 or not found:
         raise RuntimeError(

@@ -202,6 +202,7 @@ def measure_wrapping() -> dict:
              f"--replicas={_REPLICAS.value}"],
             capture_output=True, text=True, check=True,
             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         )
         runs.setdefault(kind, []).append(json.loads(process.stdout.strip().splitlines()[-1]))
         print(f"  {kind}: {runs[kind][-1]}")
