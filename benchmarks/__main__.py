@@ -1,184 +1,72 @@
-"""`python -m benchmarks`: the benchmark suite.
+"""`python -m benchmarks [COMMAND] [flags]`: every benchmark of parallel_keras.
+
+Commands (`python -m benchmarks COMMAND --help` lists each one's flags):
+
+    suite            (the default) every model x mode x replica count, each
+                     run in its own process; JSON, table, plot, baseline.
+    shim-overhead    multi_gpu_model against hand-written MirroredStrategy,
+                     alternating rounds in one process; wrapping time and
+                     peak RSS of an Xception template, in fresh processes.
+    cpu-reduction    the two gradient reductions on simulated CPU devices,
+                     alternating rounds in one process.
+    device-parallel  a model placed on 2 devices against no placement.
+    multi-worker     one process x 2 devices against 2 workers x 1 and x 2.
+    startup          start-up of `import parallel_keras` and the CLI, as
+                     whole processes.
 
 Examples:
 
     python -m benchmarks --quick
-    python -m benchmarks --models=mlp,resnet50 --modes=single,mirrored,multi_gpu_model \
-        --replicas=1,2,4,8 --global-batch-size=256 --steps=50
     python -m benchmarks --quick --baseline=benchmarks/results/quick.json
-
-Exit codes: 0 all runs measured; 1 a regression against --baseline; 2 a run
-failed (its error is in the table and the JSON), a flag is wrong, or what
-the run needs is not installed (`python3 -m pip install ".[bench]"`; checked
-before anything is measured).
+    python -m benchmarks shim-overhead --replicas=4
+    python -m benchmarks startup --runs=9
 """
 
 from __future__ import annotations
 
-import importlib.util
-import signal
+import importlib
+import os
 import sys
 
-from absl import app
-from absl import flags
+if __package__ in (None, ""):
+    # Started as a file (a multi-worker benchmark's workers, under
+    # `parallel-keras launch`), not with -m.
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks import flag_spellings
-
-from benchmarks.suite import baseline as baseline_lib
-from benchmarks.suite import config as config_lib
-from benchmarks.suite import models
-from benchmarks.suite import modes
-from benchmarks.suite import results as results_lib
-from benchmarks.suite import runner
-
-_DEFAULT = config_lib.SuiteConfig()
-
-_MODELS = flags.DEFINE_list(
-    "models", list(_DEFAULT.models), f"Models to train, from {sorted(models.MODELS)}."
-)
-_MODES = flags.DEFINE_list("modes", list(_DEFAULT.modes), f"Modes, from {list(modes.MODES)}.")
-_REPLICAS = flags.DEFINE_list(
-    "replicas", [str(n) for n in _DEFAULT.replicas],
-    "Replica counts (devices; workers for multi_worker), e.g. 1,2,4,8.",
-)
-_GLOBAL_BATCH_SIZE = flags.DEFINE_integer(
-    "global-batch-size", _DEFAULT.global_batch_size,
-    "Rows per step across all replicas (split evenly between them).",
-)
-_STEPS = flags.DEFINE_integer("steps", _DEFAULT.steps, "Timed steps per run.")
-_WARMUP_STEPS = flags.DEFINE_integer(
-    "warmup-steps", _DEFAULT.warmup_steps, "Untimed steps before the timed ones."
-)
-_DATASET = flags.DEFINE_string(
-    "dataset", "synthetic",
-    "'synthetic', or 'tfds:NAME' read from --data-dir (never downloaded).",
-)
-_DATA_DIR = flags.DEFINE_string(
-    "data-dir", None, "TFDS data directory for --dataset=tfds:NAME."
-)
-_OUTPUT = flags.DEFINE_string(
-    "output", "benchmarks/results/latest.json", "Where to write the JSON results."
-)
-_PLOT = flags.DEFINE_string(
-    "plot", "benchmarks/results/latest.png", "Where to write the PNG plot ('' for none)."
-)
-_QUICK = flags.DEFINE_bool(
-    "quick", False,
-    "Preset that finishes in under 10 minutes on 2 CPU cores "
-    "(mlp, cnn, resnet50 at 32x32, two_branch_lstm; 1 and 2 replicas; 10 steps). "
-    "Flags given explicitly override it.",
-)
-_BASELINE = flags.DEFINE_string(
-    "baseline", None, "An earlier results JSON; exit 1 when a run regressed against it."
-)
-_THRESHOLD = flags.DEFINE_float(
-    "regression-threshold", baseline_lib.DEFAULT_THRESHOLD,
-    "Largest tolerated drop in samples/s against --baseline, as a fraction.",
-)
-_RUN_TIMEOUT = flags.DEFINE_float(
-    "run-timeout-s", _DEFAULT.run_timeout_s, "Seconds before one run is stopped as failed."
-)
+COMMANDS = {
+    "suite": "benchmarks.suite.cli",
+    "shim-overhead": "benchmarks.shim_overhead",
+    "cpu-reduction": "benchmarks.cpu_reduction",
+    "device-parallel": "benchmarks.device_parallel",
+    "multi-worker": "benchmarks.multi_worker",
+    "startup": "benchmarks.startup",
+}
+DEFAULT_COMMAND = "suite"
 
 
-flag_spellings.keep_old_spellings(
-    _MODELS, _MODES, _REPLICAS, _GLOBAL_BATCH_SIZE, _STEPS, _WARMUP_STEPS, _DATASET, _DATA_DIR, _OUTPUT, _PLOT, _QUICK, _BASELINE, _THRESHOLD, _RUN_TIMEOUT,
-)
-
-def _config() -> config_lib.SuiteConfig:
-    base = config_lib.QUICK if _QUICK.value else _DEFAULT
-    changes = {}
-    for holder, name, convert in (
-        (_MODELS, "models", tuple),
-        (_MODES, "modes", tuple),
-        (_REPLICAS, "replicas", lambda values: tuple(_replica_count(v) for v in values)),
-        (_GLOBAL_BATCH_SIZE, "global_batch_size", int),
-        (_STEPS, "steps", int),
-        (_WARMUP_STEPS, "warmup_steps", int),
-        (_DATASET, "dataset", str),
-        (_DATA_DIR, "data_dir", lambda value: value),
-        (_RUN_TIMEOUT, "run_timeout_s", float),
-    ):
-        # Under --quick only flags the user set override the preset.
-        if not _QUICK.value or holder.present:
-            changes[name] = convert(holder.value)
-    return base.replace(**changes)
+def split_command(argv: list[str]) -> tuple[str, list[str]]:
+    """(command, its arguments) from `python -m benchmarks` arguments."""
+    if len(argv) > 1 and not argv[1].startswith("-"):
+        return argv[1], argv[2:]
+    return DEFAULT_COMMAND, argv[1:]
 
 
-def _replica_count(value: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(
-            f"--replicas takes integers. Received: --replicas item {value!r}. "
-            "Example: --replicas=1,2,4."
-        ) from None
-
-
-BENCH_EXTRA_INSTALL = 'python3 -m pip install ".[bench]"'
-
-
-def missing_requirements(config: config_lib.SuiteConfig, plot: str) -> list[str]:
-    """What this run needs from the `bench` extra that is not installed."""
-    needed = {}
-    if plot:
-        needed["matplotlib"] = "matplotlib (for --plot; --plot='' skips the plot)"
-    if config.dataset.startswith("tfds:"):
-        needed["tensorflow_datasets"] = "tensorflow-datasets (for --dataset=tfds:...)"
-    return [why for module, why in needed.items() if importlib.util.find_spec(module) is None]
-
-
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    # A SIGTERM stops the run like Ctrl-C: the measuring process goes too.
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        config = _config()
-        missing = missing_requirements(config, _PLOT.value)
-        if missing:
-            print(
-                f"error: python -m benchmarks needs {', '.join(missing)}, "
-                f"which is not installed. Install the benchmark extra: "
-                f"{BENCH_EXTRA_INSTALL}",
-                file=sys.stderr,
-            )
-            return 2
-        baseline = results_lib.SuiteResults.load(_BASELINE.value) if _BASELINE.value else None
-        suite_results = runner.run_suite(config)
-    except (ValueError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print()
-    print(suite_results.table())
-    if suite_results.skipped:
+def main() -> None:
+    command, args = split_command(sys.argv)
+    if command not in COMMANDS:
         print(
-            f"({len(suite_results.skipped)} combinations not applicable, listed "
-            "under 'skipped' in the JSON.)"
+            f"error: python -m benchmarks runs one of {', '.join(COMMANDS)}. "
+            f"Received: {command!r}. Example: python -m benchmarks shim-overhead.",
+            file=sys.stderr,
         )
-    if suite_results.header.get("devices_simulated"):
-        print(f"\nNOTE: {results_lib.SIMULATED_NOTE}")
-    print(f"\nJSON: {suite_results.save(_OUTPUT.value)}")
-    if _PLOT.value:
-        import matplotlib
+        sys.exit(2)
+    from absl import app  # pylint: disable=g-import-not-at-top
 
-        matplotlib.use("Agg")
-        from matplotlib import pyplot
-
-        pyplot.close(suite_results.plot(_PLOT.value))
-        print(f"Plot: {_PLOT.value}")
-    exit_code = 2 if suite_results.failed else 0
-    if baseline is not None:
-        comparison = baseline_lib.compare(suite_results, baseline, _THRESHOLD.value)
-        print()
-        print(comparison.report())
-        if comparison.regressed:
-            exit_code = 1
-    return exit_code
+    module = importlib.import_module(COMMANDS[command])
+    # absl's --help lists the flags of the module named by argv[0].
+    sys.argv = [module.__name__, *args]
+    app.run(module.main, argv=sys.argv)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    main()

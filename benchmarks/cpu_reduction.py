@@ -8,23 +8,26 @@ rounds so machine noise hits both alike: `MirroredStrategy` with
 collective all-reduce. Same model, data, batch and steps.
 
 Run:
-    python -m benchmarks.cpu_reduction --replicas=4
+    python -m benchmarks cpu-reduction --replicas=4
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-import time
 
-from absl import app
 from absl import flags
 
+from benchmarks import flag_spellings
+from benchmarks import timing
+
 _REPLICAS = flags.DEFINE_integer("replicas", 4, "Simulated devices to replicate on.")
-_BATCH_SIZE = flags.DEFINE_integer("batch_size", 128, "Global batch size.")
+_BATCH_SIZE = flags.DEFINE_integer("batch-size", 128, "Global batch size.")
 _STEPS = flags.DEFINE_integer("steps", 20, "Timed steps per round.")
-_WARMUP_STEPS = flags.DEFINE_integer("warmup_steps", 3, "Untimed steps per round.")
+_WARMUP_STEPS = flags.DEFINE_integer("warmup-steps", 3, "Untimed steps per round.")
 _ROUNDS = flags.DEFINE_integer("rounds", 3, "Alternating rounds per reduction.")
+
+flag_spellings.keep_old_spellings(_BATCH_SIZE, _WARMUP_STEPS)
 
 
 def _models(keras):
@@ -81,7 +84,7 @@ def measure() -> list[dict]:
         times = {name: [] for name in reductions}
         for _ in range(_ROUNDS.value):
             for name, model in fitted.items():
-                times[name].extend(_step_times(keras, model, x, y))
+                times[name].extend(_step_times(model, x, y))
         medians = {name: statistics.median(values) * 1e3 for name, values in times.items()}
         records.append(
             {
@@ -95,18 +98,10 @@ def measure() -> list[dict]:
     return records
 
 
-def _step_times(keras, model, x, y) -> list[float]:
-    times = []
-
-    class Timer(keras.callbacks.Callback):
-        def on_train_batch_begin(self, batch, logs=None):
-            self._start = time.perf_counter()
-
-        def on_train_batch_end(self, batch, logs=None):
-            times.append(time.perf_counter() - self._start)
-
-    model.fit(x, y, batch_size=_BATCH_SIZE.value, epochs=1, shuffle=False,
-              verbose=0, callbacks=[Timer()])
+def _step_times(model, x, y) -> list[float]:
+    _, times = timing.timed_fit(
+        model, x, y, batch_size=_BATCH_SIZE.value, epochs=1, shuffle=False, verbose=0
+    )
     return times[_WARMUP_STEPS.value:]
 
 
@@ -118,6 +113,3 @@ def main(argv):
     for record in measure():
         print(json.dumps(record))
 
-
-if __name__ == "__main__":
-    app.run(main)

@@ -14,17 +14,17 @@ placement, not a speedup.
 
 Example:
 
-    python benchmarks/device_parallel.py --steps=30 --batch-size=32
+    python -m benchmarks device-parallel --steps=30 --batch-size=32
 """
 
 from __future__ import annotations
 
-import os
 import statistics
-import time
 
-from absl import app
 from absl import flags
+
+from benchmarks import flag_spellings
+from benchmarks import timing
 
 _STEPS = flags.DEFINE_integer("steps", 30, "Timed training steps per model.")
 _WARMUP = flags.DEFINE_integer("warmup", 3, "Untimed steps first (tracing).")
@@ -37,12 +37,10 @@ _REPEATS = flags.DEFINE_integer(
 )
 
 
-# The underscore spellings of earlier releases, hidden from --help (which
-# lists only this module's flags) as in benchmarks/flag_spellings.py.
-for _holder in (_STEPS, _WARMUP, _BATCH_SIZE, _TIMESTEPS, _FEATURES, _UNITS, _REPEATS):
-    if "-" in _holder.name:
-        flags.DEFINE_alias(_holder.name.replace("-", "_"), _holder.name,
-                           module_name="benchmarks.flag_spellings")
+flag_spellings.keep_old_spellings(
+    _STEPS, _WARMUP, _BATCH_SIZE, _TIMESTEPS, _FEATURES, _UNITS, _REPEATS
+)
+
 
 def build(place: bool):
     """The seeds' model; with `place`, branches on /gpu:0 and /gpu:1."""
@@ -71,12 +69,11 @@ def build(place: bool):
 
 
 def step_times(model, x, y, steps: int) -> list[float]:
-    times = []
+    clock = timing.StepClock()
     for _ in range(steps):
-        start = time.perf_counter()
-        model.train_on_batch(x, y)
-        times.append(time.perf_counter() - start)
-    return times
+        clock.start()
+        clock.stop(model.train_on_batch(x, y))
+    return clock.times
 
 
 def main(argv):
@@ -132,6 +129,3 @@ def main(argv):
             "and the op counts show the placement took effect."
         )
 
-
-if __name__ == "__main__":
-    app.run(main)

@@ -19,7 +19,7 @@ compares them with the size of all of the model's weights.
 
 Usage:
 
-    python benchmarks/multi_worker.py --steps 40 --width 512
+    python -m benchmarks multi-worker --steps 40 --width 512
 """
 
 from __future__ import annotations
@@ -31,23 +31,29 @@ import subprocess
 import sys
 import time
 
-from absl import app
 from absl import flags
+
+from benchmarks import flag_spellings
 
 _ROLE = flags.DEFINE_enum(
     "role", "driver", ["driver", "worker", "mirrored"], "Internal: what this process runs."
 )
 _STEPS = flags.DEFINE_integer("steps", 40, "Timed training steps.")
 _WARMUP = flags.DEFINE_integer("warmup", 5, "Untimed steps first (tracing).")
-_GLOBAL_BATCH = flags.DEFINE_integer("global_batch", 64, "Global batch size.")
+_GLOBAL_BATCH = flags.DEFINE_integer("global-batch", 64, "Global batch size.")
 _WIDTH = flags.DEFINE_integer("width", 512, "Hidden layer width of the MLP.")
 _THREADS = flags.DEFINE_integer(
-    "threads_per_worker", 0,
+    "threads-per-worker", 0,
     "Intra- and inter-op threads of each worker process (0: TensorFlow's "
     "default, one per core in every process).",
 )
 
+flag_spellings.keep_old_spellings(_GLOBAL_BATCH, _THREADS)
+
 _ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The workers run this benchmark as a script file, through its command.
+_BENCHMARKS_MAIN = os.path.join(_REPO_ROOT, "benchmarks", "__main__.py")
 
 
 def _train_and_time(gpus):
@@ -157,7 +163,9 @@ def _all_reduce_ms(strategy, elements, repeats=20):
 
 def _run(command):
     env = dict(os.environ, **_ENV)
-    process = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    process = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=900, cwd=_REPO_ROOT
+    )
     found = re.findall(r"BENCH (\{.*\})", process.stdout)
     if process.returncode != 0 or not found:
         raise RuntimeError(
@@ -181,11 +189,13 @@ def main(argv):
     common = [
         f"--steps={_STEPS.value}",
         f"--warmup={_WARMUP.value}",
-        f"--global_batch={_GLOBAL_BATCH.value}",
+        f"--global-batch={_GLOBAL_BATCH.value}",
         f"--width={_WIDTH.value}",
     ]
-    worker_flags = [f"--threads_per_worker={_THREADS.value}"]
-    mirrored = _run([sys.executable, __file__, "--role=mirrored", *common])[0]
+    worker_flags = [f"--threads-per-worker={_THREADS.value}"]
+    mirrored = _run(
+        [sys.executable, "-m", "benchmarks", "multi-worker", "--role=mirrored", *common]
+    )[0]
     launcher = (
         "import sys; from parallel_keras.cli import main; "
         "main.SUBCOMMANDS = {'launch': 'parallel_keras.cli.launch'}; main.run()"
@@ -194,7 +204,8 @@ def main(argv):
     for devices in (1, 2):
         workers = _run(
             [sys.executable, "-c", launcher, "launch", "--workers", "2",
-             "--devices-per-worker", str(devices), __file__, "--role=worker", *common, *worker_flags]
+             "--devices-per-worker", str(devices), _BENCHMARKS_MAIN, "multi-worker",
+             "--role=worker", *common, *worker_flags]
         )
         runs.append((f"2 workers x {devices} device(s) (MultiWorkerMirrored)", workers))
     print(f"model: MLP 64-{_WIDTH.value}-{_WIDTH.value}-10, {mirrored['params']:,} params")
@@ -221,6 +232,3 @@ def main(argv):
             f"{slowest['collectives_per_step']}"
         )
 
-
-if __name__ == "__main__":
-    app.run(main)

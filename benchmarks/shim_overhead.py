@@ -15,7 +15,7 @@ Two measurements, each side by side in one run:
    of the native build.
 
 Run:
-    python -m benchmarks.shim_overhead --replicas=4
+    python -m benchmarks shim-overhead --replicas=4
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ import subprocess
 import sys
 import time
 
-from absl import app
 from absl import flags
+
+from benchmarks import flag_spellings
+from benchmarks import timing
 
 _REPLICAS = flags.DEFINE_integer("replicas", 4, "Simulated devices to replicate on.")
 _BATCH_SIZE = flags.DEFINE_integer("batch-size", 128, "Global batch size.")
@@ -49,26 +51,16 @@ _BUILD = flags.DEFINE_enum(
 )
 
 
-# The underscore spellings of earlier releases, hidden from --help (which
-# lists only this module's flags) as in benchmarks/flag_spellings.py.
-for _holder in (_REPLICAS, _BATCH_SIZE, _STEPS, _WARMUP_STEPS, _ROUNDS, _SKIP_XCEPTION, _BUILD):
-    if "-" in _holder.name:
-        flags.DEFINE_alias(_holder.name.replace("-", "_"), _holder.name,
-                           module_name="benchmarks.flag_spellings")
+flag_spellings.keep_old_spellings(
+    _REPLICAS, _BATCH_SIZE, _STEPS, _WARMUP_STEPS, _ROUNDS, _SKIP_XCEPTION, _BUILD
+)
 
-def _step_times(keras, model, dataset) -> list[float]:
-    times = []
 
-    class Timer(keras.callbacks.Callback):
-        def on_train_batch_begin(self, batch, logs=None):
-            self._start = time.perf_counter()
-
-        def on_train_batch_end(self, batch, logs=None):
-            float(logs["loss"])  # waits for the step
-            times.append(time.perf_counter() - self._start)
-
-    model.fit(dataset, epochs=1, steps_per_epoch=_STEPS.value + _WARMUP_STEPS.value,
-              verbose=0, callbacks=[Timer()])
+def _step_times(model, dataset) -> list[float]:
+    _, times = timing.timed_fit(
+        model, dataset, epochs=1,
+        steps_per_epoch=_STEPS.value + _WARMUP_STEPS.value, verbose=0,
+    )
     return times[_WARMUP_STEPS.value:]
 
 
@@ -99,7 +91,7 @@ def measure_step_time(model_name: str) -> dict:
     shim = parallel_keras.multi_gpu_model(build(), gpus=replicas)
     compile_model(shim)
     # The same reduction as the shim's on CPU devices, so the ratio is the
-    # shim's own cost (benchmarks/cpu_reduction.py compares reductions).
+    # shim's own cost (`python -m benchmarks cpu-reduction` compares them).
     strategy = tf.distribute.MirroredStrategy(
         devices, cross_device_ops=tf.distribute.ReductionToOneDevice("/cpu:0")
     )
@@ -116,7 +108,7 @@ def measure_step_time(model_name: str) -> dict:
         if round_index % 2:
             order.reverse()
         for model, sink in order:
-            sink.extend(_step_times(keras, model, dataset))
+            sink.extend(_step_times(model, dataset))
     shim_median = statistics.median(shim_times)
     native_median = statistics.median(native_times)
     return {
@@ -206,10 +198,11 @@ def measure_wrapping() -> dict:
     runs = {}
     for kind in ("native", "shim", "native", "shim"):
         process = subprocess.run(
-            [sys.executable, "-m", "benchmarks.shim_overhead", f"--build={kind}",
+            [sys.executable, "-m", "benchmarks", "shim-overhead", f"--build={kind}",
              f"--replicas={_REPLICAS.value}"],
             capture_output=True, text=True, check=True,
             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         )
         runs.setdefault(kind, []).append(json.loads(process.stdout.strip().splitlines()[-1]))
         print(f"  {kind}: {runs[kind][-1]}")
@@ -259,6 +252,3 @@ def main(argv):
     print(json.dumps(report, indent=2))
     return 0
 
-
-if __name__ == "__main__":
-    app.run(main)

@@ -1,6 +1,6 @@
 """Start-up cost of parallel_keras, timed as whole processes.
 
-    python -m benchmarks.startup --runs=9
+    python -m benchmarks startup --runs=9
 
 Times, as separate processes, interleaved round by round so that a busy
 machine slows every command alike, and reports the median of each:
@@ -127,6 +127,3 @@ def main(argv: list[str]) -> int:
         print(f"JSON: {_OUTPUT.value}")
     return 0 if met else 1
 
-
-if __name__ == "__main__":
-    app.run(main)

@@ -36,7 +36,7 @@ _EXPORTS = {
     "clear_placement": "parallel_keras.device_placement",
     "LayerCallPlacement": "parallel_keras.device_placement",
     # Multi-worker (issue 5) goes below this line.
-    "write_path": "parallel_keras.multi_worker.writes",
+    "write_path": "parallel_keras.cluster.writes",
     "BackupAndRestore": "parallel_keras.multi_worker.backup",
     "notebook_launcher": "parallel_keras.multi_worker.notebook",
 }
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from parallel_keras.saving.legacy import load_legacy_weights
     from parallel_keras.saving.weights import load_weights
     from parallel_keras.multi_worker.backup import BackupAndRestore
-    from parallel_keras.multi_worker.writes import write_path
+    from parallel_keras.cluster.writes import write_path
     from parallel_keras.multi_worker.notebook import notebook_launcher
 
 

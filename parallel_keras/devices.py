@@ -115,11 +115,13 @@ def _simulate_on_cluster_worker(n: int) -> list[str] | None:
     `simulate_devices(n)` decides how many (issue 13). Returns None outside
     a cluster.
     """
-    from parallel_keras.multi_worker import cluster  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import membership  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import settings  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import strategy as cluster  # pylint: disable=g-import-not-at-top
 
-    if cluster.current_strategy() is None and not cluster.is_multi_worker():
+    if cluster.current_strategy() is None and not membership.is_multi_worker():
         return None
-    launcher = cluster.launcher_devices_per_worker()
+    launcher = settings.current().devices_per_worker
     if launcher is not None and launcher != n:
         raise ValueError(
             "The script's simulate_devices(n) and the launcher's "
@@ -151,7 +153,7 @@ def _local_devices(device_type: str) -> list[str]:
     In a multi-worker cluster TensorFlow lists every worker's devices; only
     this worker's own (its job and task) are local.
     """
-    from parallel_keras.multi_worker import cluster  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import strategy as cluster  # pylint: disable=g-import-not-at-top
 
     names = [device.name for device in tf.config.list_logical_devices(device_type)]
     strategy = cluster.current_strategy()
@@ -167,9 +169,10 @@ def _local_devices(device_type: str) -> list[str]:
 
 
 def _is_multi_worker() -> bool:
-    from parallel_keras.multi_worker import cluster  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import membership  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import strategy as cluster  # pylint: disable=g-import-not-at-top
 
-    return cluster.current_strategy() is not None or cluster.is_multi_worker()
+    return cluster.current_strategy() is not None or membership.is_multi_worker()
 
 
 def gpus_are_simulated() -> bool:

@@ -295,7 +295,7 @@ importlib.util.find_spec = lambda name, *a: None if name == "matplotlib" else _f
 
 
 @pytest.mark.parametrize("module, old_spelling", [
-    ("benchmarks.__main__", "global_batch_size"),
+    ("benchmarks.suite.cli", "global_batch_size"),
     ("benchmarks.device_parallel", "batch_size"),
     ("benchmarks.shim_overhead", "warmup_steps"),
 ])

@@ -11,9 +11,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from parallel_keras.multi_worker import cluster
+from parallel_keras.cluster import membership
+from parallel_keras.cluster import settings
+from parallel_keras.cluster import strategy
+from parallel_keras.cluster import writes
 from parallel_keras.multi_worker import sharding
-from parallel_keras.multi_worker import writes
+from parallel_keras.multi_worker import worker_env
 
 
 def _tf_config(monkeypatch, cluster_spec, task_type, index):
@@ -35,16 +38,16 @@ def _tf_config(monkeypatch, cluster_spec, task_type, index):
 )
 def test_worker_info_reads_tf_config(monkeypatch, spec, task_type, index, expected):
     _tf_config(monkeypatch, spec, task_type, index)
-    info = cluster.worker_info()
+    info = membership.worker_info()
     assert (info.worker_index, info.num_workers, info.is_chief) == expected
-    assert cluster.is_multi_worker() == (expected[1] > 1)
+    assert membership.is_multi_worker() == (expected[1] > 1)
 
 
 def test_no_tf_config_is_one_worker_and_initialize_does_nothing(monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
-    assert cluster.worker_info() == cluster.WorkerInfo("worker", 0, 0, 1, True)
-    assert cluster.initialize() is None
-    assert cluster.multi_worker_strategy_or_none(["/cpu:0"]) is None
+    assert membership.worker_info() == membership.WorkerInfo("worker", 0, 0, 1, True)
+    assert strategy.initialize() is None
+    assert strategy.multi_worker_strategy_or_none(["/cpu:0"]) is None
 
 
 @pytest.mark.parametrize(
@@ -58,21 +61,21 @@ def test_no_tf_config_is_one_worker_and_initialize_does_nothing(monkeypatch):
 def test_invalid_tf_config_is_explained(monkeypatch, raw, match):
     monkeypatch.setenv("TF_CONFIG", raw)
     with pytest.raises(ValueError, match=match):
-        cluster.worker_info()
+        membership.worker_info()
 
 
 def test_initialize_after_tensorflow_started_says_how_to_fix(monkeypatch):
     # conftest already started TensorFlow (simulated devices).
     _tf_config(monkeypatch, {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, "worker", 0)
     with pytest.raises(RuntimeError, match="parallel-keras launch"):
-        cluster.initialize()
+        strategy.initialize()
 
 
 @pytest.mark.parametrize("raw", ["0", "-3", "soon"])
-def test_collective_timeout_must_be_positive(monkeypatch, raw):
-    monkeypatch.setenv(cluster.COLLECTIVE_TIMEOUT_ENV, raw)
+def test_collective_timeout_must_be_positive(raw):
+    environ = {worker_env.COLLECTIVE_TIMEOUT_ENV: raw}
     with pytest.raises(ValueError, match="positive number of seconds"):
-        cluster.collective_timeout()
+        worker_env.settings_from_environ(environ)
 
 
 def test_write_path_is_unchanged_on_the_chief(monkeypatch, tmp_path):
@@ -84,7 +87,8 @@ def test_write_path_is_unchanged_on_the_chief(monkeypatch, tmp_path):
 
 def test_non_chief_writes_into_a_temp_folder_removed_by_cleanup(monkeypatch, tmp_path):
     _tf_config(monkeypatch, {"worker": ["a:1", "b:1"]}, "worker", 1)
-    monkeypatch.setenv(writes.WORKER_TEMP_ROOT_ENV, str(tmp_path / "root"))
+    environ = {worker_env.WORKER_TEMP_ROOT_ENV: str(tmp_path / "root")}
+    monkeypatch.setattr(settings, "_CURRENT", worker_env.settings_from_environ(environ))
     (tmp_path / "root").mkdir()
     target = writes.write_path(str(tmp_path / "ckpt" / "epoch{epoch}.weights.h5"))
     assert not writes.is_chief()

@@ -19,13 +19,13 @@ import os
 import resource
 import statistics
 import sys
-import time
 
 if __package__ in (None, ""):
     # Started as a file (e.g. by `parallel-keras launch`), not with -m.
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))))
 
+from benchmarks import timing  # noqa: E402
 from benchmarks.suite import datasets  # noqa: E402
 from benchmarks.suite import models  # noqa: E402
 from benchmarks.suite import modes  # noqa: E402
@@ -71,26 +71,13 @@ def measure(spec: dict) -> dict:
         data_dir=spec.get("data_dir"),
     )
 
-    step_times: list[float] = []
-
-    class StepTimer(keras.callbacks.Callback):
-        def on_train_batch_begin(self, batch, logs=None):
-            self._start = time.perf_counter()
-
-        def on_train_batch_end(self, batch, logs=None):
-            # Reading the loss waits for the step to finish on the device
-            # (GPU execution is asynchronous).
-            if logs and "loss" in logs:
-                float(logs["loss"])
-            step_times.append(time.perf_counter() - self._start)
-
     warmup, steps = spec["warmup_steps"], spec["steps"]
-    history = prepared.model.fit(
+    history, step_times = timing.timed_fit(
+        prepared.model,
         dataset,
         epochs=1,
         steps_per_epoch=warmup + steps,
         verbose=0,
-        callbacks=[StepTimer()],
     )
     timed = step_times[warmup:]
     if len(timed) != steps:

@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from parallel_keras import _internals
 from parallel_keras.data_parallel import batches
-from parallel_keras.multi_worker import cluster as multi_worker_cluster
+from parallel_keras.cluster import strategy as multi_worker_cluster
 
 _CACHE: dict[tuple, tf.distribute.Strategy] = {}
 _LOCK = threading.Lock()

@@ -1,12 +1,16 @@
 """Multi-worker training: one script on one machine or many.
 
-* `cluster`: reads `TF_CONFIG` (or a cluster resolver) and creates the
-  process's `MultiWorkerMirroredStrategy`, which `multi_gpu_model` uses
-  when the cluster has more than one worker.
-* `launch` / `bootstrap`: `parallel-keras launch` and what each worker runs.
+The top layer; the cluster state it builds on (`TF_CONFIG`, the
+process's `MultiWorkerMirroredStrategy`, chief-only writes) is
+`parallel_keras.cluster`, which the rest of the library imports.
+
+* `launch`: `parallel-keras launch`; `group_plan` (which workers run here,
+  at which addresses), `worker_group` (their processes and restarts),
+  `slurm` (a group started by `srun`).
+* `bootstrap`: what each worker runs; `worker_env` is what the launcher
+  tells it through its environment.
 * `notebook` / `run_function` / `functions`: `notebook_launcher`, the same
   group started from a notebook cell around a function.
-* `writes`: only the chief writes the files the user sees.
 * `backup`: `BackupAndRestore` that resumes a restarted group.
 * `sharding`: the deliberate auto-shard policy for input pipelines.
 
@@ -19,15 +23,15 @@ import importlib
 
 _EXPORTS = {
     "BackupAndRestore": "parallel_keras.multi_worker.backup",
-    "initialize": "parallel_keras.multi_worker.cluster",
-    "is_multi_worker": "parallel_keras.multi_worker.cluster",
+    "initialize": "parallel_keras.cluster.strategy",
+    "is_multi_worker": "parallel_keras.cluster.membership",
     "notebook_launcher": "parallel_keras.multi_worker.notebook",
     "WorkerError": "parallel_keras.multi_worker.notebook",
-    "worker_info": "parallel_keras.multi_worker.cluster",
-    "WorkerInfo": "parallel_keras.multi_worker.cluster",
+    "worker_info": "parallel_keras.cluster.membership",
+    "WorkerInfo": "parallel_keras.cluster.membership",
     "shard_by_data": "parallel_keras.multi_worker.sharding",
-    "is_chief": "parallel_keras.multi_worker.writes",
-    "write_path": "parallel_keras.multi_worker.writes",
+    "is_chief": "parallel_keras.cluster.writes",
+    "write_path": "parallel_keras.cluster.writes",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -30,7 +30,7 @@ import keras
 import numpy as np
 
 from parallel_keras import _internals
-from parallel_keras.multi_worker import writes
+from parallel_keras.cluster import writes
 
 _LATEST = "latest.npz"
 _PREVIOUS = "previous.npz"

@@ -12,216 +12,29 @@ instead (see `BackupAndRestore` for resuming). With `log_dir`, each worker's
 output also goes to `worker-I.log`. Before anything starts, the script, the
 settings and (with `hosts`) this machine's port are checked.
 
-Three modes, like `torchrun --nnodes/--node_rank`:
-
-* `workers=N`: the whole cluster on this machine. Ports are picked on
-  127.0.0.1 and every worker address is 127.0.0.1. (TensorFlow's own gRPC
-  server still listens on all interfaces at that port, checked on TF 2.21;
-  TF offers no listen-address setting, so firewall the ports if needed.)
-* `hosts=["h1:port", "h2:port"], index=I`: this machine's worker of a real
-  cluster; each machine runs its own launch with its own index.
-* `slurm=True`: one task of an `srun` step; the worker reads the cluster
-  from Slurm's environment (`SlurmClusterResolver`, in the worker: this
-  process never imports TensorFlow).
+Which workers run here (`workers`, `hosts` or `slurm`) is `group_plan`;
+starting and watching the processes is `worker_group`; what each worker
+runs is `bootstrap`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-import dataclasses
-import json
 import os
-import signal
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from typing import TextIO
 
-from absl import logging
+from parallel_keras.multi_worker import group_plan
+from parallel_keras.multi_worker import worker_env
+from parallel_keras.multi_worker import worker_group
 
-from parallel_keras.multi_worker import bootstrap
-from parallel_keras.multi_worker import cluster
-from parallel_keras.multi_worker import writes
-
-RESTART_ENV = "PARALLEL_KERAS_RESTART"
-LOOPBACK = "127.0.0.1"
-
-
-@dataclasses.dataclass(frozen=True)
-class WorkerSummary:
-    """How one worker of the last attempt ended.
-
-    Attributes:
-        index: The worker's index in its group.
-        exit_code: Its exit code (negative: killed by that signal).
-        stopped_by_launcher: Whether the launcher stopped it after a peer
-            failed.
-        wall_seconds: Time from its start to its exit.
-    """
-
-    index: int
-    exit_code: int | None
-    stopped_by_launcher: bool
-    wall_seconds: float
-
-    def describe(self) -> str:
-        if self.stopped_by_launcher:
-            status = "stopped by the launcher"
-        elif self.exit_code is not None and self.exit_code < 0:
-            try:
-                status = f"killed by {signal.Signals(-self.exit_code).name}"
-            except ValueError:
-                status = f"killed by signal {-self.exit_code}"
-        else:
-            status = f"exit {self.exit_code}"
-        return f"worker {self.index}: {status}, {self.wall_seconds:.1f} s"
-
-
-@dataclasses.dataclass(frozen=True)
-class LaunchResult:
-    """How a launch ended.
-
-    Attributes:
-        exit_code: 0, or the first non-zero exit code of a worker (128 + N
-            for a worker killed by signal N).
-        attempts: Number of times the group was started.
-        failed_worker: Index of the worker whose failure ended the last
-            attempt, or None.
-        message: A one-line account, naming the failed worker.
-        addresses: The worker addresses of the last attempt.
-        workers: How each worker of the last attempt ended.
-    """
-
-    exit_code: int
-    attempts: int
-    failed_worker: int | None
-    message: str
-    addresses: tuple[str, ...]
-    workers: tuple[WorkerSummary, ...] = ()
-
-    def summary(self) -> str:
-        """One line: each worker's exit status and wall time."""
-        return "; ".join(worker.describe() for worker in self.workers)
-
-
-def pick_loopback_ports(count: int) -> list[int]:
-    """`count` distinct free TCP ports on 127.0.0.1."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((LOOPBACK, 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def tf_config(addresses: Sequence[str], index: int) -> str:
-    """The `TF_CONFIG` of worker `index` in a cluster of `addresses`."""
-    return json.dumps(
-        {"cluster": {"worker": list(addresses)}, "task": {"type": "worker", "index": index}}
-    )
-
-
-def _describe_exit(index: int, pid: int, code: int) -> str:
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"worker {index} (pid {pid}) was killed by {name}"
-    return f"worker {index} (pid {pid}) exited with code {code}"
-
-
-def _exit_code(code: int) -> int:
-    return 128 - code if code < 0 else code
-
-
-class _Worker:
-    """One worker process and the thread copying its output."""
-
-    def __init__(self, index, command, env, output, output_lock, log_file=None):
-        self.index = index
-        self.started = time.monotonic()
-        self.ended: float | None = None
-        self.stopped_by_launcher = False
-        self._log_file = log_file
-        self.process = subprocess.Popen(
-            command,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # Own process group: stop its children too.
-        )
-        self._reader = threading.Thread(
-            target=self._copy_output, args=(output, output_lock), daemon=True
-        )
-        self._reader.start()
-
-    def _copy_output(self, output, output_lock):
-        prefix = f"[worker {self.index}] ".encode()
-        for line in iter(self.process.stdout.readline, b""):
-            text = (prefix + line).decode(errors="replace")
-            if not text.endswith("\n"):
-                text += "\n"
-            with output_lock:
-                output.write(text)
-                output.flush()
-            if self._log_file is not None:
-                self._log_file.write(line.decode(errors="replace"))
-                self._log_file.flush()
-        self.process.stdout.close()
-
-    def poll(self):
-        code = self.process.poll()
-        if code is not None and self.ended is None:
-            self.ended = time.monotonic()
-        return code
-
-    def summary(self) -> "WorkerSummary":
-        code = self.poll()
-        ended = self.ended if self.ended is not None else time.monotonic()
-        return WorkerSummary(
-            self.index, code, self.stopped_by_launcher, ended - self.started
-        )
-
-    def signal_group(self, signum):
-        try:
-            os.killpg(self.process.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def join_output(self, timeout=5.0):
-        self._reader.join(timeout)
-
-
-def _stop(workers: list[_Worker], grace_seconds: float) -> None:
-    for worker in workers:
-        if worker.poll() is None:
-            worker.stopped_by_launcher = True
-            worker.signal_group(signal.SIGTERM)
-    deadline = time.monotonic() + grace_seconds
-    for worker in workers:
-        try:
-            worker.process.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
-    for worker in workers:
-        # Kill what is left of each group, including processes the worker
-        # started, so no process outlives the launch.
-        worker.signal_group(signal.SIGKILL)
-        if worker.poll() is None:
-            worker.process.wait()
-            worker.poll()
-    for worker in workers:
-        worker.join_output()
+LaunchResult = worker_group.LaunchResult
+WorkerSummary = worker_group.WorkerSummary
+pick_loopback_ports = group_plan.pick_loopback_ports
+tf_config = group_plan.tf_config
+RESTART_ENV = worker_env.RESTART_ENV
 
 
 def launch(
@@ -295,7 +108,9 @@ def launch(
     >>> result.exit_code  # doctest: +SKIP
     0
     """
-    plan = _plan(workers, hosts, index, slurm, min_workers)
+    plan = group_plan.plan_group(
+        workers, hosts, index, slurm, min_workers, os.environ
+    )
     if not script_args:
         raise ValueError(
             "launch needs a script to run. Received: no script. Pass e.g. "
@@ -317,28 +132,28 @@ def launch(
     _check_positive("collective_timeout", collective_timeout, integer=False)
     _check_positive("startup_timeout", startup_timeout, integer=False)
     if hosts is not None:
-        _check_port_free(plan.addresses(len(plan.indices))[plan.indices[0]])
+        addresses = plan.addresses(len(plan.indices))
+        group_plan.check_port_free(addresses[plan.indices[0]])
     output = output or sys.stdout
     base_env = dict(os.environ)
     base_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     base_env["PYTHONUNBUFFERED"] = "1"
-    if devices_per_worker is not None:
-        base_env[cluster.DEVICES_PER_WORKER_ENV] = str(int(devices_per_worker))
-    if collective_timeout is not None:
-        base_env[cluster.COLLECTIVE_TIMEOUT_ENV] = str(float(collective_timeout))
-    if startup_timeout is not None:
-        base_env[cluster.STARTUP_TIMEOUT_ENV] = str(float(startup_timeout))
-    if slurm:
-        base_env[bootstrap.CLUSTER_ENV] = "slurm"
-        base_env[bootstrap.SLURM_PORT_BASE_ENV] = str(int(slurm_port_base))
     command = [python, "-u", "-m", bootstrap_module, *script_args]
     if log_dir is not None:
         log_dir = os.fspath(log_dir)
         os.makedirs(log_dir, exist_ok=True)
     temp_root = tempfile.mkdtemp(prefix="parallel_keras_launch_")
-    base_env[writes.WORKER_TEMP_ROOT_ENV] = temp_root
+    base_env.update(
+        worker_env.worker_environ(
+            devices_per_worker=devices_per_worker,
+            collective_timeout=collective_timeout,
+            startup_timeout=startup_timeout,
+            worker_temp_root=temp_root,
+            slurm_port_base=slurm_port_base if slurm else None,
+        )
+    )
     try:
-        return _run_attempts(
+        return worker_group.run_attempts(
             command, base_env, plan, max_restarts, output, grace_seconds, log_dir
         )
     finally:
@@ -355,198 +170,3 @@ def _check_positive(name, value, integer):
             f"Received: {name}={value!r}. Pass e.g. {name}="
             f"{2 if integer else 60}."
         )
-
-
-def _check_port_free(address: str) -> None:
-    host, _, port = address.rpartition(":")
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("", int(port)))
-        except OSError as error:
-            raise ValueError(
-                "This machine's worker needs its port free for TensorFlow's "
-                f"gRPC server. Received: port {port} of {address} (--hosts "
-                f"entry of this --index) is in use ({error.strerror}). Stop "
-                "what listens there (`ss -ltnp | grep :"
-                f"{port}`) or give this worker another port in --hosts."
-            ) from None
-
-
-@dataclasses.dataclass
-class _Plan:
-    """Which workers run here and at which addresses."""
-
-    addresses: object  # (group size) -> list of "host:port".
-    indices: list[int]
-    min_workers: int | None = None
-
-
-def _run_attempts(
-    command, base_env, plan, max_restarts, output, grace_seconds, log_dir
-) -> LaunchResult:
-    output_lock = threading.Lock()
-    attempt = 0
-    size = len(plan.indices) if plan.min_workers is not None else None
-    indices = list(plan.indices)
-    while True:
-        addresses = plan.addresses(size)
-        group: list[_Worker] = []
-        logs = []
-        logging.info(
-            "parallel-keras launch: attempt %d, workers %s at %s",
-            attempt + 1,
-            list(indices),
-            ",".join(addresses),
-        )
-        try:
-            for worker_index in indices:
-                env = dict(base_env)
-                if base_env.get(bootstrap.CLUSTER_ENV) != "slurm":
-                    env["TF_CONFIG"] = tf_config(addresses, worker_index)
-                env[RESTART_ENV] = str(attempt)
-                log_file = None
-                if log_dir is not None:
-                    log_file = open(  # pylint: disable=consider-using-with
-                        os.path.join(log_dir, f"worker-{worker_index}.log"),
-                        "a" if attempt else "w",
-                        encoding="utf-8",
-                    )
-                    log_file.write(f"--- attempt {attempt + 1} ---\n")
-                    logs.append(log_file)
-                group.append(
-                    _Worker(worker_index, command, env, output, output_lock, log_file)
-                )
-            failure = _watch(group)
-        finally:
-            # Also on KeyboardInterrupt / SIGTERM of the launcher itself.
-            _stop(group, grace_seconds)
-            for log_file in logs:
-                log_file.close()
-        attempt += 1
-        summaries = tuple(worker.summary() for worker in group)
-        if failure is None:
-            return LaunchResult(
-                0, attempt, None, "all workers finished", tuple(addresses), summaries
-            )
-        worker, code, dead = failure
-        message = _describe_exit(worker.index, worker.process.pid, code)
-        if attempt <= max_restarts and size is not None:
-            survivors = size - dead
-            if survivors < plan.min_workers:
-                return LaunchResult(
-                    _exit_code(code), attempt, worker.index,
-                    f"{message}; {survivors} worker(s) left, fewer than "
-                    f"--min-workers {plan.min_workers}; stopped the others.",
-                    tuple(addresses), summaries,
-                )
-            size = survivors
-            indices = list(range(size))
-        if attempt <= max_restarts:
-            logging.warning(
-                "parallel-keras launch: %s; stopped the other workers; "
-                "restarting the group with %d worker(s) (restart %d of %d).",
-                message,
-                len(indices),
-                attempt,
-                max_restarts,
-            )
-            continue
-        return LaunchResult(
-            _exit_code(code),
-            attempt,
-            worker.index,
-            f"{message}; stopped the other workers"
-            + (f" after {max_restarts} restart(s)" if max_restarts else "")
-            + ".",
-            tuple(addresses),
-            summaries,
-        )
-
-
-def _plan(workers, hosts, index, slurm, min_workers) -> _Plan:
-    given = [name for name, value in (("workers", workers), ("hosts", hosts)) if value is not None]
-    if slurm:
-        given.append("slurm")
-    if len(given) != 1:
-        raise ValueError(
-            "launch needs either workers=N (all on this machine), hosts with "
-            "an index (one machine of a cluster) or slurm=True (one task of "
-            f"srun). Received: workers={workers!r}, hosts={hosts!r}, "
-            f"slurm={slurm!r}."
-        )
-    if min_workers is not None:
-        if workers is None:
-            raise ValueError(
-                "--min-workers applies to a group on this machine. Received: "
-                f"min_workers={min_workers!r} with {given[0]}. Use "
-                "--workers N --min-workers M, or drop --min-workers."
-            )
-        if isinstance(min_workers, bool) or not isinstance(min_workers, int) or not (
-            1 <= min_workers <= (workers if isinstance(workers, int) else 0)
-        ):
-            raise ValueError(
-                "--min-workers must be between 1 and --workers (the group "
-                "shrinks to no fewer than that many survivors). Received: "
-                f"--min-workers {min_workers!r} with --workers {workers!r}. "
-                f"Pass --min-workers at most {workers!r}."
-            )
-    if slurm:
-        if index is not None:
-            raise ValueError(
-                "With --slurm, Slurm says which task this is (SLURM_PROCID). "
-                f"Received: index={index}. Drop --index."
-            )
-        cluster.check_slurm_environment(os.environ)
-        return _Plan(lambda size: [], [int(os.environ["SLURM_PROCID"])])
-    if workers is not None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(
-                f"workers must be an integer >= 1. Received: workers={workers!r}."
-            )
-        if index is not None:
-            raise ValueError(
-                "index is only meaningful with hosts. Received: "
-                f"workers={workers}, index={index}. Drop --index."
-            )
-        return _Plan(
-            lambda size: [
-                f"{LOOPBACK}:{port}" for port in pick_loopback_ports(size or workers)
-            ],
-            list(range(workers)),
-            min_workers,
-        )
-    hosts = list(hosts)
-    for host in hosts:
-        name, _, port = host.rpartition(":")
-        if not name or not port.isdigit():
-            raise ValueError(
-                "Each host must be written host:port. Received: "
-                f"hosts={hosts}. Use e.g. --hosts 10.0.0.1:2222,10.0.0.2:2222."
-            )
-    if index is None or not 0 <= index < len(hosts):
-        raise ValueError(
-            "With hosts, index must say which of them this machine is. "
-            f"Received: index={index!r} for {len(hosts)} hosts. Pass "
-            f"--index between 0 and {len(hosts) - 1}."
-        )
-    return _Plan(lambda size: hosts, [index])
-
-
-def _watch(group: list[_Worker]):
-    """Waits for the group; returns (worker, code, dead count) of a failure.
-
-    The dead count is the number of workers that failed by themselves (not
-    peers that only lost contact with them).
-    """
-    while True:
-        codes = [(worker, worker.poll()) for worker in group]
-        failed = [(worker, code) for worker, code in codes if code not in (None, 0)]
-        if failed:
-            # Peers of a dead worker exit with LOST_PEER_EXIT_CODE; when both
-            # show up in one poll, the dead worker is the cause to report.
-            failed.sort(key=lambda item: item[1] == bootstrap.LOST_PEER_EXIT_CODE)
-            dead = sum(code != bootstrap.LOST_PEER_EXIT_CODE for _, code in failed)
-            return failed[0][0], failed[0][1], max(dead, 1)
-        if all(code == 0 for _, code in codes):
-            return None
-        time.sleep(0.1)

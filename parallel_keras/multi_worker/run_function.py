@@ -17,12 +17,13 @@ import traceback
 
 def main(argv: list[str]) -> int:
     payload_path, folder = argv[1], argv[2]
+    from parallel_keras.cluster import membership  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import writes  # pylint: disable=g-import-not-at-top
     from parallel_keras.multi_worker import bootstrap  # pylint: disable=g-import-not-at-top
-    from parallel_keras.multi_worker import cluster  # pylint: disable=g-import-not-at-top
     from parallel_keras.multi_worker import functions  # pylint: disable=g-import-not-at-top
-    from parallel_keras.multi_worker import writes  # pylint: disable=g-import-not-at-top
 
-    info = cluster.worker_info()
+    bootstrap.configure_worker(os.environ)
+    info = membership.worker_info()
     bootstrap.create_strategy_when_tf_starts(info)
     result_path = os.path.join(folder, f"result-{info.worker_index}.pkl")
     try:

@@ -26,7 +26,7 @@ import h5py
 import keras
 
 from parallel_keras import _internals
-from parallel_keras.multi_worker import writes
+from parallel_keras.cluster import writes
 from parallel_keras.saving import paths
 from parallel_keras.saving.paths import check_output_path
 from parallel_keras.saving.paths import remove_stale_temporaries

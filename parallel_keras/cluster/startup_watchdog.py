@@ -1,4 +1,4 @@
-"""Bounds a worker's start-up: run as a file by `cluster.initialize`.
+"""Bounds a worker's start-up: run as a file by `strategy.initialize`.
 
 `python startup_watchdog.py PID TIMEOUT INDEX ADDRESS...` waits until its
 stdin closes (the worker's strategy exists, or the worker is gone) or

@@ -9,11 +9,11 @@ machine `write_path` returns its argument unchanged.
 
 Example:
 
-    from parallel_keras.multi_worker import writes
+    import parallel_keras
     checkpoint = keras.callbacks.ModelCheckpoint(
-        writes.write_path("checkpoints/{epoch:02d}.keras"))
+        parallel_keras.write_path("checkpoints/{epoch:02d}.keras"))
     ...
-    parallel_model.save(writes.write_path("model.keras"))
+    parallel_model.save(parallel_keras.write_path("model.keras"))
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import threading
 
 from absl import logging
 
-from parallel_keras.multi_worker import cluster
-
-WORKER_TEMP_ROOT_ENV = "PARALLEL_KERAS_WORKER_TEMP_ROOT"
+from parallel_keras.cluster import membership
+from parallel_keras.cluster import settings
+from parallel_keras.cluster import strategy as cluster_strategy
 
 _LOCK = threading.Lock()
 _TEMP_DIR: str | None = None
@@ -40,10 +40,10 @@ def is_chief() -> bool:
     True on one machine, and on the chief (or worker 0 when the cluster has
     no chief) of a multi-worker cluster.
     """
-    strategy = cluster.current_strategy()
+    strategy = cluster_strategy.current_strategy()
     if strategy is not None:
         return bool(strategy.extended.should_checkpoint)
-    return cluster.worker_info().is_chief
+    return membership.worker_info().is_chief
 
 
 def worker_temp_dir() -> str:
@@ -54,10 +54,10 @@ def worker_temp_dir() -> str:
     global _TEMP_DIR
     with _LOCK:
         if _TEMP_DIR is None or not os.path.isdir(_TEMP_DIR):
-            index = cluster.worker_info().worker_index
+            index = membership.worker_info().worker_index
             # Under `parallel-keras launch` the folder lives in one the
             # launcher removes, so it goes even when this worker is killed.
-            parent = os.environ.get(WORKER_TEMP_ROOT_ENV) or None
+            parent = settings.current().worker_temp_root
             _TEMP_DIR = tempfile.mkdtemp(
                 prefix=f"parallel_keras_worker{index}_", dir=parent
             )
@@ -78,8 +78,8 @@ def write_path(filepath: str | os.PathLike) -> str:
 
     Example:
 
-    >>> from parallel_keras.multi_worker import writes
-    >>> writes.write_path("model.keras")  # on one machine
+    >>> import parallel_keras
+    >>> parallel_keras.write_path("model.keras")  # on one machine
     'model.keras'
     """
     filepath = os.fspath(filepath)
