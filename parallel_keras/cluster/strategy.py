@@ -110,10 +110,7 @@ def initialize(
         import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
         from parallel_keras import _internals  # pylint: disable=g-import-not-at-top
-        # The one arrow from here up: the MWMS subclass whose datasets are
-        # prepared for the running model lives with the other prepared
-        # strategies in data_parallel/batches.py (TensorFlow-only imports).
-        from parallel_keras.data_parallel import batches  # pylint: disable=g-import-not-at-top
+        from parallel_keras.cluster import prepared  # pylint: disable=g-import-not-at-top
 
         # Creating the strategy starts TensorFlow: the bootstrap's deferred
         # creation (run_before_tf_starts) must not fire inside it.
@@ -144,7 +141,7 @@ def initialize(
         try:
             strategy = _internals.multi_worker_mirrored_strategy(
                 options,
-                strategy_class=batches.PreparedMultiWorkerMirroredStrategy,
+                strategy_class=prepared.PreparedMultiWorkerMirroredStrategy,
                 cluster_resolver=cluster_resolver,
                 local_cpu_devices=devices_per_worker
                 if devices_per_worker and not tf.config.list_physical_devices("GPU")

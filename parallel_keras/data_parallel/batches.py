@@ -26,9 +26,7 @@ semantics on the strategy that owns its variables (`replicate_all=True`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-import contextlib
-import contextvars
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import tensorflow as tf
@@ -176,51 +174,3 @@ def unpack(data) -> StepData:
         "Data is expected to be in format `x`, `(x,)`, `(x, y)`, or "
         f"`(x, y, sample_weight)`. Received: a tuple of {len(data)} elements."
     )
-
-
-# --- Strategies that prepare the batches Keras distributes ----------------------
-#
-# Keras hands each global batch to `strategy.experimental_distribute_dataset`
-# (TFEpochIterator, Keras 3.15). These strategies apply the preparation that
-# the model running the batches asked for, and only while that model runs
-# them: a user's own call distributes as usual.
-
-_PREPARATION: contextvars.ContextVar[Callable | None] = contextvars.ContextVar(
-    "parallel_keras_batch_preparation", default=None
-)
-
-
-@contextlib.contextmanager
-def preparing_batches(
-    prepare: Callable[[tf.data.Dataset], tf.data.Dataset],
-) -> Iterator[None]:
-    """Within the block, datasets distributed by the strategies below go through `prepare`."""
-    token = _PREPARATION.set(prepare)
-    try:
-        yield
-    finally:
-        _PREPARATION.reset(token)
-
-
-class _PreparesBatches:
-    def experimental_distribute_dataset(self, dataset, options=None):
-        prepare = _PREPARATION.get()
-        if prepare is not None and isinstance(dataset, tf.data.Dataset):
-            dataset = prepare(dataset)
-        return super().experimental_distribute_dataset(dataset, options)
-
-
-class PreparedMirroredStrategy(_PreparesBatches, tf.distribute.MirroredStrategy):
-    """`MirroredStrategy` whose datasets are prepared for the running model."""
-
-
-class PreparedCentralStorageStrategy(
-    _PreparesBatches, tf.distribute.experimental.CentralStorageStrategy
-):
-    """`CentralStorageStrategy` whose datasets are prepared for the running model."""
-
-
-class PreparedMultiWorkerMirroredStrategy(
-    _PreparesBatches, tf.distribute.MultiWorkerMirroredStrategy
-):
-    """`MultiWorkerMirroredStrategy` whose datasets are prepared for the running model."""

@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from parallel_keras import _internals
+from parallel_keras.cluster import prepared
 from parallel_keras.data_parallel import batches
 
 
@@ -69,7 +70,7 @@ class Execution:
 
     def running(self):
         """Context in which Keras's datasets for this model are prepared."""
-        return batches.preparing_batches(self.prepare)
+        return prepared.preparing_batches(self.prepare)
 
     # --- Stateful templates ------------------------------------------------
 

@@ -28,8 +28,8 @@ import threading
 import tensorflow as tf
 
 from parallel_keras import _internals
-from parallel_keras.data_parallel import batches
-from parallel_keras.cluster import strategy as multi_worker_cluster
+from parallel_keras.cluster import prepared
+from parallel_keras.cluster import strategy as cluster_strategy
 
 _CACHE: dict[tuple, tf.distribute.Strategy] = {}
 _LOCK = threading.Lock()
@@ -132,9 +132,9 @@ def replication_strategy(
         A `tf.distribute.Strategy` with one replica per device.
     """
     # Multi-worker: a TF_CONFIG cluster replicates on every worker.
-    cluster_strategy = multi_worker_cluster.multi_worker_strategy_or_none(replica_devices)
-    if cluster_strategy is not None:
-        return cluster_strategy
+    multi_worker = cluster_strategy.multi_worker_strategy_or_none(replica_devices)
+    if multi_worker is not None:
+        return multi_worker
     reduction = gradient_reduction_for(replica_devices, cpu_relocation)
     key = (tuple(replica_devices), reduction)
     with _LOCK:
@@ -147,7 +147,7 @@ def replication_strategy(
 
 def _build(devices: list[str], reduction: GradientReduction):
     if reduction.kind == "central_storage":
-        return batches.PreparedCentralStorageStrategy(
+        return prepared.PreparedCentralStorageStrategy(
             compute_devices=devices, parameter_device=reduction.device
         )
     if reduction.kind == "one_device":
@@ -161,7 +161,7 @@ def _build(devices: list[str], reduction: GradientReduction):
             else tf.distribute.experimental.CommunicationImplementation.RING
         )
         cross_device_ops = _internals.collective_all_reduce(devices, implementation)
-    return batches.PreparedMirroredStrategy(devices=devices, cross_device_ops=cross_device_ops)
+    return prepared.PreparedMirroredStrategy(devices=devices, cross_device_ops=cross_device_ops)
 
 
 def strategy_reduction(strategy: tf.distribute.Strategy) -> GradientReduction:
