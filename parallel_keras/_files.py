@@ -67,6 +67,7 @@ def replacing(
     keep_suffixes: Sequence[str] = (),
     mode_from: str | os.PathLike | None = None,
     refuse_read_only: bool = False,
+    temporary: str | None = None,
 ) -> Iterator[str]:
     """Yields a temporary path to write; on success moves it over `path`.
 
@@ -85,6 +86,8 @@ def replacing(
         refuse_read_only: Raise instead of replacing a target without write
             permission (a plain write would fail there; a rename would not).
             Defaults to False.
+        temporary: The temporary path to use, in `path`'s folder. Defaults
+            to None: `temporary_sibling(path, keep_suffixes)`.
 
     Yields:
         The temporary path; the body must create the file there.
@@ -102,7 +105,8 @@ def replacing(
             "write to another path. Received",
             final,
         )
-    temporary = temporary_sibling(final, keep_suffixes)
+    if temporary is None:
+        temporary = temporary_sibling(final, keep_suffixes)
     try:
         yield temporary
         _fsync_file(temporary)

@@ -39,7 +39,7 @@ import numpy as np
 import pytest
 
 import parallel_keras
-from parallel_keras.saving import weights as weights_lib
+from parallel_keras.saving import matching as weights_lib
 from parallel_keras.testing import legacy_files
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

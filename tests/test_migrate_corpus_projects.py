@@ -157,11 +157,13 @@ keras.datasets.imdb.load_data = _sequences
 
 # Observation only: remember which models were trained.
 trained = []
-for method in ("fit", "train_on_batch"):
-    def observed(self, *args, __original=getattr(keras.Model, method), **kwargs):
-        trained.append(self)
-        return __original(self, *args, **kwargs)
-    setattr(keras.Model, method, observed)
+import parallel_keras
+for owner in (keras.Model, parallel_keras.ParallelModel):
+    for method in ("fit", "train_on_batch"):
+        def observed(self, *args, __original=getattr(owner, method), **kwargs):
+            trained.append(self)
+            return __original(self, *args, **kwargs)
+        setattr(owner, method, observed)
 
 project = os.getcwd()
 sys.path.insert(0, project)

@@ -16,7 +16,7 @@ import pytest
 
 import parallel_keras
 from parallel_keras import _internals
-from parallel_keras.saving import weights as weights_lib
+from parallel_keras.saving import matching as weights_lib
 from parallel_keras.testing import legacy_files
 from parallel_keras.testing import run_python
 

@@ -22,10 +22,11 @@ from parallel_keras.data_parallel import execution as execution_lib
 from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import steps
 from parallel_keras.data_parallel import template as template_lib
+from parallel_keras.saving import atomic
 from parallel_keras.data_parallel import strategies
 
 
-class ParallelModel(keras.Model):
+class ParallelModel(atomic.SavesItsTemplate, keras.Model):
     """A data-parallel view of a template model.
 
     Built by `parallel_keras.multi_gpu_model`; not meant to be constructed
@@ -271,14 +272,10 @@ class ParallelModel(keras.Model):
 
     def save(self, filepath, overwrite=True, **kwargs) -> None:
         """Saves the template (shared weights) atomically, loadable on one device."""
-        from parallel_keras.saving import atomic  # pylint: disable=g-import-not-at-top
-
         atomic.save_model(self._template, filepath, overwrite=overwrite, **kwargs)
 
     def save_weights(self, filepath, overwrite=True, **kwargs) -> None:
         """Saves the template's weights atomically (`.weights.h5` or `.h5`)."""
-        from parallel_keras.saving import atomic  # pylint: disable=g-import-not-at-top
-
         atomic.save_weights(self._template, filepath, overwrite=overwrite, **kwargs)
 
     def load_weights(self, filepath, skip_mismatch=False, **kwargs) -> None:
@@ -343,8 +340,6 @@ def unique_output_names(names: Sequence[str]) -> list[str]:
 
 def _check_checkpoint_folders(callbacks) -> None:
     """Stock `ModelCheckpoint`s fail only after the first epoch: check now."""
-    from parallel_keras.saving import atomic  # pylint: disable=g-import-not-at-top
-
     for callback in callbacks or ():
         if isinstance(callback, keras.callbacks.ModelCheckpoint):
             atomic.check_writable_folder(callback.filepath)

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 from collections.abc import Callable, Iterator
 
 from absl import logging
 import h5py
 import keras
 
+from parallel_keras import _files
 from parallel_keras import _internals
 from parallel_keras.cluster import writes
 from parallel_keras.saving import paths
@@ -33,9 +33,19 @@ from parallel_keras.saving.paths import remove_stale_temporaries
 from parallel_keras.saving.paths import temporary_path
 
 
+class SavesItsTemplate:
+    """Marks a model whose files are its `template`'s (the parallel model).
+
+    A type, not an attribute check: a user's model that happens to have a
+    `template` attribute is saved as itself.
+    """
+
+    template: keras.Model
+
+
 def saving_target(model: keras.Model) -> keras.Model:
     """The model whose file is written: a parallel model's template."""
-    return getattr(model, "template", model)
+    return model.template if isinstance(model, SavesItsTemplate) else model
 
 
 @contextlib.contextmanager
@@ -54,21 +64,15 @@ def atomic_path(filepath: str | os.PathLike) -> Iterator[str]:
     remove_stale_temporaries(final)
     temporary = temporary_path(final)
     try:
-        yield temporary
-        _fsync_file(temporary)
-        if os.path.exists(final):
-            # The new file takes the old one's permissions, as an in-place
-            # write would.
-            os.chmod(temporary, stat.S_IMODE(os.stat(final).st_mode))
-        os.replace(temporary, final)
-    except BaseException as error:
-        with contextlib.suppress(OSError):
-            os.remove(temporary)
+        # The new file takes the old one's permissions, as an in-place write
+        # would; the rename is the atomic step.
+        with _files.replacing(final, temporary=temporary) as path:
+            yield path
+    except Exception as error:
         renamed = _naming_user_path(error, temporary, final)
         if renamed is None:
             raise
         raise renamed from error
-    _fsync_folder(os.path.dirname(final) or ".")
 
 
 def _naming_user_path(error: BaseException, temporary: str, final: str):
@@ -240,19 +244,3 @@ def check_writable_folder(filepath: str | os.PathLike) -> str:
             with contextlib.suppress(OSError):
                 os.remove(probe)
     return folder
-
-
-def _fsync_file(path: str) -> None:
-    # Flush the new bytes to disk before the rename makes them the target,
-    # so a machine crash cannot leave the target pointing at empty blocks.
-    with open(path, "rb") as file:
-        os.fsync(file.fileno())
-
-
-def _fsync_folder(folder: str) -> None:
-    with contextlib.suppress(OSError):
-        descriptor = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)

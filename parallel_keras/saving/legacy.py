@@ -30,7 +30,7 @@ import numpy as np
 
 from parallel_keras.saving import atomic
 from parallel_keras.saving import files
-from parallel_keras.saving import weights as weights_lib
+from parallel_keras.saving import matching
 
 _SUFFIX_NUMBER = re.compile(r"^(.*?)(?:_(\d+))?$")
 _TENSOR_INDEX = re.compile(r":\d+$")
@@ -165,8 +165,8 @@ def load_legacy_weights(
             loaded.append(layer.name)
             continue
         if not skip_mismatch:
-            raise weights_lib.MismatchError(
-                weights_lib.mismatch_message(
+            raise matching.MismatchError(
+                matching.mismatch_message(
                     legacy.path, target, layer.name, stored.name, *mismatch
                 )
             )
@@ -175,14 +175,14 @@ def load_legacy_weights(
             "the model's %s.", layer.name, stored.name, mismatch[1], mismatch[0]
         )
     if not assignments:
-        raise weights_lib.MismatchError(
+        raise matching.MismatchError(
             f"No layer of model {target.name!r} matched the file, so nothing "
             f"would load. Received: filepath={legacy.path!r} with layers "
             f"{[layer.name for layer in legacy.layers][:8]}, model layers "
-            f"{[layer.name for layer in weights_lib.weighted_layers(target)][:8]}. "
+            f"{[layer.name for layer in matching.weighted_layers(target)][:8]}. "
             "Build the template the file was saved from."
         )
-    weights_lib.assign_all(target, assignments)
+    matching.assign_all(target, assignments)
     logging.info(
         "Loaded %d layers from %s (Keras %s) into %s",
         len(loaded), legacy.path, legacy.keras_version or "?", target.name,
@@ -192,7 +192,7 @@ def load_legacy_weights(
 
 def _pair_layers(legacy: LegacyWeightsFile, model: keras.Model, by_name: bool):
     """Pairs each stored layer with a model layer, or raises on a mismatch."""
-    layers = weights_lib.weighted_layers(model)
+    layers = matching.weighted_layers(model)
     by_model_name = {layer.name: layer for layer in layers}
     stored_names = [stored.name for stored in legacy.layers]
     if by_name:
@@ -218,14 +218,14 @@ def _raise_first_unpaired(legacy, model, pairs, layers):
     for stored, layer in pairs:
         mismatch = _weight_mismatch(stored, layer)
         if mismatch is not None:
-            raise weights_lib.MismatchError(
-                weights_lib.mismatch_message(legacy.path, model, layer.name, stored.name, *mismatch)
+            raise matching.MismatchError(
+                matching.mismatch_message(legacy.path, model, layer.name, stored.name, *mismatch)
             )
     paired_stored = {id(stored) for stored, _ in pairs}
     layer = next((layer for layer in layers if id(layer) not in paired), None)
     stored = next((s for s in legacy.layers if id(s) not in paired_stored), None)
-    raise weights_lib.MismatchError(
-        weights_lib.mismatch_message(
+    raise matching.MismatchError(
+        matching.mismatch_message(
             legacy.path,
             model,
             layer.name if layer is not None else "(none)",

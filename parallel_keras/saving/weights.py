@@ -18,14 +18,14 @@ import tempfile
 from absl import logging
 import h5py
 import keras
-import numpy as np
 
 from parallel_keras.saving import atomic
 from parallel_keras.saving import files
-
-
-class MismatchError(ValueError):
-    """A weights file does not fit the model; the model was left unchanged."""
+from parallel_keras.saving import legacy
+from parallel_keras.saving import matching
+from parallel_keras.saving.matching import MismatchError
+from parallel_keras.saving.matching import mismatch_message
+from parallel_keras.saving.matching import weighted_layers
 
 
 def load_weights(
@@ -69,8 +69,6 @@ def load_weights(
     path = os.fspath(filepath)
     kind = files.describe(path)
     if kind is files.FileKind.LEGACY_HDF5:
-        from parallel_keras.saving import legacy  # pylint: disable=g-import-not-at-top
-
         return legacy.load_legacy_weights(
             target, path, by_name=by_name, skip_mismatch=skip_mismatch
         )
@@ -82,79 +80,19 @@ def load_weights(
             "skip layers whose shapes differ."
         )
     loaded = _check_keras_file(target, path, kind, skip_mismatch)
-    snapshot = _snapshot(target)
+    snapshot = matching.snapshot(target)
     try:
         # Keras's own method: a wrapped template's `load_weights` is this
         # function (see data_parallel/template.py).
         keras.Model.load_weights(target, path, skip_mismatch=skip_mismatch)
     except Exception as error:
-        _restore(snapshot)
+        matching.restore(snapshot)
         raise MismatchError(
             f"Keras could not load {path!r} into model {target.name!r}: "
             f"{error} The model was left unchanged."
         ) from error
     logging.info("Loaded %d layers from %s into %s", len(loaded), path, target.name)
     return loaded
-
-
-def weighted_layers(model: keras.Model) -> list[keras.layers.Layer]:
-    """The layers holding weights, nested models flattened, in model order."""
-    found = []
-    for layer in getattr(model, "layers", []):
-        if isinstance(layer, keras.Model):
-            found.extend(weighted_layers(layer))
-        elif layer.weights:
-            found.append(layer)
-    return found
-
-
-def mismatch_message(
-    path: str,
-    model: keras.Model,
-    model_layer: str,
-    file_layer: str,
-    model_shapes,
-    file_shapes,
-    extra: str = "",
-) -> str:
-    """The error for a file that does not fit a model."""
-    return (
-        f"The weights file does not match model {model.name!r}: its first "
-        f"mismatching layer is {model_layer!r}, with weight shapes "
-        f"{_shapes(model_shapes)} in the model and {_shapes(file_shapes)} in "
-        f"the file's layer {file_layer!r}. {extra + ' ' if extra else ''}"
-        f"Received: filepath={path!r}. The model was left unchanged. Build "
-        "the model with the architecture the file was saved from, or pass "
-        "skip_mismatch=True to load only the layers that match."
-    )
-
-
-def assign_all(model: keras.Model, assignments) -> None:
-    """Assigns (variable, value) pairs; on any failure restores every one."""
-    snapshot = _snapshot(model)
-    try:
-        for variable, value in assignments:
-            variable.assign(np.asarray(value).astype(variable.dtype))
-    except Exception:
-        _restore(snapshot)
-        raise
-
-
-def _shapes(shapes) -> str:
-    return "[" + ", ".join(str(tuple(shape)) for shape in shapes) + "]"
-
-
-def _snapshot(model: keras.Model):
-    variables = list(model.variables)
-    optimizer = getattr(model, "optimizer", None)
-    if optimizer is not None:
-        variables += list(optimizer.variables)
-    return [(variable, np.array(variable.numpy(), copy=True)) for variable in variables]
-
-
-def _restore(snapshot) -> None:
-    for variable, value in snapshot:
-        variable.assign(value)
 
 
 def _check_keras_file(model, path, kind, skip_mismatch) -> list[str]:
