@@ -231,6 +231,13 @@ class ParallelModelCheckpoint(ModelCheckpoint):
         mode: Defaults to "auto".
         period: Save every `period` epochs. Defaults to 1.
 
+    Raises:
+        ValueError: At construction, for a `period` below 1 or a path whose
+            suffix is of the other kind (see `keras3_checkpoint_path`); when
+            training begins, if the checkpoint folder cannot be created or
+            written; at an epoch's end with `save_best_only`, if `monitor`
+            names no logged metric.
+
     Example:
 
     >>> import keras, parallel_keras

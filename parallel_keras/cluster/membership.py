@@ -7,9 +7,14 @@ cluster and nothing multi-worker applies. TensorFlow-free.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dataclasses
 import json
 import os
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +36,9 @@ class WorkerInfo:
     is_chief: bool
 
 
-def worker_info(cluster_resolver=None) -> WorkerInfo:
+def worker_info(
+    cluster_resolver: tf.distribute.cluster_resolver.ClusterResolver | None = None,
+) -> WorkerInfo:
     """Describes this process's place in the cluster.
 
     Args:
@@ -99,7 +106,9 @@ def _from_tf_config():
     return config.get("cluster") or {}, task.get("type", "worker"), task.get("index", 0)
 
 
-def is_multi_worker(cluster_resolver=None) -> bool:
+def is_multi_worker(
+    cluster_resolver: tf.distribute.cluster_resolver.ClusterResolver | None = None,
+) -> bool:
     """True when the cluster has more than one training task.
 
     Args:
@@ -111,8 +120,17 @@ def is_multi_worker(cluster_resolver=None) -> bool:
     return worker_info(cluster_resolver).num_workers > 1
 
 
-def cluster_addresses(cluster_resolver=None) -> list[str]:
-    """`host:port` of every training task, chief first."""
+def cluster_addresses(
+    cluster_resolver: tf.distribute.cluster_resolver.ClusterResolver | None = None,
+) -> list[str]:
+    """`host:port` of every training task, chief first.
+
+    Args:
+        cluster_resolver: See `worker_info`. Defaults to None (`TF_CONFIG`).
+
+    Returns:
+        The addresses, from the resolver's cluster spec or from `TF_CONFIG`.
+    """
     if cluster_resolver is not None:
         spec = cluster_resolver.cluster_spec().as_dict()
     else:

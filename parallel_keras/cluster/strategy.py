@@ -18,6 +18,8 @@ with an error instead of waiting for it forever.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import os
 import threading
 
@@ -167,7 +169,10 @@ def initialize(
         return strategy
 
 
-def multi_worker_strategy_or_none(local_devices=None, cluster_resolver=None):
+def multi_worker_strategy_or_none(
+    local_devices: Sequence[str] | None = None,
+    cluster_resolver: tf.distribute.cluster_resolver.ClusterResolver | None = None,
+) -> tf.distribute.MultiWorkerMirroredStrategy | None:
     """The strategy `multi_gpu_model` must use when this is a cluster worker.
 
     The hook `data_parallel.strategies.replication_strategy` calls first.

@@ -144,7 +144,8 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
             return super().get_layer(index=index)
         return self._template.get_layer(name=name)
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training: bool | None = None):
+        """Runs the template on this replica's slice of the batch."""
         return self._template(inputs, training=training)
 
     # --- Compile and steps ---------------------------------------------------
@@ -186,13 +187,16 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
                 loss, metrics, weighted_metrics
             )
 
-    def train_step(self, data):
+    def train_step(self, data) -> dict[str, Any]:
+        """One replica's optimizer step (see `steps.py`); returns metric logs."""
         return steps.train_step(self, data, global_loss=self._global_loss)
 
-    def test_step(self, data):
+    def test_step(self, data) -> dict[str, Any]:
+        """One replica's loss and metrics (see `steps.py`); returns metric logs."""
         return steps.test_step(self, data, global_loss=self._global_loss)
 
     def predict_step(self, data):
+        """One replica's outputs for the rows it reports."""
         return steps.predict_step(self, data)
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
@@ -217,38 +221,62 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
 
     # --- Training entry points -------------------------------------------------
 
-    def fit(self, x=None, y=None, batch_size=None, *args, **kwargs):
+    def fit(self, x=None, y=None, batch_size: int | None = None, *args, **kwargs):
+        """`keras.Model.fit`, each global batch split across the replicas.
+
+        Raises:
+            ValueError: If the data has no rows, `batch_size` is not a
+                positive integer, array shapes do not fit the template, a
+                stateful template is given another batch size, or a
+                `ModelCheckpoint` callback's folder cannot be written.
+            RuntimeError: If `multi_gpu_model` was called on the template
+                again since this parallel model was made.
+        """
         self._ensure_current()
         batch_size = self._execution.check_call(x, batch_size, "fit")
         _check_checkpoint_folders(kwargs.get("callbacks"))
         with self._execution.running():
             return super().fit(x, y, batch_size, *args, **kwargs)
 
-    def evaluate(self, x=None, y=None, batch_size=None, *args, **kwargs):
+    def evaluate(self, x=None, y=None, batch_size: int | None = None, *args, **kwargs):
+        """`keras.Model.evaluate` on the replicas; raises as `fit` does."""
         self._ensure_current()
         batch_size = self._execution.check_call(x, batch_size, "evaluate")
         with self._execution.running():
             return super().evaluate(x, y, batch_size, *args, **kwargs)
 
-    def predict(self, x, batch_size=None, *args, **kwargs):
+    def predict(self, x, batch_size: int | None = None, *args, **kwargs):
+        """`keras.Model.predict` on the replicas, rows in input order; raises as `fit` does."""
         self._ensure_current()
         batch_size = self._execution.check_call(x, batch_size, "predict")
         with self._execution.running():
             return super().predict(x, batch_size, *args, **kwargs)
 
     def train_on_batch(
-        self, x, y=None, sample_weight=None, class_weight=None, return_dict=False
+        self,
+        x,
+        y=None,
+        sample_weight=None,
+        class_weight: dict | None = None,
+        return_dict: bool = False,
     ):
+        """One optimizer step on one global batch, split across the replicas.
+
+        Returns:
+            The loss and metrics, as `keras.Model.train_on_batch`.
+        """
         self._ensure_current()
         return self._execution.train_on_batch(
             x, y, sample_weight, class_weight, return_dict
         )
 
-    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict: bool = False):
+        """Loss and metrics of one global batch, split across the replicas."""
         self._ensure_current()
         return self._execution.test_on_batch(x, y, sample_weight, return_dict)
 
     def predict_on_batch(self, x):
+        """Outputs for one global batch, split across the replicas, rows in order."""
         self._ensure_current()
         return self._execution.predict_on_batch(x)
 
@@ -295,9 +323,15 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         )
 
     def summary(self, *args, **kwargs) -> None:
+        """The template's summary (the parallel model holds no weights of its own)."""
         return self._template.summary(*args, **kwargs)
 
     def get_config(self) -> dict[str, Any]:
+        """Not serialized itself: its template is.
+
+        Raises:
+            NotImplementedError: Always; use the template's config.
+        """
         raise NotImplementedError(
             "A ParallelModel is not serialized itself: its template is. "
             "Received: get_config() on a parallel model. Use "
