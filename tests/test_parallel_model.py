@@ -369,7 +369,7 @@ def _mlp(seed=1):
         (lambda p, x, y: p.predict(x[:0], verbose=0), ["no rows", "(0, 4)", "at least one row"]),
         (
             lambda p, x, y: p.fit(tf.data.Dataset.from_tensor_slices((x, y)).take(0).batch(4), verbose=0),
-            ["at least one batch", "empty dataset", "Pass data"],
+            ["needs at least one batch", "an empty dataset", "Pass data"],
         ),
         (lambda p, x, y: p.fit(x, y, batch_size=0, verbose=0), ["positive integer", "batch_size=0", "batch_size=32"]),
         (

@@ -109,6 +109,13 @@ class Execution:
                 f"{batch_size!r}). Pass e.g. batch_size=32, or leave it out "
                 "for Keras's default."
             )
+        if isinstance(x, tf.data.Dataset) and int(x.cardinality()) == 0:
+            raise ValueError(
+                f"{method} needs at least one batch, and the dataset given "
+                f"holds none. Received: an empty dataset ({method}(x) with "
+                f"element spec {x.element_spec}). Pass data with at least "
+                "one row."
+            )
         rows = _array_rows(x)
         if rows == 0:
             raise ValueError(

@@ -36,7 +36,7 @@ _LOCK = threading.Lock()
 
 # On simulated CPU devices, reducing through `/cpu:0` measured faster than a
 # ring all-reduce among the replicas for every model of the benchmark suite
-# (see benchmarks/cpu_reduction.py and the README's table).
+# (`python -m benchmarks cpu-reduction`, results in the README).
 CPU_REDUCTION = "one_device"
 
 
