@@ -78,6 +78,17 @@ def prepare_dataset(
     if all(spec.shape.rank == 0 for spec in specs):
         return dataset
     unpacked = isinstance(dataset.element_spec, tuple)
+    # A batch size known when the dataset is built decides here, keeping the
+    # static shapes (a shape left unknown slows some models down, e.g. an
+    # LSTM's loop); otherwise each batch decides as it comes.
+    static_rows = {spec.shape[0] for spec in specs if spec.shape.rank}
+    static_rows = static_rows.pop() if len(static_rows) == 1 else None
+    if static_rows is not None:
+        static_tile = replicate_all or (
+            static_rows > 0 and leaves_empty_replica(static_rows, num_replicas)
+        )
+    else:
+        static_tile = None
 
     def prepare(*element):
         data = element if unpacked else element[0]
@@ -85,8 +96,12 @@ def prepare_dataset(
         checks = [check_rows(rows)] if check_rows is not None else []
         with tf.control_dependencies(checks):
             rows = tf.identity(rows)
-        if replicate_all:
+        if replicate_all or static_tile:
             tiled_data, keep = _tiled(data, rows, num_replicas)
+        elif static_tile is False:
+            with tf.control_dependencies(checks):
+                keep = tf.ones([static_rows], tf.float32)
+            tiled_data = data
         else:
             tile = tf.logical_and(rows > 0, leaves_empty_replica(rows, num_replicas))
             tiled_data, keep = tf.cond(
