@@ -92,3 +92,19 @@ def test_training_on_small_and_partial_batches_matches_one_device(batch_size):
         reference.evaluate(x, y, batch_size=batch_size, verbose=0),
         atol=1e-4,
     )
+
+
+@pytest.mark.parametrize("rows, expected", [(8, 8), (6, 24), (1, 4)])
+def test_a_batch_size_known_up_front_keeps_static_shapes(rows, expected):
+    # A dynamic batch dimension made an LSTM's step twice as slow.
+    dataset = tf.data.Dataset.from_tensors((tf.zeros([rows, 3]), tf.zeros([rows])))
+    spec = batches.prepare_dataset(dataset, 4).element_spec
+    assert spec.data[0].shape.as_list() == [expected, 3]
+    assert spec.keep.shape.as_list() == [expected]
+
+
+def test_a_batch_size_unknown_up_front_is_decided_per_batch():
+    dataset = tf.data.Dataset.from_tensor_slices(tf.zeros([7, 3])).batch(4)
+    prepared = list(batches.prepare_dataset(dataset, 4))
+    # 4 rows split 1/1/1/1; the final 3 rows would leave a replica empty.
+    assert [len(batch.keep) for batch in prepared] == [4, 12]
