@@ -1,7 +1,7 @@
 """Installs the device-placement hooks when Keras is imported, not before.
 
 `keras.models.load_model` restores a saved placement only if parallel_keras's
-hooks (see the "Device placement" section of `_internals.py`) are in place
+hooks (see `parallel_keras/_internals/placement.py`) are in place
 before the file is loaded. Installing them on `import parallel_keras` would
 import TensorFlow and Keras (seconds, hundreds of MB) in processes that never
 need them: `parallel-keras --help`, `parallel-keras migrate`, the launcher.

@@ -29,7 +29,7 @@ from parallel_keras._internals.versions import CHECKED_VERSIONS
 # call time, re-runs those calls in `Function._run_through_graph`, outside
 # any `tf.device` scope they were built in, so that placement is lost. These
 # private touches give `parallel_keras.device` its effect. All checked on
-# TF 2.21 / Keras 3.15; `tests/test_placement_internals.py` fails loudly when
+# TF 2.21 / Keras 3.15; `tests/internals/test_placement.py` fails loudly when
 # an upgrade changes one of them.
 # 1. `Node.__init__` runs once per symbolic layer call: wrapping it tells
 #    parallel_keras which node a call inside `parallel_keras.device` made.
