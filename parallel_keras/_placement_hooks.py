@@ -47,10 +47,14 @@ def _initializing(name: str, finished: str | None = None) -> bool:
 
 
 def _keras_ready(finished: str | None = None) -> bool:
+    # The hooks use `parallel_keras._internals`: when importing it is what
+    # imports Keras, they wait until it has finished (it then calls
+    # `_install_after_import` itself).
     return (
         "keras" in sys.modules
         and not _initializing("keras", finished)
         and not _initializing("tensorflow", finished)
+        and not _initializing("parallel_keras._internals", finished)
     )
 
 

@@ -70,3 +70,19 @@ def test_layer_call_indices_match_get_config_renumbering():
     assert sorted(calls) == [("shared", 0), ("shared", 1)]
     layer_config = next(c for c in model.get_config()["layers"] if c["name"] == "shared")
     assert len(layer_config["inbound_nodes"]) == 2
+
+
+def test_hooks_install_when_importing_internals_is_what_imports_keras():
+    """The hooks use `_internals`; they wait for it instead of failing on a
+    partially imported package."""
+    process = parallel_keras.testing.run_python(
+        """
+        import warnings
+        warnings.simplefilter("error", RuntimeWarning)
+        import parallel_keras
+        from parallel_keras import _internals, _placement_hooks
+        from keras.src.ops import node
+        print("RESULT", _placement_hooks.installed(), hasattr(node.Node.__init__, "__wrapped__"))
+        """,
+    )
+    assert process.stdout.split()[-3:] == ["RESULT", "True", "True"], process.stderr[-3000:]
