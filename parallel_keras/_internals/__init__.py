@@ -65,6 +65,50 @@ from parallel_keras._internals.variables import relocate_variables
 from parallel_keras._internals.variables import rnn_state_variables
 from parallel_keras._internals.versions import CHECKED_VERSIONS
 from parallel_keras._internals.versions import warn_if_versions_differ
+__all__ = [
+    "CHECKED_VERSIONS",
+    "ModelCheckpointWriteHook",
+    "PlacementInternalsChanged",
+    "add_op_callback",
+    "cancel_before_tf_starts",
+    "collective_all_reduce",
+    "cross_device_ops_kind",
+    "flatten_metrics_in_order",
+    "functional_graph",
+    "functional_layer_calls",
+    "install_functional_config_hooks",
+    "install_node_created_hook",
+    "install_operation_for_node_hook",
+    "install_scalar_mean_reduction_workaround",
+    "install_symbolic_build",
+    "is_functional",
+    "is_keras_default_step",
+    "keras_scalar_mean_reduction_fails",
+    "keras_tensor_layer",
+    "keras_variable_value",
+    "loss_tracker",
+    "model_strategy",
+    "multi_worker_mirrored_strategy",
+    "nccl_kernels_registered",
+    "optimizer_strategy",
+    "output_loss_trackers",
+    "relocate_variables",
+    "remove_op_callback",
+    "remove_symbolic_build",
+    "reset_compiled_functions",
+    "rnn_state_variables",
+    "run_before_tf_starts",
+    "save_legacy_h5_weights",
+    "scalar_mean_reduction_workaround_active",
+    "set_initial_epoch",
+    "set_model_strategy",
+    "set_optimizer_strategy",
+    "skip_train_steps",
+    "symbolic_build_from_local_replica",
+    "tf_runtime_initialized",
+    "warn_if_versions_differ",
+]
+
 from parallel_keras import _placement_hooks  # pylint: disable=g-bad-import-order
 
 warn_if_versions_differ()
