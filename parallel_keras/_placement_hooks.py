@@ -1,7 +1,7 @@
 """Installs the device-placement hooks when Keras is imported, not before.
 
 `keras.models.load_model` restores a saved placement only if parallel_keras's
-hooks (see the "Device placement" section of `_internals.py`) are in place
+hooks (see `parallel_keras/_internals/placement.py`) are in place
 before the file is loaded. Installing them on `import parallel_keras` would
 import TensorFlow and Keras (seconds, hundreds of MB) in processes that never
 need them: `parallel-keras --help`, `parallel-keras migrate`, the launcher.
@@ -47,10 +47,14 @@ def _initializing(name: str, finished: str | None = None) -> bool:
 
 
 def _keras_ready(finished: str | None = None) -> bool:
+    # The hooks use `parallel_keras._internals`: when importing it is what
+    # imports Keras, they wait until it has finished (it then calls
+    # `_install_after_import` itself).
     return (
         "keras" in sys.modules
         and not _initializing("keras", finished)
         and not _initializing("tensorflow", finished)
+        and not _initializing("parallel_keras._internals", finished)
     )
 
 

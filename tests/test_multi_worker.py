@@ -158,7 +158,7 @@ def test_keras_still_needs_the_scalar_metric_workaround(tmp_path):
     for worker in found.values():
         assert worker["keras_reduction_fails"], (
             "Keras now reduces scalar metrics under MultiWorkerMirroredStrategy: "
-            "remove the scalar-mean workaround from parallel_keras/_internals.py."
+            "remove the scalar-mean workaround from parallel_keras/_internals/multi_worker.py."
         )
         assert worker["workaround_active"]
     assert_nothing_left(process)

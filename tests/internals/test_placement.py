@@ -1,13 +1,13 @@
-"""The private Keras/TF behaviour placement relies on (checked on TF 2.21 /
-Keras 3.15). A failure here means an upgrade changed it: see the "Device
-placement of functional layer calls" section of parallel_keras/_internals.py.
+"""Canaries for `parallel_keras._internals.placement` (TF 2.21 / Keras 3.15).
+
+A failure here means an upgrade changed the private Keras behaviour
+`parallel_keras.device` relies on: see parallel_keras/_internals/placement.py.
 """
 
 import inspect
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 import parallel_keras
 from parallel_keras import _internals
@@ -72,18 +72,17 @@ def test_layer_call_indices_match_get_config_renumbering():
     assert len(layer_config["inbound_nodes"]) == 2
 
 
-def test_op_callbacks_see_eager_and_traced_ops():
-    seen = []
-
-    def callback(op_type, inputs, attrs, outputs, op_name=None, graph=None):
-        seen.append((graph is not None, outputs[0].device if graph is None else outputs[0].op.device))
-
-    _internals.add_op_callback(callback)
-    try:
-        with tf.device("/cpu:1"):
-            tf.constant(1.0) * 2.0
-        tf.function(lambda: tf.constant(2.0) * 3.0).get_concrete_function()
-    finally:
-        _internals.remove_op_callback(callback)
-    assert any(not traced and device.endswith("CPU:1") for traced, device in seen)
-    assert any(traced for traced, _ in seen)
+def test_hooks_install_when_importing_internals_is_what_imports_keras():
+    """The hooks use `_internals`; they wait for it instead of failing on a
+    partially imported package."""
+    process = parallel_keras.testing.run_python(
+        """
+        import warnings
+        warnings.simplefilter("error", RuntimeWarning)
+        import parallel_keras
+        from parallel_keras import _internals, _placement_hooks
+        from keras.src.ops import node
+        print("RESULT", _placement_hooks.installed(), hasattr(node.Node.__init__, "__wrapped__"))
+        """,
+    )
+    assert process.stdout.split()[-3:] == ["RESULT", "True", "True"], process.stderr[-3000:]

@@ -1,0 +1,117 @@
+"""Every dependence of parallel_keras on private Keras / TensorFlow internals.
+
+Nothing else in the package touches private attributes or imports
+`keras.src`. One module per upstream surface, each naming the upstream
+behaviour it relies on or works around and the versions it was checked on;
+`tests/internals/test_<module>.py` fails loudly when an upgrade changes any of
+them:
+
+- `variables`: Keras variables relocated onto a strategy; stateful RNN state.
+- `trainer`: Keras's trainer (loss trackers, metric order, default steps,
+  strategy captured at construction, first-batch symbolic build, resume).
+- `collectives`: collective keys, which reduction a strategy performs, NCCL.
+- `multi_worker`: TensorFlow runtime start, MWMS construction, Keras's
+  scalar-mean reduction under MWMS.
+- `placement`: device placement of functional layer calls.
+- `op_callbacks`: TensorFlow op callbacks (the op-device recorder).
+- `checkpoints`: `ModelCheckpoint`'s write and legacy HDF5 weights.
+- `versions`: the versions checked; a warning when the installed differ.
+
+Callers use `from parallel_keras import _internals; _internals.name`: every
+public name is re-exported here. Only modules that already import TensorFlow
+import this package (`import parallel_keras` stays TensorFlow-free).
+
+Checked on TensorFlow 2.21.0 with Keras 3.15.1.
+"""
+
+from parallel_keras._internals.checkpoints import ModelCheckpointWriteHook
+from parallel_keras._internals.checkpoints import save_legacy_h5_weights
+from parallel_keras._internals.collectives import collective_all_reduce
+from parallel_keras._internals.collectives import cross_device_ops_kind
+from parallel_keras._internals.collectives import nccl_kernels_registered
+from parallel_keras._internals.multi_worker import cancel_before_tf_starts
+from parallel_keras._internals.multi_worker import install_scalar_mean_reduction_workaround
+from parallel_keras._internals.multi_worker import keras_scalar_mean_reduction_fails
+from parallel_keras._internals.multi_worker import multi_worker_mirrored_strategy
+from parallel_keras._internals.multi_worker import run_before_tf_starts
+from parallel_keras._internals.multi_worker import scalar_mean_reduction_workaround_active
+from parallel_keras._internals.multi_worker import tf_runtime_initialized
+from parallel_keras._internals.op_callbacks import add_op_callback
+from parallel_keras._internals.op_callbacks import remove_op_callback
+from parallel_keras._internals.placement import PlacementInternalsChanged
+from parallel_keras._internals.placement import functional_graph
+from parallel_keras._internals.placement import functional_layer_calls
+from parallel_keras._internals.placement import install_functional_config_hooks
+from parallel_keras._internals.placement import install_node_created_hook
+from parallel_keras._internals.placement import install_operation_for_node_hook
+from parallel_keras._internals.placement import is_functional
+from parallel_keras._internals.placement import keras_tensor_layer
+from parallel_keras._internals.trainer import flatten_metrics_in_order
+from parallel_keras._internals.trainer import install_symbolic_build
+from parallel_keras._internals.trainer import is_keras_default_step
+from parallel_keras._internals.trainer import loss_tracker
+from parallel_keras._internals.trainer import model_strategy
+from parallel_keras._internals.trainer import optimizer_strategy
+from parallel_keras._internals.trainer import output_loss_trackers
+from parallel_keras._internals.trainer import remove_symbolic_build
+from parallel_keras._internals.trainer import reset_compiled_functions
+from parallel_keras._internals.trainer import set_initial_epoch
+from parallel_keras._internals.trainer import set_model_strategy
+from parallel_keras._internals.trainer import set_optimizer_strategy
+from parallel_keras._internals.trainer import skip_train_steps
+from parallel_keras._internals.trainer import symbolic_build_from_local_replica
+from parallel_keras._internals.variables import keras_variable_value
+from parallel_keras._internals.variables import relocate_variables
+from parallel_keras._internals.variables import rnn_state_variables
+from parallel_keras._internals.versions import CHECKED_VERSIONS
+from parallel_keras._internals.versions import warn_if_versions_differ
+__all__ = [
+    "CHECKED_VERSIONS",
+    "ModelCheckpointWriteHook",
+    "PlacementInternalsChanged",
+    "add_op_callback",
+    "cancel_before_tf_starts",
+    "collective_all_reduce",
+    "cross_device_ops_kind",
+    "flatten_metrics_in_order",
+    "functional_graph",
+    "functional_layer_calls",
+    "install_functional_config_hooks",
+    "install_node_created_hook",
+    "install_operation_for_node_hook",
+    "install_scalar_mean_reduction_workaround",
+    "install_symbolic_build",
+    "is_functional",
+    "is_keras_default_step",
+    "keras_scalar_mean_reduction_fails",
+    "keras_tensor_layer",
+    "keras_variable_value",
+    "loss_tracker",
+    "model_strategy",
+    "multi_worker_mirrored_strategy",
+    "nccl_kernels_registered",
+    "optimizer_strategy",
+    "output_loss_trackers",
+    "relocate_variables",
+    "remove_op_callback",
+    "remove_symbolic_build",
+    "reset_compiled_functions",
+    "rnn_state_variables",
+    "run_before_tf_starts",
+    "save_legacy_h5_weights",
+    "scalar_mean_reduction_workaround_active",
+    "set_initial_epoch",
+    "set_model_strategy",
+    "set_optimizer_strategy",
+    "skip_train_steps",
+    "symbolic_build_from_local_replica",
+    "tf_runtime_initialized",
+    "warn_if_versions_differ",
+]
+
+from parallel_keras import _placement_hooks  # pylint: disable=g-bad-import-order
+
+warn_if_versions_differ()
+# If importing this package is what imported Keras, the placement hooks
+# waited for it to finish (they use it): install them now.
+_placement_hooks._install_after_import(finished=__name__)  # pylint: disable=protected-access

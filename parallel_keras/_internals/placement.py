@@ -1,0 +1,243 @@
+"""Device placement of functional layer calls (issue 4).
+
+Upstream surface: Keras's `keras.src.ops.node.Node`,
+`keras.src.ops.function.Function` (`_get_operation_for_node`,
+`_run_through_graph`, `_nodes`, `_nodes_by_depth`, `make_node_key`) and
+`keras.src.models.functional` (`Functional.get_config`,
+`functional_from_config`). A moved attribute raises
+`PlacementInternalsChanged` naming the checked versions.
+
+Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/
+test_placement.py` fails when an upgrade changes what this relies on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import importlib
+
+import keras
+import tensorflow as tf
+
+from parallel_keras._internals.versions import CHECKED_VERSIONS
+
+
+# --- Device placement of functional layer calls (issue 4) -----------------
+#
+# A Keras 3 functional model records each layer call made while it is built
+# as a `keras.src.ops.node.Node` (appended to `layer._inbound_nodes`) and, at
+# call time, re-runs those calls in `Function._run_through_graph`, outside
+# any `tf.device` scope they were built in, so that placement is lost. These
+# private touches give `parallel_keras.device` its effect. All checked on
+# TF 2.21 / Keras 3.15; `tests/internals/test_placement.py` fails loudly when
+# an upgrade changes one of them.
+# 1. `Node.__init__` runs once per symbolic layer call: wrapping it tells
+#    parallel_keras which node a call inside `parallel_keras.device` made.
+# 2. `Function._run_through_graph` (eager call, predict, evaluate, the traced
+#    train step) asks `Function._get_operation_for_node(node)` for each
+#    node's operation just before calling it (added for NNX in Keras 3.11);
+#    wrapping it lets a placed node's call run inside `tf.device`.
+# 3. `Functional.get_config` / `functional.functional_from_config`: the
+#    placement is written under one extra top-level config key. Plain Keras's
+#    `functional_from_config` passes unknown keys to `Functional.__init__`
+#    as `**kwargs`, which ignores them, so plain Keras still loads the file.
+# 4. A model's own nodes: `Function._nodes` (keys from `make_node_key`),
+#    `Function._nodes_by_depth`, `Node.parent_nodes`, `Node.is_input`, with
+#    nodes renumbered per layer the way `Functional.get_config` does.
+
+_placement_hooks = {}
+
+
+class PlacementInternalsChanged(RuntimeError):
+    """This Keras moved what the device-placement hooks patch."""
+
+
+def _placement_internal(owner: object, attribute: str, what: str):
+    """`owner.attribute`, or a loud error naming the upgrade that moved it.
+
+    Never swallowed: a model loaded without these hooks would silently lose
+    its saved placement (see `parallel_keras._placement_hooks`).
+    """
+    try:
+        return getattr(owner, attribute)
+    except AttributeError as error:
+        raise PlacementInternalsChanged(
+            f"parallel_keras's device placement patches {what}, which this "
+            f"Keras does not have. Received: keras=={keras.__version__}, "
+            f"tensorflow=={tf.__version__}; checked on "
+            f"keras=={CHECKED_VERSIONS['keras']}, "
+            f"tensorflow=={CHECKED_VERSIONS['tensorflow']}. Install those "
+            "versions, or a parallel_keras release that supports this Keras."
+        ) from error
+
+
+def _placement_module(name: str):
+    """Imports a private Keras module the placement hooks patch, loudly."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as error:
+        raise PlacementInternalsChanged(
+            f"parallel_keras's device placement patches {name}, which this "
+            f"Keras does not have. Received: keras=={keras.__version__}, "
+            f"tensorflow=={tf.__version__}; checked on "
+            f"keras=={CHECKED_VERSIONS['keras']}, "
+            f"tensorflow=={CHECKED_VERSIONS['tensorflow']}. Install those "
+            "versions, or a parallel_keras release that supports this Keras."
+        ) from error
+
+
+def install_node_created_hook(hook: Callable[[object], None]) -> None:
+    """Calls `hook(node)` after every non-input Keras `Node` is created."""
+    node_module = _placement_module("keras.src.ops.node")
+    node_class = _placement_internal(node_module, "Node", "keras.src.ops.node.Node")
+    if "node_created" in _placement_hooks:
+        _placement_hooks["node_created"] = hook
+        return
+    original_init = node_class.__init__
+
+    def init_then_notify(node, *args, **kwargs):
+        original_init(node, *args, **kwargs)
+        if not node.is_input:
+            _placement_hooks["node_created"](node)
+
+    init_then_notify.__wrapped__ = original_init
+    _placement_hooks["node_created"] = hook
+    node_class.__init__ = init_then_notify
+
+
+def install_operation_for_node_hook(hook: Callable[[object, object], object]) -> None:
+    """Lets `hook(node, operation)` replace the callable run for each node."""
+    function_module = _placement_module("keras.src.ops.function")
+    function_class = _placement_internal(
+        function_module, "Function", "keras.src.ops.function.Function"
+    )
+    original = _placement_internal(
+        function_class, "_get_operation_for_node",
+        "keras.src.ops.function.Function._get_operation_for_node",
+    )
+    if "operation_for_node" in _placement_hooks:
+        _placement_hooks["operation_for_node"] = hook
+        return
+
+    def operation_for_node(function, node):
+        return _placement_hooks["operation_for_node"](node, original(function, node))
+
+    operation_for_node.__wrapped__ = original
+    _placement_hooks["operation_for_node"] = hook
+    function_class._get_operation_for_node = operation_for_node
+
+
+def install_functional_config_hooks(
+    key: str,
+    save: Callable[[keras.Model], object],
+    load: Callable[[keras.Model, object], None],
+) -> None:
+    """Adds `save(model)` under `config[key]`; `load(model, value)` on load.
+
+    `save` returning None leaves the config exactly as Keras wrote it. The
+    load side wraps `functional_from_config`, which `Model.from_config`
+    (and so `.keras` loading, `Functional.from_config` and
+    `keras.Model.from_config`) imports at call time.
+    """
+    functional_module = _placement_module("keras.src.models.functional")
+    functional_class = _placement_internal(
+        functional_module, "Functional", "keras.src.models.functional.Functional"
+    )
+    original_get_config = _placement_internal(
+        functional_class, "get_config", "Functional.get_config"
+    )
+    original_from_config = _placement_internal(
+        functional_module, "functional_from_config",
+        "keras.src.models.functional.functional_from_config",
+    )
+    first_install = "config" not in _placement_hooks
+    _placement_hooks["config"] = (key, save, load)
+    if not first_install:
+        return
+
+    def get_config(model):
+        config = original_get_config(model)
+        key, save, _ = _placement_hooks["config"]
+        value = save(model)
+        if value is not None:
+            config[key] = value
+        return config
+
+    def functional_from_config(cls, config, custom_objects=None):
+        key, _, load = _placement_hooks["config"]
+        config = dict(config)
+        value = config.pop(key, None)
+        model = original_from_config(cls, config, custom_objects=custom_objects)
+        if value is not None:
+            load(model, value)
+        return model
+
+    get_config.__wrapped__ = original_get_config
+    functional_from_config.__wrapped__ = original_from_config
+    functional_class.get_config = get_config
+    functional_module.functional_from_config = functional_from_config
+
+
+def is_functional(model: object) -> bool:
+    """True for models built as `keras.Model(inputs, outputs)` (Functional)."""
+    from keras.src.models.functional import Functional  # pylint: disable=g-direct-keras-import
+
+    return isinstance(model, Functional)
+
+
+def functional_layer_calls(model: keras.Model) -> list[tuple[object, int, object]]:
+    """`(layer, call_index, node)` for each layer call of a functional model.
+
+    In the order the model runs them (deepest first, as
+    `_run_through_graph`). `call_index` numbers the calls of a layer that
+    belong to this model, as `Functional.get_config` does (a nested
+    functional model's own first node counts as call 0), so it is the same
+    before saving and after loading.
+    """
+    from keras.src.models.functional import Functional  # pylint: disable=g-direct-keras-import
+    from keras.src.ops.function import make_node_key  # pylint: disable=g-direct-keras-import
+
+    call_indices = {}
+    for operation in model._operations:
+        kept = 1 if isinstance(operation, Functional) else 0
+        for original_index, node in enumerate(operation._inbound_nodes):
+            if make_node_key(operation, original_index) in model._nodes:
+                call_indices[id(node)] = kept
+                kept += 1
+    calls = []
+    for depth in sorted(model._nodes_by_depth, reverse=True):
+        for node in model._nodes_by_depth[depth]:
+            if node.is_input or not node.operation:
+                continue
+            calls.append((node.operation, call_indices[id(node)], node))
+    return calls
+
+
+def keras_tensor_layer(tensor: keras.KerasTensor) -> keras.layers.Layer:
+    """The layer that produced a symbolic KerasTensor (an InputLayer for inputs)."""
+    return tensor._keras_history[0]
+
+
+def functional_graph(
+    model: keras.Model,
+) -> tuple[list[object], dict[int, list[object]], list[object], list[object]]:
+    """`(nodes, parents, input_nodes, output_nodes)` of a functional model.
+
+    `nodes` (in run order) includes the model's input nodes; `parents` maps
+    `id(node)` to the nodes whose outputs that node's call consumes;
+    `input_nodes` and `output_nodes` follow `model.inputs` / `model.outputs`.
+    """
+    nodes = [
+        node
+        for depth in sorted(model._nodes_by_depth, reverse=True)
+        for node in model._nodes_by_depth[depth]
+    ]
+    parents = {id(node): list(node.parent_nodes) for node in nodes}
+
+    def producer(tensor):
+        operation, node_index, _ = tensor._keras_history
+        return operation._inbound_nodes[node_index]
+
+    input_nodes = [producer(tensor) for tensor in model.inputs]
+    output_nodes = [producer(tensor) for tensor in model.outputs]
+    return nodes, parents, input_nodes, output_nodes

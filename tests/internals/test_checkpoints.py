@@ -1,0 +1,81 @@
+"""Canaries for `parallel_keras._internals.checkpoints` (TF 2.21 / Keras 3.15).
+
+Each fails loudly when an upgrade changes how `keras.callbacks.ModelCheckpoint`
+writes (`_save_model` after `_get_file_path` and `_should_save_model`) or the
+legacy HDF5 weights layout Keras 3 still loads.
+"""
+
+import h5py
+import keras
+import numpy as np
+
+from parallel_keras import _internals
+
+
+class _RecordingHook(_internals.ModelCheckpointWriteHook):
+    """Records Keras's calls and the writes routed to `write_checkpoint`."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls = []
+        self.writes = []
+
+    def _get_file_path(self, epoch, batch, logs):
+        self.calls.append(("_get_file_path", epoch))
+        return super()._get_file_path(epoch, batch, logs)
+
+    def _should_save_model(self, epoch, batch, logs, filepath):
+        decision = super()._should_save_model(epoch, batch, logs, filepath)
+        self.calls.append(("_should_save_model", epoch, decision))
+        return decision
+
+    def write_checkpoint(self, filepath: str, epoch: int) -> None:
+        self.writes.append((filepath, epoch))
+
+
+def _model() -> keras.Model:
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    return model
+
+
+def test_model_checkpoint_still_has_the_methods_the_hook_uses():
+    for name in ("_save_model", "_get_file_path", "_should_save_model"):
+        assert callable(getattr(keras.callbacks.ModelCheckpoint, name, None)), name
+
+
+def test_fit_writes_through_save_model_with_keras_path_and_decision(tmp_path):
+    hook = _RecordingHook(str(tmp_path / "model_{epoch}.keras"))
+    x, y = np.ones((4, 2), "float32"), np.ones((4, 1), "float32")
+    _model().fit(x, y, epochs=2, verbose=0, callbacks=[hook])
+    assert hook.writes == [
+        (str(tmp_path / "model_1.keras"), 0),
+        (str(tmp_path / "model_2.keras"), 1),
+    ]
+    assert hook.calls == [
+        ("_get_file_path", 0), ("_should_save_model", 0, True),
+        ("_get_file_path", 1), ("_should_save_model", 1, True),
+    ]
+    assert list(tmp_path.iterdir()) == []  # Keras itself wrote nothing.
+
+
+def test_save_best_only_is_decided_by_keras(tmp_path):
+    hook = _RecordingHook(
+        str(tmp_path / "best.keras"), monitor="loss", mode="max", save_best_only=True
+    )
+    x, y = np.zeros((4, 2), "float32"), np.ones((4, 1), "float32")
+    _model().fit(x, y, epochs=3, verbose=0, callbacks=[hook])  # The loss falls.
+    assert [call[2] for call in hook.calls if call[0] == "_should_save_model"] == [
+        True, False, False]
+    assert [epoch for _, epoch in hook.writes] == [0]
+
+
+def test_legacy_h5_weights_load_in_keras_3(tmp_path):
+    source, target = _model(), _model()
+    source.set_weights([np.full((2, 1), 3.0, "float32"), np.full((1,), 4.0, "float32")])
+    path = str(tmp_path / "weights.h5")
+    with h5py.File(path, "w") as file:
+        _internals.save_legacy_h5_weights(file, source)
+    target.load_weights(path)
+    for expected, loaded in zip(source.get_weights(), target.get_weights()):
+        np.testing.assert_array_equal(loaded, expected)

@@ -1,0 +1,125 @@
+"""Canaries for `parallel_keras._internals.trainer` (TF 2.21 / Keras 3.15).
+
+Each fails loudly when an upgrade changes what Keras's trainer does that
+`_internals.trainer` relies on, or when the first-batch symbolic-build
+defect it works around is fixed (so the workaround can go).
+"""
+
+import keras
+from keras.src.backend.tensorflow import trainer as keras_tf_trainer
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from parallel_keras import _internals
+
+
+def _compiled_two_output_model() -> keras.Model:
+    inputs = keras.Input((2,))
+    model = keras.Model(
+        inputs,
+        {"a": keras.layers.Dense(1, name="a")(inputs), "b": keras.layers.Dense(1, name="b")(inputs)},
+    )
+    model.compile("sgd", {"a": "mse", "b": "mae"}, metrics={"a": ["mae"]})
+    return model
+
+
+def test_keras_default_steps_and_metric_order_helpers():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse", metrics=["mae"])
+    assert _internals.is_keras_default_step(type(model), "train_step")
+    assert _internals.flatten_metrics_in_order(model, {"mae": 2.0, "loss": 1.0}) == [1.0, 2.0]
+    assert _internals.loss_tracker(model) is not None
+
+
+def test_is_keras_default_step_sees_an_override():
+    """`TensorFlowTrainer.train_step` & co. are still what a model inherits."""
+    for name in ("train_step", "test_step", "predict_step"):
+        assert callable(getattr(keras_tf_trainer.TensorFlowTrainer, name)), name
+        assert _internals.is_keras_default_step(keras.Model, name), name
+
+    class CustomStep(keras.Model):
+        def train_step(self, data):
+            return {}
+
+    assert not _internals.is_keras_default_step(CustomStep, "train_step")
+    assert _internals.is_keras_default_step(CustomStep, "test_step")
+
+
+def test_flatten_metrics_in_order_follows_the_models_metrics():
+    """`Trainer._flatten_metrics_in_order` still orders logs as `model.metrics`
+    (compile metrics expanded by their own, unprefixed names), then any other
+    key sorted: a per-output metric `a_mae` sorts with the rest."""
+    model = _compiled_two_output_model()
+    x, y = np.ones((4, 2), "float32"), {"a": np.ones((4, 1)), "b": np.ones((4, 1))}
+    logs = model.train_on_batch(x, y, return_dict=True)
+    assert sorted(logs) == ["a_loss", "a_mae", "b_loss", "loss"]
+    logs = {**logs, "extra": 9.0}
+    assert _internals.flatten_metrics_in_order(model, logs) == [
+        logs["loss"], logs["a_loss"], logs["b_loss"], logs["a_mae"], 9.0]
+
+
+def test_output_loss_trackers_are_a_mean_per_output():
+    """`CompileLoss.metrics` (via `_compile_loss`) holds one `Mean` per output,
+    updated by the step; `_loss_tracker` is the total loss's `Mean`."""
+    model = _compiled_two_output_model()
+    assert _internals.output_loss_trackers(keras.Sequential()) == []
+    x, y = np.ones((4, 2), "float32"), {"a": np.zeros((4, 1)), "b": np.zeros((4, 1))}
+    model.train_on_batch(x, y)
+    trackers = _internals.output_loss_trackers(model)
+    assert len(trackers) == 2
+    assert all(isinstance(tracker, keras.metrics.Mean) for tracker in trackers)
+    assert all(float(tracker.count.numpy()) > 0 for tracker in trackers)
+    assert isinstance(_internals.loss_tracker(model), keras.metrics.Mean)
+
+
+def test_trainer_and_optimizer_capture_the_strategy_at_construction():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    outside_model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    outside_optimizer = keras.optimizers.SGD()
+    with strategy.scope():
+        inside_model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        inside_optimizer = keras.optimizers.SGD()
+    assert _internals.model_strategy(outside_model) is None
+    assert _internals.model_strategy(inside_model) is strategy
+    assert _internals.optimizer_strategy(outside_optimizer) is not strategy
+    assert _internals.optimizer_strategy(inside_optimizer) is strategy
+    for name in ("train_function", "test_function", "predict_function"):
+        assert hasattr(inside_model, name)
+
+
+def test_upstream_symbolic_build_still_fails_on_uneven_batches():
+    """Remove SymbolicBuildFromLocalReplica when this starts failing."""
+    assert hasattr(keras.Model, "_maybe_symbolic_build")
+    assert hasattr(keras.Model, "_symbolic_build")
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1", "/cpu:2"])
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile("sgd", "mse")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="AddN"):
+        model.fit(np.ones((16, 2)), np.ones((16, 1)), batch_size=16, verbose=0)
+
+
+def test_fit_reads_initial_epoch_and_calls_train_function_per_step():
+    """Keras `fit` starts at `model._initial_epoch` and calls
+    `model.train_function(iterator)` once per step (`skip_train_steps`)."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    assert hasattr(model, "_initial_epoch")
+    x = np.ones((8, 2), "float32")
+    y = np.ones((8, 1), "float32")
+    steps = []
+
+    class Resume(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            _internals.set_initial_epoch(self.model, 2)
+            _internals.skip_train_steps(self.model, 3)
+
+        def on_train_batch_end(self, batch, logs=None):
+            steps.append(int(self.model.optimizer.iterations.numpy()))
+
+    history = model.fit(x, y, batch_size=2, epochs=3, verbose=0, callbacks=[Resume()])
+    assert history.epoch == [2]
+    # Four batches: three only consumed, one trained.
+    assert steps == [0, 0, 0, 1]

@@ -1,0 +1,67 @@
+"""Canaries for `parallel_keras._internals.variables` (TF 2.21 / Keras 3.15).
+
+Each fails loudly when an upgrade changes how Keras wraps a tf.Variable or
+where a stateful RNN keeps its states.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from parallel_keras import _internals
+
+
+def _variable_devices(variable: keras.Variable) -> list[str]:
+    """Devices holding a copy of a Keras variable (one per replica)."""
+    value = _internals.keras_variable_value(variable)
+    if hasattr(value, "values"):
+        return [component.device for component in value.values]
+    return [value.device]
+
+
+def test_keras_variable_wraps_a_tf_variable_created_by_initialize():
+    variable = keras.Variable(np.ones(3, "float32"), trainable=False)
+    assert isinstance(variable._value, tf.Variable)
+    for attribute in ("_aggregation", "_dtype", "_map_aggregation", "_map_synchronization"):
+        assert hasattr(variable, attribute), attribute
+    assert variable._map_aggregation("mean") == tf.VariableAggregation.MEAN
+
+
+def test_relocation_gives_the_variable_a_copy_per_replica():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    variable = keras.Variable(np.arange(3, dtype="float32"), trainable=False)
+    mean = lambda v: ("mean", "auto")
+    assert _internals.relocate_variables([variable], strategy, mean) == 1
+    assert variable.aggregation == "mean"
+    assert len(_variable_devices(variable)) == 2
+    np.testing.assert_array_equal(variable.numpy(), [0, 1, 2])
+    assert _internals.relocate_variables([variable], strategy, mean) == 0
+
+
+def test_relocated_on_read_variable_keeps_a_value_per_replica():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    variable = keras.Variable(np.zeros(2, "float32"), trainable=False)
+    per_replica = lambda v: ("only_first_replica", "on_read")
+    assert _internals.relocate_variables([variable], strategy, per_replica) == 1
+
+    @tf.function
+    def assign_replica_id():
+        def fn():
+            context = tf.distribute.get_replica_context()
+            variable.assign(tf.fill([2], tf.cast(context.replica_id_in_sync_group, tf.float32)))
+        strategy.run(fn)
+
+    assign_replica_id()
+    local = [v.numpy() for v in variable.value.values]
+    np.testing.assert_array_equal(local, [[0, 0], [1, 1]])
+    variable.assign(np.full(2, 5.0, "float32"))  # outside replicas: every copy
+    np.testing.assert_array_equal([v.numpy() for v in variable.value.values], [[5, 5], [5, 5]])
+
+
+def test_stateful_rnn_states_are_outside_model_variables():
+    inputs = keras.Input(batch_shape=(2, 3, 1))
+    layer = keras.layers.SimpleRNN(2, stateful=True)
+    model = keras.Model(inputs, layer(inputs))
+    states = _internals.rnn_state_variables(layer)
+    assert len(states) == 1 and tuple(states[0].shape) == (2, 2)
+    assert all(state is not variable for state in states for variable in model.variables)
