@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -179,9 +180,13 @@ def test_tfds_batches_train_the_model(tmp_path):
         input_spec = datasets.input_spec_for("mlp", spec, str(tmp_path), quick=True)
         dataset = datasets.make_dataset("mlp", spec, input_spec, 8, data_dir=str(tmp_path))
         model = models.build("mlp", input_spec)
+        initial = model.get_weights()
         model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
         history = model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0, shuffle=False)
     assert math.isfinite(history.history["loss"][-1])
+    assert int(model.optimizer.iterations.numpy()) == 2
+    changed = [not np.array_equal(a, b) for a, b in zip(initial, model.get_weights())]
+    assert all(changed), "every weight is trained by the batches"
 
 
 @pytest.mark.parametrize(

@@ -373,8 +373,11 @@ def test_template_built_under_cpu_device_scope():
     parallel = parallel_keras.multi_gpu_model(template, gpus=4)
     devices = {component.device for v in template.weights for component in v.value.values}
     assert len(devices) == 4
-    parallel.compile("sgd", "mse")
-    parallel.fit(*vectors(), batch_size=8, verbose=0)
+    x, y = vectors()
+    parallel.compile(make_optimizer("sgd"), "mse")
+    parallel.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+    reference = train_single_device(mlp, "sgd", x, y, 8)
+    assert max_weight_difference(reference, template) < 1e-5
 
 
 # --- Options map onto strategies -------------------------------------------------------
@@ -534,12 +537,24 @@ def test_built_subclassed_model_trains():
         def call(self, inputs):
             return self.out(self.hidden(inputs))
 
-    keras.utils.set_random_seed(0)
-    template = Net()
-    template(np.zeros((1, 5), "float32"))
+    def built_net():
+        keras.utils.set_random_seed(0)
+        net = Net()
+        net(np.zeros((1, 5), "float32"))
+        return net
+
+    x, y = vectors()
+    template = built_net()
+    initial = template.get_weights()
     parallel = parallel_keras.multi_gpu_model(template, gpus=2)
-    parallel.compile("sgd", "mse")
-    parallel.fit(*vectors(), batch_size=8, verbose=0)
+    parallel.compile(make_optimizer("sgd"), "mse")
+    parallel.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+    reference = train_single_device(built_net, "sgd", x, y, 8)
+    # The template's own weights trained, and like one device.
+    assert max(float(np.abs(a - b).max()) for a, b in zip(initial, template.get_weights())) > 1e-3
+    assert max_weight_difference(reference, template) < 1e-5
+    np.testing.assert_allclose(
+        parallel.predict(x, verbose=0), reference.predict(x, verbose=0), atol=1e-5)
 
 
 def test_parallel_model_is_not_a_template():
