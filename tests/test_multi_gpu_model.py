@@ -341,7 +341,7 @@ def test_list_inputs_dataset_and_pydataset():
     assert max_weight_difference(reference, template) < 1e-5
 
 
-def test_on_batch_methods_summary_and_get_layer():
+def test_on_batch_methods_match_one_device():
     x, y = vectors(8)
     reference = mlp()
     reference.compile(keras.optimizers.SGD(0.1), "mse")
@@ -355,6 +355,11 @@ def test_on_batch_methods_summary_and_get_layer():
     np.testing.assert_allclose(
         parallel.test_on_batch(x, y), reference.test_on_batch(x, y), atol=1e-6
     )
+
+
+def test_summary_layers_and_get_layer_show_the_template():
+    template = mlp()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=4)
     lines = []
     parallel.summary(print_fn=lambda line, **kwargs: lines.append(line))
     assert any("dense" in line for line in lines)
