@@ -10,7 +10,7 @@ import pytest
 
 import parallel_keras
 from parallel_keras.testing import legacy_files
-from test_saving import ROWS, _flat, _load_in_fresh_process, _targets  # pylint: disable=g-bad-import-order
+from helpers import ROWS, flat, load_in_fresh_process, targets  # pylint: disable=g-bad-import-order
 
 
 def _parallel(name="functional"):
@@ -26,7 +26,7 @@ class _RecordPredictions(keras.callbacks.Callback):
         self.by_epoch = {}
 
     def on_epoch_end(self, epoch, logs=None):
-        self.by_epoch[epoch + 1] = _flat(self.model.template(ROWS, training=False))
+        self.by_epoch[epoch + 1] = flat(self.model.template(ROWS, training=False))
 
 
 def test_checkpoints_write_files_that_load_on_one_device(tmp_path):
@@ -44,8 +44,8 @@ def test_checkpoints_write_files_that_load_on_one_device(tmp_path):
     legacy = parallel_keras.callbacks.ModelCheckpoint(
         str(tmp_path / "w-{epoch:02d}.h5"), save_weights_only=True, period=3)
     history = parallel.fit(
-        ROWS, _targets("functional"), batch_size=4, epochs=5, verbose=0,
-        validation_data=(ROWS[:4], _targets("functional")[:4]),
+        ROWS, targets("functional"), batch_size=4, epochs=5, verbose=0,
+        validation_data=(ROWS[:4], targets("functional")[:4]),
         callbacks=[record, stock, stock_weights, seeds, legacy])
     names = sorted(os.listdir(tmp_path))
     losses = history.history["val_loss"]
@@ -59,7 +59,7 @@ def test_checkpoints_write_files_that_load_on_one_device(tmp_path):
 
     files = {n + ("|weights_h5" if n.startswith("w-") else ""): ("functional", str(tmp_path / n))
              for n in names}
-    loaded = _load_in_fresh_process(files)
+    loaded = load_in_fresh_process(files)
     assert len(loaded) == len(names)
     for key, predictions in loaded.items():
         name = key.split("|")[0]
@@ -79,7 +79,7 @@ def test_unwritable_folder_fails_before_training_starts(tmp_path):
     checkpoint = parallel_keras.ParallelModelCheckpoint(
         template, str(blocker / "ckpt-{epoch:02d}.keras"))
     with pytest.raises(ValueError, match="not writable"):
-        parallel.fit(ROWS, _targets("sequential"), epochs=2, verbose=0,
+        parallel.fit(ROWS, targets("sequential"), epochs=2, verbose=0,
                      callbacks=[checkpoint, keras.callbacks.LambdaCallback(
                          on_epoch_begin=lambda *_: started.append(1))])
     assert not started
@@ -118,11 +118,11 @@ def test_any_keras2_suffix_writes_a_file_keras3_loads(tmp_path, name, save_weigh
     filepath = os.path.join(str(tmp_path), "run", name)  # Computed at run time.
     checkpoint = parallel_keras.ParallelModelCheckpoint(
         template, filepath, save_weights_only=save_weights_only)
-    parallel.fit(ROWS, _targets("sequential"), batch_size=4, epochs=2, verbose=0,
+    parallel.fit(ROWS, targets("sequential"), batch_size=4, epochs=2, verbose=0,
                  callbacks=[checkpoint])
     assert sorted(os.listdir(tmp_path / "run")) == sorted(
         {written, written.replace("02", "01")})
     key = written + ("|weights_h5" if save_weights_only else "")
-    loaded = _load_in_fresh_process({key: ("sequential", str(tmp_path / "run" / written))})
+    loaded = load_in_fresh_process({key: ("sequential", str(tmp_path / "run" / written))})
     np.testing.assert_allclose(
-        loaded[key][0], _flat(template(ROWS, training=False))[0], atol=1e-5)
+        loaded[key][0], flat(template(ROWS, training=False))[0], atol=1e-5)

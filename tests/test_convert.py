@@ -9,8 +9,7 @@ import sys
 import numpy as np
 
 from parallel_keras.testing import legacy_files
-from test_legacy import _predict, _source  # pylint: disable=g-bad-import-order
-from test_saving import _load_in_fresh_process  # pylint: disable=g-bad-import-order
+from helpers import legacy_source, load_in_fresh_process, predict  # pylint: disable=g-bad-import-order
 
 TEMPLATE = "parallel_keras.testing.legacy_files:functional_template"
 
@@ -24,7 +23,7 @@ def _convert(*args):
 
 
 def test_convert_writes_weights_and_model_that_load_on_one_device(tmp_path):
-    source = _source("functional")
+    source = legacy_source("functional")
     legacy_path = str(tmp_path / "multi_gpu.h5")
     legacy_files.write_parallel_model_file(legacy_path, source, gpus=4, full_model=True)
     outputs = {}
@@ -39,15 +38,15 @@ def test_convert_writes_weights_and_model_that_load_on_one_device(tmp_path):
     again = _convert(legacy_path, "--template", TEMPLATE, "-o", outputs[".keras"][1],
                      "--overwrite")
     assert again.returncode == 0, again.stderr
-    loaded = _load_in_fresh_process(outputs, rows=rows)
-    want = _predict(source)[0]
+    loaded = load_in_fresh_process(outputs, rows=rows)
+    want = predict(source, rows)[0]
     for key, predictions in loaded.items():
         np.testing.assert_allclose(predictions[0], want, atol=1e-6, err_msg=key)
 
 
 def test_convert_refuses_a_mismatching_template_and_writes_nothing(tmp_path):
     legacy_path = str(tmp_path / "multi_gpu.h5")
-    legacy_files.write_parallel_model_file(legacy_path, _source("sequential"))
+    legacy_files.write_parallel_model_file(legacy_path, legacy_source("sequential"))
     out = tmp_path / "converted.keras"
     done = _convert(legacy_path, "--template", TEMPLATE, "-o", str(out))
     assert done.returncode == 1

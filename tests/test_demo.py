@@ -18,7 +18,10 @@ def _executable() -> str:
     )
 
 
-def test_demo_talks_trains_saves_reloads_and_removes_its_folder(tmp_path):
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """One run of the demo, as a user starts it; each test checks one behaviour."""
+    tmp_path = tmp_path_factory.mktemp("demo")
     process = subprocess.run(
         # --batch_size: the old spelling still works.
         [_executable(), "demo", "--epochs", "2", "--samples", "512", "--batch_size", "64"],
@@ -28,21 +31,45 @@ def test_demo_talks_trains_saves_reloads_and_removes_its_folder(tmp_path):
              "TMPDIR": str(tmp_path)},
     )
     assert process.returncode == 0, process.stdout + process.stderr
-    lines = process.stdout.splitlines()
-    assert lines[0].startswith("No GPU found: simulating 4 devices")
+    return process, process.stdout.splitlines(), tmp_path
+
+
+def _output_folder(lines):
     folder = next(line for line in lines if line.startswith("Output folder: "))
-    folder = pathlib.Path(folder[len("Output folder: "):])
-    assert folder.parent == tmp_path
-    assert sum("CPU:3" in line for line in lines) == 1  # One device listing.
+    return pathlib.Path(folder[len("Output folder: "):])
+
+
+def test_demo_is_quiet(demo_run):
+    process, _, _ = demo_run
+    # No TensorFlow start-up lines, nothing that looks like an error.
+    assert process.stderr == ""
+
+
+def test_demo_says_it_simulates_devices_and_lists_them_once(demo_run):
+    _, lines, _ = demo_run
+    assert lines[0].startswith("No GPU found: simulating 4 devices")
+    assert sum("CPU:3" in line for line in lines) == 1
+
+
+def test_demo_trains_the_epochs_asked_for_and_reports_throughput(demo_run):
+    _, lines, _ = demo_run
     epochs = [line for line in lines if line.startswith("Epoch ")]
     assert [line.split(":")[0] for line in epochs] == ["Epoch 1/2", "Epoch 2/2"]
     assert all("samples/s" in line for line in epochs)
+
+
+def test_demo_reloads_its_model_on_one_device(demo_run):
+    _, lines, _ = demo_run
     reloading = lines.index("Reloading it on one device in a fresh Python process...")
     assert "(OK," in lines[reloading + 1]
+
+
+def test_demo_writes_under_tmpdir_and_removes_its_folder(demo_run):
+    _, lines, tmp_path = demo_run
+    folder = _output_folder(lines)
+    assert folder.parent == tmp_path
     assert lines[-1] == f"Removed {folder} (pass --keep to keep it)."
     assert not folder.exists() and list(tmp_path.iterdir()) == []
-    # Quiet: no TensorFlow start-up lines, nothing that looks like an error.
-    assert process.stderr == ""
 
 
 def test_gpus_1_is_a_usage_error_not_a_traceback():

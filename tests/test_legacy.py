@@ -16,19 +16,9 @@ import pytest
 import parallel_keras
 from parallel_keras.saving import legacy
 from parallel_keras.testing import legacy_files
+from helpers import legacy_source as _source  # pylint: disable=g-bad-import-order
 
 ROWS = np.random.default_rng(5).normal(size=(6, 6)).astype("float32")
-
-
-def _source(name):
-    model = legacy_files.TEMPLATES[name]()
-    rng = np.random.default_rng(11)
-    for variable in model.weights:  # Distinct values for every weight.
-        value = rng.normal(size=variable.shape)
-        if "variance" in variable.name:
-            value = np.abs(value) + 0.5
-        variable.assign(value.astype("float32"))
-    return model
 
 
 def _predict(model):

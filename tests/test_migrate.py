@@ -463,8 +463,13 @@ def test_cli_in_place_keeps_original_and_skips_broken_file(scripts):
     assert not (scripts / "broken.py.orig").exists()
     assert not (scripts / "clean.py.orig").exists()  # unchanged: not rewritten
     assert not [name for name in os.listdir(scripts) if name.endswith(".tmp")]
-    # Idempotent: a second run changes nothing and keeps the first .orig.
+
+
+def test_cli_in_place_a_second_time_changes_nothing_and_keeps_the_first_orig(scripts):
+    first = _cli(["--in-place", "legacy.py"], cwd=scripts)
+    assert first.returncode == 0, first.stderr
     migrated = (scripts / "legacy.py").read_text()
+    assert migrated.startswith(MIGRATED)
     second = _cli(["--in-place", "legacy.py"], cwd=scripts)
     assert second.returncode == 0, second.stderr
     assert (scripts / "legacy.py").read_text() == migrated

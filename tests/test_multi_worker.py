@@ -12,7 +12,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 
 import keras
 import numpy as np
@@ -42,7 +41,6 @@ def launch(tmp_path, *launch_args, script_args=(), timeout=240):
         TF_CPP_MIN_LOG_LEVEL="2",
         TMPDIR=str(worker_tmp),  # Where non-chief workers' temp folders go.
     )
-    started = time.monotonic()
     process = subprocess.run(
         [sys.executable, "-c", _CLI, "launch", *launch_args,
          os.path.join(SCRIPTS, "train.py"), "--out", str(out), *script_args],
@@ -51,7 +49,6 @@ def launch(tmp_path, *launch_args, script_args=(), timeout=240):
         text=True,
         timeout=timeout,
     )
-    process.elapsed = time.monotonic() - started
     process.out = out
     process.worker_tmp = worker_tmp
     return process
@@ -195,9 +192,11 @@ def test_dead_worker_without_restarts_fails_fast_naming_it(tmp_path):
         script_args=["--epochs", "2", "--kill-worker", "1", "--kill-epoch", "0",
                      "--kill-batch", "1"],
     )
+    # Fails fast: the launcher stops worker 0, which would otherwise wait on
+    # its dead peer; `launch`'s subprocess timeout only catches a hang.
     assert process.returncode == 128 + 9, describe(process)
-    assert process.elapsed < 60
     assert re.search(r"worker 1 \(pid \d+\) was killed by SIGKILL", process.stderr)
+    assert "worker 0: stopped by the launcher" in process.stderr, describe(process)
     assert not results(process)
     assert_nothing_left(process)
 
@@ -211,7 +210,6 @@ def test_survivor_of_a_dead_peer_exits_with_a_clear_error(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     workers = []
-    started = time.monotonic()
     for index in range(2):
         env = dict(os.environ)
         env.update(
@@ -229,7 +227,9 @@ def test_survivor_of_a_dead_peer_exits_with_a_clear_error(tmp_path):
             )
         )
     try:
-        _, survivor_err = workers[0].communicate(timeout=120)
+        # Only a hang guard: a survivor that waited on its dead peer would
+        # never exit. The collective timeout (10 s) is what ends it.
+        _, survivor_err = workers[0].communicate(timeout=300)
     finally:
         for worker in workers:
             worker.kill()
@@ -237,4 +237,3 @@ def test_survivor_of_a_dead_peer_exits_with_a_clear_error(tmp_path):
     assert workers[1].returncode == -9
     assert workers[0].returncode == 75, survivor_err[-3000:]
     assert "worker 0 lost contact with the other workers" in survivor_err
-    assert time.monotonic() - started < 90

@@ -4,7 +4,8 @@ Each notebook is executed with nbclient in a real IPython kernel started
 from this interpreter (so it sees this environment's parallel_keras, and
 nothing is registered with Jupyter), from the `notebooks/` folder, as a
 user opening it would. Any cell error fails the test; so does a notebook
-stored with outputs, one that takes over 3 minutes, or one whose outputs
+stored with outputs, one with a cell that hangs (no answer in 10 minutes:
+a hang guard, not a speed limit, on a shared machine), or one whose outputs
 carry TensorFlow's log lines (start-up C++ lines, INFO logs).
 """
 
@@ -12,7 +13,6 @@ import glob
 import os
 import re
 import sys
-import time
 
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.kernelspec import KernelSpecManager
@@ -24,7 +24,8 @@ import pytest
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOK_DIR = os.path.join(REPO_ROOT, "notebooks")
 NOTEBOOKS = sorted(glob.glob(os.path.join(NOTEBOOK_DIR, "*.ipynb")))
-TIME_LIMIT_S = 180
+# Per cell; only catches a hang. Speed is the benchmarks' business.
+CELL_HANG_TIMEOUT_S = 600
 # TensorFlow's Python INFO lines and its C++ log lines (I/W/E + date).
 _TENSORFLOW_LOG = re.compile(
     r"^(INFO:tensorflow:|[IWE]\d{4} \d\d:\d\d:\d\d|WARNING: All log messages before absl)"
@@ -63,16 +64,13 @@ def test_notebook_runs_in_a_fresh_kernel(path):
     client = nbclient.NotebookClient(
         notebook,
         km=manager,
-        timeout=TIME_LIMIT_S,
+        timeout=CELL_HANG_TIMEOUT_S,
         resources={"metadata": {"path": NOTEBOOK_DIR}},
     )
-    started = time.monotonic()
     try:
         client.execute()
     except nbclient.exceptions.CellExecutionError as error:
         pytest.fail(f"{os.path.basename(path)}: a cell failed:\n{error}")
-    elapsed = time.monotonic() - started
-    assert elapsed < TIME_LIMIT_S, f"{os.path.basename(path)} took {elapsed:.0f}s"
     assert all(cell.execution_count for cell in code_cells)
     log_lines = [
         line

@@ -6,8 +6,6 @@ fresh process with plain keras (no parallel_keras, no simulated devices).
 
 from __future__ import annotations
 
-import inspect
-import json
 import os
 
 import keras
@@ -18,60 +16,21 @@ import parallel_keras
 from parallel_keras import _internals
 from parallel_keras.saving import matching as weights_lib
 from parallel_keras.testing import legacy_files
-from parallel_keras.testing import run_python
-
-TEMPLATES_SOURCE = "\n".join(
-    inspect.getsource(build) for build in legacy_files.TEMPLATES.values()
-)
-ROWS = np.random.default_rng(7).normal(size=(12, 6)).astype("float32")
-
-
-def _targets(name, rows=ROWS):
-    rng = np.random.default_rng(3)
-    if name == "two_output":
-        return (rng.normal(size=(len(rows), 2)).astype("float32"),
-                rng.normal(size=(len(rows), 1)).astype("float32"))
-    return rng.normal(size=(len(rows), 3)).astype("float32")
-
+from helpers import ROWS, flat, load_in_fresh_process, targets  # pylint: disable=g-bad-import-order
 
 def _trained_parallel(name, gpus=2, epochs=2):
     template = legacy_files.TEMPLATES[name]()
     parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
     parallel.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
-    parallel.fit(ROWS, _targets(name), batch_size=4, epochs=epochs, verbose=0)
+    parallel.fit(ROWS, targets(name), batch_size=4, epochs=epochs, verbose=0)
     return template, parallel
-
-
-def _flat(predictions):
-    return [np.asarray(p).tolist() for p in keras.tree.flatten(predictions)]
-
-
-def _load_in_fresh_process(files: dict[str, tuple[str, str]], rows=ROWS) -> dict[str, list]:
-    """{key: (template name, path)} -> predictions of each file, plain keras."""
-    code = TEMPLATES_SOURCE + f"""
-import json, keras, numpy as np
-rows = np.array({np.asarray(rows).tolist()!r}, dtype="float32")
-files = {files!r}
-out = {{}}
-for key, (name, path) in files.items():
-    if path.endswith(".weights.h5") or key.endswith("weights_h5"):
-        model = globals()[name + "_template"]()
-        model.load_weights(path)
-    else:
-        model = keras.models.load_model(path, compile=False)
-    out[key] = [np.asarray(p).tolist() for p in keras.tree.flatten(model.predict(rows, verbose=0))]
-print("JSON" + json.dumps(out))
-"""
-    process = run_python(code, env={"CUDA_VISIBLE_DEVICES": ""})
-    line = next(l for l in process.stdout.splitlines() if l.startswith("JSON"))
-    return json.loads(line[4:])
 
 
 def test_every_save_from_template_or_parallel_loads_on_one_device(tmp_path):
     files, expected = {}, {}
     for name in legacy_files.TEMPLATES:
         template, parallel = _trained_parallel(name)
-        expected[name] = _flat(parallel.predict(ROWS, verbose=0))
+        expected[name] = flat(parallel.predict(ROWS, verbose=0))
         saves = {
             "template_keras": (template.save, "t.keras"),
             "parallel_keras": (parallel.save, "p.keras"),
@@ -85,7 +44,7 @@ def test_every_save_from_template_or_parallel_loads_on_one_device(tmp_path):
             path = str(tmp_path / f"{name}-{filename}")
             save(path)
             files[f"{name}:{key}"] = (name, path)
-    loaded = _load_in_fresh_process(files)
+    loaded = load_in_fresh_process(files)
     assert sorted(loaded) == sorted(files)
     for key, predictions in loaded.items():
         want = expected[key.split(":")[0]]
@@ -114,10 +73,10 @@ def test_batchnorm_replicas_agree_and_the_file_is_what_was_evaluated(tmp_path):
             np.testing.assert_array_equal(copy, copies[0])
         # Training moved them off their initial values.
         assert not np.allclose(copies[0], 0.0 if "mean" in variable.name else 1.0)
-    in_process = _flat(parallel.predict(ROWS, verbose=0))
+    in_process = flat(parallel.predict(ROWS, verbose=0))
     path = str(tmp_path / "bn.keras")
     parallel.save(path)
-    loaded = _load_in_fresh_process({"bn": ("functional", path)})["bn"]
+    loaded = load_in_fresh_process({"bn": ("functional", path)})["bn"]
     np.testing.assert_allclose(loaded[0], in_process[0], atol=1e-6)
 
 

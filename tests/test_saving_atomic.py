@@ -14,11 +14,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
-from test_saving import _load_in_fresh_process  # pylint: disable=g-bad-import-order
+from helpers import load_in_fresh_process  # pylint: disable=g-bad-import-order
+from helpers import wait_for_line  # pylint: disable=g-bad-import-order
 
 WRITER = """
 import json, os, sys, time
@@ -46,8 +46,8 @@ with open(os.path.join(folder, "first.json"), "w") as file:
 real_create_dataset = h5py.Group.create_dataset
 def stall(self, *args, **kwargs):
     result = real_create_dataset(self, *args, **kwargs)
-    open(os.path.join(folder, "mid-save"), "w").close()
-    time.sleep(600)  # Killed here, halfway through the file.
+    print("MID-SAVE", flush=True)  # The test waits for this line...
+    time.sleep(600)  # ...and kills the writer here, halfway through the file.
     return result
 h5py.Group.create_dataset = stall
 parallel.fit(rows, targets, epochs=1, verbose=0, callbacks=[checkpoint])
@@ -58,20 +58,24 @@ def _kill_mid_save(folder, callback_kind):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     writer = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(WRITER), str(folder), callback_kind],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 180
-    while not (folder / "mid-save").exists():
-        if writer.poll() is not None or time.monotonic() > deadline:
-            writer.kill()
-            raise AssertionError(f"writer never reached the save: {writer.stderr.read()}")
-        time.sleep(0.1)
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Waits on the condition (the writer says it is mid-save), not on a clock;
+    # the timeout only catches a writer that hangs before the save.
+    reached, output = wait_for_line(writer, "MID-SAVE", timeout=600)
+    if not reached:
+        writer.kill()
+        writer.wait()
+        raise AssertionError(f"writer never reached the save:\n{output}")
     os.kill(writer.pid, signal.SIGKILL)
     writer.wait()
     assert writer.returncode == -signal.SIGKILL
 
 
-def test_kill_during_save_leaves_previous_checkpoint(tmp_path):
-    _kill_mid_save(tmp_path, "parallel_keras")
+# "keras": the README promises a stock `keras.callbacks.ModelCheckpoint` given
+# to `parallel.fit` saves the same file, through the same atomic write.
+@pytest.mark.parametrize("callback_kind", ["parallel_keras", "keras"])
+def test_kill_during_save_leaves_previous_checkpoint(tmp_path, callback_kind):
+    _kill_mid_save(tmp_path, callback_kind)
     first = json.loads((tmp_path / "first.json").read_text())
     path = str(tmp_path / "ckpt.weights.h5")
     # The half-written file was a temporary sibling, never the checkpoint.
@@ -79,7 +83,7 @@ def test_kill_during_save_leaves_previous_checkpoint(tmp_path):
     import numpy as np  # pylint: disable=g-import-not-at-top
 
     rows = np.random.default_rng(0).normal(size=(8, 6)).astype("float32")
-    loaded = _load_in_fresh_process({"ckpt": ("functional", path)}, rows=rows)["ckpt"]
+    loaded = load_in_fresh_process({"ckpt": ("functional", path)}, rows=rows)["ckpt"]
     np.testing.assert_allclose(loaded[0], first, atol=1e-6)
 
     # The next save to that path removes what the killed writer left.
@@ -87,7 +91,7 @@ def test_kill_during_save_leaves_previous_checkpoint(tmp_path):
     from parallel_keras.testing import legacy_files  # pylint: disable=g-import-not-at-top
 
     atomic.save_weights(legacy_files.functional_template(), path)
-    assert sorted(os.listdir(tmp_path)) == ["ckpt.weights.h5", "first.json", "mid-save"]
+    assert sorted(os.listdir(tmp_path)) == ["ckpt.weights.h5", "first.json"]
 
 
 def test_a_live_writers_temporary_is_kept_and_a_dead_ones_removed(tmp_path):

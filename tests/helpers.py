@@ -1,0 +1,104 @@
+"""Helpers shared by several test modules (not fixtures: those live in conftest.py).
+
+Test modules import these instead of importing one another.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import queue
+import threading
+
+import keras
+import numpy as np
+
+from parallel_keras.testing import legacy_files
+from parallel_keras.testing import run_python
+
+TEMPLATES_SOURCE = "\n".join(
+    inspect.getsource(build) for build in legacy_files.TEMPLATES.values()
+)
+# The rows the saving and callback tests predict on.
+ROWS = np.random.default_rng(7).normal(size=(12, 6)).astype("float32")
+
+
+def targets(name, rows=ROWS):
+    """Regression targets for the legacy_files template `name`."""
+    rng = np.random.default_rng(3)
+    if name == "two_output":
+        return (rng.normal(size=(len(rows), 2)).astype("float32"),
+                rng.normal(size=(len(rows), 1)).astype("float32"))
+    return rng.normal(size=(len(rows), 3)).astype("float32")
+
+
+def flat(predictions):
+    """Predictions (one array or a structure of them) as a list of lists."""
+    return [np.asarray(p).tolist() for p in keras.tree.flatten(predictions)]
+
+
+def load_in_fresh_process(files: dict[str, tuple[str, str]], rows=ROWS) -> dict[str, list]:
+    """{key: (template name, path)} -> predictions of each file, plain keras."""
+    code = TEMPLATES_SOURCE + f"""
+import json, keras, numpy as np
+rows = np.array({np.asarray(rows).tolist()!r}, dtype="float32")
+files = {files!r}
+out = {{}}
+for key, (name, path) in files.items():
+    if path.endswith(".weights.h5") or key.endswith("weights_h5"):
+        model = globals()[name + "_template"]()
+        model.load_weights(path)
+    else:
+        model = keras.models.load_model(path, compile=False)
+    out[key] = [np.asarray(p).tolist() for p in keras.tree.flatten(model.predict(rows, verbose=0))]
+print("JSON" + json.dumps(out))
+"""
+    process = run_python(code, env={"CUDA_VISIBLE_DEVICES": ""})
+    line = next(l for l in process.stdout.splitlines() if l.startswith("JSON"))
+    return json.loads(line[4:])
+
+
+def legacy_source(name):
+    """A legacy_files template with distinct values in every weight."""
+    model = legacy_files.TEMPLATES[name]()
+    rng = np.random.default_rng(11)
+    for variable in model.weights:
+        value = rng.normal(size=variable.shape)
+        if "variance" in variable.name:
+            value = np.abs(value) + 0.5
+        variable.assign(value.astype("float32"))
+    return model
+
+
+def predict(model, rows):
+    """Inference predictions of `model` on `rows`, flattened to arrays."""
+    return [np.asarray(p) for p in keras.tree.flatten(model(rows, training=False))]
+
+
+def wait_for_line(process, text, timeout):
+    """Reads `process.stdout` until a line contains `text`.
+
+    Returns (found, output so far). Not found when the process exits first
+    or `timeout` seconds pass (a hang guard, not a speed limit).
+    """
+    lines: queue.Queue = queue.Queue()
+
+    def read():
+        for line in process.stdout:
+            lines.put(line)
+            if text in line:
+                return
+        lines.put(None)  # End of output: the process exited.
+
+    threading.Thread(target=read, daemon=True).start()
+    output = []
+    while True:
+        try:
+            line = lines.get(timeout=timeout)
+        except queue.Empty:
+            return False, "".join(output)
+        if line is None:
+            return False, "".join(output)
+        output.append(line)
+        if text in line:
+            return True, "".join(output)
