@@ -70,7 +70,8 @@ def prepare_dataset(
     Returns:
         The mapped dataset, or `dataset` itself when its elements hold
         something other than dense tensors (sparse or ragged rows cannot be
-        tiled, and are split as tf.distribute does).
+        tiled, and are split as tf.distribute does) or when every batch has
+        the same known size, a multiple of `num_replicas`.
     """
     specs = tf.nest.flatten(dataset.element_spec)
     if not specs or not all(isinstance(spec, tf.TensorSpec) for spec in specs):
@@ -89,6 +90,10 @@ def prepare_dataset(
         )
     else:
         static_tile = None
+    if static_tile is False and check_rows is None and static_rows % num_replicas == 0:
+        # Every batch splits into equal, non-empty slices: nothing to mark,
+        # and the steps know each replica's share from the static shapes.
+        return dataset
 
     def prepare(*element):
         data = element if unpacked else element[0]

@@ -90,6 +90,12 @@ def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, global_loss, tra
     local = tf.cast(local_rows, loss.dtype)
     if batch_rows is not None:
         split, batch = tf.unstack(tf.cast(batch_rows, loss.dtype))
+    elif _static_rows(x) is not None:
+        # Not prepared because every replica's slice has this same size
+        # (`batches.prepare_dataset`): each holds 1/N of the batch, and
+        # Keras's own averaging is already one device's.
+        _reweight_output_losses(trackers, before, tf.constant(1 / num_replicas, loss.dtype))
+        return loss
     else:
         split = batch = context.all_reduce(tf.distribute.ReduceOp.SUM, local)
     _reweight_output_losses(trackers, before, reported / batch)
@@ -173,6 +179,13 @@ def _kept(value, keep):
 
 def _on_first_replica(context):
     return tf.cast(tf.equal(context.replica_id_in_sync_group, 0), tf.float32)
+
+
+def _static_rows(structure) -> int | None:
+    for value in tf.nest.flatten(structure):
+        if value is not None and value.shape.rank:
+            return value.shape[0]
+    return None
 
 
 def _rows(structure):
