@@ -56,6 +56,7 @@ def prepare_dataset(
     num_replicas: int,
     replicate_all: bool = False,
     check_rows: Callable[[tf.Tensor], tf.Operation] | None = None,
+    static_rows_error: Callable[[int], Exception] | None = None,
 ) -> tf.data.Dataset:
     """Maps each global batch of `dataset` to a `PreparedBatch`.
 
@@ -66,6 +67,9 @@ def prepare_dataset(
             those that would leave a replica empty. Defaults to False.
         check_rows: Called with each batch's row count; returns an assertion
             op (e.g. the fixed batch of a stateful model). Defaults to None.
+        static_rows_error: With `check_rows`, for a batch size known up
+            front: returns the error to raise now for that size, or None if
+            it passes (then no per-batch check runs). Defaults to None.
 
     Returns:
         The mapped dataset, or `dataset` itself when its elements hold
@@ -90,6 +94,11 @@ def prepare_dataset(
         )
     else:
         static_tile = None
+    if static_rows is not None and check_rows is not None and static_rows_error:
+        error = static_rows_error(static_rows)
+        if error is not None:
+            raise error
+        check_rows = None
     if static_tile is False and check_rows is None and static_rows % num_replicas == 0:
         # Every batch splits into equal, non-empty slices: nothing to mark,
         # and the steps know each replica's share from the static shapes.

@@ -66,6 +66,7 @@ class Execution:
             self.num_replicas,
             replicate_all=self.replicate_all,
             check_rows=self._check_rows if self.stateful_batch else None,
+            static_rows_error=self._static_rows_error,
         )
 
     def running(self):
@@ -88,6 +89,11 @@ class Execution:
             f"{self.global_batch} and a number of rows that is a multiple of "
             f"{self.global_batch}."
         )
+
+    def _static_rows_error(self, rows: int) -> ValueError | None:
+        if rows == self.global_batch:
+            return None
+        return self.stateful_batch_error(f"{rows} rows", "a batch of")
 
     def _check_rows(self, rows):
         return tf.debugging.assert_equal(

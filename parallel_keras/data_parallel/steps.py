@@ -78,24 +78,23 @@ def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, global_loss, tra
         )
         _update_loss_tracker(model, loss, num_replicas, reported)
         return loss
-    trackers = _internals.output_loss_trackers(model)
+    # Every replica holds 1/N of the batch when the batch was left
+    # unprepared because it splits into equal static slices
+    # (`batches.prepare_dataset`): Keras's own averaging, of the loss and of
+    # per-output losses, is then one device's.
+    equal_slices = batch_rows is None and _static_rows(x) is not None
+    trackers = [] if equal_slices else _internals.output_loss_trackers(model)
     before = [_read(tracker.total, tracker.count) for tracker in trackers]
     loss = model.compute_loss(
         x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=training
     )
     reported = tf.cast(local_rows if keep is None else tf.reduce_sum(keep), loss.dtype)
     _update_loss_tracker(model, loss, num_replicas, reported)
-    if num_replicas == 1:
+    if num_replicas == 1 or equal_slices:
         return loss
     local = tf.cast(local_rows, loss.dtype)
     if batch_rows is not None:
         split, batch = tf.unstack(tf.cast(batch_rows, loss.dtype))
-    elif _static_rows(x) is not None:
-        # Not prepared because every replica's slice has this same size
-        # (`batches.prepare_dataset`): each holds 1/N of the batch, and
-        # Keras's own averaging is already one device's.
-        _reweight_output_losses(trackers, before, tf.constant(1 / num_replicas, loss.dtype))
-        return loss
     else:
         split = batch = context.all_reduce(tf.distribute.ReduceOp.SUM, local)
     _reweight_output_losses(trackers, before, reported / batch)
