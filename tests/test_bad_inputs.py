@@ -376,8 +376,8 @@ ROWS = [
     Row("checkpoint_suffix_does_not_fit_weights_only",
         lambda ws: parallel_keras.ParallelModelCheckpoint(
             ws.template, ws.path("ckpt.keras"), save_weights_only=True),
-        ValueError, "must end in .weights.h5", "filepath='{dir}/ckpt.keras'",
-        "Change the suffix"),
+        ValueError, "must not end in .keras when save_weights_only=True",
+        "filepath='{dir}/ckpt.keras'", "Use .weights.h5"),
     Row("checkpoint_monitor_names_no_metric",
         lambda ws: _fit_with(ws, parallel_keras.ParallelModelCheckpoint(
             ws.template, ws.path("best.keras"), monitor="accuracy", save_best_only=True)),
