@@ -108,42 +108,11 @@ def simulate_devices(
 
 
 def _simulate_on_cluster_worker(n: int) -> list[str] | None:
-    """`simulate_devices(n)` on a worker of a multi-worker cluster.
-
-    There the devices belong to the multi-worker strategy, which must be
-    created with them before TensorFlow starts: the script's own
-    `simulate_devices(n)` decides how many (issue 13). Returns None outside
-    a cluster.
-    """
-    from parallel_keras.cluster import membership  # pylint: disable=g-import-not-at-top
-    from parallel_keras.cluster import settings  # pylint: disable=g-import-not-at-top
+    """`simulate_devices(n)` on a cluster worker (see `cluster.strategy`)."""
     from parallel_keras.cluster import strategy as cluster  # pylint: disable=g-import-not-at-top
 
-    if cluster.current_strategy() is None and not membership.is_multi_worker():
+    if not cluster.simulate_on_worker(n):
         return None
-    launcher = settings.current().devices_per_worker
-    if launcher is not None and launcher != n:
-        raise ValueError(
-            "The script's simulate_devices(n) and the launcher's "
-            "--devices-per-worker must agree on the devices of each worker. "
-            f"Received: simulate_devices({n}) in the script and "
-            f"--devices-per-worker {launcher} on `parallel-keras launch`. "
-            f"Drop --devices-per-worker, or pass --devices-per-worker {n}."
-        )
-    local = cluster.local_device_count()
-    if local is None:
-        cluster.initialize(devices_per_worker=n)
-    elif local != n:
-        raise RuntimeError(
-            "Under `parallel-keras launch`, simulate_devices(n) must run "
-            "before the script touches TensorFlow, because each worker's "
-            "devices are fixed when TensorFlow starts. Received: "
-            f"simulate_devices({n}) after TensorFlow had started this worker "
-            f"with {local} device(s). Move `parallel_keras.simulate_devices("
-            f"{n})` to the script's first lines, above any model, tensor or "
-            f"device listing, or pass --devices-per-worker {n} to "
-            "`parallel-keras launch`."
-        )
     return _local_devices("CPU")
 
 

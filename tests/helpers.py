@@ -102,3 +102,24 @@ def wait_for_line(process, text, timeout):
         output.append(line)
         if text in line:
             return True, "".join(output)
+
+
+# --- The data-parallel tests' reference model -------------------------------
+
+
+def conv_bn_model(synchronized=False, seed=1):
+    """Dense, Conv2D and BatchNormalization: the issue's reference model."""
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((8, 8, 3))
+    x = keras.layers.Conv2D(8, 3, use_bias=False)(inputs)
+    x = keras.layers.BatchNormalization(synchronized=synchronized)(x)
+    x = keras.layers.ReLU()(x)
+    x = keras.layers.Flatten()(x)
+    x = keras.layers.Dense(6, activation="relu")(x)
+    outputs = keras.layers.Dense(3)(x)
+    return keras.Model(inputs, outputs, name="conv_bn")
+
+
+def images(rows=64, seed=0):
+    rng = np.random.RandomState(seed)
+    return rng.rand(rows, 8, 8, 3).astype("float32"), rng.rand(rows, 3).astype("float32")

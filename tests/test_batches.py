@@ -12,22 +12,9 @@ import tensorflow as tf
 import parallel_keras
 from parallel_keras.data_parallel import batches
 
+from helpers import conv_bn_model, images  # pylint: disable=g-bad-import-order
+
 ATOL = 1e-5
-
-
-def conv_bn_model(synchronized, seed=1):
-    keras.utils.set_random_seed(seed)
-    inputs = keras.Input((8, 8, 3))
-    x = keras.layers.Conv2D(8, 3, use_bias=False)(inputs)
-    x = keras.layers.BatchNormalization(synchronized=synchronized)(x)
-    x = keras.layers.ReLU()(x)
-    x = keras.layers.Flatten()(x)
-    return keras.Model(inputs, keras.layers.Dense(3)(x))
-
-
-def images(rows, seed=0):
-    rng = np.random.RandomState(seed)
-    return rng.rand(rows, 8, 8, 3).astype("float32"), rng.rand(rows, 3).astype("float32")
 
 
 def test_upstream_onednn_conv2d_still_mishandles_an_empty_batch():

@@ -11,20 +11,9 @@ import tensorflow as tf
 import parallel_keras
 from parallel_keras import testing
 
+from helpers import conv_bn_model, images  # pylint: disable=g-bad-import-order
+
 # --- Models and data --------------------------------------------------------
-
-
-def conv_bn_model(synchronized=False, seed=1):
-    """Dense, Conv2D and BatchNormalization: the issue's reference model."""
-    keras.utils.set_random_seed(seed)
-    inputs = keras.Input((8, 8, 3))
-    x = keras.layers.Conv2D(8, 3, use_bias=False)(inputs)
-    x = keras.layers.BatchNormalization(synchronized=synchronized)(x)
-    x = keras.layers.ReLU()(x)
-    x = keras.layers.Flatten()(x)
-    x = keras.layers.Dense(6, activation="relu")(x)
-    outputs = keras.layers.Dense(3)(x)
-    return keras.Model(inputs, outputs, name="conv_bn")
 
 
 def mlp(seed=2, name="mlp"):
@@ -33,11 +22,6 @@ def mlp(seed=2, name="mlp"):
         [keras.Input((5,)), keras.layers.Dense(7, activation="tanh"), keras.layers.Dense(2)],
         name=name,
     )
-
-
-def images(rows=64):
-    rng = np.random.RandomState(0)
-    return rng.rand(rows, 8, 8, 3).astype("float32"), rng.rand(rows, 3).astype("float32")
 
 
 def vectors(rows=40):

@@ -217,3 +217,42 @@ def local_device_count() -> int | None:
 def current_strategy() -> tf.distribute.MultiWorkerMirroredStrategy | None:
     """The strategy `initialize` created in this process, if any."""
     return _STRATEGY
+
+
+def simulate_on_worker(n: int) -> bool:
+    """`simulate_devices(n)` on a worker of a multi-worker cluster.
+
+    There the devices belong to the multi-worker strategy, which must be
+    created with them before TensorFlow starts: the script's own
+    `simulate_devices(n)` decides how many (issue 13).
+
+    Returns:
+        False outside a cluster (nothing done), True once this worker's
+        strategy has `n` devices.
+    """
+    if current_strategy() is None and not membership.is_multi_worker():
+        return False
+    launcher = settings.current().devices_per_worker
+    if launcher is not None and launcher != n:
+        raise ValueError(
+            "The script's simulate_devices(n) and the launcher's "
+            "--devices-per-worker must agree on the devices of each worker. "
+            f"Received: simulate_devices({n}) in the script and "
+            f"--devices-per-worker {launcher} on `parallel-keras launch`. "
+            f"Drop --devices-per-worker, or pass --devices-per-worker {n}."
+        )
+    local = local_device_count()
+    if local is None:
+        initialize(devices_per_worker=n)
+    elif local != n:
+        raise RuntimeError(
+            "Under `parallel-keras launch`, simulate_devices(n) must run "
+            "before the script touches TensorFlow, because each worker's "
+            "devices are fixed when TensorFlow starts. Received: "
+            f"simulate_devices({n}) after TensorFlow had started this worker "
+            f"with {local} device(s). Move `parallel_keras.simulate_devices("
+            f"{n})` to the script's first lines, above any model, tensor or "
+            f"device listing, or pass --devices-per-worker {n} to "
+            "`parallel-keras launch`."
+        )
+    return True
