@@ -195,8 +195,7 @@ class Execution:
         return next(iter(self.strategy.experimental_distribute_dataset(dataset)))
 
     def train_on_batch(self, x, y, sample_weight, class_weight, return_dict):
-        model = self.model
-        _require_compiled(model, "train_on_batch")
+        _require_compiled(self.model, "train_on_batch")
         if class_weight is not None:
             if sample_weight is not None:
                 raise ValueError(
@@ -204,21 +203,20 @@ class Execution:
                     f"sample_weight={sample_weight}, class_weight={class_weight}."
                 )
             sample_weight = class_weight_to_sample_weight(y, class_weight)
-        batch = self.distributed_batch(x, y, sample_weight)
-        model._maybe_symbolic_build(data_batch=batch)
-        model.make_train_function()
-        model.reset_metrics()
-        model.train_function([batch])
-        return self._logs(return_dict)
+        return self._on_batch("train", x, y, sample_weight, return_dict)
 
     def test_on_batch(self, x, y, sample_weight, return_dict):
+        _require_compiled(self.model, "test_on_batch")
+        return self._on_batch("test", x, y, sample_weight, return_dict)
+
+    def _on_batch(self, kind: str, x, y, sample_weight, return_dict: bool):
+        """Runs Keras's train or test function on one prepared global batch."""
         model = self.model
-        _require_compiled(model, "test_on_batch")
         batch = self.distributed_batch(x, y, sample_weight)
         model._maybe_symbolic_build(data_batch=batch)
-        model.make_test_function()
+        getattr(model, f"make_{kind}_function")()
         model.reset_metrics()
-        model.test_function([batch])
+        getattr(model, f"{kind}_function")([batch])
         return self._logs(return_dict)
 
     def predict_on_batch(self, x):

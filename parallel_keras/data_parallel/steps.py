@@ -34,7 +34,8 @@ def train_step(model, data, global_loss: bool = False):
     x, y, sample_weight, keep, batch_rows = batches.unpack(data)
     with tf.GradientTape() as tape:
         y_pred = model(x, training=True)
-        loss = _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, global_loss, True)
+        gathered = _gathered_if(global_loss, (y, y_pred, sample_weight), keep)
+        loss = _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, True)
         if model.optimizer is not None:
             loss = model.optimizer.scale_loss(loss)
     trainable_weights = model.trainable_weights
@@ -43,15 +44,16 @@ def train_step(model, data, global_loss: bool = False):
         model.optimizer.apply_gradients(zip(gradients, trainable_weights))
     else:
         warnings.warn("The model does not have any trainable weights.")
-    return _metrics(model, x, y, y_pred, sample_weight, keep, global_loss)
+    return _metrics(model, x, y, y_pred, sample_weight, keep, gathered)
 
 
 def test_step(model, data, global_loss: bool = False):
     """Loss and metrics on this replica's slice; returns the metric logs."""
     x, y, sample_weight, keep, batch_rows = batches.unpack(data)
     y_pred = model(x, training=False)
-    _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, global_loss, False)
-    return _metrics(model, x, y, y_pred, sample_weight, keep, global_loss)
+    gathered = _gathered_if(global_loss, (y, y_pred, sample_weight), keep)
+    _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, False)
+    return _metrics(model, x, y, y_pred, sample_weight, keep, gathered)
 
 
 def predict_step(model, data):
@@ -63,18 +65,19 @@ def predict_step(model, data):
     return tf.nest.map_structure(lambda value: _kept(value, keep), y_pred)
 
 
-def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, global_loss, training):
+def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, training):
     """The loss to differentiate; updates the model's loss tracker."""
     context = tf.distribute.get_replica_context()
     num_replicas = context.num_replicas_in_sync
     local_rows = _rows(x)
-    if global_loss and num_replicas > 1:
-        targets, outputs, weights = _gathered((y, y_pred, sample_weight), keep, context)
+    if gathered is not None:
+        targets, outputs, weights = gathered
         loss = model.compute_loss(
             x=x, y=targets, y_pred=outputs, sample_weight=weights, training=training
         )
+        on_first_replica = tf.equal(context.replica_id_in_sync_group, 0)
         reported = tf.cast(_rows(outputs), loss.dtype) * tf.cast(
-            _on_first_replica(context), loss.dtype
+            on_first_replica, loss.dtype
         )
         _update_loss_tracker(model, loss, num_replicas, reported)
         return loss
@@ -132,10 +135,11 @@ def _update_loss_tracker(model, loss, num_replicas, rows) -> None:
         tracker.update_state(loss * num_replicas, sample_weight=rows)
 
 
-def _metrics(model, x, y, y_pred, sample_weight, keep, global_loss):
-    context = tf.distribute.get_replica_context()
-    if global_loss and context.num_replicas_in_sync > 1:
-        y, y_pred, sample_weight = _gathered((y, y_pred, sample_weight), keep, context)
+def _metrics(model, x, y, y_pred, sample_weight, keep, gathered):
+    if gathered is not None:
+        # Every replica holds the whole batch: the first one reports it.
+        y, y_pred, sample_weight = gathered
+        context = tf.distribute.get_replica_context()
         reports = context.replica_id_in_sync_group == 0
     elif keep is not None:
         y, y_pred, sample_weight = tf.nest.map_structure(
@@ -157,8 +161,12 @@ def _metrics(model, x, y, y_pred, sample_weight, keep, global_loss):
     return model.get_metrics_result()
 
 
-def _gathered(structure, keep, context):
-    """Every replica's reported rows of `structure`, in global batch order."""
+def _gathered_if(global_loss: bool, structure, keep):
+    """With `global_loss`, every replica's reported rows of `structure`, in
+    global batch order (gathered once per step, for loss and metrics)."""
+    context = tf.distribute.get_replica_context()
+    if not global_loss or context.num_replicas_in_sync == 1:
+        return None
 
     def gather(value):
         if value is None:
@@ -174,10 +182,6 @@ def _kept(value, keep):
     if value is None or not value.shape.rank:
         return value
     return tf.boolean_mask(value, keep > 0)
-
-
-def _on_first_replica(context):
-    return tf.cast(tf.equal(context.replica_id_in_sync_group, 0), tf.float32)
 
 
 def _static_rows(structure) -> int | None:
