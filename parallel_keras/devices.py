@@ -151,11 +151,16 @@ def gpus_are_simulated() -> bool:
 
 def available_devices() -> list[str]:
     """Every logical device of this process, as short lowercase names."""
-    return [_short_name(device.name) for device in tf.config.list_logical_devices()]
+    return [short_device_name(device.name) for device in tf.config.list_logical_devices()]
 
 
-def _short_name(name: str) -> str:
+def short_device_name(name: str | None) -> str | None:
+    """`'/job:localhost/.../device:CPU:1'` -> `'/cpu:1'`; no device type -> None."""
+    if not name:
+        return None
     spec = tf.DeviceSpec.from_string(name)
+    if spec.device_type is None:
+        return None
     return f"/{spec.device_type.lower()}:{spec.device_index or 0}"
 
 

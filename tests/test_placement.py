@@ -13,7 +13,7 @@ import tensorflow as tf
 
 import parallel_keras
 from parallel_keras.testing import record_op_devices
-from parallel_keras.testing.op_devices import short_device_name
+from parallel_keras.devices import short_device_name
 
 BRANCH_A, BRANCH_B, MERGE = "/gpu:1", "/gpu:2", "/cpu:0"
 # '/gpu:i' rehearses on simulated CPU device i (no GPU here).

@@ -46,6 +46,8 @@ import h5py
 import keras
 import numpy as np
 
+from parallel_keras.saving import matching
+
 KERAS2_VERSION = "2.2.4"
 
 
@@ -88,7 +90,7 @@ def write_single_model_file(
     layers = []
     for layer in template.layers:
         # A nested model is one group holding its layers' weights.
-        owners = _leaf_layers(layer) if isinstance(layer, keras.Model) else [layer]
+        owners = matching.weighted_layers(layer) if isinstance(layer, keras.Model) else [layer]
         weights = [(w, owner) for owner in owners for w in owner.trainable_weights]
         weights += [(w, owner) for owner in owners for w in owner.non_trainable_weights]
         layers.append((names[layer.name], weights))
@@ -123,7 +125,7 @@ def write_parallel_model_file(
     names = names or keras2_names(template)
     sequential = isinstance(template, keras.Sequential)
     template_name = template_name or ("sequential_1" if sequential else "model_1")
-    leaves = _leaf_layers(template)
+    leaves = matching.weighted_layers(template)
     if sequential:
         inputs = [f"{names[template.layers[0].name]}_input"]
     else:
@@ -186,16 +188,6 @@ def _model_config(layer_names, lambda_function):
 
 def _get_slice(data, i, parts):  # What Keras 2's multi_gpu_model marshalled.
     return data
-
-
-def _leaf_layers(model: keras.Model):
-    found = []
-    for layer in model.layers:
-        if isinstance(layer, keras.Model):
-            found.extend(_leaf_layers(layer))
-        elif layer.weights:
-            found.append(layer)
-    return found
 
 
 def _all_layers(model: keras.Model):

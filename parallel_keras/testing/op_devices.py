@@ -16,19 +16,8 @@ import contextlib
 import dataclasses
 
 # TensorFlow is imported inside the functions so that importing
-# parallel_keras.testing (e.g. for run_python) stays light.
-
-
-def short_device_name(name: str | None) -> str | None:
-    """`'/job:localhost/.../device:CPU:1'` -> `'/cpu:1'`; unset -> None."""
-    import tensorflow as tf
-
-    if not name:
-        return None
-    spec = tf.DeviceSpec.from_string(name)
-    if spec.device_type is None:
-        return None
-    return f"/{spec.device_type.lower()}:{spec.device_index or 0}"
+# parallel_keras.testing (e.g. for run_python) stays light; so is
+# `parallel_keras.devices`, whose `short_device_name` names the devices.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,11 +57,13 @@ class OpDeviceRecorder:
     def traced(self) -> list[OpRecord]:
         """The traced graph ops, in creation order."""
         # Read devices now: a graph op's device is final once it exists.
+        from parallel_keras import devices
+
         return [
             OpRecord(
                 op_type=op_type,
                 name=operation.name,
-                device=short_device_name(operation.device),
+                device=devices.short_device_name(operation.device),
                 traced=True,
             )
             for op_type, operation in self._traced_ops
@@ -106,6 +97,8 @@ class OpDeviceRecorder:
         del inputs, attrs, op_name  # Unused.
         import tensorflow as tf
 
+        from parallel_keras import devices
+
         op_type = op_type.decode() if isinstance(op_type, bytes) else op_type
         if graph is None:
             device = next((tensor.device for tensor in outputs), None)
@@ -113,7 +106,7 @@ class OpDeviceRecorder:
                 OpRecord(
                     op_type=op_type,
                     name=tf.get_current_name_scope(),
-                    device=short_device_name(device),
+                    device=devices.short_device_name(device),
                     traced=False,
                 )
             )

@@ -178,7 +178,7 @@ class TemplateSaverRule(context.Rule):
                 f"class {class_name} copies a multi_gpu_model's __dict__, which "
                 "Keras 3 models do not allow, and does more, so it was not "
                 "rewritten",
-                f"use parallel_keras.multi_gpu_model(template, gpus) directly: "
+                "use parallel_keras.multi_gpu_model(template, gpus) directly: "
                 "the model it returns saves and loads the template.",
             )
             return updated

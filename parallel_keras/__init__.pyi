@@ -1,0 +1,24 @@
+# The public API of parallel_keras: every name it exports, written once.
+#
+# Type checkers and IDEs read this stub; at run time `__init__.py` hands it
+# to `lazy_loader.attach_stub`, which makes each name load on first use
+# (Scientific Python SPEC 1). Add an export here and nowhere else.
+
+from . import callbacks as callbacks
+from .callbacks import ParallelModelCheckpoint as ParallelModelCheckpoint
+from .cluster.writes import write_path as write_path
+from .data_parallel.multi_gpu_model import multi_gpu_model as multi_gpu_model
+from .data_parallel.parallel_model import ParallelModel as ParallelModel
+from .device_placement import LayerCallPlacement as LayerCallPlacement
+from .device_placement import clear_placement as clear_placement
+from .device_placement import device as device
+from .device_placement import place_branches as place_branches
+from .device_placement import placement as placement
+from .devices import simulate_devices as simulate_devices
+from .multi_worker.backup import BackupAndRestore as BackupAndRestore
+from .multi_worker.notebook import notebook_launcher as notebook_launcher
+from .quiet import quiet_tensorflow as quiet_tensorflow
+from .saving.legacy import load_legacy_weights as load_legacy_weights
+from .saving.weights import load_weights as load_weights
+
+__version__: str
