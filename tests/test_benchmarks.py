@@ -26,6 +26,7 @@ from benchmarks.suite import config as config_lib  # noqa: E402
 from benchmarks.suite import datasets  # noqa: E402
 from benchmarks.suite import models  # noqa: E402
 from benchmarks.suite import results as results_lib  # noqa: E402
+from benchmarks import timing  # noqa: E402
 
 TINY = config_lib.SuiteConfig(
     models=("mlp",),
@@ -412,3 +413,31 @@ def test_startup_goals_are_relative_to_bare_python():
     assert lines["parallel-keras --help"].endswith("< 72 ms: MISSED")
     assert lines["parallel-keras migrate --diff (corpus)"].endswith("< 2000 ms: met")
     assert set(startup.commands()) == set(medians)
+
+
+def test_paired_ratio_is_the_median_of_round_ratios_with_an_interval_around_it():
+    # Drift between rounds (x1, x10, x100) cancels: each round is compared
+    # with its neighbour.
+    native = [1.0, 10.0, 100.0, 2.0, 20.0]
+    shim = [value * ratio for value, ratio in zip(native, [1.01, 1.03, 0.99, 1.02, 1.00])]
+    ratio = timing.paired_ratio(shim, native)
+    assert ratio.median == pytest.approx(1.01)
+    assert 0.99 <= ratio.low <= ratio.median <= ratio.high <= 1.03
+    constant = timing.paired_ratio([2.0, 4.0, 6.0], [1.0, 2.0, 3.0])
+    assert constant == (2.0, 2.0, 2.0)
+
+
+def test_paired_ratio_interval_narrows_with_more_rounds():
+    rng = np.random.default_rng(0)
+    widths = []
+    for rounds in (10, 160):
+        native = rng.uniform(5, 7, rounds)
+        shim = native * rng.normal(1.0, 0.1, rounds)
+        ratio = timing.paired_ratio(list(shim), list(native))
+        widths.append(ratio.high - ratio.low)
+    assert widths[1] < widths[0] / 2
+
+
+def test_paired_ratio_needs_one_round_of_each_per_pair():
+    with pytest.raises(ValueError, match="Received: 3 and 2 rounds"):
+        timing.paired_ratio([1.0, 2.0, 3.0], [1.0, 2.0])
