@@ -21,6 +21,7 @@ import tensorflow as tf
 from parallel_keras import _internals
 from parallel_keras.cluster import prepared
 from parallel_keras.data_parallel import batches
+from parallel_keras.saving import atomic
 
 
 class Execution:
@@ -102,8 +103,12 @@ class Execution:
             message=str(self.stateful_batch_error("another size", "a batch of")),
         )
 
-    def check_call(self, x, batch_size, method: str):
-        """Checks a `fit`/`evaluate`/`predict` call; returns the batch size to use."""
+    def check_call(self, x, batch_size, method: str, callbacks=None):
+        """Checks a `fit`/`evaluate`/`predict` call; returns the batch size to use.
+
+        A stock `ModelCheckpoint` among `callbacks` would fail only after the
+        first epoch if its folder cannot be written: that is checked now.
+        """
         if batch_size is not None and (
             isinstance(batch_size, bool)
             or not isinstance(batch_size, (int, np.integer))
@@ -131,6 +136,9 @@ class Execution:
                 "least one row."
             )
         self._check_shapes(x, method)
+        for callback in callbacks or ():
+            if isinstance(callback, keras.callbacks.ModelCheckpoint):
+                atomic.check_writable_folder(callback.filepath)
         if self.stateful_batch is None:
             return batch_size
         if batch_size is None:

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 import inspect
 
 import keras
@@ -127,3 +127,20 @@ def _is_keras_builtin(spec) -> bool:
     owner = spec if inspect.isfunction(spec) or inspect.isclass(spec) else type(spec)
     module = getattr(owner, "__module__", "") or ""
     return module == "keras" or module.startswith("keras.")
+
+
+def unique_output_names(names: Sequence[str]) -> list[str]:
+    """Output names made unique as Keras 2's `multi_gpu_model` did.
+
+    Each name that occurs more than once is numbered from 1 in order:
+    `['add', 'nested', 'nested']` becomes `['add', 'nested_1', 'nested_2']`.
+    """
+    repeated = {name for name in names if list(names).count(name) > 1}
+    seen: dict[str, int] = {}
+    unique = []
+    for name in names:
+        if name in repeated:
+            seen[name] = seen.get(name, 0) + 1
+            name = f"{name}_{seen[name]}"
+        unique.append(name)
+    return unique

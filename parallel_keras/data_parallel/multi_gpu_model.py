@@ -162,10 +162,8 @@ def multi_gpu_model(
         _rnn_states(model), strategy, synchronize=lambda _: ("only_first_replica", "on_read")
     )
     if getattr(model, "optimizer", None) is not None:
-        parallel_model_lib.adopt_optimizer(model.optimizer, strategy)
-    template_lib.attach_template(
-        model, strategy, stateful_batch, parallel_model_lib.adopt_optimizer
-    )
+        strategies.adopt_optimizer(model.optimizer, strategy)
+    template_lib.attach_template(model, strategy, stateful_batch)
     with strategy.scope():
         parallel = ParallelModel(
             model,

@@ -11,6 +11,7 @@ and metrics, every `fit`/`evaluate`/`predict`/`*_on_batch` input structure.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,7 +66,7 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         )
         template_names = getattr(template, "output_names", None)
         if template_names:
-            self.output_names = unique_output_names(template_names)
+            self.output_names = losses_lib.unique_output_names(template_names)
         self.built = True
 
     # --- What Keras 2's parallel model exposed -------------------------------
@@ -108,11 +109,13 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         return self._symbolic("outputs")
 
     @property
-    def input(self):
+    def input(self) -> Any:
+        """The template's symbolic input (a list for several inputs)."""
         return self._symbolic("input")
 
     @property
-    def output(self):
+    def output(self) -> Any:
+        """The template's symbolic output (a list for several outputs)."""
         return self._symbolic("output")
 
     @property
@@ -136,15 +139,21 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
                 "have symbolic inputs and outputs."
             ) from error
 
-    def get_layer(self, name: str | None = None, index: int | None = None):
-        """A layer by name (the template, or one of its layers) or by index in `layers`."""
+    def get_layer(
+        self, name: str | None = None, index: int | None = None
+    ) -> keras.layers.Layer:
+        """A layer by name (the template, or one of its layers) or by index in `layers`.
+
+        Raises:
+            ValueError: If no layer has that name or index.
+        """
         if name is not None and name == self._template.name:
             return self._template
         if name is None:
             return super().get_layer(index=index)
         return self._template.get_layer(name=name)
 
-    def call(self, inputs, training: bool | None = None):
+    def call(self, inputs: Any, training: bool | None = None) -> Any:
         """Runs the template on this replica's slice of the batch."""
         return self._template(inputs, training=training)
 
@@ -172,7 +181,7 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         losses_lib.check_output_keys(self, weighted_metrics, "weighted_metrics")
         losses_lib.check_loss_scaling(self, optimizer)
         if isinstance(optimizer, keras.optimizers.Optimizer):
-            adopt_optimizer(optimizer, self._strategy)
+            strategies.adopt_optimizer(optimizer, self._strategy)
         with self._strategy.scope():
             super().compile(
                 optimizer,
@@ -195,7 +204,7 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         """One replica's loss and metrics (see `steps.py`); returns metric logs."""
         return steps.test_step(self, data, global_loss=self._global_loss)
 
-    def predict_step(self, data):
+    def predict_step(self, data) -> Any:
         """One replica's outputs for the rows it reports."""
         return steps.predict_step(self, data)
 
@@ -221,7 +230,9 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
 
     # --- Training entry points -------------------------------------------------
 
-    def fit(self, x=None, y=None, batch_size: int | None = None, *args, **kwargs):
+    def fit(
+        self, x: Any = None, y: Any = None, batch_size: int | None = None, *args, **kwargs
+    ) -> keras.callbacks.History:
         """`keras.Model.fit`, each global batch split across the replicas.
 
         Raises:
@@ -233,19 +244,22 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
                 again since this parallel model was made.
         """
         self._ensure_current()
-        batch_size = self._execution.check_call(x, batch_size, "fit")
-        _check_checkpoint_folders(kwargs.get("callbacks"))
+        batch_size = self._execution.check_call(
+            x, batch_size, "fit", callbacks=kwargs.get("callbacks")
+        )
         with self._execution.running():
             return super().fit(x, y, batch_size, *args, **kwargs)
 
-    def evaluate(self, x=None, y=None, batch_size: int | None = None, *args, **kwargs):
+    def evaluate(
+        self, x: Any = None, y: Any = None, batch_size: int | None = None, *args, **kwargs
+    ) -> Any:
         """`keras.Model.evaluate` on the replicas; raises as `fit` does."""
         self._ensure_current()
         batch_size = self._execution.check_call(x, batch_size, "evaluate")
         with self._execution.running():
             return super().evaluate(x, y, batch_size, *args, **kwargs)
 
-    def predict(self, x, batch_size: int | None = None, *args, **kwargs):
+    def predict(self, x: Any, batch_size: int | None = None, *args, **kwargs) -> Any:
         """`keras.Model.predict` on the replicas, rows in input order; raises as `fit` does."""
         self._ensure_current()
         batch_size = self._execution.check_call(x, batch_size, "predict")
@@ -254,28 +268,35 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
 
     def train_on_batch(
         self,
-        x,
-        y=None,
-        sample_weight=None,
+        x: Any,
+        y: Any = None,
+        sample_weight: Any = None,
         class_weight: dict | None = None,
         return_dict: bool = False,
-    ):
+    ) -> Any:
         """One optimizer step on one global batch, split across the replicas.
 
         Returns:
             The loss and metrics, as `keras.Model.train_on_batch`.
+
+        Raises:
+            RuntimeError: If the model is not compiled.
+            ValueError: If both `sample_weight` and `class_weight` are given,
+                or a stateful template is given another batch size.
         """
         self._ensure_current()
         return self._execution.train_on_batch(
             x, y, sample_weight, class_weight, return_dict
         )
 
-    def test_on_batch(self, x, y=None, sample_weight=None, return_dict: bool = False):
+    def test_on_batch(
+        self, x: Any, y: Any = None, sample_weight: Any = None, return_dict: bool = False
+    ) -> Any:
         """Loss and metrics of one global batch, split across the replicas."""
         self._ensure_current()
         return self._execution.test_on_batch(x, y, sample_weight, return_dict)
 
-    def predict_on_batch(self, x):
+    def predict_on_batch(self, x: Any) -> Any:
         """Outputs for one global batch, split across the replicas, rows in order."""
         self._ensure_current()
         return self._execution.predict_on_batch(x)
@@ -298,19 +319,40 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
 
     # --- The template is what gets saved and summarized -----------------------
 
-    def save(self, filepath, overwrite=True, **kwargs) -> None:
-        """Saves the template (shared weights) atomically, loadable on one device."""
+    def save(self, filepath: str | os.PathLike, overwrite: bool = True, **kwargs) -> None:
+        """Saves the template (shared weights) atomically, loadable on one device.
+
+        Raises:
+            ValueError: If the suffix is not one Keras writes, or the folder
+                is missing or is a file.
+            PermissionError: If the file or its folder is read-only.
+            FileExistsError: If `overwrite=False`, the file exists and there
+                is no terminal to ask on.
+        """
         atomic.save_model(self._template, filepath, overwrite=overwrite, **kwargs)
 
-    def save_weights(self, filepath, overwrite=True, **kwargs) -> None:
-        """Saves the template's weights atomically (`.weights.h5` or `.h5`)."""
+    def save_weights(
+        self, filepath: str | os.PathLike, overwrite: bool = True, **kwargs
+    ) -> None:
+        """Saves the template's weights atomically (`.weights.h5` or `.h5`).
+
+        Raises:
+            ValueError, PermissionError, FileExistsError: As `save`.
+        """
         atomic.save_weights(self._template, filepath, overwrite=overwrite, **kwargs)
 
-    def load_weights(self, filepath, skip_mismatch=False, **kwargs) -> None:
+    def load_weights(
+        self, filepath: str | os.PathLike, skip_mismatch: bool = False, **kwargs
+    ) -> None:
         """Loads weights into the template; on a mismatch changes nothing.
 
         Also reads Keras 2 files written from a legacy `multi_gpu_model`
         (see `parallel_keras.load_weights`).
+
+        Raises:
+            ValueError: If the file is missing, not HDF5, truncated, or does
+                not match the template (`MismatchError`); the template is
+                left unchanged.
         """
         from parallel_keras.saving import weights  # pylint: disable=g-import-not-at-top
 
@@ -353,37 +395,3 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
             f"strategy={strategies.describe(self._strategy)} "
             f"params={self._template.count_params():,}>"
         )
-
-
-def unique_output_names(names: Sequence[str]) -> list[str]:
-    """Output names made unique as Keras 2's `multi_gpu_model` did.
-
-    Each name that occurs more than once is numbered from 1 in order:
-    `['add', 'nested', 'nested']` becomes `['add', 'nested_1', 'nested_2']`.
-    """
-    repeated = {name for name in names if list(names).count(name) > 1}
-    seen: dict[str, int] = {}
-    unique = []
-    for name in names:
-        if name in repeated:
-            seen[name] = seen.get(name, 0) + 1
-            name = f"{name}_{seen[name]}"
-        unique.append(name)
-    return unique
-
-
-def _check_checkpoint_folders(callbacks) -> None:
-    """Stock `ModelCheckpoint`s fail only after the first epoch: check now."""
-    for callback in callbacks or ():
-        if isinstance(callback, keras.callbacks.ModelCheckpoint):
-            atomic.check_writable_folder(callback.filepath)
-
-
-def adopt_optimizer(
-    optimizer: keras.optimizers.Optimizer, strategy: tf.distribute.Strategy
-) -> None:
-    """Moves an optimizer (and any state it has) into `strategy`."""
-    if _internals.optimizer_strategy(optimizer) is strategy:
-        return
-    _internals.relocate_variables(optimizer.variables, strategy)
-    _internals.set_optimizer_strategy(optimizer, strategy)

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import dataclasses
 import threading
 
+import keras
 import tensorflow as tf
 
 from parallel_keras import _internals
@@ -180,3 +181,13 @@ def describe(strategy: tf.distribute.Strategy) -> str:
         f"{type(strategy).__name__}"
         f"(replicas={strategy.num_replicas_in_sync})"
     )
+
+
+def adopt_optimizer(
+    optimizer: keras.optimizers.Optimizer, strategy: tf.distribute.Strategy
+) -> None:
+    """Moves an optimizer (and any state it has) into `strategy`."""
+    if _internals.optimizer_strategy(optimizer) is strategy:
+        return
+    _internals.relocate_variables(optimizer.variables, strategy)
+    _internals.set_optimizer_strategy(optimizer, strategy)

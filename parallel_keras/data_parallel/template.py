@@ -21,6 +21,7 @@ import tensorflow as tf
 from parallel_keras import _internals
 from parallel_keras.data_parallel import execution as execution_lib
 from parallel_keras.data_parallel import steps
+from parallel_keras.data_parallel import strategies
 
 
 def all_layers(model: keras.layers.Layer):
@@ -57,7 +58,6 @@ def attach_template(
     template: keras.Model,
     strategy: tf.distribute.Strategy,
     stateful_batch: int | None,
-    adopt_optimizer,
 ) -> execution_lib.Execution:
     """Makes the template's own methods run on `strategy` with one device's results."""
     detach_template(template)
@@ -68,7 +68,7 @@ def attach_template(
 
     def adopt() -> None:
         if getattr(template, "optimizer", None) is not None:
-            adopt_optimizer(template.optimizer, strategy)
+            strategies.adopt_optimizer(template.optimizer, strategy)
 
     def entry(name):
         method = getattr(model_class, name)
