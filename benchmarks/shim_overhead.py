@@ -12,7 +12,8 @@ Two measurements, each side by side in one run:
    ratio to the first (ideally 1.00) shows how much of a difference the
    machine's noise alone makes. Steps of a few milliseconds on simulated
    devices sharing two cores move by 10-30% from round to round, so a
-   2% goal needs tens of rounds.
+   2% goal needs tens of rounds. Alongside, a figure noise cannot move: the
+   operations in one traced distributed train step of each model.
 2. Wrapping an Xception-sized template (about 23M parameters): the time
    `multi_gpu_model()` takes, and the peak RSS of "build the template, then
    wrap it" against "build the model natively inside the strategy scope",
@@ -37,6 +38,7 @@ import time
 from absl import flags
 
 from benchmarks import flag_spellings
+from benchmarks import step_graph
 from benchmarks import timing
 
 _REPLICAS = flags.DEFINE_integer("replicas", 4, "Simulated devices to replicate on.")
@@ -121,6 +123,7 @@ def measure_step_time(model_name: str) -> dict:
             rounds[name].append(statistics.median(_step_times(approaches[name], dataset)))
     shim_ratio = timing.paired_ratio(rounds["shim"], rounds["native"])
     control_ratio = timing.paired_ratio(rounds["control"], rounds["native"])
+    ops = {name: step_graph.train_step_ops(approaches[name], dataset) for name in ("shim", "native")}
     return {
         "model": model_name,
         "replicas": replicas,
@@ -134,6 +137,8 @@ def measure_step_time(model_name: str) -> dict:
         "ratio_shim_over_native_ci95": [shim_ratio.low, shim_ratio.high],
         "control_ratio_native_over_native": control_ratio.median,
         "control_ratio_ci95": [control_ratio.low, control_ratio.high],
+        "train_step_ops_shim": ops["shim"],
+        "train_step_ops_native": ops["native"],
     }
 
 
@@ -262,7 +267,9 @@ def main(argv):
               f"ratio {step['ratio_shim_over_native']:.3f} [{low:.3f}, {high:.3f}] "
               f"(goal <= 1.02); control native/native "
               f"{step['control_ratio_native_over_native']:.3f} "
-              f"[{control_low:.3f}, {control_high:.3f}]", flush=True)
+              f"[{control_low:.3f}, {control_high:.3f}]; ops per train step shim "
+              f"{step['train_step_ops_shim']}, native {step['train_step_ops_native']}",
+              flush=True)
     if not _SKIP_XCEPTION.value:
         print("Wrapping an Xception template, each build in a fresh process:")
         report["wrapping"] = wrapping = measure_wrapping()
