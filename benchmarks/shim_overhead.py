@@ -38,6 +38,7 @@ import time
 from absl import flags
 
 from benchmarks import flag_spellings
+from benchmarks import shim_and_native
 from benchmarks import step_graph
 from benchmarks import timing
 
@@ -74,45 +75,10 @@ def _step_times(model, dataset) -> list[float]:
 
 def measure_step_time(model_name: str) -> dict:
     """Shim against native MirroredStrategy on one model, alternating rounds."""
-    import tensorflow as tf
-
-    import keras
-
-    import parallel_keras
-    from benchmarks.suite import datasets
-    from benchmarks.suite import models
-
     replicas = _REPLICAS.value
-    devices = [f"/cpu:{i}" for i in range(replicas)]
-    input_spec = models.default_input(model_name, quick=True)
-    per_replica = _BATCH_SIZE.value // replicas
-    build_kwargs = {"batch_per_replica": per_replica} if models.MODELS[model_name].stateful else {}
-
-    def build():
-        keras.utils.set_random_seed(0)
-        return models.build(model_name, input_spec, **build_kwargs)
-
-    def compile_model(model):
-        model.compile(keras.optimizers.SGD(0.01, momentum=0.9),
-                      "sparse_categorical_crossentropy", jit_compile=False)
-
-    shim = parallel_keras.multi_gpu_model(build(), gpus=replicas)
-    compile_model(shim)
-    # The same reduction as the shim's on CPU devices, so the ratio is the
-    # shim's own cost (`python -m benchmarks cpu-reduction` compares them).
-    strategy = tf.distribute.MirroredStrategy(
-        devices, cross_device_ops=tf.distribute.ReductionToOneDevice("/cpu:0")
+    shim, (native, control), dataset = shim_and_native.build(
+        model_name, replicas, _BATCH_SIZE.value, native_copies=2
     )
-    with strategy.scope():
-        native = build()
-        compile_model(native)
-    dataset = datasets.make_dataset(
-        model_name, datasets.parse("synthetic"), input_spec, _BATCH_SIZE.value
-    )
-
-    with strategy.scope():
-        control = build()
-        compile_model(control)
 
     approaches = {"shim": shim, "native": native, "control": control}
     names = list(approaches)

@@ -26,6 +26,7 @@ from benchmarks.suite import config as config_lib  # noqa: E402
 from benchmarks.suite import datasets  # noqa: E402
 from benchmarks.suite import models  # noqa: E402
 from benchmarks.suite import results as results_lib  # noqa: E402
+from benchmarks import shim_and_native  # noqa: E402
 from benchmarks import step_graph  # noqa: E402
 from benchmarks import timing  # noqa: E402
 
@@ -446,38 +447,8 @@ def test_paired_ratio_needs_one_round_of_each_per_pair():
 
 @pytest.mark.parametrize("model_name", ["mlp", "two_branch_lstm", "multi_output", "stateful_lstm"])
 def test_shim_train_step_has_no_more_operations_than_native_mirrored_strategy(model_name):
-    """The step-time goal (shim within 1.02 of native), where noise cannot hide it."""
-    import keras
-    import tensorflow as tf
-
-    import parallel_keras
-
-    replicas, per_replica = 4, 2
-    input_spec = models.default_input(model_name, quick=True)
-    build_kwargs = (
-        {"batch_per_replica": per_replica} if models.MODELS[model_name].stateful else {}
-    )
-
-    def build():
-        keras.utils.set_random_seed(0)
-        return models.build(model_name, input_spec, **build_kwargs)
-
-    def compile_model(model):
-        model.compile(keras.optimizers.SGD(0.01, momentum=0.9),
-                      "sparse_categorical_crossentropy", jit_compile=False)
-
-    shim = parallel_keras.multi_gpu_model(build(), gpus=replicas)
-    compile_model(shim)
-    strategy = tf.distribute.MirroredStrategy(
-        [f"/cpu:{i}" for i in range(replicas)],
-        cross_device_ops=tf.distribute.ReductionToOneDevice("/cpu:0"),
-    )
-    with strategy.scope():
-        native = build()
-        compile_model(native)
-    dataset = datasets.make_dataset(
-        model_name, datasets.parse("synthetic"), input_spec, replicas * per_replica
-    )
+    """The shim adds nothing to the step native code runs (noise cannot hide this)."""
+    shim, (native,), dataset = shim_and_native.build(model_name, replicas=4, global_batch_size=8)
     counts = {}
     for name, model in (("shim", shim), ("native", native)):
         model.fit(dataset, steps_per_epoch=1, epochs=1, verbose=0)
