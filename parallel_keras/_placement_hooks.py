@@ -30,10 +30,12 @@ import sys
 import threading
 import warnings
 
-# Top-level modules whose end of import may complete the picture. TensorFlow
-# imports parts of Keras while it initialises, so Keras can finish first; the
-# hooks are installed once both are fully imported.
-_WATCHED = ("keras", "tensorflow")
+# Modules whose end of import may complete the picture. TensorFlow imports
+# parts of Keras while it initialises, so Keras can finish first; the hooks
+# use `parallel_keras._internals`, which may be what imports Keras. The hooks
+# are installed once all three are fully imported (this watch keeps the
+# arrows pointing down: `_internals` knows nothing of the hooks).
+_WATCHED = ("keras", "tensorflow", "parallel_keras._internals")
 _lock = threading.RLock()
 _state = {"installed": False, "installing": False}
 
@@ -48,8 +50,8 @@ def _initializing(name: str, finished: str | None = None) -> bool:
 
 def _keras_ready(finished: str | None = None) -> bool:
     # The hooks use `parallel_keras._internals`: when importing it is what
-    # imports Keras, they wait until it has finished (it then calls
-    # `_install_after_import` itself).
+    # imports Keras, they wait until it has finished (its end of import is
+    # watched too).
     return (
         "keras" in sys.modules
         and not _initializing("keras", finished)
@@ -123,7 +125,7 @@ class _LoaderThenInstall:
 
 
 class _KerasImportFinder:
-    """Wraps the loader of the watched top-level modules; finds nothing itself."""
+    """Wraps the loader of the watched modules; finds nothing itself."""
 
     def __init__(self):
         self._searching = threading.local()

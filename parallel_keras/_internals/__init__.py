@@ -109,9 +109,4 @@ __all__ = [
     "warn_if_versions_differ",
 ]
 
-from parallel_keras import _placement_hooks  # pylint: disable=g-bad-import-order
-
 warn_if_versions_differ()
-# If importing this package is what imported Keras, the placement hooks
-# waited for it to finish (they use it): install them now.
-_placement_hooks._install_after_import(finished=__name__)  # pylint: disable=protected-access
