@@ -129,9 +129,3 @@ def test_auto_keeps_the_fast_path_for_keras_losses(loss, metrics, expected):
     assert parallel.batch_loss == "auto"
     parallel.compile("sgd", loss, metrics=metrics)
     assert parallel.batch_loss == expected
-
-
-def test_unknown_batch_loss_is_refused():
-    template = model(1, seed=0)
-    with pytest.raises(ValueError, match="Received: batch_loss='whole'"):
-        parallel_keras.multi_gpu_model(template, gpus=2, batch_loss="whole")

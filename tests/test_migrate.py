@@ -15,6 +15,7 @@ import textwrap
 import pytest
 
 from parallel_keras import migrate
+from parallel_keras.cli import migrate as migrate_cli
 from parallel_keras.migrate import engine
 
 
@@ -507,3 +508,32 @@ def test_in_place_refuses_to_overwrite_an_existing_orig(tmp_path):
     assert "already exists" in result.report.error
     assert path.read_text() == LEGACY
     assert (tmp_path / "legacy.py.orig").read_text() == "older original\n"
+
+
+def test_strict_exit_codes_are_documented_in_help(capsys):
+    with pytest.raises(SystemExit) as raised:
+        migrate_cli.main(["--help"])
+    assert raised.value.code == 0
+    text = capsys.readouterr().out
+    assert "exit codes:" in text
+    for code in ("0", str(migrate_cli.EXIT_FAILED_FILE), "2", str(migrate_cli.EXIT_FLAGGED)):
+        assert f"\n  {code}  " in text
+    assert "--strict: something was flagged for a person" in text
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "cp1252", "utf-8-sig"])
+def test_pep263_encoding_is_read_and_written_back(encoding, tmp_path, monkeypatch, capsys):
+    declaration = "" if encoding == "utf-8-sig" else f"# -*- coding: {encoding} -*-\n"
+    text = (declaration + "# Entraînement sur 2 GPU, modèle « résumé »\n"
+            "from keras.utils import multi_gpu_model\nparallel = multi_gpu_model(model, gpus=2)\n")
+    (tmp_path / "train.py").write_bytes(text.encode(encoding))
+    original = (tmp_path / "train.py").read_bytes()
+    monkeypatch.chdir(tmp_path)
+    assert migrate_cli.main(["train.py", "-o", "train_k3.py"]) == 0, capsys.readouterr()
+    written = (tmp_path / "train_k3.py").read_bytes()
+    assert written.decode(encoding) == text.replace(
+        "from keras.utils import multi_gpu_model", "from parallel_keras import multi_gpu_model")
+    assert (tmp_path / "train.py").read_bytes() == original
+    assert migrate_cli.main(["train.py", "--in-place"]) == 0
+    assert (tmp_path / "train.py.orig").read_bytes() == original
+    assert (tmp_path / "train.py").read_bytes() == written

@@ -61,21 +61,3 @@ def test_trains_like_native_mirrored_strategy(policy):
     assert scaled == isinstance(native.optimizer, keras.optimizers.LossScaleOptimizer)
     for a, b in zip(native.get_weights(), template.get_weights()):
         np.testing.assert_allclose(a, b, atol=TOLERANCE[policy])
-
-
-@pytest.mark.parametrize("policy", ["mixed_float16"], indirect=True)
-def test_optimizer_built_without_loss_scaling_is_refused(policy):
-    bare = keras.optimizers.Adam()
-    bare.build(build(seed=6).trainable_variables)  # state, and no loss scaling
-    template = build()
-    before = [w.copy() for w in template.get_weights()]
-    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
-    with pytest.raises(ValueError) as error:
-        parallel.compile(bare, "mse")
-    message = str(error.value)
-    assert "needs loss scaling" in message
-    assert "Received: optimizer=Adam already built" in message
-    assert "keras.optimizers.LossScaleOptimizer(optimizer)" in message
-    assert not parallel.compiled
-    for old, new in zip(before, template.get_weights()):
-        np.testing.assert_array_equal(old, new)

@@ -87,31 +87,6 @@ def test_template_still_predicts_at_its_own_batch():
     )
 
 
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda p, x, y: p.fit(x, y, batch_size=PER_REPLICA, verbose=0),
-        lambda p, x, y: p.predict(x[:-1], batch_size=GLOBAL, verbose=0),
-        lambda p, x, y: p.train_on_batch(x[:PER_REPLICA], y[:PER_REPLICA]),
-    ],
-    ids=["fit-batch-size", "predict-rows", "train_on_batch-rows"],
-)
-def test_wrong_batch_is_refused_with_the_sizes(call):
-    template, parallel, _ = pair()
-    parallel.compile("sgd", "mse")
-    before = [w.copy() for w in template.get_weights()]
-    x, y = sequences(2)
-    with pytest.raises(ValueError) as error:
-        call(parallel, x, y)
-    message = str(error.value)
-    assert f"exactly {GLOBAL} rows" in message
-    assert f"built with batch {PER_REPLICA}" in message
-    assert f"replicated on {REPLICAS} devices" in message
-    assert f"Pass batch_size={GLOBAL}" in message
-    for old, new in zip(before, template.get_weights()):
-        np.testing.assert_array_equal(old, new)
-
-
 def test_saved_template_loads_on_one_device_at_its_batch(tmp_path):
     template, parallel, _ = pair()
     x, y = sequences(1)

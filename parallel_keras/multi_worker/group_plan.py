@@ -103,7 +103,8 @@ def plan_group(
     if workers is not None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(
-                f"workers must be an integer >= 1. Received: workers={workers!r}."
+                f"workers must be an integer >= 1. Received: workers={workers!r}. "
+                "Pass e.g. workers=2 (--workers 2 on the command line)."
             )
         if index is not None:
             raise ValueError(

@@ -126,7 +126,9 @@ def launch(
     if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or max_restarts < 0:
         raise ValueError(
             "max_restarts must be an integer >= 0. Received: "
-            f"max_restarts={max_restarts!r}."
+            f"max_restarts={max_restarts!r}. Pass e.g. max_restarts=3 "
+            "(--max-restarts 3 on the command line), or 0 to stop at the first "
+            "failure."
         )
     _check_positive("devices_per_worker", devices_per_worker, integer=True)
     _check_positive("collective_timeout", collective_timeout, integer=False)
