@@ -656,17 +656,17 @@ ROWS = [
     Row("stateful_fit_batch_size_of_one_replica",
         lambda ws: ws.own.fit(SEQUENCES_X, SEQUENCES_Y, batch_size=STATEFUL_BATCH, verbose=0),
         ValueError, "takes batches of exactly 8 rows: the template was built with batch 2 "
-        "and is replicated on 4 devices", "Received: fit(batch_size)=2", "Pass batch_size=8",
+        "and is replicated on 4 devices", "Received: fit(batch_size=2)", "Pass batch_size=8",
         "model", _stateful_parallel),
     Row("stateful_predict_rows_not_a_multiple",
         lambda ws: ws.own.predict(SEQUENCES_X[:-1], batch_size=8, verbose=0),
         ValueError, "takes batches of exactly 8 rows: the template was built with batch 2 "
-        "and is replicated on 4 devices", "Received: predict(x)=15 rows", "Pass batch_size=8",
+        "and is replicated on 4 devices", "Received: predict(x) with 15 rows", "Pass batch_size=8",
         "model", _stateful_parallel),
     Row("stateful_train_on_batch_of_one_replicas_rows",
         lambda ws: ws.own.train_on_batch(SEQUENCES_X[:2], SEQUENCES_Y[:2]),
         ValueError, "takes batches of exactly 8 rows: the template was built with batch 2 "
-        "and is replicated on 4 devices", "Received: a batch of=2 rows", "Pass batch_size=8",
+        "and is replicated on 4 devices", "Received: a batch of 2 rows", "Pass batch_size=8",
         "model", _stateful_parallel),
 
     # --- mixed precision ---

@@ -76,7 +76,9 @@ class Execution:
 
     # --- Stateful templates ------------------------------------------------
 
-    def stateful_batch_error(self, received: Any, what: str) -> ValueError:
+    def stateful_batch_error(self, received: str) -> ValueError:
+        """The error for a batch a stateful model cannot take; `received`
+        says what was given (`"fit(batch_size=3)"`, `"a batch of 2 rows"`)."""
         return ValueError(
             f"A stateful model takes batches of exactly {self.global_batch} "
             f"rows: the template was built with batch {self.stateful_batch}"
@@ -86,7 +88,7 @@ class Execution:
                 if not self.replicate_all
                 else ""
             )
-            + f". Received: {what}={received}. Pass batch_size="
+            + f". Received: {received}. Pass batch_size="
             f"{self.global_batch} and a number of rows that is a multiple of "
             f"{self.global_batch}."
         )
@@ -94,13 +96,13 @@ class Execution:
     def _static_rows_error(self, rows: int) -> ValueError | None:
         if rows == self.global_batch:
             return None
-        return self.stateful_batch_error(f"{rows} rows", "a batch of")
+        return self.stateful_batch_error(f"a batch of {rows} rows")
 
     def _check_rows(self, rows):
         return tf.debugging.assert_equal(
             rows,
             self.global_batch,
-            message=str(self.stateful_batch_error("another size", "a batch of")),
+            message=str(self.stateful_batch_error("a batch of another size")),
         )
 
     def check_call(self, x, batch_size, method: str, callbacks=None):
@@ -144,9 +146,9 @@ class Execution:
         if batch_size is None:
             batch_size = self.global_batch
         if batch_size != self.global_batch:
-            raise self.stateful_batch_error(batch_size, f"{method}(batch_size)")
+            raise self.stateful_batch_error(f"{method}(batch_size={batch_size})")
         if rows is not None and rows % self.global_batch:
-            raise self.stateful_batch_error(f"{rows} rows", f"{method}(x)")
+            raise self.stateful_batch_error(f"{method}(x) with {rows} rows")
         return batch_size
 
     def _check_shapes(self, x, method: str) -> None:
@@ -194,7 +196,7 @@ class Execution:
         data = batches.batch_of_structures(parts)
         rows = _array_rows(data)
         if self.stateful_batch is not None and rows != self.global_batch:
-            raise self.stateful_batch_error(f"{rows} rows", "a batch of")
+            raise self.stateful_batch_error(f"a batch of {rows} rows")
         options = tf.data.Options()
         options.experimental_distribute.auto_shard_policy = (
             tf.data.experimental.AutoShardPolicy.OFF
