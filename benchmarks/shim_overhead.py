@@ -2,18 +2,23 @@ r"""What the `multi_gpu_model` shim costs against native tf.distribute code.
 
 Two measurements, each side by side in one run:
 
-1. Step time, for each model of `--models`: `multi_gpu_model(template).fit`
-   against a hand-written `MirroredStrategy` scope + `fit` of the same model
+1. Step time, for each model of `--models`: `multi_gpu_model(template)`
+   against a hand-written `MirroredStrategy` scope around the same model
    with the same gradient reduction, in one process on simulated devices.
-   Many short rounds alternate (shim, native, control, in a rotating order);
-   the ratio is the median over rounds of shim / native, each round's median
-   step against its neighbour's (goal: <= 1.02), with a 95% bootstrap
-   interval. The control is a second native model timed the same way: its
-   ratio to the first (ideally 1.00) shows how much of a difference the
-   machine's noise alone makes. Steps of a few milliseconds on simulated
-   devices sharing two cores move by 10-30% from round to round, so a
-   2% goal needs tens of rounds. Alongside, a figure noise cannot move: the
-   operations in one traced distributed train step of each model.
+   Each model first runs `fit` (which builds it and its train function);
+   then the train function `fit` calls once per step runs on each model's
+   distributed batches in short alternating rounds (shim, native, control,
+   in a rotating order). The ratio is the median over rounds of shim /
+   native, each round's median step against its neighbour's (goal: <= 1.02),
+   with a 95% bootstrap interval. The control is a second native model
+   timed the same way: its ratio to the first (ideally 1.00) shows what the
+   machine's noise alone makes of two identical models. Steps of a few
+   milliseconds on simulated devices sharing two cores move by 10-30%
+   between whole `fit` calls, which each also rebuild the input iterators;
+   rounds of a few steps a few milliseconds apart cancel that drift.
+   Alongside, a figure noise cannot move: the operations in one traced
+   distributed train step of each model. The benchmark's batches split into
+   equal slices, which the shim distributes unchanged, as `fit` does.
 2. Wrapping an Xception-sized template (about 23M parameters): the time
    `multi_gpu_model()` takes, and the peak RSS of "build the template, then
    wrap it" against "build the model natively inside the strategy scope",
@@ -44,9 +49,11 @@ from benchmarks import timing
 
 _REPLICAS = flags.DEFINE_integer("replicas", 4, "Simulated devices to replicate on.")
 _BATCH_SIZE = flags.DEFINE_integer("batch-size", 128, "Global batch size.")
-_STEPS = flags.DEFINE_integer("steps", 10, "Timed steps per round.")
-_WARMUP_STEPS = flags.DEFINE_integer("warmup-steps", 2, "Untimed steps per round.")
-_ROUNDS = flags.DEFINE_integer("rounds", 40, "Alternating rounds per approach.")
+_STEPS = flags.DEFINE_integer("steps", 5, "Timed steps per round.")
+_WARMUP_STEPS = flags.DEFINE_integer(
+    "warmup-steps", 3, "Untimed steps of each model before the rounds."
+)
+_ROUNDS = flags.DEFINE_integer("rounds", 100, "Alternating rounds per approach.")
 _MODELS = flags.DEFINE_list(
     "models", ["mlp", "cnn", "two_branch_lstm", "multi_output", "stateful_lstm"],
     "Suite models (benchmarks/suite/models.py) to time, at their quick input size.",
@@ -65,12 +72,23 @@ flag_spellings.keep_old_spellings(
 )
 
 
-def _step_times(model, dataset) -> list[float]:
-    _, times = timing.timed_fit(
-        model, dataset, epochs=1,
-        steps_per_epoch=_STEPS.value + _WARMUP_STEPS.value, verbose=0,
-    )
-    return times[_WARMUP_STEPS.value:]
+class _Steps:
+    """Runs one model's steps as `fit` does: its train function on its batches."""
+
+    def __init__(self, model, dataset):
+        model.fit(dataset, epochs=1, steps_per_epoch=_WARMUP_STEPS.value, verbose=0)
+        model.make_train_function()
+        self._function = model.train_function
+        self._batches = iter(model.distribute_strategy.experimental_distribute_dataset(dataset))
+        for _ in range(_WARMUP_STEPS.value):
+            float(self._function(self._batches)["loss"])
+
+    def median_step(self, steps: int) -> float:
+        clock = timing.StepClock()
+        for _ in range(steps):
+            clock.start()
+            clock.stop(self._function(self._batches)["loss"])
+        return statistics.median(clock.times)
 
 
 def measure_step_time(model_name: str) -> dict:
@@ -81,12 +99,13 @@ def measure_step_time(model_name: str) -> dict:
     )
 
     approaches = {"shim": shim, "native": native, "control": control}
+    runs = {name: _Steps(model, dataset) for name, model in approaches.items()}
     names = list(approaches)
     rounds = {name: [] for name in names}
     for round_index in range(_ROUNDS.value):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
-            rounds[name].append(statistics.median(_step_times(approaches[name], dataset)))
+            rounds[name].append(runs[name].median_step(_STEPS.value))
     shim_ratio = timing.paired_ratio(rounds["shim"], rounds["native"])
     control_ratio = timing.paired_ratio(rounds["control"], rounds["native"])
     ops = {name: step_graph.train_step_ops(approaches[name], dataset) for name in ("shim", "native")}
