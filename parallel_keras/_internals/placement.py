@@ -52,6 +52,18 @@ class PlacementInternalsChanged(RuntimeError):
     """This Keras moved what the device-placement hooks patch."""
 
 
+def _internals_changed(what: str) -> PlacementInternalsChanged:
+    """The error for a Keras that no longer has `what`, naming the versions."""
+    return PlacementInternalsChanged(
+        f"parallel_keras's device placement patches {what}, which this "
+        f"Keras does not have. Received: keras=={keras.__version__}, "
+        f"tensorflow=={tf.__version__}; checked on "
+        f"keras=={CHECKED_VERSIONS['keras']}, "
+        f"tensorflow=={CHECKED_VERSIONS['tensorflow']}. Install those "
+        "versions, or a parallel_keras release that supports this Keras."
+    )
+
+
 def _placement_internal(owner: object, attribute: str, what: str):
     """`owner.attribute`, or a loud error naming the upgrade that moved it.
 
@@ -61,14 +73,7 @@ def _placement_internal(owner: object, attribute: str, what: str):
     try:
         return getattr(owner, attribute)
     except AttributeError as error:
-        raise PlacementInternalsChanged(
-            f"parallel_keras's device placement patches {what}, which this "
-            f"Keras does not have. Received: keras=={keras.__version__}, "
-            f"tensorflow=={tf.__version__}; checked on "
-            f"keras=={CHECKED_VERSIONS['keras']}, "
-            f"tensorflow=={CHECKED_VERSIONS['tensorflow']}. Install those "
-            "versions, or a parallel_keras release that supports this Keras."
-        ) from error
+        raise _internals_changed(what) from error
 
 
 def _placement_module(name: str):
@@ -76,14 +81,7 @@ def _placement_module(name: str):
     try:
         return importlib.import_module(name)
     except ImportError as error:
-        raise PlacementInternalsChanged(
-            f"parallel_keras's device placement patches {name}, which this "
-            f"Keras does not have. Received: keras=={keras.__version__}, "
-            f"tensorflow=={tf.__version__}; checked on "
-            f"keras=={CHECKED_VERSIONS['keras']}, "
-            f"tensorflow=={CHECKED_VERSIONS['tensorflow']}. Install those "
-            "versions, or a parallel_keras release that supports this Keras."
-        ) from error
+        raise _internals_changed(name) from error
 
 
 def install_node_created_hook(hook: Callable[[object], None]) -> None:
