@@ -2,10 +2,12 @@ r"""Which gradient reduction is faster on simulated CPU devices.
 
 `multi_gpu_model` follows `MirroredStrategy`'s own choice on GPUs and picks
 the reduction measured faster on CPU devices (`strategies.CPU_REDUCTION`).
-This measures the two candidates side by side in one process, alternating
-rounds so machine noise hits both alike: `MirroredStrategy` with
-`ReductionToOneDevice('/cpu:0')` against its default on CPUs, a ring
-collective all-reduce. Same model, data, batch and steps.
+This measures the two candidates side by side in one process:
+`MirroredStrategy` with `ReductionToOneDevice('/cpu:0')` against its
+default on CPUs, a ring collective all-reduce. Same model, data, batch and
+steps; short rounds of steps in a rotating order (`timing.TrainSteps`,
+`timing.alternating_rounds`), compared round by round
+(`timing.paired_ratio`: the median ratio with a 95% interval).
 
 Run:
     python -m benchmarks cpu-reduction --replicas=4
@@ -23,9 +25,11 @@ from benchmarks import timing
 
 _REPLICAS = flags.DEFINE_integer("replicas", 4, "Simulated devices to replicate on.")
 _BATCH_SIZE = flags.DEFINE_integer("batch-size", 128, "Global batch size.")
-_STEPS = flags.DEFINE_integer("steps", 20, "Timed steps per round.")
-_WARMUP_STEPS = flags.DEFINE_integer("warmup-steps", 3, "Untimed steps per round.")
-_ROUNDS = flags.DEFINE_integer("rounds", 3, "Alternating rounds per reduction.")
+_STEPS = flags.DEFINE_integer("steps", 5, "Timed steps per round.")
+_WARMUP_STEPS = flags.DEFINE_integer(
+    "warmup-steps", 3, "Untimed steps of each model before the rounds."
+)
+_ROUNDS = flags.DEFINE_integer("rounds", 60, "Alternating rounds per reduction.")
 
 flag_spellings.keep_old_spellings(_BATCH_SIZE, _WARMUP_STEPS)
 
@@ -77,32 +81,33 @@ def measure() -> list[dict]:
                 model, shape = build()
                 model.compile(keras.optimizers.SGD(0.01), "mse")
             fitted[name] = model
-        rows = _BATCH_SIZE.value * (_STEPS.value + _WARMUP_STEPS.value)
         rng = np.random.RandomState(0)
-        x = rng.rand(rows, *shape).astype("float32")
-        y = rng.rand(rows, 10).astype("float32")
-        times = {name: [] for name in reductions}
-        for _ in range(_ROUNDS.value):
-            for name, model in fitted.items():
-                times[name].extend(_step_times(model, x, y))
-        medians = {name: statistics.median(values) * 1e3 for name, values in times.items()}
+        batch = (
+            rng.rand(_BATCH_SIZE.value, *shape).astype("float32"),
+            rng.rand(_BATCH_SIZE.value, 10).astype("float32"),
+        )
+        dataset = tf.data.Dataset.from_tensors(batch).repeat()
+        runs = {
+            name: timing.TrainSteps(model, dataset, _WARMUP_STEPS.value)
+            for name, model in fitted.items()
+        }
+        rounds = timing.alternating_rounds(runs, _ROUNDS.value, _STEPS.value)
+        ratio = timing.paired_ratio(rounds["one_device"], rounds["ring"])
         records.append(
             {
                 "model": model_name,
                 "replicas": _REPLICAS.value,
                 "global_batch_size": _BATCH_SIZE.value,
-                "step_ms_median": medians,
-                "ratio_one_device_over_ring": medians["one_device"] / medians["ring"],
+                "rounds": _ROUNDS.value,
+                "timed_steps_per_round": _STEPS.value,
+                "step_ms_median": {
+                    name: statistics.median(values) * 1e3 for name, values in rounds.items()
+                },
+                "ratio_one_device_over_ring": ratio.median,
+                "ratio_ci95": [ratio.low, ratio.high],
             }
         )
     return records
-
-
-def _step_times(model, x, y) -> list[float]:
-    _, times = timing.timed_fit(
-        model, x, y, batch_size=_BATCH_SIZE.value, epochs=1, shuffle=False, verbose=0
-    )
-    return times[_WARMUP_STEPS.value:]
 
 
 def main(argv):

@@ -72,25 +72,6 @@ flag_spellings.keep_old_spellings(
 )
 
 
-class _Steps:
-    """Runs one model's steps as `fit` does: its train function on its batches."""
-
-    def __init__(self, model, dataset):
-        model.fit(dataset, epochs=1, steps_per_epoch=_WARMUP_STEPS.value, verbose=0)
-        model.make_train_function()
-        self._function = model.train_function
-        self._batches = iter(model.distribute_strategy.experimental_distribute_dataset(dataset))
-        for _ in range(_WARMUP_STEPS.value):
-            float(self._function(self._batches)["loss"])
-
-    def median_step(self, steps: int) -> float:
-        clock = timing.StepClock()
-        for _ in range(steps):
-            clock.start()
-            clock.stop(self._function(self._batches)["loss"])
-        return statistics.median(clock.times)
-
-
 def measure_step_time(model_name: str) -> dict:
     """Shim against native MirroredStrategy on one model, alternating rounds."""
     replicas = _REPLICAS.value
@@ -99,13 +80,11 @@ def measure_step_time(model_name: str) -> dict:
     )
 
     approaches = {"shim": shim, "native": native, "control": control}
-    runs = {name: _Steps(model, dataset) for name, model in approaches.items()}
-    names = list(approaches)
-    rounds = {name: [] for name in names}
-    for round_index in range(_ROUNDS.value):
-        shift = round_index % len(names)
-        for name in names[shift:] + names[:shift]:
-            rounds[name].append(runs[name].median_step(_STEPS.value))
+    runs = {
+        name: timing.TrainSteps(model, dataset, _WARMUP_STEPS.value)
+        for name, model in approaches.items()
+    }
+    rounds = timing.alternating_rounds(runs, _ROUNDS.value, _STEPS.value)
     shim_ratio = timing.paired_ratio(rounds["shim"], rounds["native"])
     control_ratio = timing.paired_ratio(rounds["control"], rounds["native"])
     ops = {name: step_graph.train_step_ops(approaches[name], dataset) for name in ("shim", "native")}

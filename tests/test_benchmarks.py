@@ -455,3 +455,21 @@ def test_shim_train_step_has_no_more_operations_than_native_mirrored_strategy(mo
         counts[name] = step_graph.train_step_ops(model, dataset)
     assert counts["native"] > 100  # A real step was traced.
     assert counts["shim"] <= counts["native"], counts
+
+
+def test_alternating_rounds_rotate_the_order_and_keep_each_runs_medians():
+    calls = []
+
+    class Run:
+        def __init__(self, name, step):
+            self.name, self.step = name, step
+
+        def median_step(self, steps):
+            calls.append((self.name, steps))
+            return self.step
+
+    runs = {"a": Run("a", 1.0), "b": Run("b", 2.0), "c": Run("c", 3.0)}
+    medians = timing.alternating_rounds(runs, rounds=4, steps=5)
+    assert medians == {"a": [1.0] * 4, "b": [2.0] * 4, "c": [3.0] * 4}
+    assert [name for name, _ in calls] == list("abc" "bca" "cab" "abc")
+    assert {steps for _, steps in calls} == {5}
