@@ -261,6 +261,8 @@ def _prepare(folder: str) -> None:
     write("legacy_train_k3.py", b"# my own file\n")
     write("legacy_latin1.py", b"# Entra\xeenement sur 2 GPU\n" + LEGACY_SCRIPT)
     write("legacy_klingon.py", b"# -*- coding: klingon -*-\n" + LEGACY_SCRIPT)
+    write("legacy_kept.py", LEGACY_SCRIPT)
+    write("legacy_kept.py.orig", b"# the original kept by an earlier run\n")
     os.mkdir(path("no_scripts"))
     write(os.path.join("no_scripts", "README.md"), b"# no scripts here\n")
     shutil.copy(os.path.join(SCRIPTS, "echo.py"), path("launch_train.py"))
@@ -755,6 +757,10 @@ ROWS = [
         lambda ws: ws.migrate("no_scripts"),
         1, "a folder given must contain some", "Received: 'no_scripts'",
         "Pass the folder or the files"),
+    Row("migrate_in_place_onto_an_existing_orig",
+        lambda ws: ws.migrate("legacy_kept.py", "--in-place"),
+        1, "so the original could not be kept", "legacy_kept.py.orig already exists",
+        "Move it away and run again"),
     Row("migrate_missing_path",
         lambda ws: ws.migrate("legacy_trian.py"),
         1, "needs existing files or folders", "Received: 'legacy_trian.py'", "does not exist"),
@@ -807,6 +813,15 @@ ROWS = [
                              "--min-workers", "1", "launch_train.py"),
         2, "--min-workers applies to a group on this machine",
         "Received: min_workers=1 with hosts", "Use --workers N --min-workers M"),
+    Row("launch_api_without_a_group",
+        lambda ws: launch_lib.launch([ws.path("launch_train.py")]),
+        ValueError, "launch needs either workers=N", "Received: workers=None, hosts=None, slurm=False",
+        "Pass e.g. workers=2 (--workers 2 on the command line)"),
+    Row("launch_api_with_workers_and_hosts",
+        lambda ws: launch_lib.launch([ws.path("launch_train.py")], workers=2,
+                                     hosts=["127.0.0.1:1", "127.0.0.1:2"], index=0),
+        ValueError, "exactly one of them", "Received: workers=2, hosts=['127.0.0.1:1', '127.0.0.1:2']",
+        "Pass e.g. workers=2"),
     Row("launch_zero_workers",
         lambda ws: ws.launch("--workers", "0", "launch_train.py"),
         2, "workers must be an integer >= 1", "Received: workers=0",

@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import psutil
-import pytest
 
 from parallel_keras.multi_worker import launch
 
@@ -53,30 +52,6 @@ def test_picked_ports_are_distinct_and_free_on_loopback():
     for port in ports:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", port))
-
-
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        (dict(), "either workers=N"),
-        (dict(workers=2, hosts=["a:1", "b:1"], index=0), "either workers=N"),
-        (dict(workers=0), "workers must be an integer >= 1"),
-        (dict(workers=2, index=1), "index is only meaningful with hosts"),
-        (dict(hosts=["a:1", "b"], index=0), "host:port"),
-        (dict(hosts=["a:1", "b:1"]), "index must say which"),
-        (dict(hosts=["a:1", "b:1"], index=2), "between 0 and 1"),
-        (dict(workers=2, max_restarts=-1), "max_restarts must be an integer >= 0"),
-    ],
-)
-def test_invalid_groups_are_explained(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        launch.launch([ECHO], **kwargs)
-
-
-def test_cli_reports_invalid_arguments_with_exit_code_2():
-    process = run_cli("--hosts", "127.0.0.1:1,127.0.0.1:2", ECHO)
-    assert process.returncode == 2
-    assert "index must say which" in process.stderr
 
 
 def test_forwards_arguments_and_prefixes_each_workers_output():

@@ -493,23 +493,6 @@ def test_cli_strict_exits_non_zero_when_flagged(scripts):
     assert _cli(["clean.py", "--strict"], cwd=scripts).returncode == 0
 
 
-def test_cli_rejects_missing_path(scripts):
-    process = _cli(["missing.py"], cwd=scripts)
-    assert process.returncode == 1
-    assert "does not exist" in process.stderr
-
-
-def test_in_place_refuses_to_overwrite_an_existing_orig(tmp_path):
-    path = tmp_path / "legacy.py"
-    path.write_text(LEGACY)
-    (tmp_path / "legacy.py.orig").write_text("older original\n")
-    result = migrate.migrate_file(str(path))
-    assert not migrate.write_in_place(result)
-    assert "already exists" in result.report.error
-    assert path.read_text() == LEGACY
-    assert (tmp_path / "legacy.py.orig").read_text() == "older original\n"
-
-
 def test_strict_exit_codes_are_documented_in_help(capsys):
     with pytest.raises(SystemExit) as raised:
         migrate_cli.main(["--help"])

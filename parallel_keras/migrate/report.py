@@ -118,7 +118,7 @@ def format_report(reports: list[FileReport]) -> str:
     errors = sum(1 for report in reports if report.error is not None)
     blocks.append(
         f"\n{_plural(len(reports), 'file')}: {_plural(changes, 'change')}, "
-        f"{flags} flagged, {errors} errors"
+        f"{flags} flagged, {_plural(errors, 'error')}"
     )
     return "\n".join(blocks)
 

@@ -73,8 +73,9 @@ def plan_group(
         raise ValueError(
             "launch needs either workers=N (all on this machine), hosts with "
             "an index (one machine of a cluster) or slurm=True (one task of "
-            f"srun). Received: workers={workers!r}, hosts={hosts!r}, "
-            f"slurm={slurm!r}."
+            f"srun), exactly one of them. Received: workers={workers!r}, "
+            f"hosts={hosts!r}, slurm={slurm!r}. Pass e.g. workers=2 "
+            "(--workers 2 on the command line), or hosts=[...] with index=i."
         )
     if min_workers is not None:
         if workers is None:
