@@ -138,7 +138,12 @@ def test_per_output_losses_train_like_one_device(form, gpus):
     assert sorted(history) == sorted(expected)
     for name in expected:
         np.testing.assert_allclose(history[name], expected[name], atol=1e-4, err_msg=name)
-    assert parallel.metrics_names == reference.metrics_names
+    # Names pair with the values evaluate returns, as in Keras 2.
+    scores = parallel.evaluate([a, b], targets, batch_size=8, verbose=0)
+    by_name = parallel.evaluate([a, b], targets, batch_size=8, verbose=0, return_dict=True)
+    assert sorted(parallel.metrics_names) == sorted(by_name)
+    for name, score in zip(parallel.metrics_names, scores):
+        np.testing.assert_allclose(score, by_name[name], atol=1e-6, err_msg=name)
     # Batches of 8 split evenly on 2 and 4 replicas; of 7, unevenly (Keras
     # alone would count a replica of 1 row like one of 3 in the per-output
     # losses); of 6, leave a replica empty on 4 and go whole to every replica.
@@ -151,6 +156,25 @@ def test_per_output_losses_train_like_one_device(form, gpus):
         )
         for name in expected:
             np.testing.assert_allclose(results[name], expected[name], atol=1e-4, err_msg=name)
+
+
+def test_metrics_names_pair_with_the_values_returned_as_in_keras_2():
+    """The legacy idiom `print(model.metrics_names[1], scores[1])` names the
+    metric (Keras 3's own list says 'compile_metrics', keras-team/keras#21487)."""
+    rng = np.random.RandomState(3)
+    x = rng.rand(12, 4).astype("float32")
+    y = keras.utils.to_categorical(rng.randint(0, 3, 12), 3)
+    keras.utils.set_random_seed(1)
+    template = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    parallel.compile("sgd", "categorical_crossentropy", metrics=["accuracy", "mae"])
+    assert parallel.metrics_names == ["loss", "compile_metrics"]  # Not built yet.
+    scores = parallel.evaluate(x, y, batch_size=6, verbose=0)
+    assert parallel.metrics_names == ["loss", "accuracy", "mae"]
+    by_name = parallel.evaluate(x, y, batch_size=6, verbose=0, return_dict=True)
+    np.testing.assert_allclose(scores, [by_name[name] for name in parallel.metrics_names])
+    logs = parallel.train_on_batch(x[:6], y[:6])
+    assert len(logs) == len(parallel.metrics_names)
 
 
 def test_class_weight_trains_like_one_device():

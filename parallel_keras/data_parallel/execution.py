@@ -12,7 +12,6 @@ stateful template.
 
 from __future__ import annotations
 
-from typing import Any
 
 import keras
 import numpy as np
@@ -246,6 +245,22 @@ class Execution:
         if return_dict:
             return logs
         return _internals.flatten_metrics_in_order(self.model, logs)
+
+
+def metric_names(model: keras.Model) -> list[str]:
+    """The names of the values `evaluate` and `*_on_batch` return, in order.
+
+    As Keras 2 listed them, so `dict(zip(model.metrics_names, scores))` pairs
+    each name with its value. Keras 3's own `metrics_names` lists compiled
+    metrics as one `'compile_metrics'` (keras-team/keras#21487); that is
+    what this returns until the first batch builds them.
+    """
+    try:
+        names = {name: name for name in model.get_metrics_result()}
+    except ValueError:  # Compiled metrics are built by the first batch.
+        return [metric.name for metric in model.metrics]
+    ordered = _internals.flatten_metrics_in_order(model, names)
+    return list(ordered) if isinstance(ordered, list) else [ordered]
 
 
 def select_keras_batch(batch):

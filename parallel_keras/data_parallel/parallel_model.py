@@ -3,10 +3,8 @@
 A `ParallelModel` holds no weights of its own. It calls the template, whose
 variables were moved into the replication strategy, so the two models share
 every variable: what one trains, the other sees, and what either saves is the
-template. It stands in for Keras 2's parallel model where scripts touch it:
-`inputs`, `outputs`, `input_names`, `output_names` (de-duplicated as Keras 2
-did), `layers` (the template), `get_layer(template.name)`, per-output losses
-and metrics, every `fit`/`evaluate`/`predict`/`*_on_batch` input structure.
+template. It stands in for Keras 2's parallel model where scripts touch it
+(the inputs, outputs, their names, `layers`, `get_layer`, `metrics_names`).
 """
 
 from __future__ import annotations
@@ -139,6 +137,12 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
                 "have symbolic inputs and outputs."
             ) from error
 
+    @property
+    def metrics_names(self) -> list[str]:
+        """Names of the values `evaluate` and `*_on_batch` return, in order, as
+        Keras 2 listed them (see `execution.metric_names`)."""
+        return execution_lib.metric_names(self)
+
     def get_layer(
         self, name: str | None = None, index: int | None = None
     ) -> keras.layers.Layer:
@@ -175,10 +179,9 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         any callback holding it still works. Loss-name dicts must name the
         parallel model's `output_names`.
         """
-        losses_lib.check_output_keys(self, loss, "loss")
-        losses_lib.check_output_keys(self, loss_weights, "loss_weights")
-        losses_lib.check_output_keys(self, metrics, "metrics")
-        losses_lib.check_output_keys(self, weighted_metrics, "weighted_metrics")
+        for name, value in (("loss", loss), ("loss_weights", loss_weights),
+                            ("metrics", metrics), ("weighted_metrics", weighted_metrics)):
+            losses_lib.check_output_keys(self, value, name)
         losses_lib.check_loss_scaling(self, optimizer)
         if isinstance(optimizer, keras.optimizers.Optimizer):
             strategies.adopt_optimizer(optimizer, self._strategy)

@@ -123,3 +123,13 @@ def test_fit_reads_initial_epoch_and_calls_train_function_per_step():
     assert history.epoch == [2]
     # Four batches: three only consumed, one trained.
     assert steps == [0, 0, 0, 1]
+
+
+def test_keras_metrics_names_still_lump_compiled_metrics():
+    """keras-team/keras#21487: `metrics_names` lists compiled metrics as one
+    'compile_metrics', so `ParallelModel.metrics_names` lists them itself (as
+    Keras 2 did). When this fails, Keras lists them: defer to it."""
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, activation="softmax")])
+    model.compile("sgd", "categorical_crossentropy", metrics=["accuracy"])
+    model.evaluate(np.ones((4, 2), "float32"), np.full((4, 3), 1 / 3, "float32"), verbose=0)
+    assert model.metrics_names == ["loss", "compile_metrics"]
