@@ -8,13 +8,34 @@ from __future__ import annotations
 import inspect
 import json
 import queue
+import re
+import sys
 import threading
+from typing import Any
 
 import keras
 import numpy as np
 
 from parallel_keras.testing import legacy_files
 from parallel_keras.testing import run_python
+
+# `parallel-keras launch` as a subprocess's argv prefix; the CLI imports only
+# its launch subcommand.
+LAUNCH = [
+    sys.executable, "-c",
+    "from parallel_keras.cli import main; "
+    "main.SUBCOMMANDS = {'launch': 'parallel_keras.cli.launch'}; main.run()",
+    "launch",
+]
+
+
+def worker_records(output: str, tag: str) -> dict[int, Any]:
+    """`{worker: value}` from the launcher's `[worker N] TAG <json>` lines."""
+    return {
+        int(match.group(1)): json.loads(match.group(2))
+        for match in re.finditer(rf"^\[worker (\d+)\] {tag} (.*)$", output, re.M)
+    }
+
 
 TEMPLATES_SOURCE = "\n".join(
     inspect.getsource(build) for build in legacy_files.TEMPLATES.values()

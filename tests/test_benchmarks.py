@@ -309,7 +309,7 @@ def test_loading_a_file_that_is_not_results_says_so(tmp_path):
 
 def test_missing_bench_extra_exits_2_naming_it_before_any_run(tmp_path):
     output = tmp_path / "out.json"
-    code = f"""
+    code = """
 import importlib.abc, runpy, sys
 class _NoMatplotlib(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):

@@ -9,33 +9,26 @@ import os
 import re
 import socket
 import subprocess
-import sys
 
 import psutil
 
 from parallel_keras.multi_worker import launch
+import helpers  # noqa: E402  # pylint: disable=g-bad-import-order
 
 SCRIPTS = os.path.join(os.path.dirname(__file__), "multi_worker_scripts")
 ECHO = os.path.join(SCRIPTS, "echo.py")
-_CLI = (
-    "import sys; from parallel_keras.cli import main; "
-    "main.SUBCOMMANDS = {'launch': 'parallel_keras.cli.launch'}; main.run()"
-)
 
 
 def run_cli(*args, timeout=120):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.run(
-        [sys.executable, "-c", _CLI, "launch", *args],
+        [*helpers.LAUNCH, *args],
         env=env, capture_output=True, text=True, timeout=timeout,
     )
 
 
 def echoes(stdout):
-    return {
-        int(match.group(1)): json.loads(match.group(2))
-        for match in re.finditer(r"^\[worker (\d+)\] ECHO (.*)$", stdout, re.M)
-    }
+    return helpers.worker_records(stdout, "ECHO")
 
 
 def test_tf_config_names_the_cluster_and_the_task():
@@ -90,7 +83,7 @@ def test_hosts_mode_runs_this_machines_worker_of_the_cluster():
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     machines = [
         subprocess.Popen(
-            [sys.executable, "-c", _CLI, "launch", "--hosts", hosts, "--index",
+            [*helpers.LAUNCH, "--hosts", hosts, "--index",
              str(index), ECHO],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )

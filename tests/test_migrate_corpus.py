@@ -18,7 +18,6 @@ import dataclasses
 import glob
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import textwrap

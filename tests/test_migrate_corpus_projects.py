@@ -26,7 +26,6 @@ import glob
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import textwrap

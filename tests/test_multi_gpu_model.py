@@ -1,7 +1,6 @@
 """multi_gpu_model: same numbers as one device, shared weights, legacy errors."""
 
 import json
-import os
 
 import keras
 import numpy as np

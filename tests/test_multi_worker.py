@@ -6,7 +6,6 @@ with this process training the same template on one device, with the same
 data and global batch.
 """
 
-import json
 import os
 import re
 import socket
@@ -22,13 +21,7 @@ SCRIPTS = os.path.join(os.path.dirname(__file__), "multi_worker_scripts")
 sys.path.insert(0, SCRIPTS)
 
 import common  # noqa: E402
-
-# The launch subcommand through the real CLI entry point (other subcommands
-# are not loaded: they are not under test here).
-_CLI = (
-    "import sys; from parallel_keras.cli import main; "
-    "main.SUBCOMMANDS = {'launch': 'parallel_keras.cli.launch'}; main.run()"
-)
+import helpers  # noqa: E402  # pylint: disable=g-bad-import-order
 
 
 def launch(tmp_path, *launch_args, script_args=(), timeout=240):
@@ -42,7 +35,7 @@ def launch(tmp_path, *launch_args, script_args=(), timeout=240):
         TMPDIR=str(worker_tmp),  # Where non-chief workers' temp folders go.
     )
     process = subprocess.run(
-        [sys.executable, "-c", _CLI, "launch", *launch_args,
+        [*helpers.LAUNCH, *launch_args,
          os.path.join(SCRIPTS, "train.py"), "--out", str(out), *script_args],
         env=env,
         capture_output=True,
@@ -55,12 +48,7 @@ def launch(tmp_path, *launch_args, script_args=(), timeout=240):
 
 
 def results(process):
-    found = {}
-    for line in process.stdout.splitlines():
-        match = re.match(r"\[worker (\d+)\] RESULT (.*)", line)
-        if match:
-            found[int(match.group(1))] = json.loads(match.group(2))
-    return found
+    return helpers.worker_records(process.stdout, "RESULT")
 
 
 def reference(epochs):

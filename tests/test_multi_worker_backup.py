@@ -6,7 +6,6 @@ worker with SIGKILL (`kill -9`) mid-epoch under `parallel-keras launch
 (issue 12), including a group that continues with fewer workers (issue 13).
 """
 
-import json
 import os
 import re
 import subprocess
@@ -22,15 +21,11 @@ SCRIPTS = os.path.join(os.path.dirname(__file__), "multi_worker_scripts")
 sys.path.insert(0, SCRIPTS)
 
 import common  # noqa: E402
+import helpers  # noqa: E402  # pylint: disable=g-bad-import-order
 
 GLOBAL_BATCH = 12  # As in multi_worker_scripts/resume.py.
 ROWS = 48
 EPOCHS = 3
-
-_CLI = (
-    "import sys; from parallel_keras.cli import main; "
-    "main.SUBCOMMANDS = {'launch': 'parallel_keras.cli.launch'}; main.run()"
-)
 
 
 class Crash(Exception):
@@ -114,14 +109,11 @@ def test_backup_of_another_model_is_refused_and_changes_nothing(tmp_path):
 def launch(tmp_path, *launch_args, script_args=(), timeout=400):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.run(
-        [sys.executable, "-c", _CLI, "launch", *launch_args,
+        [*helpers.LAUNCH, *launch_args,
          os.path.join(SCRIPTS, "resume.py"), "--out", str(tmp_path), *script_args],
         env=env, capture_output=True, text=True, timeout=timeout,
     )
-    process.results = {
-        int(m.group(1)): json.loads(m.group(2))
-        for m in re.finditer(r"^\[worker (\d+)\] RESULT (.*)$", process.stdout, re.M)
-    }
+    process.results = helpers.worker_records(process.stdout, "RESULT")
     return process
 
 

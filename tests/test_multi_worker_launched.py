@@ -4,9 +4,7 @@
 lines; under the launcher each worker gets those 2 devices (issue 13).
 """
 
-import json
 import os
-import re
 import subprocess
 import sys
 
@@ -17,26 +15,19 @@ SCRIPTS = os.path.join(os.path.dirname(__file__), "multi_worker_scripts")
 sys.path.insert(0, SCRIPTS)
 
 import common  # noqa: E402
-
-_CLI = (
-    "import sys; from parallel_keras.cli import main; "
-    "main.SUBCOMMANDS = {'launch': 'parallel_keras.cli.launch'}; main.run()"
-)
+import helpers  # noqa: E402  # pylint: disable=g-bad-import-order
 
 
 def run_launch(*args, timeout=300):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.run(
-        [sys.executable, "-c", _CLI, "launch", *args],
+        [*helpers.LAUNCH, *args],
         env=env, capture_output=True, text=True, timeout=timeout,
     )
 
 
 def results(stdout):
-    return {
-        int(match.group(1)): json.loads(match.group(2))
-        for match in re.finditer(r"^\[worker (\d+)\] RESULT (.*)$", stdout, re.M)
-    }
+    return helpers.worker_records(stdout, "RESULT")
 
 
 def describe(process):

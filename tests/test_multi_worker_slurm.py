@@ -4,9 +4,7 @@ No Slurm here: the test starts each task itself, as `srun` would, with the
 environment srun gives a task of a one-node, two-task step, on loopback.
 """
 
-import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -19,11 +17,7 @@ SCRIPTS = os.path.join(os.path.dirname(__file__), "multi_worker_scripts")
 sys.path.insert(0, SCRIPTS)
 
 import common  # noqa: E402
-
-_CLI = (
-    "import sys; from parallel_keras.cli import main; "
-    "main.SUBCOMMANDS = {'launch': 'parallel_keras.cli.launch'}; main.run()"
-)
+import helpers  # noqa: E402  # pylint: disable=g-bad-import-order
 
 
 def srun_environment(procid, ntasks, nodelist="localhost"):
@@ -71,7 +65,7 @@ def test_two_srun_tasks_train_like_one_device(tmp_path):
                    TMPDIR=str(tmp_path), **srun_environment(procid, 2))
         env.pop("TF_CONFIG", None)
         tasks.append(subprocess.Popen(
-            [sys.executable, "-c", _CLI, "launch", "--slurm", "--slurm-port-base",
+            [*helpers.LAUNCH, "--slurm", "--slurm-port-base",
              str(port_base), "--startup-timeout", "120",
              os.path.join(SCRIPTS, "train.py"), "--out", str(tmp_path / "out"),
              "--epochs", "1"],
@@ -90,9 +84,8 @@ def test_two_srun_tasks_train_like_one_device(tmp_path):
     reference.fit(x, y, batch_size=common.GLOBAL_BATCH, epochs=1, shuffle=False, verbose=0)
     for procid, (task, (stdout, stderr)) in enumerate(zip(tasks, outputs)):
         assert task.returncode == 0, stdout[-3000:] + stderr[-3000:]
-        match = re.search(rf"^\[worker {procid}\] RESULT (.*)$", stdout, re.M)
-        assert match, stdout[-3000:] + stderr[-3000:]
-        result = json.loads(match.group(1))
+        result = helpers.worker_records(stdout, "RESULT").get(procid)
+        assert result, stdout[-3000:] + stderr[-3000:]
         assert result["worker"] == procid and result["replicas"] == 2
         assert result["chief"] == (procid == 0)
         for got, want in zip(result["weights"], reference.get_weights()):

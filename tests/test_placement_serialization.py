@@ -1,7 +1,6 @@
 """Placement survives .keras save/load; plain Keras still loads the file."""
 
 import json
-import os
 import zipfile
 
 import keras

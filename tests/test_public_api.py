@@ -7,7 +7,6 @@ only resolves because a test imported its submodule first, fails here.
 """
 
 import doctest
-import glob
 import importlib
 import inspect
 import json

@@ -1,5 +1,8 @@
 """Model and data shared by the worker scripts and the tests that check them."""
 
+import os
+import signal
+
 import numpy as np
 
 GLOBAL_BATCH = 16
@@ -37,3 +40,26 @@ def optimizer():
     import keras  # pylint: disable=g-import-not-at-top
 
     return keras.optimizers.SGD(LEARNING_RATE)
+
+
+def restart() -> int:
+    """How many times the launcher has restarted this worker's group."""
+    from parallel_keras.multi_worker import launch as launch_lib  # pylint: disable=g-import-not-at-top
+
+    return int(os.environ.get(launch_lib.RESTART_ENV, "0"))
+
+
+def kill_mid_epoch(epoch: int, batch: int, worker_index: int):
+    """A callback that SIGKILLs this worker at (epoch, batch)."""
+    import keras  # pylint: disable=g-import-not-at-top
+
+    class KillMidEpoch(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch_now, logs=None):
+            self.epoch = epoch_now
+
+        def on_train_batch_begin(self, batch_now, logs=None):
+            if (self.epoch, batch_now) == (epoch, batch):
+                print(f"KILLING worker {worker_index} pid {os.getpid()}", flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    return KillMidEpoch()

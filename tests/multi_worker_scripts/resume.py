@@ -12,7 +12,6 @@ parallel_keras.simulate_devices(2)
 import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import signal  # noqa: E402
 
 import keras  # noqa: E402
 
@@ -31,18 +30,7 @@ parser.add_argument("--kill-batch", type=int, default=2)
 args = parser.parse_args()
 
 info = multi_worker.worker_info()
-restart = int(os.environ.get("PARALLEL_KERAS_RESTART", "0"))
-
-
-class KillMidEpoch(keras.callbacks.Callback):
-    def on_epoch_begin(self, epoch, logs=None):
-        self.epoch = epoch
-
-    def on_train_batch_begin(self, batch, logs=None):
-        if (self.epoch, batch) == (args.kill_epoch, args.kill_batch):
-            print(f"KILLING worker {info.worker_index} pid {os.getpid()}", flush=True)
-            os.kill(os.getpid(), signal.SIGKILL)
-
+restart = common.restart()
 
 def data():
     x, y = common.data_rows(ROWS)
@@ -56,7 +44,7 @@ parallel.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
 backup = parallel_keras.BackupAndRestore(os.path.join(args.out, "backup"), save_freq=1)
 callbacks = [backup]
 if args.kill_worker == info.worker_index and restart == 0:
-    callbacks.append(KillMidEpoch())
+    callbacks.append(common.kill_mid_epoch(args.kill_epoch, args.kill_batch, info.worker_index))
 history = parallel.fit(
     x, y, batch_size=GLOBAL_BATCH, epochs=args.epochs, shuffle=False, verbose=0,
     callbacks=callbacks,

@@ -8,7 +8,6 @@ multi_gpu_model replicates across the workers. It prints one `RESULT` line
 import argparse
 import json
 import os
-import signal
 
 import keras
 
@@ -16,7 +15,6 @@ import common
 import parallel_keras
 from parallel_keras import _internals
 from parallel_keras import multi_worker
-from parallel_keras.multi_worker import launch as launch_lib
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--out", required=True)
@@ -28,20 +26,7 @@ parser.add_argument("--backup", action="store_true")
 args = parser.parse_args()
 
 info = multi_worker.worker_info()
-restart = int(os.environ.get(launch_lib.RESTART_ENV, "0"))
-
-
-class KillMidEpoch(keras.callbacks.Callback):
-    """SIGKILLs this worker at (epoch, batch) of the first attempt."""
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.epoch = epoch
-
-    def on_train_batch_begin(self, batch, logs=None):
-        if (self.epoch, batch) == (args.kill_epoch, args.kill_batch):
-            print(f"KILLING worker {info.worker_index} pid {os.getpid()}", flush=True)
-            os.kill(os.getpid(), signal.SIGKILL)
-
+restart = common.restart()
 
 x, y = common.data()
 template = common.build_template()
@@ -58,7 +43,7 @@ callbacks = [
 if args.backup:
     callbacks.append(multi_worker.BackupAndRestore(os.path.join(args.out, "backup")))
 if args.kill_worker == info.worker_index and restart == 0:
-    callbacks.append(KillMidEpoch())
+    callbacks.append(common.kill_mid_epoch(args.kill_epoch, args.kill_batch, info.worker_index))
 
 history = parallel.fit(
     x, y, batch_size=common.GLOBAL_BATCH, epochs=args.epochs, shuffle=False,
