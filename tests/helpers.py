@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import queue
 import re
+import subprocess
 import sys
 import threading
 from typing import Any
@@ -27,6 +29,14 @@ LAUNCH = [
     "main.SUBCOMMANDS = {'launch': 'parallel_keras.cli.launch'}; main.run()",
     "launch",
 ]
+
+
+def run_launch(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`parallel-keras launch ARGS` in a subprocess, its output captured."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    return subprocess.run(
+        [*LAUNCH, *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def worker_records(output: str, tag: str) -> dict[int, Any]:

@@ -19,14 +19,6 @@ SCRIPTS = os.path.join(os.path.dirname(__file__), "multi_worker_scripts")
 ECHO = os.path.join(SCRIPTS, "echo.py")
 
 
-def run_cli(*args, timeout=120):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run(
-        [*helpers.LAUNCH, *args],
-        env=env, capture_output=True, text=True, timeout=timeout,
-    )
-
-
 def echoes(stdout):
     return helpers.worker_records(stdout, "ECHO")
 
@@ -48,7 +40,7 @@ def test_picked_ports_are_distinct_and_free_on_loopback():
 
 
 def test_forwards_arguments_and_prefixes_each_workers_output():
-    process = run_cli("--workers", "2", ECHO, "--sleep", "0", "extra", "--flag=1")
+    process = helpers.run_launch("--workers", "2", ECHO, "--sleep", "0", "extra", "--flag=1")
     assert process.returncode == 0, process.stderr[-3000:]
     found = echoes(process.stdout)
     assert sorted(found) == [0, 1]
@@ -63,7 +55,7 @@ def test_first_failure_stops_the_others_and_sets_the_exit_code():
     # Worker 0 would sleep for 10 minutes; the launcher must stop it. The
     # subprocess timeout (well under 10 minutes) only catches a launcher that
     # waits for it; what is asserted is the work done: worker 0 was stopped.
-    process = run_cli(
+    process = helpers.run_launch(
         "--workers", "2", ECHO, "--fail-worker", "1", "--code", "7", "--sleep", "600",
         timeout=300,
     )

@@ -5,7 +5,6 @@ lines; under the launcher each worker gets those 2 devices (issue 13).
 """
 
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -18,14 +17,6 @@ import common  # noqa: E402
 import helpers  # noqa: E402  # pylint: disable=g-bad-import-order
 
 
-def run_launch(*args, timeout=300):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run(
-        [*helpers.LAUNCH, *args],
-        env=env, capture_output=True, text=True, timeout=timeout,
-    )
-
-
 def results(stdout):
     return helpers.worker_records(stdout, "RESULT")
 
@@ -35,7 +26,7 @@ def describe(process):
 
 
 def test_rehearsed_script_runs_unchanged_with_its_simulated_devices():
-    process = run_launch("--workers", "2", os.path.join(SCRIPTS, "rehearsed.py"))
+    process = helpers.run_launch("--workers", "2", os.path.join(SCRIPTS, "rehearsed.py"))
     assert process.returncode == 0, describe(process)
     found = results(process.stdout)
     assert sorted(found) == [0, 1], describe(process)
@@ -74,7 +65,7 @@ def test_rehearsed_script_runs_unchanged_with_its_simulated_devices():
 def test_script_and_launcher_disagreeing_on_devices_is_explained(
     script, launch_args, expected
 ):
-    process = run_launch(
+    process = helpers.run_launch(
         "--workers", "2", "--startup-timeout", "60", *launch_args,
         os.path.join(SCRIPTS, script),
     )
