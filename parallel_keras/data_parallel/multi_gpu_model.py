@@ -9,6 +9,7 @@ import keras
 
 from parallel_keras import _internals
 from parallel_keras import devices as devices_lib
+from parallel_keras.device_placement import replicas as placement_replicas
 from parallel_keras.data_parallel import template as template_lib
 from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import parallel_model as parallel_model_lib
@@ -86,7 +87,9 @@ def multi_gpu_model(
 
     Args:
         model: The template: a built `keras.Model`. Building it under
-            `tf.device('/cpu:0')` is fine, as in legacy scripts.
+            `tf.device('/cpu:0')` (or `parallel_keras.device`) is fine, as
+            in legacy scripts: each replica still runs it on its own
+            device, as Keras 2's towers did.
         gpus: An int >= 2 (GPUs 0..gpus-1), a list of GPU ids, a list of
             device strings, or `None` for every GPU. On a machine without
             GPUs, GPU ids map to the logical CPU devices made by
@@ -164,6 +167,7 @@ def multi_gpu_model(
     if getattr(model, "optimizer", None) is not None:
         strategies.adopt_optimizer(model.optimizer, strategy)
     template_lib.attach_template(model, strategy, stateful_batch)
+    placement_replicas.follow_replica_devices(model, strategy, replica_devices)
     with strategy.scope():
         parallel = ParallelModel(
             model,

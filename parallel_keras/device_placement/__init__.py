@@ -5,6 +5,7 @@ Modules:
 * `runtime`: replays each recorded layer call on its device.
 * `report`: `placement(model)`, the device each layer call asked for.
 * `branches`: `place_branches(model, devices)`, automatic placement.
+* `replicas`: a placed template inside `multi_gpu_model`'s replicas.
 * `serialization`: placement kept in the `.keras` config.
 
 Importing this package installs the hooks that make placement take effect

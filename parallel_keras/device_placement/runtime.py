@@ -29,6 +29,10 @@ from parallel_keras import devices
 # records go with it.
 _REQUESTED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+# The strategies of `multi_gpu_model`s: inside one of their replicas every
+# layer call runs on the replica's device (see `replicas`).
+_REPLICA_STRATEGIES: weakref.WeakSet = weakref.WeakSet()
+
 SUPPORTED_MODELS_HINT = (
     "Device placement works on functional models, built as "
     "keras.Model(inputs=..., outputs=...). In a subclassed model, put "
@@ -94,9 +98,22 @@ class _CallOnDevice:
         return getattr(self._operation, name)
 
 
+def follow_replica_devices(strategy: tf.distribute.Strategy) -> None:
+    """Inside `strategy`'s replicas, recorded placements no longer apply."""
+    _REPLICA_STRATEGIES.add(strategy)
+
+
+def _in_parallel_replica() -> bool:
+    if not _REPLICA_STRATEGIES or not tf.distribute.has_strategy():
+        return False
+    if tf.distribute.in_cross_replica_context():
+        return False
+    return tf.distribute.get_strategy() in _REPLICA_STRATEGIES
+
+
 def _operation_for_node(node: object, operation: Any) -> Any:
     device_name = _REQUESTED.get(node)
-    if device_name is None:
+    if device_name is None or _in_parallel_replica():
         return operation
     return _CallOnDevice(operation, device_name)
 
