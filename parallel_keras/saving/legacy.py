@@ -84,7 +84,11 @@ def read_legacy_file(filepath: str | os.PathLike) -> LegacyWeightsFile:
             f"`layer_names` attribute). Received: filepath={path!r}, a "
             f"{kind.value} file. Load it with parallel_keras.load_weights."
         )
-    by_layer: dict[str, LegacyLayer] = {}
+    # layer name -> group name -> (weight names, values). A layer appears in
+    # several groups when a nested model holds it and the model also calls
+    # it directly (or two nested models share it): Keras 2 wrote its full
+    # weights in each, so one group's copy is kept (see `_one_copy`).
+    by_layer: dict[str, dict[str, tuple[list[str], list[np.ndarray]]]] = {}
     nested = False
     try:
         with h5py.File(path, "r") as file:
@@ -92,19 +96,48 @@ def read_legacy_file(filepath: str | os.PathLike) -> LegacyWeightsFile:
             version = _text(root.attrs.get("keras_version", file.attrs.get("keras_version", "")))
             for group_name in _attribute_list(root, "layer_names"):
                 group = root[group_name]
+                listed = set()
                 for weight_name in _attribute_list(group, "weight_names"):
+                    if weight_name in listed:
+                        continue  # One dataset listed twice: one weight.
+                    listed.add(weight_name)
                     layer_name, short_name = _split_weight_name(weight_name, group_name)
                     nested |= layer_name != group_name
-                    layer = by_layer.setdefault(layer_name, LegacyLayer(layer_name, [], []))
-                    layer.weight_names.append(short_name)
-                    layer.values.append(np.asarray(group[weight_name][()]))
+                    names, values = by_layer.setdefault(layer_name, {}).setdefault(
+                        group_name, ([], [])
+                    )
+                    names.append(short_name)
+                    values.append(np.asarray(group[weight_name][()]))
     except (OSError, KeyError) as error:
         raise ValueError(
             "This HDF5 file lists weights it does not contain, so it is "
             f"truncated or corrupt. Received: filepath={path!r} ({error}). "
             "Use an earlier copy of the file."
         ) from error
-    return LegacyWeightsFile(path, version, list(by_layer.values()), nested)
+    layers = [_one_copy(name, groups) for name, groups in by_layer.items()]
+    return LegacyWeightsFile(path, version, layers, nested)
+
+
+def _one_copy(layer_name: str, groups: dict) -> LegacyLayer:
+    """One layer's weights from the groups that list them.
+
+    Keras 2 wrote every weight of a layer into each group that held the
+    layer: its own group when the model calls it directly, and the group of
+    each nested model that calls it. Those are copies of one variable, so the
+    layer's own group is kept (else the first), as Keras 2's loader loaded
+    the same values through each. Groups that list different weights for one
+    name are not copies: their weights are joined, as listed.
+    """
+    copies = list(groups.items())
+    names_of = [tuple(names) for _, (names, _) in copies]
+    if len(copies) > 1 and len(set(names_of)) == 1:
+        kept = groups.get(layer_name) or copies[0][1]
+        return LegacyLayer(layer_name, list(kept[0]), list(kept[1]))
+    layer = LegacyLayer(layer_name, [], [])
+    for names, values in groups.values():
+        layer.weight_names.extend(names)
+        layer.values.extend(values)
+    return layer
 
 
 def load_legacy_weights(

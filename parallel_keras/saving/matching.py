@@ -16,13 +16,23 @@ class MismatchError(ValueError):
 
 
 def weighted_layers(model: keras.Model) -> list[keras.layers.Layer]:
-    """The layers holding weights, nested models flattened, in model order."""
-    found = []
-    for layer in getattr(model, "layers", []):
-        if isinstance(layer, keras.Model):
-            found.extend(weighted_layers(layer))
-        elif layer.weights:
-            found.append(layer)
+    """The layers holding weights, nested models flattened, in model order.
+
+    Each layer once: a layer that a nested model holds and the model also
+    calls directly is listed where it first appears.
+    """
+    found: list[keras.layers.Layer] = []
+    seen: set[int] = set()
+
+    def visit(container):
+        for layer in getattr(container, "layers", []):
+            if isinstance(layer, keras.Model):
+                visit(layer)
+            elif layer.weights and id(layer) not in seen:
+                seen.add(id(layer))
+                found.append(layer)
+
+    visit(model)
     return found
 
 
