@@ -29,6 +29,7 @@ import keras
 import numpy as np
 
 from parallel_keras.saving import atomic
+from parallel_keras.saving import cudnn_weights
 from parallel_keras.saving import files
 from parallel_keras.saving import matching
 
@@ -192,6 +193,13 @@ def load_legacy_weights(
     assignments = []
     loaded = []
     for stored, layer in pairs:
+        try:
+            stored = _converted(stored, layer)
+        except cudnn_weights.IncompatibleRNNWeights:
+            if not skip_mismatch:
+                raise
+            logging.warning("Skipping layer %s: CuDNNGRU weights need reset_after=True.", layer.name)
+            continue
         mismatch = _weight_mismatch(stored, layer)
         if mismatch is None:
             assignments.extend(_match_weights(stored, layer))
@@ -246,9 +254,24 @@ def _pair_layers(legacy: LegacyWeightsFile, model: keras.Model, by_name: bool):
     return pairs
 
 
+def _converted(stored: LegacyLayer, layer) -> LegacyLayer:
+    """The stored layer with Keras 2 CuDNNLSTM/CuDNNGRU weights converted."""
+    values = cudnn_weights.convert_for_layer(layer, stored.values)
+    if values is stored.values:
+        return stored
+    return LegacyLayer(stored.name, stored.weight_names, values)
+
+
 def _raise_first_unpaired(legacy, model, pairs, layers):
     paired = {id(layer) for _, layer in pairs}
     for stored, layer in pairs:
+        try:
+            stored = _converted(stored, layer)
+        except cudnn_weights.IncompatibleRNNWeights:
+            if not skip_mismatch:
+                raise
+            logging.warning("Skipping layer %s: CuDNNGRU weights need reset_after=True.", layer.name)
+            continue
         mismatch = _weight_mismatch(stored, layer)
         if mismatch is not None:
             raise matching.MismatchError(
@@ -276,6 +299,8 @@ def _buckets(layers) -> dict[str, list]:
     buckets: dict[str, list] = {}
     for layer in layers:
         base, number = _SUFFIX_NUMBER.match(layer.name).groups()
+        # Keras 2's `cu_dnnlstm_1` is the `lstm` of a migrated template.
+        base = cudnn_weights.keras3_base_name(base)
         buckets.setdefault(base, []).append((int(number or 0), layer))
     return {base: [layer for _, layer in sorted(items, key=lambda item: item[0])]
             for base, items in buckets.items()}
