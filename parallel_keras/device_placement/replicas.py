@@ -76,7 +76,7 @@ def follow_replica_devices(
         logging.info(
             "multi_gpu_model: template %r was built under device %s; as in "
             "Keras 2, each replica runs it on its own device (%s).",
-            template.name, sorted(asked)[0], ", ".join(replica_devices),
+            template.name, min(asked), ", ".join(replica_devices),
         )
         return
     logging.warning(

@@ -265,13 +265,7 @@ def _converted(stored: LegacyLayer, layer) -> LegacyLayer:
 def _raise_first_unpaired(legacy, model, pairs, layers):
     paired = {id(layer) for _, layer in pairs}
     for stored, layer in pairs:
-        try:
-            stored = _converted(stored, layer)
-        except cudnn_weights.IncompatibleRNNWeights:
-            if not skip_mismatch:
-                raise
-            logging.warning("Skipping layer %s: CuDNNGRU weights need reset_after=True.", layer.name)
-            continue
+        stored = _converted(stored, layer)
         mismatch = _weight_mismatch(stored, layer)
         if mismatch is not None:
             raise matching.MismatchError(
