@@ -52,6 +52,9 @@ class Project:
             pretrained weights), with the project folder importable.
         xfail: Why the run fails for a reason outside migrate (an open
             issue), or "" when it must pass.
+        load_setup: Python run first in the loading process, with the
+            project folder importable: what the project's own loading code
+            imports (its custom layers), leaving `custom_objects` defined.
     """
 
     argv: tuple[str, ...]
@@ -60,6 +63,7 @@ class Project:
     entry: str = "train.py"
     setup: str = ""
     xfail: str = ""
+    load_setup: str = ""
 
 
 _IMAGES = """
@@ -120,6 +124,26 @@ PROJECTS_SPEC = {
         entry="-m trainer.task"),
     "keras_tf_backend": Project(
         ("--epochs", "2",), "ckpt/regressor_best.model.keras", setup=_TABLES),
+    # Issue 19's kinds of training scripts.
+    "gan_train_on_batch": Project(
+        ("--iterations", "2", "--batch-size", "8", "--gpus", "4", "--save-dir", "out"),
+        "out/gan_2.weights.h5", "weights"),
+    "vae_sampling": Project(
+        ("--epochs", "1", "--batch-size", "8", "--gpus", "4"), "vae_mlp_mnist.weights.h5",
+        "weights", load_setup="from vae import Sampling\ncustom_objects = {'Sampling': Sampling}"),
+    "ctc_speech": Project(
+        ("--epochs", "1", "--minibatch-size", "8", "--steps", "2", "--gpus", "4"),
+        "ctc_weights/weights*.weights.h5", "weights",
+        load_setup="from model import ctc_lambda_func\n"
+                   "custom_objects = {'ctc_lambda_func': ctc_lambda_func}"),
+    "text_attention": Project(
+        ("--maxlen", "12", "--max-features", "50", "--batch-size", "8", "--epochs", "1",
+         "--gpus", "4"), "attention_lstm.h5",
+        load_setup="from attention import Attention\ncustom_objects = {'Attention': Attention}"),
+    "superres_sequence": Project(
+        ("--epochs", "1", "--batch-size", "8", "--gpus", "4"), "srcnn_x2.weights.h5", "weights"),
+    "detection_focal": Project(
+        ("--epochs", "1", "--batch-size", "8", "--gpus", "4"), "retinanet_final.h5"),
 }
 
 _TRAIN = """
@@ -191,15 +215,18 @@ with open("_template.json", "w") as file:
 """
 
 _LOAD = """
-import sys
+import os, sys
 import numpy as np
 import keras
 path, kind = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.getcwd())
+custom_objects = None
+exec(sys.argv[3])  # The project's own imports for loading (custom layers).
 if kind == "model":
-    loaded = keras.models.load_model(path, compile=False)
+    loaded = keras.models.load_model(path, compile=False, custom_objects=custom_objects)
 else:
     with open("_template.json") as file:
-        loaded = keras.models.model_from_json(file.read())
+        loaded = keras.models.model_from_json(file.read(), custom_objects=custom_objects)
     loaded.load_weights(path)
 probe = list(np.load("_probe.npz").values())
 got = loaded.predict(probe if len(probe) > 1 else probe[0], verbose=0)
@@ -276,7 +303,7 @@ def test_migrated_project_trains_and_saves_a_file_one_device_loads(project, tmp_
     _run(_TRAIN, [json.dumps(arguments)], cwd=str(work))
     saved = sorted(glob.glob(str(work / spec.artifact)))
     assert saved, f"{project} saved no {spec.artifact}; files: {sorted(os.listdir(work))}"
-    _run(_LOAD, [saved[-1], spec.kind], cwd=str(work))
+    _run(_LOAD, [saved[-1], spec.kind, spec.load_setup], cwd=str(work))
     expected = list(np.load(work / "_expected.npz").values())
     loaded = list(np.load(work / "_loaded.npz").values())
     assert len(loaded) == len(expected)
