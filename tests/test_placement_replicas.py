@@ -123,3 +123,33 @@ def test_branches_placed_on_several_devices_follow_the_replicas_with_a_warning(m
         assert set(counts) == REPLICA_DEVICES, (layer, counts)
     # The template's own placement is unchanged.
     assert {c.device for c in parallel_keras.placement(template)} == {"/gpu:0", "/gpu:1", None}
+
+
+class _ScaleOnCpu0(keras.layers.Layer):
+    """A layer whose own call pins its op, as legacy custom layers did."""
+
+    def call(self, inputs):
+        with tf.device("/cpu:0"), tf.name_scope("pinned_by_call"):
+            return inputs * 2.0
+
+
+def test_a_device_scope_inside_a_layer_call_still_applies_in_each_replica():
+    # Keras 2's towers re-ran each layer's call, so a tf.device written in it
+    # applied there; only the scopes around the building code were lost.
+    with parallel_keras.device("/cpu:0"):
+        inputs = keras.Input((3,))
+        hidden = keras.layers.Dense(4, name="hidden")(inputs)
+        template = keras.Model(inputs, keras.layers.Dense(2, name="head")(_ScaleOnCpu0()(hidden)))
+    parallel = parallel_keras.multi_gpu_model(template, gpus=REPLICAS)
+    parallel.compile(optimizer="sgd", loss="mse")
+    ops = _step_op_devices(parallel, _train)
+    # The forward op of every replica (TensorFlow places gradient ops itself).
+    pinned = {r.device for r in ops.traced
+              if "pinned_by_call" in r.name and not r.name.startswith("gradient_tape")
+              and r.op_type == "Mul"}
+    assert pinned == {"/cpu:0"}, pinned
+    assert sum(1 for r in ops.traced if "pinned_by_call" in r.name
+               and not r.name.startswith("gradient_tape") and r.op_type == "Mul") == 3
+    hidden_counts = ops.device_counts("hidden_", traced=True)
+    hidden_counts.pop(None, None)
+    assert set(hidden_counts) == REPLICA_DEVICES, hidden_counts
