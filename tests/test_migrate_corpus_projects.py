@@ -202,7 +202,8 @@ else:
 template = getattr(trained[-1], "template", trained[-1])
 probe = []
 for tensor in template.inputs:
-    shape = (4,) + tuple(tensor.shape[1:])
+    # Variable-length axes (speech frames, text) get 8 steps.
+    shape = (4,) + tuple(8 if size is None else size for size in tensor.shape[1:])
     if "int" in str(tensor.dtype):
         probe.append(rng.integers(0, 10, shape).astype(str(tensor.dtype)))
     else:
