@@ -1,7 +1,7 @@
 """A process killed (SIGKILL) in the middle of a checkpoint save.
 
-The writer blocks inside h5py while writing the second checkpoint; the test
-kills it there. The first checkpoint must be intact and load on one device,
+The writer blocks halfway through writing the second checkpoint's bytes (the
+HDF5 file is built in memory, then written); the test kills it there. The first checkpoint must be intact and load on one device,
 the half-written file must be a temporary sibling, and the next save to that
 path removes it (its writer is dead), never a live writer's.
 """
@@ -43,13 +43,14 @@ parallel.fit(rows, targets, epochs=1, verbose=0, callbacks=[checkpoint])
 with open(os.path.join(folder, "first.json"), "w") as file:
     json.dump(template.predict(rows, verbose=0).tolist(), file)
 
-real_create_dataset = h5py.Group.create_dataset
-def stall(self, *args, **kwargs):
-    result = real_create_dataset(self, *args, **kwargs)
-    print("MID-SAVE", flush=True)  # The test waits for this line...
-    time.sleep(600)  # ...and kills the writer here, halfway through the file.
-    return result
-h5py.Group.create_dataset = stall
+from parallel_keras.saving import atomic
+def stall(path, data):
+    with open(path, "xb") as file:
+        file.write(data[: len(data) // 2])
+        file.flush()
+        print("MID-SAVE", flush=True)  # The test waits for this line...
+        time.sleep(600)  # ...and kills the writer here, halfway through the file.
+atomic._write_bytes = stall
 parallel.fit(rows, targets, epochs=1, verbose=0, callbacks=[checkpoint])
 """
 

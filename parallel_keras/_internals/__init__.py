@@ -25,6 +25,8 @@ Checked on TensorFlow 2.21.0 with Keras 3.15.1.
 """
 
 from parallel_keras._internals.checkpoints import ModelCheckpointWriteHook
+from parallel_keras._internals.checkpoints import keras_weights_image
+from parallel_keras._internals.checkpoints import legacy_h5_model_to
 from parallel_keras._internals.checkpoints import save_legacy_h5_weights
 from parallel_keras._internals.collectives import collective_all_reduce
 from parallel_keras._internals.collectives import cross_device_ops_kind
@@ -68,6 +70,8 @@ from parallel_keras._internals.versions import warn_if_versions_differ
 __all__ = [
     "CHECKED_VERSIONS",
     "ModelCheckpointWriteHook",
+    "keras_weights_image",
+    "legacy_h5_model_to",
     "PlacementInternalsChanged",
     "add_op_callback",
     "cancel_before_tf_starts",

@@ -88,6 +88,17 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
+def resolve_link(path: str) -> str:
+    """The file a symbolic link (or chain of them) points at; else `path`.
+
+    A dangling link gives the path it would create. Writers put their
+    temporary beside this file and rename onto it, so the link survives.
+    """
+    if not os.path.islink(path):
+        return path
+    return os.path.realpath(path)
+
+
 def read_only(path: str) -> bool:
     # Mode bits as well as access(): root may write anything, but a file or
     # folder marked read-only was marked so to be kept.
@@ -140,7 +151,8 @@ def check_output_path(
             f"{' or '.join(suffixes)}. Received: {shown}. Rename the file "
             f"with one of those suffixes, e.g. {_with_suffix(path, suffixes[0])!r}."
         )
-    folder = os.path.dirname(path) or "."
+    # Through a link, the file written is the link's target, in its folder.
+    folder = os.path.dirname(resolve_link(path)) or "."
     if not os.path.isdir(folder):
         blocker = first_file_ancestor(folder)
         if blocker is not None:
