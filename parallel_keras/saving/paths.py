@@ -96,7 +96,15 @@ def resolve_link(path: str) -> str:
     """
     if not os.path.islink(path):
         return path
-    return os.path.realpath(path)
+    target = os.path.realpath(path)
+    if os.path.islink(target):  # realpath stops where links go round.
+        raise ValueError(
+            "A save through a symbolic link needs the link to end at a file "
+            f"path. Received: filepath={path!r}, a link that loops back on "
+            f"itself (at {target!r}). Point the link at a file (ln -sfn "
+            "TARGET LINK), or remove it and save to a plain path."
+        )
+    return target
 
 
 def read_only(path: str) -> bool:
