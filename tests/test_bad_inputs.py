@@ -69,6 +69,8 @@ from parallel_keras.multi_worker import launch as launch_lib
 from parallel_keras.saving import matching as weights_lib
 from parallel_keras.testing import legacy_files
 
+import faults  # pylint: disable=g-bad-import-order
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(REPO, "tests", "multi_worker_scripts")
 ROWS_X = np.random.default_rng(0).normal(size=(8, 6)).astype("float32")
@@ -898,6 +900,48 @@ ROWS = [
         lambda ws: parallel_keras.notebook_launcher(print, max_restarts=-1),
         ValueError, "max_restarts must be an integer >= 0", "Received: max_restarts=-1",
         "Pass e.g. max_restarts=3"),
+
+    # --- Disk faults, hostile input, a dying launcher (issue 24) ---
+    Row("save_keras_on_a_full_disk",
+        lambda ws: faults.save_on_a_full_disk(ws, lambda ws, p: ws.parallel.save(p), "model.keras"),
+        OSError, "the disk holding '{disk}' is full",
+        "Received: filepath='{disk}/model.keras', which is unchanged",
+        "Free space on that disk"),
+    Row("save_legacy_h5_model_on_a_full_disk",
+        lambda ws: faults.save_on_a_full_disk(ws, lambda ws, p: ws.parallel.save(p), "model.h5"),
+        OSError, "the disk holding '{disk}' is full",
+        "Received: filepath='{disk}/model.h5', which is unchanged", "Free space on that disk"),
+    Row("save_weights_legacy_h5_on_a_full_disk",
+        lambda ws: faults.save_on_a_full_disk(
+            ws, lambda ws, p: ws.parallel.save_weights(p), "weights.h5"),
+        OSError, "the disk holding '{disk}' is full",
+        "Received: filepath='{disk}/weights.h5', which is unchanged", "Free space on that disk"),
+    Row("save_weights_on_a_full_disk",
+        lambda ws: faults.save_on_a_full_disk(
+            ws, lambda ws, p: ws.parallel.save_weights(p), "model.weights.h5"),
+        OSError, "the disk holding '{disk}' is full",
+        "Received: filepath='{disk}/model.weights.h5', which is unchanged",
+        "Free space on that disk"),
+    Row("checkpoint_on_a_full_disk",
+        lambda ws: faults.save_on_a_full_disk(ws, faults.fit_with_checkpoint, "ckpt.weights.h5"),
+        OSError, "the disk holding '{disk}' is full",
+        "Received: filepath='{disk}/ckpt.weights.h5', which is unchanged",
+        "Free space on that disk"),
+    Row("save_weights_over_the_file_size_limit",
+        lambda ws: faults.save_over_the_file_size_limit(ws, "save_weights", "model.weights.h5"),
+        1, "A saved file must fit within this process's file-size limit (ulimit -f, RLIMIT_FSIZE",
+        "Received: filepath='{limited}/model.weights.h5', whose new content is larger; the "
+        "file is unchanged", "Raise the limit (ulimit -f unlimited)"),
+    Row("save_legacy_h5_over_the_file_size_limit",
+        lambda ws: faults.save_over_the_file_size_limit(ws, "save", "model.h5"),
+        1, "A saved file must fit within this process's file-size limit",
+        "Received: filepath='{limited}/model.h5', whose new content is larger",
+        "Raise the limit (ulimit -f unlimited)"),
+    Row("save_through_a_symlink_loop",
+        lambda ws: ws.parallel.save(faults.looping_link(ws)),
+        ValueError, "needs the link to end at a file path",
+        "Received: filepath='{loops}/a.keras', a link that loops back on itself",
+        "Point the link at a file"),
 ]
 
 # The rows issues 10 and 12 listed; the rest are our own. Where several rows
