@@ -18,8 +18,10 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 
 import numpy as np
+import psutil
 import pytest
 
 import parallel_keras
@@ -167,3 +169,48 @@ def looping_link(ws) -> str:
     os.symlink("b.keras", os.path.join(folder, "a.keras"))
     os.symlink("a.keras", os.path.join(folder, "b.keras"))
     return os.path.join(folder, "a.keras")
+
+
+# A worker that starts a child, says READY, and sleeps: both name the row's folder.
+_SLEEPER = textwrap.dedent("""
+    import os, subprocess, sys, time
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", __file__])
+    print("READY", flush=True)
+    time.sleep(600)
+""")
+
+
+def kill_the_launcher(ws) -> subprocess.CompletedProcess:
+    """`launch --workers 2` of a script with a child; SIGKILL to the launcher once both run.
+
+    Returns the launcher's output once its workers, their children and the
+    guards are gone (they hold its output pipes), or raises after 60 s.
+    """
+    script = ws.path("sleeper.py")
+    with open(script, "w", encoding="utf-8") as file:
+        file.write(_SLEEPER)
+    ws.cleanup.callback(os.remove, script)  # The folder is compared after the row.
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH")) if p)
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", "from parallel_keras.cli.main import run; run()",
+         "launch", "--workers", "2", script],
+        cwd=ws.dir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    ready = 0
+    for line in launcher.stdout:
+        ready += "READY" in line
+        if ready == 2:
+            break
+    launcher.kill()
+    launcher.wait()
+    # The guards hold the launcher's stderr, the workers and their children
+    # its stdout: both close once every one of them is gone.
+    out, err = launcher.communicate(timeout=60)
+    # SIGKILL is delivered at once, but a process takes a moment to go.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(
+            ws.dir in " ".join(process.info["cmdline"] or [])
+            for process in psutil.process_iter(["cmdline"])):
+        time.sleep(0.1)
+    return subprocess.CompletedProcess(launcher.args, launcher.returncode, out, err)
