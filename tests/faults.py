@@ -214,3 +214,77 @@ def kill_the_launcher(ws) -> subprocess.CompletedProcess:
             for process in psutil.process_iter(["cmdline"])):
         time.sleep(0.1)
     return subprocess.CompletedProcess(launcher.args, launcher.returncode, out, err)
+
+
+# --- migrate on hostile folders -------------------------------------------
+
+_LEGACY = "from keras.utils import multi_gpu_model\nparallel = multi_gpu_model(model, gpus=2)\n"
+
+
+def hostile_folder(ws, make) -> str:
+    """`{dir}/hostile` with `good.py` (a legacy script) and whatever `make(folder)` adds.
+
+    Removed when the row ends, so the row's folder compares equal.
+    """
+    folder = ws.path("hostile")
+    os.mkdir(folder)
+    ws.cleanup.callback(shutil.rmtree, folder)
+    ws.cleanup.callback(os.chmod, folder, 0o755)  # Runs first: a read-only folder.
+    with open(os.path.join(folder, "good.py"), "w", encoding="utf-8") as file:
+        file.write(_LEGACY)
+    make(folder)
+    return folder
+
+
+def make_fifo(folder):
+    os.mkfifo(os.path.join(folder, "pipe.py"))
+
+
+def make_long_sum(folder):
+    with open(os.path.join(folder, "chain.py"), "w", encoding="utf-8") as file:
+        file.write("total = " + " + ".join(["a"] * 5000) + "\n")
+
+
+def make_huge(folder):
+    with open(os.path.join(folder, "huge.py"), "w", encoding="utf-8") as file:
+        file.write("x = 1\n" * 1_000_000)  # 6 MB.
+
+
+def make_link_loop(folder):
+    os.symlink("loop_b.py", os.path.join(folder, "loop_a.py"))
+    os.symlink("loop_a.py", os.path.join(folder, "loop_b.py"))
+
+
+def make_read_only_subfolder(folder):
+    sub = os.path.join(folder, "ro")
+    os.mkdir(sub)
+    with open(os.path.join(sub, "train.py"), "w", encoding="utf-8") as file:
+        file.write(_LEGACY)
+    os.chmod(sub, 0o555)
+    # Before the folder is removed: its read-only subfolder must be writable.
+    return sub
+
+
+def migrate_in_place_on_a_full_disk(ws) -> subprocess.CompletedProcess:
+    """`migrate --in-place` of a script on a full disk, then again with room.
+
+    The first run must leave the script and no `.orig`; the second (same
+    process) migrates it and keeps the original as `.orig`.
+    """
+    disk = full_disk(ws)
+    script = os.path.join(disk, "train.py")
+    with open(script, "w", encoding="utf-8") as file:
+        file.write(_LEGACY)
+    filler = fill(disk, leave=0)
+    failed = ws.migrate("--in-place", script)
+    assert sorted(os.listdir(disk)) == ["filler.bin", "train.py"], os.listdir(disk)
+    with open(script, encoding="utf-8") as file:
+        assert file.read() == _LEGACY
+    os.remove(filler)
+    again = ws.migrate("--in-place", script)
+    assert again.returncode == 0, again.stdout + again.stderr
+    with open(script + ".orig", encoding="utf-8") as file:
+        assert file.read() == _LEGACY
+    with open(script, encoding="utf-8") as file:
+        assert "parallel_keras" in file.read()
+    return failed
