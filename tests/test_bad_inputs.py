@@ -1022,6 +1022,23 @@ ROWS = [
                         ws, lambda folder: os.chmod(os.path.join(folder, "good.py"), 0))))[-1],
         1, "migrate must read a file to rewrite it", ("hostile/good.py: ERROR", "Permission denied"),
         "chmod u+r"),
+    Row("fit_on_an_endless_dataset_without_steps",
+        lambda ws: ws.parallel.fit(
+            tf.data.Dataset.from_tensor_slices((ROWS_X, ROWS_Y)).batch(4).repeat(), epochs=1,
+            verbose=0),
+        ValueError, "fit on an endless dataset needs the number of steps to run",
+        "Received: fit(x) with a dataset of infinite cardinality", "Pass steps_per_epoch=N",
+        unchanged="model"),
+    Row("evaluate_on_an_endless_dataset_without_steps",
+        lambda ws: ws.parallel.evaluate(
+            tf.data.Dataset.from_tensor_slices((ROWS_X, ROWS_Y)).batch(4).repeat(), verbose=0),
+        ValueError, "evaluate on an endless dataset needs the number of steps",
+        "and steps=None", "Pass steps=N", unchanged="model"),
+    Row("predict_on_an_endless_dataset_without_steps",
+        lambda ws: ws.parallel.predict(
+            tf.data.Dataset.from_tensor_slices(ROWS_X).batch(4).repeat(), None, 0),
+        ValueError, "predict on an endless dataset needs the number of steps",
+        "and steps=None", "Pass steps=N", unchanged="model"),
 ]
 
 # The rows issues 10 and 12 listed; the rest are our own. Where several rows
