@@ -70,8 +70,6 @@ from parallel_keras._internals.versions import warn_if_versions_differ
 __all__ = [
     "CHECKED_VERSIONS",
     "ModelCheckpointWriteHook",
-    "keras_weights_image",
-    "legacy_h5_model_to",
     "PlacementInternalsChanged",
     "add_op_callback",
     "cancel_before_tf_starts",
@@ -90,6 +88,8 @@ __all__ = [
     "keras_scalar_mean_reduction_fails",
     "keras_tensor_layer",
     "keras_variable_value",
+    "keras_weights_image",
+    "legacy_h5_model_to",
     "loss_tracker",
     "model_strategy",
     "multi_worker_mirrored_strategy",

@@ -232,8 +232,8 @@ def _check_log_dir(log_dir: str) -> None:
         )
     try:
         os.makedirs(log_dir, exist_ok=True)
-        probe = tempfile.NamedTemporaryFile(dir=log_dir)  # pylint: disable=consider-using-with
-        probe.close()
+        with tempfile.NamedTemporaryFile(dir=log_dir):
+            pass
     except OSError as error:
         raise ValueError(
             "--log-dir must be a folder this process can write. Received: "
