@@ -85,3 +85,26 @@ def test_hosts_mode_runs_this_machines_worker_of_the_cluster():
     for index, (machine, (stdout, stderr)) in enumerate(zip(machines, outputs)):
         assert machine.returncode == 0, stderr[-3000:]
         assert list(echoes(stdout)) == [index]
+
+
+def test_a_group_far_above_the_cores_is_warned_about_before_it_starts(
+        tmp_path, monkeypatch, caplog):
+    from parallel_keras.multi_worker import worker_group  # pylint: disable=g-import-not-at-top
+
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    started = []
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(worker_group, "run_attempts",
+                        lambda *args: started.append(args) or worker_group.LaunchResult(
+                            0, 1, None, "all workers finished", ()))
+    with caplog.at_level("WARNING"):
+        launch.launch([str(script)], workers=64)
+    assert len(started) == 1
+    text = " ".join(caplog.text.split())
+    assert "--workers 64 starts 64 TensorFlow processes on this machine, which has 2 CPU cores" in text
+    assert "Use at most 2 workers here" in text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        launch.launch([str(script)], workers=2)
+    assert "TensorFlow processes" not in caplog.text

@@ -382,3 +382,19 @@ def test_steps_per_execution_trains_like_one_device():
     parallel.compile(keras.optimizers.SGD(0.1), "mse", steps_per_execution=2)
     parallel.fit(x, y, batch_size=8, shuffle=False, verbose=0)
     assert max_weight_difference(reference, template) < ATOL
+
+
+def test_an_endless_dataset_with_a_step_count_runs_that_many_steps():
+    import parallel_keras  # pylint: disable=g-import-not-at-top,reimported
+    from parallel_keras.testing import legacy_files  # pylint: disable=g-import-not-at-top
+
+    rows = np.random.default_rng(0).normal(size=(8, 6)).astype("float32")
+    targets = np.zeros((8, 3), "float32")
+    parallel = parallel_keras.multi_gpu_model(legacy_files.sequential_template(), gpus=2)
+    parallel.compile("sgd", "mse")
+    endless = tf.data.Dataset.from_tensor_slices((rows, targets)).batch(4).repeat()
+    history = parallel.fit(endless, epochs=2, steps_per_epoch=3, verbose=0)
+    assert len(history.history["loss"]) == 2
+    assert parallel.predict(endless.map(lambda x, y: x), steps=3, verbose=0).shape == (12, 3)
+    # Positionally too (keras.Model.predict(x, batch_size, verbose, steps)).
+    assert parallel.predict(endless.map(lambda x, y: x), None, 0, 2).shape == (8, 3)

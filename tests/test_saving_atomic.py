@@ -1,7 +1,7 @@
 """A process killed (SIGKILL) in the middle of a checkpoint save.
 
-The writer blocks inside h5py while writing the second checkpoint; the test
-kills it there. The first checkpoint must be intact and load on one device,
+The writer blocks halfway through writing the second checkpoint's bytes (the
+HDF5 file is built in memory, then written); the test kills it there. The first checkpoint must be intact and load on one device,
 the half-written file must be a temporary sibling, and the next save to that
 path removes it (its writer is dead), never a live writer's.
 """
@@ -43,13 +43,14 @@ parallel.fit(rows, targets, epochs=1, verbose=0, callbacks=[checkpoint])
 with open(os.path.join(folder, "first.json"), "w") as file:
     json.dump(template.predict(rows, verbose=0).tolist(), file)
 
-real_create_dataset = h5py.Group.create_dataset
-def stall(self, *args, **kwargs):
-    result = real_create_dataset(self, *args, **kwargs)
-    print("MID-SAVE", flush=True)  # The test waits for this line...
-    time.sleep(600)  # ...and kills the writer here, halfway through the file.
-    return result
-h5py.Group.create_dataset = stall
+from parallel_keras.saving import atomic
+def stall(path, data):
+    with open(path, "xb") as file:
+        file.write(data[: len(data) // 2])
+        file.flush()
+        print("MID-SAVE", flush=True)  # The test waits for this line...
+        time.sleep(600)  # ...and kills the writer here, halfway through the file.
+atomic._write_bytes = stall
 parallel.fit(rows, targets, epochs=1, verbose=0, callbacks=[checkpoint])
 """
 
@@ -150,3 +151,52 @@ def test_an_error_while_writing_names_the_users_path(tmp_path):
     assert ".tmp-" not in str(caught.value)
     assert os.listdir(tmp_path) == ["model.keras"]
     assert target.read_bytes() == b"previous model"
+
+
+def _link_writers():
+    """(name, suffix, save(model, path)) for each way parallel_keras writes a file."""
+    import numpy as np  # pylint: disable=g-import-not-at-top
+
+    import parallel_keras  # pylint: disable=g-import-not-at-top
+
+    def checkpoint(parallel, path):
+        parallel.fit(np.zeros((4, 6), "float32"), np.zeros((4, 3), "float32"), epochs=1,
+                     verbose=0, callbacks=[parallel_keras.ParallelModelCheckpoint(
+                         parallel.template, path, save_weights_only=True)])
+
+    return [
+        ("save_keras", ".keras", lambda parallel, path: parallel.save(path)),
+        ("save_h5", ".h5", lambda parallel, path: parallel.save(path)),
+        ("save_weights", ".weights.h5", lambda parallel, path: parallel.save_weights(path)),
+        ("save_weights_h5", ".h5", lambda parallel, path: parallel.save_weights(path)),
+        ("checkpoint", ".weights.h5", checkpoint),
+    ]
+
+
+@pytest.mark.parametrize("dangling", [False, True], ids=["link", "dangling_link"])
+@pytest.mark.parametrize("writer", range(5), ids=[w[0] for w in _link_writers()])
+def test_a_save_through_a_symlink_replaces_its_target_and_keeps_the_link(
+        tmp_path, writer, dangling):
+    import numpy as np  # pylint: disable=g-import-not-at-top
+
+    import parallel_keras  # pylint: disable=g-import-not-at-top
+    from parallel_keras.testing import legacy_files  # pylint: disable=g-import-not-at-top
+
+    _, suffix, save = _link_writers()[writer]
+    (tmp_path / "runs").mkdir()
+    target, link = tmp_path / "runs" / f"model{suffix}", tmp_path / f"latest{suffix}"
+    link.symlink_to(os.path.join("runs", f"model{suffix}"))  # Relative, as `ln -s` makes.
+    if not dangling:
+        legacy_files.functional_template().save_weights(str(tmp_path / "old.weights.h5"))
+        target.write_bytes((tmp_path / "old.weights.h5").read_bytes())
+    template = legacy_files.functional_template()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    parallel.compile("sgd", "mse")
+    save(parallel, str(link))
+
+    assert link.is_symlink() and os.readlink(link) == os.path.join("runs", f"model{suffix}")
+    assert sorted(os.listdir(tmp_path / "runs")) == [f"model{suffix}"]
+    fresh = legacy_files.functional_template()
+    parallel_keras.load_weights(fresh, str(target))
+    for expected, loaded in zip(template.get_weights(), fresh.get_weights()):
+        np.testing.assert_array_equal(loaded, expected)

@@ -25,6 +25,8 @@ Checked on TensorFlow 2.21.0 with Keras 3.15.1.
 """
 
 from parallel_keras._internals.checkpoints import ModelCheckpointWriteHook
+from parallel_keras._internals.checkpoints import keras_weights_image
+from parallel_keras._internals.checkpoints import legacy_h5_model_to
 from parallel_keras._internals.checkpoints import save_legacy_h5_weights
 from parallel_keras._internals.collectives import collective_all_reduce
 from parallel_keras._internals.collectives import cross_device_ops_kind
@@ -86,6 +88,8 @@ __all__ = [
     "keras_scalar_mean_reduction_fails",
     "keras_tensor_layer",
     "keras_variable_value",
+    "keras_weights_image",
+    "legacy_h5_model_to",
     "loss_tracker",
     "model_strategy",
     "multi_worker_mirrored_strategy",

@@ -2,13 +2,17 @@
 
 Upstream surface: `keras.callbacks.ModelCheckpoint`'s private `_save_model`,
 `_get_file_path` and `_should_save_model`, and
-`keras.src.legacy.saving.legacy_h5_format.save_weights_to_hdf5_group`.
+`keras.src.legacy.saving.legacy_h5_format.save_weights_to_hdf5_group` and
+`save_model_to_hdf5`, and `keras.src.saving.saving_lib.H5IOStore` with
+`_save_state` (what `save_weights("x.weights.h5")` runs).
 
 Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/
 test_checkpoints.py` fails when an upgrade changes what this relies on.
 """
 
 from __future__ import annotations
+
+import io
 
 import keras
 
@@ -43,3 +47,51 @@ def save_legacy_h5_weights(h5_group: object, model: keras.Model) -> None:
     from keras.src.legacy.saving import legacy_h5_format  # pylint: disable=g-direct-keras-import
 
     legacy_h5_format.save_weights_to_hdf5_group(h5_group, model)
+
+
+# --- HDF5 built in memory (issue 24) -----------------------------------------
+#
+# When HDF5 itself writes to a disk that fills up (ENOSPC) or to a process
+# over its file-size limit (EFBIG, RLIMIT_FSIZE), the first save fails
+# cleanly but leaves the library's state broken: the next save in the same
+# process segfaults in `h5py._objects.ObjectID.__dealloc__` (reproduced on
+# h5py 3.x / HDF5 1.14 with Keras 3.15, `.h5` and `.weights.h5`). So every
+# HDF5 file parallel_keras writes is built in memory, and only its bytes
+# reach the disk, through Python's own I/O. Keras offers no public way to
+# write `.weights.h5` or a legacy `.h5` model to memory: `save_weights_only`
+# insists on a path ending in `.weights.h5` and `save_model` on `.h5`, so the
+# steps behind them are called here on an in-memory file. Checked on
+# TF 2.21 / Keras 3.15; `tests/internals/test_checkpoints.py` compares the
+# bytes' contents with what Keras writes to a path.
+
+
+def keras_weights_image(model: keras.Model) -> bytes:
+    """The bytes of `model.save_weights("x.weights.h5")`, built in memory."""
+    from keras.src.saving import saving_lib  # pylint: disable=g-direct-keras-import
+
+    if not model.built:
+        # Keras's own check and message (`save_weights_only`).
+        raise ValueError(
+            "You are saving a model that has not yet been built. Try building "
+            "the model first by calling it on some data or by using `build()`."
+        )
+    buffer = io.BytesIO()
+    store = saving_lib.H5IOStore(buffer, mode="w")
+    try:
+        saving_lib._save_state(  # pylint: disable=protected-access
+            model,
+            weights_store=store,
+            assets_store=None,
+            inner_path="",
+            visited_saveables=set(),
+        )
+    finally:
+        store.close()
+    return buffer.getvalue()
+
+
+def legacy_h5_model_to(h5_file: object, model: keras.Model, include_optimizer: bool) -> None:
+    """Writes `model` (config, weights, optimizer) in Keras's legacy `.h5` layout."""
+    from keras.src.legacy.saving import legacy_h5_format  # pylint: disable=g-direct-keras-import
+
+    legacy_h5_format.save_model_to_hdf5(model, h5_file, True, include_optimizer)

@@ -17,6 +17,7 @@ import keras
 import tensorflow as tf
 
 from parallel_keras import _internals
+from parallel_keras.data_parallel import endless
 from parallel_keras.data_parallel import execution as execution_lib
 from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import steps
@@ -250,6 +251,7 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         batch_size = self._execution.check_call(
             x, batch_size, "fit", callbacks=kwargs.get("callbacks")
         )
+        endless.check_steps(x, "fit", args, kwargs)
         with self._execution.running():
             return super().fit(x, y, batch_size, *args, **kwargs)
 
@@ -259,6 +261,7 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         """`keras.Model.evaluate` on the replicas; raises as `fit` does."""
         self._ensure_current()
         batch_size = self._execution.check_call(x, batch_size, "evaluate")
+        endless.check_steps(x, "evaluate", args, kwargs)
         with self._execution.running():
             return super().evaluate(x, y, batch_size, *args, **kwargs)
 
@@ -266,6 +269,7 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         """`keras.Model.predict` on the replicas, rows in input order; raises as `fit` does."""
         self._ensure_current()
         batch_size = self._execution.check_call(x, batch_size, "predict")
+        endless.check_steps(x, "predict", args, kwargs)
         with self._execution.running():
             return super().predict(x, batch_size, *args, **kwargs)
 

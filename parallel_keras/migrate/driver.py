@@ -14,7 +14,6 @@ import dataclasses
 import difflib
 import io
 import os
-import shutil
 import stat
 import tokenize
 
@@ -22,6 +21,7 @@ from absl import logging
 
 from parallel_keras import _files
 from parallel_keras.migrate import engine
+from parallel_keras.migrate import files
 from parallel_keras.migrate import report as report_lib
 
 
@@ -82,7 +82,7 @@ def find_python_files(paths: list[str]) -> list[tuple[str, str]]:
                     ".py file (searched recursively). Pass the folder or the "
                     "files that hold the training scripts."
                 )
-        elif os.path.exists(path):
+        elif os.path.exists(path) or os.path.islink(path):  # A bad link: reported per file.
             found.append((path, os.path.basename(path)))
         else:
             raise ValueError(
@@ -113,6 +113,9 @@ def migrate_file(path: str, relative: str | None = None) -> FileResult:
     except engine.MigrationError as error:
         report = report_lib.FileReport(path, error=str(error))
         return FileResult(path, source, None, report, relative, encoding)
+    except RecursionError:
+        report = report_lib.FileReport(path, error=files.too_deep(path))
+        return FileResult(path, source, None, report, relative, encoding)
     return FileResult(path, source, result.migrated, result.report, relative, encoding)
 
 
@@ -128,10 +131,10 @@ def read_source(path: str) -> tuple[str, str]:
     Raises:
         ValueError: If the declared encoding is unknown or the bytes do not
             decode; the message gives the line and the fix.
-        OSError: If the file cannot be read.
+        ValueError: Also if the file cannot be read, is not a regular file
+            or is too large (see `files.read_source_bytes`).
     """
-    with open(path, "rb") as file:
-        data = file.read()
+    data = files.read_source_bytes(path)  # Pipes, links, size: see `files`.
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
@@ -198,9 +201,11 @@ def write_in_place(result: FileResult) -> bool:
             "untouched."
         )
         return False
-    shutil.copy2(result.path, backup)  # The original bytes, exactly.
-    _files.write_text(result.path, result.migrated, encoding=result.encoding,
-                      mode_from=result.path)
+    try:
+        files.replace_keeping_original(result.path, result.migrated, result.encoding)
+    except ValueError as error:
+        result.report.error = str(error)
+        return False
     logging.info("Migrated %s (original kept as %s).", result.path, backup)
     return True
 

@@ -23,6 +23,10 @@ LOST_PEER_EXIT_CODE = 75  # EX_TEMPFAIL: another attempt may succeed.
 
 
 def _lost_peer_errors():
+    # A script that failed before TensorFlow started lost no peer; importing
+    # TensorFlow here would only delay its own error by seconds.
+    if "tensorflow" not in sys.modules:
+        return ()
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
     return (

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 import dataclasses
+import errno
 import json
 import socket
 
@@ -143,10 +144,24 @@ def check_port_free(address: str) -> None:
         try:
             sock.bind(("", int(port)))
         except OSError as error:
+            if error.errno == errno.EACCES:
+                advice = (
+                    f"Ports below 1024 need root; give this worker a port "
+                    f"above 1024 in --hosts (e.g. {host}:2222)."
+                )
+            else:
+                # `ss -tanp`: every TCP socket, not only listeners; a client
+                # connection or a worker of an earlier run can hold it too.
+                advice = (
+                    f"Find what holds it (`ss -tanp | grep :{port}`; a worker "
+                    "of an earlier launch that is still running holds it "
+                    "too) and stop that, or give this worker another port "
+                    "in --hosts."
+                )
             raise ValueError(
                 "This machine's worker needs its port free for TensorFlow's "
                 f"gRPC server. Received: port {port} of {address} (--hosts "
-                f"entry of this --index) is in use ({error.strerror}). Stop "
-                "what listens there (`ss -ltnp | grep :"
-                f"{port}`) or give this worker another port in --hosts."
+                f"entry of this --index) is "
+                f"{'in use' if error.errno == errno.EADDRINUSE else 'not available'} "
+                f"({error.strerror}). {advice}"
             ) from None

@@ -26,6 +26,8 @@ import sys
 import tempfile
 from typing import TextIO
 
+from absl import logging
+
 from parallel_keras.multi_worker import group_plan
 from parallel_keras.multi_worker import worker_env
 from parallel_keras.multi_worker import worker_group
@@ -123,6 +125,8 @@ def launch(
             f"Received: {script_args[0]!r}, which is not a file (working "
             f"folder {os.getcwd()}). Check the path."
         )
+    if runs_a_script:
+        _check_readable(script_args[0])
     if isinstance(max_restarts, bool) or not isinstance(max_restarts, int) or max_restarts < 0:
         raise ValueError(
             "max_restarts must be an integer >= 0. Received: "
@@ -134,8 +138,13 @@ def launch(
     _check_positive("collective_timeout", collective_timeout, integer=False)
     _check_positive("startup_timeout", startup_timeout, integer=False)
     if hosts is not None:
+        _check_distinct(hosts)
         addresses = plan.addresses(len(plan.indices))
         group_plan.check_port_free(addresses[plan.indices[0]])
+    if log_dir is not None:
+        _check_log_dir(os.fspath(log_dir))
+    if workers is not None:
+        _warn_about_group_size(workers, devices_per_worker)
     output = output or sys.stdout
     base_env = dict(os.environ)
     base_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -143,7 +152,6 @@ def launch(
     command = [python, "-u", "-m", bootstrap_module, *script_args]
     if log_dir is not None:
         log_dir = os.fspath(log_dir)
-        os.makedirs(log_dir, exist_ok=True)
     temp_root = tempfile.mkdtemp(prefix="parallel_keras_launch_")
     base_env.update(
         worker_env.worker_environ(
@@ -172,3 +180,93 @@ def _check_positive(name, value, integer):
             f"Received: {name}={value!r}. Pass e.g. {name}="
             f"{2 if integer else 60}."
         )
+
+
+def _check_readable(script: str) -> None:
+    # Before any worker starts: a worker would import TensorFlow, then fail.
+    try:
+        with open(script, "rb") as file:
+            file.read(1)
+    except OSError as error:
+        raise ValueError(
+            "The training script must be readable before any worker starts. "
+            f"Received: {script!r}, which cannot be read ({error.strerror}). "
+            f"Make it readable (chmod u+r {script}) or run the launcher as "
+            "the user who owns it."
+        ) from None
+
+
+def _check_distinct(hosts: Sequence[str]) -> None:
+    seen: dict[str, int] = {}
+    for position, host in enumerate(hosts):
+        if host in seen:
+            raise ValueError(
+                "Each worker needs its own host:port in --hosts; two workers "
+                "cannot serve on one address, and the group would wait for "
+                f"a worker that can never start. Received: {host!r} at "
+                f"positions {seen[host]} and {position} of --hosts "
+                f"{','.join(hosts)}. Give each worker a distinct port (e.g. "
+                f"{host.rpartition(':')[0]}:{_next_port(host)}) or host."
+            )
+        seen[host] = position
+
+
+def _next_port(host: str) -> str:
+    port = host.rpartition(":")[2]
+    return str(int(port) + 1) if port.isdigit() else "2223"
+
+
+def _check_log_dir(log_dir: str) -> None:
+    blocker = log_dir if os.path.exists(log_dir) else None
+    if blocker is None:
+        current = os.path.abspath(log_dir)
+        while not os.path.exists(current) and os.path.dirname(current) != current:
+            current = os.path.dirname(current)
+        blocker = current
+    if not os.path.isdir(blocker):
+        raise ValueError(
+            "--log-dir names a folder that receives worker-I.log files. "
+            f"Received: --log-dir {log_dir}, but {blocker!r} is a regular "
+            "file, not a folder. Pass a folder path (it is created if "
+            "missing), or move that file away."
+        )
+    try:
+        os.makedirs(log_dir, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=log_dir):
+            pass
+    except OSError as error:
+        raise ValueError(
+            "--log-dir must be a folder this process can write. Received: "
+            f"--log-dir {log_dir} ({error.strerror}). Pass a writable folder, "
+            "or fix its permissions."
+        ) from None
+
+
+# Each worker is a full TensorFlow process: about this much memory at rest.
+_WORKER_MEMORY_BYTES = 600 * 2**20
+
+
+def _warn_about_group_size(workers: int, devices_per_worker: int | None) -> None:
+    """Warns when a local group asks for far more than this machine has."""
+    cores = os.cpu_count() or 1
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        memory = None
+    too_many_for_cores = workers > 2 * cores
+    too_much_memory = memory is not None and workers * _WORKER_MEMORY_BYTES > memory // 2
+    if not (too_many_for_cores or too_much_memory):
+        return
+    logging.warning(
+        "parallel-keras launch: --workers %d starts %d TensorFlow processes on "
+        "this machine, which has %d CPU cores%s; each takes about %d MiB and "
+        "a share of the cores, so the group may run slower than one worker "
+        "or exhaust memory. Received: --workers %d%s. Use at most %d workers "
+        "here (--devices-per-worker N rehearses more devices in each), or "
+        "spread the group over machines with --hosts.",
+        workers, workers, cores,
+        f" and {memory / 2**30:.1f} GiB of memory" if memory else "",
+        _WORKER_MEMORY_BYTES // 2**20, workers,
+        f" --devices-per-worker {devices_per_worker}" if devices_per_worker else "",
+        max(1, cores),
+    )

@@ -6,6 +6,13 @@ stopped at once (SIGTERM, then SIGKILL after a grace period, to each
 worker's whole process group) and the group is either restarted, up to
 `max_restarts` times, shrunk to the survivors (`min_workers`), or the launch
 ends with the first non-zero exit code.
+
+Workers run in their own sessions (so that the launcher can stop each
+one's whole process group), which also means nothing stops them when the
+launcher itself is killed. So each worker has a guard process
+(`launcher_guard.py`) holding the read end of a pipe only the launcher
+writes: when the launcher dies, however it dies, the guard sees end of file
+and kills the worker's process group.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import dataclasses
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -22,6 +30,8 @@ from absl import logging
 from parallel_keras.multi_worker import bootstrap
 from parallel_keras.multi_worker import group_plan
 from parallel_keras.multi_worker import worker_env
+
+_GUARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher_guard.py")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +122,7 @@ class _Worker:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Own process group: stop its children too.
         )
+        self._guard, self._guard_pipe = _start_guard(self.process.pid, index)
         self._reader = threading.Thread(
             target=self._copy_output, args=(output, output_lock), daemon=True
         )
@@ -153,6 +164,37 @@ class _Worker:
     def join_output(self, timeout=5.0):
         self._reader.join(timeout)
 
+    def release_guard(self):
+        """Ends the guard once the worker is reaped (it then exits quietly)."""
+        if self._guard_pipe is not None:
+            os.close(self._guard_pipe)
+            self._guard_pipe = None
+            try:
+                self._guard.wait(5)
+            except subprocess.TimeoutExpired:
+                self._guard.kill()
+                self._guard.wait()
+
+
+def _start_guard(worker_pid: int, index: int):
+    """Starts the process that kills the worker's group if the launcher dies."""
+    read_end, write_end = os.pipe()  # Not inherited: only the guard reads.
+    try:
+        guard = subprocess.Popen(
+            [sys.executable, "-I", "-S", _GUARD, str(worker_pid), str(os.getpid()), str(index)],
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            # Its own session: a signal to the launcher's process group
+            # (a terminal's Ctrl-C, `kill -9 -PGID`) does not reach it.
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    return guard, write_end
+
 
 def _stop(workers: list[_Worker], grace_seconds: float) -> None:
     for worker in workers:
@@ -174,6 +216,7 @@ def _stop(workers: list[_Worker], grace_seconds: float) -> None:
             worker.poll()
     for worker in workers:
         worker.join_output()
+        worker.release_guard()
 
 
 def run_attempts(
@@ -224,8 +267,8 @@ def run_attempts(
             return LaunchResult(
                 0, attempt, None, "all workers finished", tuple(addresses), summaries
             )
-        worker, code, dead = failure
-        message = _describe_exit(worker.index, worker.process.pid, code)
+        worker, code, dead, explained = failure
+        message = explained or _describe_exit(worker.index, worker.process.pid, code)
         if attempt <= max_restarts and size is not None:
             survivors = size - dead
             if survivors < plan.min_workers:
@@ -259,8 +302,50 @@ def run_attempts(
         )
 
 
+def _process_state(pid: int) -> str | None:
+    """The kernel's one-letter state of `pid` (T: stopped), where /proc exists."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            # "pid (command) state ...": the command may hold spaces and ')'.
+            return file.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def _explain_lost_peer(group: list[_Worker], lost: _Worker):
+    """Which peer a worker that lost contact was waiting for, and why.
+
+    Returns:
+        (the worker to blame, a message), or (lost, None) when no peer's
+        state explains it.
+    """
+    for peer in group:
+        if peer is not lost and peer.poll() is None and _process_state(peer.process.pid) in ("T", "t"):
+            return peer, (
+                f"worker {peer.index} (pid {peer.process.pid}) was stopped "
+                "(SIGSTOP, Ctrl-Z or a debugger; process state T) and stopped "
+                f"answering, so worker {lost.index} gave up on it after the "
+                "collective timeout. Every worker must keep running until the "
+                f"end: resume a stopped worker with `kill -CONT "
+                f"{peer.process.pid}` before the timeout, or raise "
+                "--collective-timeout"
+            )
+    finished = [peer for peer in group if peer is not lost and peer.poll() == 0]
+    if finished:
+        names = ", ".join(f"worker {peer.index}" for peer in finished)
+        return lost, (
+            f"worker {lost.index} (pid {lost.process.pid}) lost contact with "
+            f"its peers after {names} had already finished (exit 0): every "
+            "step is a collective of all workers, so every worker must run "
+            "the same number of steps. Give every worker the same epochs, "
+            "steps_per_epoch and number of batches (the same data, or "
+            "steps_per_epoch set explicitly)"
+        )
+    return lost, None
+
+
 def _watch(group: list[_Worker]):
-    """Waits for the group; returns (worker, code, dead count) of a failure.
+    """Waits for the group; returns (worker, code, dead count, explanation).
 
     The dead count is the number of workers that failed by themselves (not
     peers that only lost contact with them).
@@ -273,7 +358,12 @@ def _watch(group: list[_Worker]):
             # show up in one poll, the dead worker is the cause to report.
             failed.sort(key=lambda item: item[1] == bootstrap.LOST_PEER_EXIT_CODE)
             dead = sum(code != bootstrap.LOST_PEER_EXIT_CODE for _, code in failed)
-            return failed[0][0], failed[0][1], max(dead, 1)
+            worker, code = failed[0]
+            if code == bootstrap.LOST_PEER_EXIT_CODE:
+                # Read before the group is stopped: the peer's state is the cause.
+                blamed, explained = _explain_lost_peer(group, worker)
+                return blamed, code, max(dead, 1), explained
+            return worker, code, max(dead, 1), None
         if all(code == 0 for _, code in codes):
             return None
         time.sleep(0.1)

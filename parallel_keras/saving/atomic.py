@@ -12,12 +12,24 @@ folder, writable; target not read-only), so errors name that path and never
 the hidden temporary one. Temporary names carry the writer's PID and a tag
 of its host; a save removes the temporaries that dead processes of this host
 left beside its target (a kill mid-save), never a live process's.
+
+A path that is a symbolic link is written through: the temporary goes
+beside the link's target and replaces the target, so the link stays a link
+(as a plain Keras save leaves it). HDF5 files are built in memory and only
+their bytes are written, by Python (see `_internals.keras_weights_image`):
+HDF5 writing to a full disk or past the file-size limit fails once and then
+crashes the process at the next save. A full disk or file-size limit is an
+`OSError` naming the user's path, the rule and the fix; the previous file
+is unchanged and the next save in the same process works.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import resource
+import secrets
 from collections.abc import Callable, Iterator
 
 from absl import logging
@@ -60,7 +72,10 @@ def atomic_path(filepath: str | os.PathLike) -> Iterator[str]:
     Yields:
         The temporary path to write.
     """
-    final = os.fspath(filepath)
+    user_path = os.fspath(filepath)
+    # Through a link, replace what it points at: renaming onto the link
+    # itself would turn it into a regular file and leave the target stale.
+    final = paths.resolve_link(user_path)
     remove_stale_temporaries(final)
     temporary = temporary_path(final)
     try:
@@ -69,35 +84,95 @@ def atomic_path(filepath: str | os.PathLike) -> Iterator[str]:
         with _files.replacing(final, temporary=temporary) as path:
             yield path
     except Exception as error:
-        renamed = _naming_user_path(error, temporary, final)
+        renamed = _naming_user_path(error, temporary, user_path, final)
         if renamed is None:
             raise
         raise renamed from error
 
 
-def _naming_user_path(error: BaseException, temporary: str, final: str):
+def _naming_user_path(error: BaseException, temporary: str, user_path: str, final: str):
     """The same error with the user's path where it named the temporary one."""
     if not isinstance(error, Exception):
         return None
     hidden = os.path.basename(temporary)
+    if isinstance(error, OSError) and error.errno in _NO_ROOM:
+        return _no_room(error, user_path, final)
     if isinstance(error, OSError):
         named = [str(n) for n in (error.filename, error.filename2) if n is not None]
         if not any(hidden in n for n in named) and hidden not in str(error):
             return None
         return type(error)(
             error.errno,
-            f"{error.strerror or error} while writing {final!r}, which is "
+            f"{error.strerror or error} while writing {user_path!r}, which is "
             "unchanged. Check the folder's free space and permissions, or "
             "pass another path.",
-            final,
+            user_path,
         )
     message = str(error)
     if hidden not in message:
         return None
     try:
-        return type(error)(message.replace(temporary, final).replace(hidden, final))
+        return type(error)(message.replace(temporary, user_path).replace(hidden, user_path))
     except Exception:  # pylint: disable=broad-except
         return None
+
+
+# A full disk, a full quota, a file over the process's file-size limit.
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _no_room(error: OSError, user_path: str, final: str) -> OSError:
+    """The rule, the user's path and the fix for a write that found no room."""
+    folder = os.path.dirname(os.path.abspath(final))
+    shown = f"filepath={user_path!r}"
+    if final != os.path.abspath(user_path) and final != user_path:
+        shown += f" (a link to {final!r})"
+    if error.errno == errno.EFBIG:
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        limit_text = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit} bytes"
+        message = (
+            "A saved file must fit within this process's file-size limit "
+            f"(ulimit -f, RLIMIT_FSIZE: {limit_text}). Received: {shown}, "
+            "whose new content is larger; the file is unchanged. Raise the "
+            "limit (ulimit -f unlimited) before starting Python, or save "
+            "less (save_weights instead of save, include_optimizer=False)."
+        )
+    else:
+        try:
+            stats = os.statvfs(folder)
+            free = f"{stats.f_bavail * stats.f_frsize} bytes free"
+        except OSError:
+            free = "free space unknown"
+        message = (
+            "A save writes the whole new file beside the old one before "
+            f"replacing it, and the disk holding {folder!r} is full "
+            f"({error.strerror}; {free}). Received: {shown}, which is "
+            "unchanged. Free space on that disk (old checkpoints, caches), "
+            "or pass a path on another disk; the next save will work once "
+            "there is room."
+        )
+    return OSError(error.errno, message)
+
+
+def _write_bytes(path: str, data: bytes) -> None:
+    # Python's own I/O: a full disk or the file-size limit is an OSError and
+    # nothing else (Python ignores SIGXFSZ, so the write returns EFBIG).
+    with open(path, "xb") as file:
+        file.write(data)
+
+
+def _hdf5_image(write: Callable[[h5py.File], None]) -> bytes:
+    """The bytes of an HDF5 file that `write` fills, built in memory only."""
+    # backing_store=False: HDF5 never opens a file on disk, so no failed
+    # disk write can leave it in the state that crashes the next save.
+    name = f"parallel-keras-in-memory-{os.getpid()}-{secrets.token_hex(4)}.h5"
+    file = h5py.File(name, "w", driver="core", backing_store=False)
+    try:
+        write(file)
+        file.flush()
+        return file.id.get_file_image()
+    finally:
+        file.close()
 
 
 def atomic_write(filepath: str | os.PathLike, write: Callable[[str], None]) -> None:
@@ -144,8 +219,19 @@ def save_model(
         paths.refuse_prompt_without_terminal(path, "save")
         target.save(path, overwrite=False, **kwargs)
         return
+    legacy = path.endswith(paths.LEGACY_SUFFIXES)
+    include_optimizer = kwargs.pop("include_optimizer", True) if legacy else True
+    if legacy and not kwargs:
+        image = _hdf5_image(
+            lambda file: _internals.legacy_h5_model_to(file, target, include_optimizer)
+        )
     with atomic_path(path) as temporary:
-        target.save(temporary, overwrite=True, **kwargs)
+        if legacy and not kwargs:
+            _write_bytes(temporary, image)
+        else:
+            # A `.keras` archive: Keras zips with Python's own I/O, and its
+            # HDF5 member is built in memory.
+            target.save(temporary, overwrite=True, **kwargs)
     logging.info("Saved model %s to %s", target.name, path)
 
 
@@ -186,10 +272,13 @@ def save_weights(
         paths.refuse_prompt_without_terminal(path, "save_weights")
         target.save_weights(path, overwrite=False, **kwargs)
         return
+    if legacy:
+        image = _hdf5_image(lambda file: _internals.save_legacy_h5_weights(file, target))
+    elif not kwargs:
+        image = _internals.keras_weights_image(target)
     with atomic_path(path) as temporary:
-        if legacy:
-            with h5py.File(temporary, "w") as file:
-                _internals.save_legacy_h5_weights(file, target)
+        if legacy or not kwargs:
+            _write_bytes(temporary, image)
         else:
             target.save_weights(temporary, overwrite=True, **kwargs)
     logging.info("Saved weights of %s to %s", target.name, path)

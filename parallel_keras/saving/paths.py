@@ -88,6 +88,25 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
+def resolve_link(path: str) -> str:
+    """The file a symbolic link (or chain of them) points at; else `path`.
+
+    A dangling link gives the path it would create. Writers put their
+    temporary beside this file and rename onto it, so the link survives.
+    """
+    if not os.path.islink(path):
+        return path
+    target = os.path.realpath(path)
+    if os.path.islink(target):  # realpath stops where links go round.
+        raise ValueError(
+            "A save through a symbolic link needs the link to end at a file "
+            f"path. Received: filepath={path!r}, a link that loops back on "
+            f"itself (at {target!r}). Point the link at a file (ln -sfn "
+            "TARGET LINK), or remove it and save to a plain path."
+        )
+    return target
+
+
 def read_only(path: str) -> bool:
     # Mode bits as well as access(): root may write anything, but a file or
     # folder marked read-only was marked so to be kept.
@@ -140,7 +159,8 @@ def check_output_path(
             f"{' or '.join(suffixes)}. Received: {shown}. Rename the file "
             f"with one of those suffixes, e.g. {_with_suffix(path, suffixes[0])!r}."
         )
-    folder = os.path.dirname(path) or "."
+    # Through a link, the file written is the link's target, in its folder.
+    folder = os.path.dirname(resolve_link(path)) or "."
     if not os.path.isdir(folder):
         blocker = first_file_ancestor(folder)
         if blocker is not None:

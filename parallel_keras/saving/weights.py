@@ -12,13 +12,14 @@ anyway, and treats a load that matches no layer as an error.
 
 from __future__ import annotations
 
+import io
 import os
-import tempfile
 
 from absl import logging
 import h5py
 import keras
 
+from parallel_keras import _internals
 from parallel_keras.saving import atomic
 from parallel_keras.saving import files
 from parallel_keras.saving import legacy
@@ -132,11 +133,10 @@ def _check_keras_file(model, path, kind, skip_mismatch) -> list[str]:
 def _expected_layout(model: keras.Model):
     # Keras names each layer's group by class and position (layers/dense_1);
     # saving the model itself is the exact way to learn the names it expects.
-    with tempfile.TemporaryDirectory() as folder:
-        reference = os.path.join(folder, "reference.weights.h5")
-        model.save_weights(reference)
-        with h5py.File(reference, "r") as file:
-            return _layout(file)
+    # In memory: a reference file on a full disk (or past the file-size
+    # limit) would crash HDF5 at the next save (see `atomic`).
+    with h5py.File(io.BytesIO(_internals.keras_weights_image(model)), "r") as file:
+        return _layout(file)
 
 
 def _layout(file) -> dict[str, tuple[str, list[tuple[int, ...]]]]:
