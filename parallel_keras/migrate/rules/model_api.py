@@ -1,0 +1,199 @@
+"""Rewrite or flag: Keras 2 model idioms whose meaning Keras 3 changed.
+
+* `keras.utils.print_summary(model, ...)` -> `model.summary(...)` (the same
+  printout; Keras 3 kept only the method);
+* `compile(sample_weight_mode=...)` is gone (TypeError): `None` is dropped;
+  `'temporal'` is dropped too, since Keras 3 takes per-timestep weights of
+  shape (batch, steps) as they are;
+* `model.add_loss(<tensor>)` on a functional model (the Keras 2 VAE idiom)
+  raises NotImplementedError in Keras 3: flagged with the layer form;
+* targets given as a dict keyed by output name to a model built with one
+  output (the CTC idiom, `{'ctc': zeros}`): Keras 3 maps dict targets only
+  onto models whose outputs are a dict or several named outputs: flagged;
+* the Keras 2 GAN loop: Keras 2 froze `trainable` into each model when it was
+  compiled, so `discriminator.trainable = False` between two compiles made
+  the combined model train only the generator while the discriminator kept
+  training on its own. Keras 3 reads `trainable` at every step: the same
+  code trains the discriminator in the combined model too (or never, once
+  it is left False). Flagged where a model is compiled after a `trainable`
+  change that followed another compile.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from parallel_keras.migrate import context
+from parallel_keras.migrate import syntax
+
+RULE = "model API"
+
+_PRINT_SUMMARY = frozenset(
+    {"keras.utils.print_summary", "keras.utils.layer_utils.print_summary",
+     "keras.utils.vis_utils.print_summary"}
+)
+_PRINT_SUMMARY_SIGNATURE = ("model", "line_length", "positions", "print_fn")
+_TRAINABLE_ACTION = (
+    "Keras 2 froze `trainable` at compile; Keras 3 reads it at every train step. "
+    "With parallel_keras.multi_gpu_model / ParallelModel the Keras 2 behaviour "
+    "is kept (trainable is frozen when the parallel model is compiled). On a "
+    "plain Keras 3 model, set the flag before each step instead: "
+    "`discriminator.trainable = True` before discriminator.train_on_batch(...), "
+    "`discriminator.trainable = False` before combined.train_on_batch(...)."
+)
+_ADD_LOSS_ACTION = (
+    "Keras 3 functional models cannot add a loss computed from symbolic tensors "
+    "(NotImplementedError). Compute it in a layer: class LossLayer(keras.layers.Layer) "
+    "whose call(self, inputs) does self.add_loss(<the same expression of inputs>) and "
+    "returns inputs[0]; call it on the tensors the loss reads and use its output in "
+    "the model, then compile without that loss."
+)
+
+
+class ModelApiRule(context.Rule):
+    """`print_summary(m)` -> `m.summary()`; flags the Keras 2 idioms Keras 3 reads differently."""
+
+    name = RULE
+
+    def __init__(self):
+        self._compiled: set[str] = set()  # models compiled so far (source order)
+        self._frozen_after_compile: set[str] = set()
+        self._flag_compiles: set[int] = set()
+        self._single_output: set[str] = set()  # names of models built with one output
+
+    # -- Scan -----------------------------------------------------------------
+
+    def visit_Assign(self, ctx, node):
+        for target in node.targets:
+            if (
+                isinstance(target.target, cst.Attribute)
+                and target.target.attr.value == "trainable"
+                and syntax.code(target.target.value) in self._compiled
+            ):
+                self._frozen_after_compile.add(syntax.code(target.target.value))
+            if isinstance(target.target, cst.Name) and isinstance(node.value, cst.Call):
+                qualified = ctx.qualified_name(node.value.func) or ""
+                if qualified in ("keras.Model", "keras.models.Model"):
+                    outputs = syntax.keyword(node.value, "outputs") or syntax.keyword(
+                        node.value, "output")
+                    positional = syntax.positional(node.value)
+                    value = outputs.value if outputs else (
+                        positional[1].value if len(positional) > 1 else None)
+                    if value is not None and not isinstance(value, (cst.List, cst.Tuple, cst.Dict)):
+                        self._single_output.add(target.target.value)
+                    else:
+                        self._single_output.discard(target.target.value)
+
+    def visit_Call(self, ctx, node):
+        if syntax.method_name(node) != "compile":
+            return
+        if not (syntax.keyword(node, "loss") or syntax.keyword(node, "optimizer")
+                or syntax.positional(node)):
+            return
+        model = syntax.code(node.func.value)
+        # A model recompiled after its own sub-model changed (fine-tuning)
+        # means the same in Keras 2 and 3; another model compiled while a
+        # compiled one is frozen is the GAN idiom.
+        if self._frozen_after_compile and model not in self._frozen_after_compile:
+            self._flag_compiles.add(id(node))
+        self._frozen_after_compile = set()
+        self._compiled.add(model)
+
+    # -- Rewrite --------------------------------------------------------------
+
+    def leave_ImportFrom(self, ctx, original, updated):
+        if isinstance(updated.names, cst.ImportStar) or updated.module is None:
+            return updated
+        module = syntax.canonical_name(syntax.dotted(updated.module))
+        kept = [alias for alias in updated.names
+                if f"{module}.{syntax.dotted(alias.name)}" not in _PRINT_SUMMARY
+                or alias.asname is not None]
+        if len(kept) == len(updated.names):
+            return updated
+        ctx.change(original, RULE, "removed the import of `print_summary` (Keras 3 has only "
+                   "model.summary(), used below)")
+        if not kept:
+            return cst.RemoveFromParent()
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(names=kept)
+
+    def leave_Call(self, ctx, original, updated):
+        qualified = ctx.qualified_name(original.func) or ""
+        if qualified in _PRINT_SUMMARY:
+            return self._print_summary(ctx, original, updated)
+        method = syntax.method_name(original)
+        if method == "compile":
+            if id(original) in self._flag_compiles:
+                ctx.flag(original, RULE, "a model is compiled after another model was "
+                         "compiled and a sub-model's `trainable` changed (the Keras 2 GAN "
+                         "idiom)", _TRAINABLE_ACTION)
+            return self._compile(ctx, original, updated)
+        if method == "add_loss":
+            owner = original.func.value
+            # Inside a layer, `self.add_loss(...)` is the Keras 3 form itself.
+            if not (isinstance(owner, cst.Name) and owner.value == "self"):
+                ctx.flag(original, RULE, "`add_loss` on a model with a tensor (Keras 2 "
+                         "functional idiom)", _ADD_LOSS_ACTION)
+            return updated
+        if method in ("fit", "train_on_batch", "evaluate", "test_on_batch"):
+            self._dict_targets(ctx, original)
+        return updated
+
+    def _dict_targets(self, ctx, call):
+        owner = call.func.value
+        if not isinstance(owner, cst.Name) or owner.value not in self._single_output:
+            return
+        targets = syntax.keyword(call, "y")
+        positional = syntax.positional(call)
+        value = targets.value if targets else (positional[1].value if len(positional) > 1 else None)
+        if isinstance(value, cst.Dict):
+            ctx.flag(call, RULE, f"targets given as a dict by output name to `{owner.value}`, "
+                     "which has one output",
+                     "pass the target array itself (y=<the dict's value>): Keras 3 matches "
+                     "a dict only to a model with named outputs (parallel_keras's parallel "
+                     "model accepts the dict as Keras 2 did).")
+
+    def _print_summary(self, ctx, original, updated):
+        if syntax.has_star(updated) or not syntax.positional(updated) and not syntax.keyword(
+                updated, "model"):
+            return updated
+        updated, _ = syntax.keywordize(updated, _PRINT_SUMMARY_SIGNATURE)
+        model = syntax.keyword(updated, "model") or syntax.positional(updated)[0]
+        rest = [arg for arg in updated.args if arg is not model]
+        if rest:
+            rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        ctx.change(original, RULE, "`print_summary(model)` -> `model.summary()` (Keras 3 "
+                   "removed print_summary)")
+        return cst.Call(
+            func=cst.Attribute(value=model.value, attr=cst.Name("summary")), args=rest
+        )
+
+    def _compile(self, ctx, original, updated):
+        mode = syntax.keyword(updated, "sample_weight_mode")
+        if mode is None:
+            return updated
+        value = mode.value
+        if syntax.dotted(value) == "None" or (
+            isinstance(value, cst.SimpleString) and value.evaluated_value == "temporal"
+        ):
+            ctx.change(original, RULE, f"removed `sample_weight_mode={syntax.code(value)}`: "
+                       "Keras 3 rejects it and takes (batch, steps) sample weights as "
+                       "temporal weights by their shape")
+            return syntax.remove_args(updated, [mode])
+        ctx.flag(original, RULE, "`sample_weight_mode=` does not exist in Keras 3",
+                 "remove it; Keras 3 reads temporal weights from the shape of "
+                 "sample_weight (batch, steps).")
+        return updated
+
+
+AUDIT = [
+    ("keras.utils.print_summary(model, ...)", "model.summary(...)",
+     "Keras 3 has only the method"),
+    ("compile(sample_weight_mode=None | 'temporal')", "(removed)",
+     "Keras 3 rejects it; (batch, steps) sample weights are temporal by shape"),
+    ("compile(sample_weight_mode=<computed>)", None, "remove it (Keras 3 rejects it)"),
+    ("model.add_loss(<symbolic tensor>)", None, _ADD_LOSS_ACTION),
+    ("fit/train_on_batch(y={'output_name': y}) on a one-output model", None,
+     "pass the array itself; Keras 3 matches dicts only to named outputs"),
+    ("x.trainable = ... between two compile() calls (GAN)", None, _TRAINABLE_ACTION),
+]

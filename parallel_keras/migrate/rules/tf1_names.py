@@ -1,0 +1,315 @@
+"""Rewrite: TF1 names (`tf.log`, `tf.set_random_seed`, `tf.to_float`, ...) -> TF 2.
+
+TensorFlow's own upgrade tool (`tf_upgrade_v2`) holds the table of TF1 names
+and what TF 2 calls them; `tf1_table.py` is that data, generated from the
+installed TensorFlow (see its docstring). Here it is applied:
+
+* a plain rename (`tf.log` -> `tf.math.log`, `tf.matrix_band_part` ->
+  `tf.linalg.band_part`) is the same function under a new name, so it is
+  rewritten;
+* a rename where TF 2 also renamed or reordered arguments is flagged with
+  the new name (the old keywords may not exist any more);
+* a name TF 2 keeps only as `tf.compat.v1.X` is flagged with the TF 2 way,
+  except the few whose `tf.compat.v1` (or TF 2) form is known to compute the
+  same thing eagerly, listed in `_EXACT` with why. The rest are flagged
+  rather than moved to `tf.compat.v1` because most of them build graphs,
+  read collections or need a session (`tf.placeholder`, `tf.Summary` with
+  `FileWriter`, `tf.train.*Optimizer` which Keras 3's `compile` rejects):
+  the rename would turn an error at import into one later, or into code that
+  silently does nothing.
+
+TF1 session and GPU-option names (`tf.Session`, `tf.ConfigProto`, ...) belong
+to the sessions rule and are left to it.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst import metadata
+
+from parallel_keras.migrate import context
+from parallel_keras.migrate import syntax
+from parallel_keras.migrate.rules import tf1_table
+
+RULE = "TF1 names"
+
+# Owned by the sessions and GPU-count rules.
+_ELSEWHERE = frozenset(
+    {
+        "tf.Session", "tf.InteractiveSession", "tf.ConfigProto", "tf.GPUOptions",
+        "tf.global_variables_initializer", "tf.train.Server", "tf.get_default_session",
+    }
+)
+_CASTS = {
+    "tf.to_float": "float32",
+    "tf.to_double": "float64",
+    "tf.to_int32": "int32",
+    "tf.to_int64": "int64",
+    "tf.to_bfloat16": "bfloat16",
+    "tf.to_complex64": "complex64",
+    "tf.to_complex128": "complex128",
+}
+# TF1 name -> (TF 2 name, why the result computes the same thing eagerly).
+_EXACT = {
+    "tf.set_random_seed": (
+        "tf.random.set_seed",
+        "TF 2's name of the global seed; Keras 3 initializers draw their seeds "
+        "from Python's `random`, so seed that too (keras.utils.set_random_seed) "
+        "for reproducible weights",
+    ),
+    "tf.random.set_random_seed": ("tf.random.set_seed", "TF 2's name of the global seed"),
+    "tf.assign": ("tf.compat.v1.assign", "on a tf.Variable it calls variable.assign, eagerly"),
+    "tf.assign_add": (
+        "tf.compat.v1.assign_add", "on a tf.Variable it calls variable.assign_add, eagerly"),
+    "tf.assign_sub": (
+        "tf.compat.v1.assign_sub", "on a tf.Variable it calls variable.assign_sub, eagerly"),
+    "tf.div": (
+        "tf.compat.v1.div",
+        "keeps TF1's Python 2 division (integer inputs floor-divide); an eager op",
+    ),
+    "tf.py_func": ("tf.compat.v1.py_func", "runs the Python function eagerly too"),
+    "tf.setdiff1d": ("tf.compat.v1.setdiff1d", "an eager op"),
+    "tf.sparse_to_dense": ("tf.compat.v1.sparse_to_dense", "an eager op"),
+    "tf.get_seed": ("tf.compat.v1.get_seed", "reads the global seed; works eagerly"),
+}
+_LOGGING_REASON = "TF1's logging module is kept as tf.compat.v1.logging (absl logging; no graph)"
+
+# Modules TF 2.21 no longer has at all (tf_upgrade_v2's module warnings, and
+# what Keras 3 took with it).
+_REMOVED_MODULES = tuple(sorted(
+    {"tf.layers", "tf.contrib", "tf.flags", "tf.app", "tf.estimator",
+     *tf1_table.REMOVED_MODULES}, key=len, reverse=True))
+
+_KERAS_FIX = "write it with Keras 3 (keras.layers, keras.losses, keras.metrics, keras.optimizers)"
+# TF1 name or module prefix -> the TF 2 way, for the flags.
+_FIXES = {
+    "tf.placeholder": "use keras.Input(shape=...) for a model input, or pass tensors "
+    "directly (TF 2 runs eagerly: there is nothing to feed).",
+    "tf.sparse_placeholder": "use keras.Input(shape=..., sparse=True).",
+    "tf.placeholder_with_default": "pass the default value directly.",
+    "tf.Summary": "write summaries with w = tf.summary.create_file_writer(logdir); "
+    "with w.as_default(): tf.summary.scalar(name, value, step=step).",
+    "tf.summary.FileWriter": "use tf.summary.create_file_writer(logdir) and "
+    "tf.summary.scalar(..., step=...) inside `with writer.as_default():`.",
+    "tf.train.": "use the keras.optimizers class of the same name (Keras 3's compile "
+    "rejects TF1 optimizers), or keras.callbacks.ModelCheckpoint / tf.train.Checkpoint "
+    "for Saver, or tf.data for input queues.",
+    "tf.get_default_graph": "delete it: TF 2 runs eagerly, with no default graph; "
+    "call the model directly.",
+    "tf.reset_default_graph": "use keras.backend.clear_session().",
+    "tf.trainable_variables": "use model.trainable_variables.",
+    "tf.global_variables": "use model.variables.",
+    "tf.local_variables": "use model.non_trainable_variables.",
+    "tf.get_variable": "create the weight with self.add_weight(...) in a layer's build, "
+    "or tf.Variable(...).",
+    "tf.variable_scope": "delete the scope (Keras 3 layers own their weights; name "
+    "layers with name=...).",
+    "tf.get_collection": "use model.losses / model.variables instead of graph collections.",
+    "tf.GraphKeys": "use model.losses / model.variables instead of graph collections.",
+    "tf.add_to_collection": "return the value instead, or use layer.add_loss(...).",
+    "tf.disable_eager_execution": "delete it: Keras 3 needs eager execution.",
+    "tf.disable_v2_behavior": "delete it: Keras 3 needs TF 2 behaviour.",
+    "tf.enable_eager_execution": "delete it: TF 2 runs eagerly by default.",
+    "tf.Print": "use tf.print(...) (it prints and returns nothing: keep using the "
+    "tensor itself).",
+    "tf.layers.": _KERAS_FIX + "; tf.layers are gone with Keras 2.",
+    "tf.losses.": "use the keras.losses function or class of the same meaning.",
+    "tf.metrics.": "use the keras.metrics class of the same meaning.",
+    "tf.initializers.": "use keras.initializers (e.g. keras.initializers.HeNormal()).",
+    "tf.nn.rnn_cell.": "use keras.layers.LSTMCell/GRUCell/SimpleRNNCell in keras.layers.RNN.",
+    "tf.nn.dynamic_rnn": "use keras.layers.RNN (or LSTM/GRU) on the sequence.",
+    "tf.nn.static_rnn": "use keras.layers.RNN (or LSTM/GRU) on the sequence.",
+    "tf.nn.bidirectional_dynamic_rnn": "use keras.layers.Bidirectional(keras.layers.LSTM(...)).",
+    "tf.flags.": "use argparse or absl.flags.",
+    "tf.app.flags.": "use argparse or absl.flags.",
+    "tf.app.": "call your main function directly (or absl.app.run); flags: argparse "
+    "or absl.flags.",
+    "tf.estimator.": "TF 2.16 removed tf.estimator: train with Keras 3 model.fit.",
+    "tf.contrib.": "tf.contrib was removed in TF 2: use the TF 2 / Keras 3 API named in "
+    "https://www.tensorflow.org/guide/migrate (or TensorFlow Addons' successor).",
+}
+
+
+def _fix(name: str) -> str:
+    if name in _FIXES:
+        return _FIXES[name]
+    for prefix, fix in _FIXES.items():
+        if prefix.endswith(".") and name.startswith(prefix):
+            return fix
+    compat = f"tf.compat.v1.{name[len('tf.'):]}"
+    if tf1_table.COMPAT_ONLY.get(name):
+        return (f"TF 2 keeps it as {compat}, which its own docs say does not work "
+                "eagerly: rewrite this part as eager TF 2 / Keras 3 code "
+                "(https://www.tensorflow.org/guide/migrate).")
+    return (f"use the TF 2 API of the same meaning; {compat} keeps the TF1 function "
+            "and is correct only where it needs no graph, collection or session "
+            "(https://www.tensorflow.org/guide/migrate).")
+
+
+def lookup(name: str) -> tuple[str, str | None, str] | None:
+    """What becomes of a TF1 name: (kind, TF 2 name or None, reason).
+
+    Args:
+        name: A name spelled from the `tf.` root, e.g. `"tf.log"`.
+
+    Returns:
+        None when the name is TF 2 as it is (or another rule's).
+    """
+    if name in _ELSEWHERE:
+        return None
+    if name in _CASTS:
+        return ("cast", "tf.cast", f"TF 2 removed it; it was tf.cast(x, tf.{_CASTS[name]})")
+    if name in _EXACT:
+        new, reason = _EXACT[name]
+        return ("rename", new, reason)
+    if name.startswith("tf.logging.") and name in tf1_table.COMPAT_ONLY:
+        return ("rename", "tf.compat.v1." + name[len("tf."):], _LOGGING_REASON)
+    if name in tf1_table.RENAMES:
+        return ("rename", tf1_table.RENAMES[name],
+                "the same function under its TF 2 name (tf_upgrade_v2's table)")
+    if name in tf1_table.ARGS_CHANGED:
+        return ("keywords", tf1_table.ARGS_CHANGED[name],
+                "TF 2 renamed or reordered its arguments (tf_upgrade_v2's table)")
+    if name in tf1_table.COMPAT_ONLY or name in _FIXES:
+        return ("flag", None, _fix(name))
+    for module in _REMOVED_MODULES:
+        if name == module or name.startswith(module + "."):
+            return ("flag", None, _fix(module + "."))
+    return None
+
+
+def _tf_name(ctx: context.Context, node: cst.CSTNode) -> str | None:
+    """`"tf.x.y"` for a use of `tensorflow.x.y`; None under `tf.compat.v1` or elsewhere."""
+    names = ctx._owner.get_metadata(metadata.QualifiedNameProvider, node, set())
+    if names:
+        full = sorted(name.name for name in names)[0]
+    else:
+        full = syntax.fallback_name(node)
+    if full is None or not full.startswith("tensorflow."):
+        return None
+    if full.startswith(("tensorflow.compat.", "tensorflow.keras.", "tensorflow.python.")):
+        return None
+    return "tf." + full[len("tensorflow."):]
+
+
+class Tf1NameRule(context.Rule):
+    """`tf.log(x)` -> `tf.math.log(x)`; `tf.placeholder(...)` flagged with the TF 2 way."""
+
+    name = RULE
+
+    def __init__(self):
+        self._inner: set[int] = set()  # Attribute chains inside a matched one.
+        self._matched: dict[int, tuple[str, tuple]] = {}
+        self._flagged: set[tuple[int, str]] = set()
+
+    def _skip_imports(self, node):
+        for attribute in _attributes(node):
+            self._inner.add(id(attribute))
+
+    def visit_Import(self, ctx, node):
+        self._skip_imports(node)
+
+    def visit_ImportFrom(self, ctx, node):
+        self._skip_imports(node)
+
+    def visit_Attribute(self, ctx, node):
+        if id(node) in self._inner:
+            return
+        name = _tf_name(ctx, node)
+        found = lookup(name) if name else None
+        if found is None:
+            return
+        self._matched[id(node)] = (name, found)
+        value = node.value
+        while isinstance(value, cst.Attribute):
+            self._inner.add(id(value))
+            value = value.value
+
+    def leave_Call(self, ctx, original, updated):
+        match = self._matched.get(id(original.func))
+        if match is None:
+            return updated
+        name, (kind, new, reason) = match
+        root = syntax.dotted(original.func).split(".")[0]
+        if kind == "cast":
+            positional = syntax.positional(updated)
+            if syntax.has_star(updated) or len(positional) != 1 or any(
+                arg.keyword is not None and arg.keyword.value != "name" for arg in updated.args
+            ):
+                ctx.flag(original, RULE, f"`{name}` was removed in TF 2",
+                         f"use {root}.cast(x, {root}.{_CASTS[name]}).")
+                return updated
+            ctx.change(original, RULE, f"`{name}(x)` -> `{root}.cast(x, {root}.{_CASTS[name]})`: "
+                       + reason)
+            args = [positional[0].with_changes(comma=cst.Comma(
+                whitespace_after=cst.SimpleWhitespace(" ")))]
+            args.append(cst.Arg(syntax.expression(f"{root}.{_CASTS[name]}")))
+            rest = [arg for arg in updated.args if arg is not positional[0]]
+            if rest:
+                args[-1] = args[-1].with_changes(comma=cst.Comma(
+                    whitespace_after=cst.SimpleWhitespace(" ")))
+            return updated.with_changes(
+                func=syntax.expression(f"{root}.cast"), args=[*args, *rest])
+        if kind == "keywords":
+            # The TF1 keywords may have been renamed too: a guess is never made.
+            ctx.flag(original, RULE, f"`{name}` is `{new}` in TF 2, with renamed or "
+                     "reordered arguments",
+                     f"call {new} with its TF 2 arguments, by keyword.")
+            return updated
+        return updated
+
+    def leave_Attribute(self, ctx, original, updated):
+        match = self._matched.get(id(original))
+        if match is None:
+            return updated
+        name, (kind, new, reason) = match
+        if kind in ("cast", "keywords"):
+            return updated  # The call is rewritten (or flagged) in leave_Call.
+        root = syntax.dotted(original).split(".")[0] if syntax.dotted(original) else "tf"
+        if kind == "flag":
+            key = (ctx.line(original), name)
+            if key not in self._flagged:  # `tf.Summary(value=[tf.Summary.Value(...)])`
+                self._flagged.add(key)
+                ctx.flag(original, RULE, f"`{name}` does not exist in TF 2", reason)
+            return updated
+        ctx.change(original, RULE, f"`{name}` -> `{new}`: {reason}")
+        return _spelled(new, root)
+
+
+def _spelled(name: str, root: str) -> cst.BaseExpression:
+    return syntax.expression(root + name[len("tf"):])
+
+
+def _attributes(node: cst.CSTNode) -> list[cst.Attribute]:
+    found = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Attribute(self, attribute):
+            found.append(attribute)
+
+    node.visit(_Collect())
+    return found
+
+
+def _audit() -> list[tuple[str, str | None, str]]:
+    rows: list[tuple[str, str | None, str]] = []
+    names = sorted({*tf1_table.RENAMES, *tf1_table.ARGS_CHANGED, *tf1_table.COMPAT_ONLY,
+                    *_CASTS, *_EXACT, *(k for k in _FIXES if not k.endswith(".")),
+                    })
+    for name in names:
+        found = lookup(name)
+        if found is None:
+            continue
+        kind, new, reason = found
+        if kind == "cast":
+            rows.append((name, f"tf.cast(x, tf.{_CASTS[name]})", reason))
+        elif kind == "keywords":
+            rows.append((name, None, f"{reason}: call {new} with its TF 2 arguments"))
+        else:
+            rows.append((name, new, reason))
+    for module in sorted(_REMOVED_MODULES):
+        rows.append((module + ".*", None, _fix(module + ".")))
+    return rows
+
+
+AUDIT = _audit()
