@@ -333,3 +333,20 @@ class ImportPathRule(context.Rule):
             f"`{text}` -> `{target}.{original.attr.value}`: the module does not exist in Keras 3",
         )
         return syntax.expression(f"{target}.{original.attr.value}")
+
+
+AUDIT = [
+    *((f"{old}.*", f"{new}.*", "the module does not exist in Keras 3")
+      for old, new in sorted(MOVED_MODULES.items())),
+    *((f"{root}.<module>", "keras.<module>",
+       "TensorFlow's copy of Keras 2; the Keras 3 module of the same name (flagged "
+       "when Keras 3 has none)") for root in TF_KERAS_PATHS),
+    ("from keras.<module> import _Private (e.g. keras.layers.merge._Merge)", None,
+     _PRIVATE_ACTIONS["_Merge"]),
+    *((f"{name}.*" if name.count(".") == 2 else name, None, fix)
+      for name, fix in sorted(PREPROCESSING_FLAGS.items())),
+    ("keras.preprocessing.sequence.pad_sequences", "keras.preprocessing.sequence.pad_sequences",
+     "kept: Keras 3 still has it (also as keras.utils.pad_sequences)"),
+    *((f"keras.backend.{name}", "(import dropped)", "TF1 session helper; its uses are "
+       "rewritten by the sessions/GPU-count rules") for name in sorted(DROPPED_NAMES)),
+]
