@@ -1,0 +1,73 @@
+"""Tests of rules/model_api.py: print_summary, sample_weight_mode, add_loss, dict targets, GAN."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.migrate.helpers import check_flag, check_rewrite, run
+
+REWRITES = {
+    "print_summary": (
+        "from keras.utils import print_summary, to_categorical\nprint_summary(m, line_length=90)\n",
+        "from keras.utils import to_categorical\nm.summary(line_length=90)\n"),
+    "print_summary_positional": (
+        "import keras\nkeras.utils.print_summary(m, 90)\n", "import keras\nm.summary(line_length=90)\n"),
+    "sample_weight_mode_temporal": (
+        "m.compile('adam', 'mse', sample_weight_mode='temporal')\n", "m.compile('adam', 'mse')\n"),
+    "sample_weight_mode_none": (
+        "m.compile(optimizer='adam', loss='mse', sample_weight_mode=None)\n",
+        "m.compile(optimizer='adam', loss='mse')\n"),
+}
+
+
+@pytest.mark.parametrize("before, after", REWRITES.values(), ids=REWRITES.keys())
+def test_rewrites(before, after):
+    check_rewrite(before, after)
+
+
+GAN = """\
+d.compile(optimizer='adam', loss='binary_crossentropy')
+d.trainable = False
+combined = Model(z, d(g(z)))
+combined.compile(optimizer='adam', loss='binary_crossentropy')
+"""
+FINE_TUNING = """\
+model.compile(optimizer='adam', loss='mse')
+base.trainable = True
+model.compile(optimizer='adam', loss='mse')
+"""
+
+
+def test_gan_trainable_flagged_at_second_compile():
+    result = check_flag(GAN, "ParallelModel", "before each step")
+    assert [flag.line for flag in result.report.flags] == [4]
+
+
+def test_fine_tuning_recompile_not_flagged():
+    assert not run(FINE_TUNING).report.flags
+
+
+FLAGS = {
+    "functional_add_loss": ("vae = Model(x, out)\nvae.add_loss(kl_loss)\n", "self.add_loss"),
+    "dict_targets_single_output": (
+        "from keras.models import Model\nm = Model(inputs=x, outputs=loss_out)\n"
+        "m.fit(data, {'ctc': np.zeros(n)})\n", "named outputs"),
+    "sample_weight_mode_computed": ("m.compile('adam', 'mse', sample_weight_mode=mode)\n",
+                                    "remove it"),
+}
+
+
+@pytest.mark.parametrize("before, word", FLAGS.values(), ids=FLAGS.keys())
+def test_flags(before, word):
+    check_flag(before, word)
+
+
+def test_layer_add_loss_not_flagged():
+    source = "import keras\nclass L(keras.layers.Layer):\n    def call(self, x):\n" \
+             "        self.add_loss(x)\n        return x\n"
+    assert not run(source).report.flags
+
+
+def test_dict_targets_on_multi_output_model_not_flagged():
+    source = "from keras.models import Model\nm = Model(x, [a, b])\nm.fit(x, {'a': y, 'b': z})\n"
+    assert not run(source).report.flags
