@@ -15,7 +15,12 @@ so the migration needs no TensorFlow at run time:
   docstring's TF2 compatibility note, that it does not work eagerly;
 * `MEANING_CHANGED`: TF1 name -> TF2 name where tf_upgrade_v2 rewrites the
   call or warns that its behaviour changed (flagged, never renamed);
-* `REMOVED_MODULES`: TF1 modules tf_upgrade_v2 only warns about.
+* `REMOVED_MODULES`: TF1 modules tf_upgrade_v2 only warns about;
+* `POSITIONAL_NAMES`: TF1 function -> for each positional slot, None when
+  TF 2 reads that position the same way, else the TF1 keyword to pass it by
+  (tf_upgrade_v2's reorder table);
+* `KEYWORD_RENAMES`: TF1 function -> {TF1 keyword: TF 2 keyword, or None when
+  TF 2 removed the argument}.
 
 Run: `python tests/migrate/make_tf1_table.py > parallel_keras/migrate/rules/tf1_table.py`
 (tests/migrate/test_tf1_names.py fails when the committed file is stale).
@@ -81,6 +86,16 @@ def build() -> str:
         name for name in deprecations.MODULE_DEPRECATIONS
         if name.startswith("tf.") and not name.startswith(_SKIPPED_PREFIXES)
     )
+    positional_names = {
+        name: list(order) for name, order in sorted(spec.function_reorders.items())
+        if name.startswith("tf.") and not name.startswith(_SKIPPED_PREFIXES)
+        and "keyword_required" not in order
+    }
+    keyword_renames = {
+        name: dict(sorted(table.items()))
+        for name, table in sorted(spec.function_keyword_renames.items())
+        if name.startswith("tf.") and not name.startswith(_SKIPPED_PREFIXES)
+    }
     import tensorflow as tf
 
     header = (
@@ -98,6 +113,8 @@ def build() -> str:
         ("COMPAT_ONLY", compat_only),
         ("MEANING_CHANGED", meaning_changed),
         ("REMOVED_MODULES", removed_modules),
+        ("POSITIONAL_NAMES", positional_names),
+        ("KEYWORD_RENAMES", keyword_renames),
     ):
         body.append(f"{name} = {pprint.pformat(table, width=88, sort_dicts=True)}\n")
     return header + "\n".join(body)

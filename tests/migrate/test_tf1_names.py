@@ -29,6 +29,23 @@ REWRITES = {
                                 "import tensorflow as tf\ntf.compat.v1.assign_add(v, 1)\n"),
     "aliased_module": ("import tensorflow as T\ny = T.log(x)\n",
                        "import tensorflow as T\ny = T.math.log(x)\n"),
+    "keyword_renames": (
+        "import tensorflow as tf\na = tf.reduce_sum(x, axis=1, keep_dims=True)\n"
+        "b = tf.argmax(x, dimension=1)\n",
+        "import tensorflow as tf\na = tf.reduce_sum(x, axis=1, keepdims=True)\n"
+        "b = tf.argmax(x, axis=1)\n"),
+    "reordered_positional_slot_by_keyword": (
+        "import tensorflow as tf\nc = tf.space_to_depth(x, 2, 'n')\n",
+        "import tensorflow as tf\nc = tf.nn.space_to_depth(x, 2, name='n')\n"),
+    "unchanged_positional_slots_kept": ("import tensorflow as tf\ng = tf.reduce_mean(x, 1)\n",
+                                        "import tensorflow as tf\ng = tf.reduce_mean(x, 1)\n"),
+    "dropout_keep_prob": ("import tensorflow as tf\nd = tf.nn.dropout(h, keep_prob=0.8)\n",
+                          "import tensorflow as tf\nd = tf.nn.dropout(h, rate=1 - (0.8))\n"),
+    "softmax_xent_labels_without_gradient": (
+        "import tensorflow as tf\nf = tf.nn.softmax_cross_entropy_with_logits(labels=y, "
+        "logits=z, dim=-1)\n",
+        "import tensorflow as tf\nf = tf.nn.softmax_cross_entropy_with_logits("
+        "labels=tf.stop_gradient(y), logits=z, axis=-1)\n"),
     "compat_v1_untouched": ("import tensorflow.compat.v1 as tf\np = tf.placeholder(tf.float32)\n",
                             "import tensorflow.compat.v1 as tf\np = tf.placeholder(tf.float32)\n"),
 }
@@ -50,8 +67,11 @@ FLAGS = {
     "layers_module": ("import tensorflow as tf\nh = tf.layers.dense(x, 3)\n", "keras.layers"),
     "contrib": ("import tensorflow as tf\ni = tf.contrib.layers.xavier_initializer()\n",
                 "tf.contrib was removed"),
-    "reordered_arguments": ("import tensorflow as tf\nd = tf.space_to_depth(x, 2)\n",
-                            "tf.nn.space_to_depth"),
+    "too_many_positional": ("import tensorflow as tf\nd = tf.space_to_depth(x, 2, 'n', 'NHWC', 1)\n",
+                            "TF 2 keywords"),
+    "dropout_positional": ("import tensorflow as tf\ne = tf.nn.dropout(h, 0.8)\n", "rate=1 - p"),
+    "removed_argument": ("import tensorflow as tf\nh = tf.cond(p, f1, f2, strict=True)\n",
+                         "delete strict="),
     "to_float_with_star": ("import tensorflow as tf\nz = tf.to_float(*args)\n", "tf.cast"),
 }
 
@@ -60,6 +80,19 @@ FLAGS = {
 def test_flags(before, word):
     result = check_flag(before, word)
     assert result.migrated.endswith(before.splitlines()[-1] + "\n")  # code kept
+
+
+def test_rewritten_tf1_calls_compute_the_tf1_values():
+    import numpy as np
+    import tensorflow as tf
+
+    x = tf.constant([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]])
+    # What TF1 returned for tf.reduce_sum(x, 1, keep_dims=True) / tf.argmax(x, dimension=1).
+    np.testing.assert_array_equal(tf.reduce_sum(x, axis=1, keepdims=True), [[8.0], [10.0]])
+    np.testing.assert_array_equal(tf.argmax(x, axis=1), [1, 0])
+    tf.random.set_seed(0)
+    kept = tf.nn.dropout(tf.ones((1000,)), rate=1 - (0.8))
+    assert 0.75 < float(tf.reduce_mean(tf.cast(kept > 0, tf.float32))) < 0.85  # keep_prob=0.8
 
 
 def test_summary_flagged_once_per_line():

@@ -276,8 +276,8 @@ class ImportPathRule(context.Rule):
         new = []
         if private:  # Left as it was: the line fails until a person replaces it.
             new.append(statement.with_changes(names=_commas(private)))
-        if not groups:
-            return new or None
+        if private and not groups and not dropped:
+            return None  # Only private names: the statement stays as it was.
         for home, aliases in groups.items():
             aliases = [
                 alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))

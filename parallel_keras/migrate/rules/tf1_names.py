@@ -7,8 +7,13 @@ installed TensorFlow (see its docstring). Here it is applied:
 * a plain rename (`tf.log` -> `tf.math.log`, `tf.matrix_band_part` ->
   `tf.linalg.band_part`) is the same function under a new name, so it is
   rewritten;
-* a rename where TF 2 also renamed or reordered arguments is flagged with
-  the new name (the old keywords may not exist any more);
+* a call whose arguments TF 2 renamed or reordered (`tf.reduce_sum(x,
+  keep_dims=True)`, `tf.argmax(x, dimension=1)`, `tf.space_to_depth(x, 2,
+  'n')`) gets its TF1 positional slots passed by their TF1 keyword and the
+  keywords renamed, as tf_upgrade_v2 does (an argument TF 2 removed is
+  flagged); `tf.nn.dropout(keep_prob=p)` becomes `rate=1 - p` and
+  `softmax_cross_entropy_with_logits(labels=y)` stops the gradient into `y`,
+  as TF1 did;
 * a name TF 2 keeps only as `tf.compat.v1.X` is flagged with the TF 2 way,
   except the few whose `tf.compat.v1` (or TF 2) form is known to compute the
   same thing eagerly, listed in `_EXACT` with why. The rest are flagged
@@ -228,6 +233,16 @@ class Tf1NameRule(context.Rule):
     def leave_Call(self, ctx, original, updated):
         match = self._matched.get(id(original.func))
         if match is None:
+            name = _tf_name(ctx, original.func) if isinstance(
+                original.func, cst.Attribute) else None
+            if name in _TRANSFORMS:
+                updated = _TRANSFORMS[name](ctx, original, updated)
+            if name in tf1_table.POSITIONAL_NAMES or name in tf1_table.KEYWORD_RENAMES:
+                fixed = self._arguments(ctx, original, updated, name)
+                if fixed is not None and fixed is not updated:
+                    ctx.change(original, RULE, f"`{name}`: TF1 arguments passed as TF 2 reads "
+                               "them (tf_upgrade_v2's table)")
+                    return fixed
             return updated
         name, (kind, new, reason) = match
         root = syntax.dotted(original.func).split(".")[0]
@@ -251,12 +266,50 @@ class Tf1NameRule(context.Rule):
             return updated.with_changes(
                 func=syntax.expression(f"{root}.cast"), args=[*args, *rest])
         if kind == "keywords":
-            # The TF1 keywords may have been renamed too: a guess is never made.
-            ctx.flag(original, RULE, f"`{name}` is `{new}` in TF 2, with renamed or "
-                     "reordered arguments",
-                     f"call {new} with its TF 2 arguments, by keyword.")
-            return updated
+            fixed = self._arguments(ctx, original, updated, name)
+            if fixed is None:
+                return updated
+            ctx.change(original, RULE, f"`{name}` -> `{new}`: {reason}, passed as TF 2 "
+                       "reads them")
+            return fixed.with_changes(func=_spelled(new, root))
         return updated
+
+    def _arguments(self, ctx, original, updated, name):
+        """TF1 positional slots by keyword and TF1 keywords renamed; None when flagged."""
+        order = tf1_table.POSITIONAL_NAMES.get(name, [])
+        renames = tf1_table.KEYWORD_RENAMES.get(name, {})
+        if syntax.has_star(updated):
+            ctx.flag(original, RULE, f"`{name}`: TF 2 renamed or reordered its arguments, "
+                     "and this call passes *args/**kwargs", "pass the arguments by their TF 2 "
+                     "keywords.")
+            return None
+        args = []
+        position = 0
+        for arg in updated.args:
+            if arg.keyword is None:
+                slot = order[position] if position < len(order) else None
+                if position >= len(order) and order:
+                    ctx.flag(original, RULE, f"`{name}` gets more positional arguments than "
+                             "TF1 had", "pass the arguments by their TF 2 keywords.")
+                    return None
+                position += 1
+                if slot is not None:
+                    arg = arg.with_changes(keyword=cst.Name(slot), equal=cst.AssignEqual(
+                        whitespace_before=cst.SimpleWhitespace(""),
+                        whitespace_after=cst.SimpleWhitespace("")))
+            if arg.keyword is not None and arg.keyword.value in renames:
+                new_keyword = renames[arg.keyword.value]
+                if new_keyword is None:
+                    ctx.flag(original, RULE, f"`{name}({arg.keyword.value}=...)`: TF 2 removed "
+                             "the argument", f"delete {arg.keyword.value}= and check that the "
+                             "TF 2 behaviour is what the script needs.")
+                    return None
+                arg = arg.with_changes(keyword=cst.Name(new_keyword))
+            args.append(arg)
+        if all(a.keyword is b.keyword or (a.keyword and b.keyword and a.keyword.value == b.keyword.value)
+               for a, b in zip(args, updated.args)):
+            return updated
+        return updated.with_changes(args=args)
 
     def leave_Attribute(self, ctx, original, updated):
         match = self._matched.get(id(original))
@@ -274,6 +327,52 @@ class Tf1NameRule(context.Rule):
             return updated
         ctx.change(original, RULE, f"`{name}` -> `{new}`: {reason}")
         return _spelled(new, root)
+
+
+def _dropout(ctx, original, updated):
+    """TF1 `tf.nn.dropout(x, keep_prob)`: TF 2's second argument is the drop `rate`."""
+    keep = syntax.keyword(updated, "keep_prob")
+    positional = syntax.positional(updated)
+    if keep is not None and syntax.keyword(updated, "rate") is None:
+        ctx.change(original, RULE, "`tf.nn.dropout(keep_prob=p)` -> `rate=1 - p`: TF 2 "
+                   "removed keep_prob (tf_upgrade_v2 does the same)")
+        return updated.with_changes(args=[
+            arg.with_changes(keyword=cst.Name("rate"),
+                             value=syntax.expression(f"1 - ({syntax.code(arg.value)})"))
+            if arg is keep else arg for arg in updated.args
+        ])
+    if len(positional) > 1 and not syntax.has_star(updated):
+        ctx.flag(original, RULE, "`tf.nn.dropout(x, p)`: TF1's second argument was "
+                 "keep_prob, TF 2's is the drop rate",
+                 "if this line was written for TF1, pass rate=1 - p by keyword; if for "
+                 "TF 2, pass rate=p by keyword (either silences this note).")
+    return updated
+
+
+def _softmax_xent(ctx, original, updated):
+    """TF1's softmax_cross_entropy_with_logits did not backprop into the labels."""
+    labels = syntax.keyword(updated, "labels")
+    if labels is None or syntax.has_star(updated):
+        return updated
+    if isinstance(labels.value, cst.Call) and (syntax.dotted(labels.value.func) or "").endswith(
+            "stop_gradient"):
+        return updated
+    root = syntax.dotted(original.func).split(".")[0]
+    ctx.change(original, RULE, "`tf.nn.softmax_cross_entropy_with_logits(labels=y)` -> "
+               "`labels=tf.stop_gradient(y)`: the TF1 function did not backprop into the "
+               "labels; TF 2's does (tf_upgrade_v2 does the same)")
+    return updated.with_changes(args=[
+        arg.with_changes(value=syntax.expression(
+            f"{root}.stop_gradient({syntax.code(arg.value)})")) if arg is labels else arg
+        for arg in updated.args
+    ])
+
+
+# TF 2 names whose TF1 calls mean something else: name -> rewrite.
+_TRANSFORMS = {
+    "tf.nn.dropout": _dropout,
+    "tf.nn.softmax_cross_entropy_with_logits": _softmax_xent,
+}
 
 
 def _spelled(name: str, root: str) -> cst.BaseExpression:
@@ -304,9 +403,20 @@ def _audit() -> list[tuple[str, str | None, str]]:
         if kind == "cast":
             rows.append((name, f"tf.cast(x, tf.{_CASTS[name]})", reason))
         elif kind == "keywords":
-            rows.append((name, None, f"{reason}: call {new} with its TF 2 arguments"))
+            rows.append((name, new, reason + "; arguments passed by TF 2 keyword"))
         else:
             rows.append((name, new, reason))
+    for name, renames in sorted(tf1_table.KEYWORD_RENAMES.items()):
+        for old, new in sorted(renames.items()):
+            rows.append((f"{name}({old}=)", f"{new}=" if new else None,
+                         "TF 2 renamed the argument" if new else
+                         "TF 2 removed the argument: delete it and check the TF 2 behaviour"))
+    rows.append(("tf.nn.dropout(x, keep_prob=p)", "tf.nn.dropout(x, rate=1 - (p))",
+                 "TF 2 takes the drop rate"))
+    rows.append(("tf.nn.dropout(x, p) (positional)", None,
+                 "TF1 meant keep_prob, TF 2 means rate: pass rate= by keyword"))
+    rows.append(("tf.nn.softmax_cross_entropy_with_logits(labels=y)",
+                 "labels=tf.stop_gradient(y)", "TF1 did not backprop into the labels"))
     for module in sorted(_REMOVED_MODULES):
         rows.append((module + ".*", None, _fix(module + ".")))
     return rows
