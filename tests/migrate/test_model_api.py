@@ -51,7 +51,7 @@ FLAGS = {
     "functional_add_loss": ("vae = Model(x, out)\nvae.add_loss(kl_loss)\n", "self.add_loss"),
     "dict_targets_single_output": (
         "from keras.models import Model\nm = Model(inputs=x, outputs=loss_out)\n"
-        "m.fit(data, {'ctc': np.zeros(n)})\n", "named outputs"),
+        "m.fit(data, {'ctc': np.zeros(n)})\n", "several or dict outputs"),
     "sample_weight_mode_computed": ("m.compile('adam', 'mse', sample_weight_mode=mode)\n",
                                     "remove it"),
 }
@@ -71,3 +71,28 @@ def test_layer_add_loss_not_flagged():
 def test_dict_targets_on_multi_output_model_not_flagged():
     source = "from keras.models import Model\nm = Model(x, [a, b])\nm.fit(x, {'a': y, 'b': z})\n"
     assert not run(source).report.flags
+
+
+CTC_GENERATOR = """\
+model.compile(loss={'ctc': lambda y_true, y_pred: y_pred}, optimizer=sgd)
+
+class TextImageGenerator(keras.callbacks.Callback):
+    def get_batch(self, index, size):
+        inputs = {'the_input': x, 'the_labels': labels}
+        outputs = {'ctc': np.zeros([size])}
+        return (inputs, outputs)
+
+    def next_train(self):
+        while 1:
+            yield self.get_batch(0, 32)
+"""
+
+
+def test_ctc_generator_dict_targets_flagged_at_the_return():
+    result = check_flag(CTC_GENERATOR, "the target array itself")
+    assert [flag.line for flag in result.report.flags] == [7]
+
+
+def test_dict_targets_matching_one_loss_key_flagged_in_fit():
+    check_flag("model.compile(loss={'ctc': f}, optimizer='sgd')\n"
+               "model.fit(x, {'ctc': y})\n", "the target array itself")

@@ -8,8 +8,9 @@
 * `model.add_loss(<tensor>)` on a functional model (the Keras 2 VAE idiom)
   raises NotImplementedError in Keras 3: flagged with the layer form;
 * targets given as a dict keyed by output name to a model built with one
-  output (the CTC idiom, `{'ctc': zeros}`): Keras 3 maps dict targets only
-  onto models whose outputs are a dict or several named outputs: flagged;
+  output (the CTC idiom, `{'ctc': zeros}`, in `fit` or in the batches a
+  generator returns for a model compiled with `loss={'ctc': ...}`): Keras 3
+  maps dict targets only onto models with dict or several outputs: flagged;
 * the Keras 2 GAN loop: Keras 2 froze `trainable` into each model when it was
   compiled, so `discriminator.trainable = False` between two compiles made
   the combined model train only the generator while the discriminator kept
@@ -50,6 +51,24 @@ _ADD_LOSS_ACTION = (
 )
 
 
+_DICT_ACTION = (
+    "give the target array itself (the dict's one value): plain Keras 3 matches a "
+    "dict of targets only to a model with several or dict outputs and fails with "
+    "\"Expected float32, but got <name> of type 'str'\" (parallel_keras's parallel "
+    "model accepts the dict as Keras 2 did)."
+)
+
+
+def _single_key(node: cst.CSTNode | None) -> str | None:
+    """K for a dict literal `{'K': value}` with one string key."""
+    if not isinstance(node, cst.Dict) or len(node.elements) != 1:
+        return None
+    element = node.elements[0]
+    if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
+        return element.key.evaluated_value
+    return None
+
+
 class ModelApiRule(context.Rule):
     """`print_summary(m)` -> `m.summary()`; flags the Keras 2 idioms Keras 3 reads differently."""
 
@@ -60,6 +79,9 @@ class ModelApiRule(context.Rule):
         self._frozen_after_compile: set[str] = set()
         self._flag_compiles: set[int] = set()
         self._single_output: set[str] = set()  # names of models built with one output
+        self._single_loss_keys: set[str] = set()  # K of compile(loss={K: ...})
+        self._dict_names: dict[str, str] = {}  # name -> K of `name = {K: ...}`
+        self._flagged_returns: set[int] = set()
 
     # -- Scan -----------------------------------------------------------------
 
@@ -71,6 +93,8 @@ class ModelApiRule(context.Rule):
                 and syntax.code(target.target.value) in self._compiled
             ):
                 self._frozen_after_compile.add(syntax.code(target.target.value))
+            if isinstance(target.target, cst.Name) and _single_key(node.value) is not None:
+                self._dict_names[target.target.value] = _single_key(node.value)
             if isinstance(target.target, cst.Name) and isinstance(node.value, cst.Call):
                 qualified = ctx.qualified_name(node.value.func) or ""
                 if qualified in ("keras.Model", "keras.models.Model"):
@@ -87,6 +111,10 @@ class ModelApiRule(context.Rule):
     def visit_Call(self, ctx, node):
         if syntax.method_name(node) != "compile":
             return
+        loss = syntax.keyword(node, "loss")
+        key = _single_key(loss.value) if loss is not None else None
+        if key is not None:
+            self._single_loss_keys.add(key)
         if not (syntax.keyword(node, "loss") or syntax.keyword(node, "optimizer")
                 or syntax.positional(node)):
             return
@@ -139,8 +167,37 @@ class ModelApiRule(context.Rule):
             self._dict_targets(ctx, original)
         return updated
 
+    def _batch_targets(self, ctx, node, value):
+        """`return inputs, {'ctc': zeros}` in a generator of a model compiled with loss={'ctc': ...}."""
+        if not isinstance(value, cst.Tuple) or len(value.elements) != 2:
+            return
+        targets = value.elements[1].value
+        key = _single_key(targets)
+        if key is None and isinstance(targets, cst.Name):
+            key = self._dict_names.get(targets.value)
+        if key is not None and key in self._single_loss_keys:
+            ctx.flag(node, RULE, f"batches give their targets as a dict {{'{key}': ...}} "
+                     f"for a model whose one output is '{key}' (the CTC idiom)", _DICT_ACTION)
+
+    def leave_Return(self, ctx, original, updated):
+        if original.value is not None:
+            self._batch_targets(ctx, original, original.value)
+        return updated
+
+    def leave_Yield(self, ctx, original, updated):
+        if isinstance(original.value, cst.BaseExpression):
+            self._batch_targets(ctx, original, original.value)
+        return updated
+
     def _dict_targets(self, ctx, call):
         owner = call.func.value
+        targets = syntax.keyword(call, "y")
+        positional = syntax.positional(call)
+        value = targets.value if targets else (positional[1].value if len(positional) > 1 else None)
+        if value is not None and _single_key(value) in self._single_loss_keys:
+            ctx.flag(call, RULE, "targets given as a dict by output name to a model with "
+                     "one output", _DICT_ACTION)
+            return
         if not isinstance(owner, cst.Name) or owner.value not in self._single_output:
             return
         targets = syntax.keyword(call, "y")
@@ -148,10 +205,7 @@ class ModelApiRule(context.Rule):
         value = targets.value if targets else (positional[1].value if len(positional) > 1 else None)
         if isinstance(value, cst.Dict):
             ctx.flag(call, RULE, f"targets given as a dict by output name to `{owner.value}`, "
-                     "which has one output",
-                     "pass the target array itself (y=<the dict's value>): Keras 3 matches "
-                     "a dict only to a model with named outputs (parallel_keras's parallel "
-                     "model accepts the dict as Keras 2 did).")
+                     "which has one output", _DICT_ACTION)
 
     def _print_summary(self, ctx, original, updated):
         if syntax.has_star(updated) or not syntax.positional(updated) and not syntax.keyword(
@@ -193,7 +247,8 @@ AUDIT = [
      "Keras 3 rejects it; (batch, steps) sample weights are temporal by shape"),
     ("compile(sample_weight_mode=<computed>)", None, "remove it (Keras 3 rejects it)"),
     ("model.add_loss(<symbolic tensor>)", None, _ADD_LOSS_ACTION),
-    ("fit/train_on_batch(y={'output_name': y}) on a one-output model", None,
-     "pass the array itself; Keras 3 matches dicts only to named outputs"),
+    ("fit/train_on_batch(y={'output_name': y}) on a one-output model", None, _DICT_ACTION),
+    ("generator `return/yield inputs, {'ctc': y}` with compile(loss={'ctc': ...})", None,
+     _DICT_ACTION),
     ("x.trainable = ... between two compile() calls (GAN)", None, _TRAINABLE_ACTION),
 ]
