@@ -71,3 +71,29 @@ FLAGS = {
 @pytest.mark.parametrize("before, word", FLAGS.values(), ids=FLAGS.keys())
 def test_flags(before, word):
     check_flag(before, word)
+
+
+LAYER = """\
+import keras
+class L(keras.layers.Layer):
+    def build(self, s):
+        self.w = self.add_weight(shape=(2,))
+        {line}
+"""
+
+
+@pytest.mark.parametrize("line", [
+    "self.trainable_weights.append(self.w)",
+    "self._trainable_weights += [self.w]",
+    "self._trainable_weights = []",
+])
+def test_redundant_weight_list_updates_removed(line):
+    check_rewrite(LAYER.format(line=line), LAYER.format(line="").rstrip() + "\n")
+
+
+@pytest.mark.parametrize("line", [
+    "self.trainable_weights.append(self.v)",
+    "self._trainable_weights.extend(self.inner.weights)",
+])
+def test_other_weight_list_updates_flagged(line):
+    check_flag(LAYER.format(line=line), "self.add_weight")

@@ -11,9 +11,11 @@
 * Layer names containing `/` (Keras 3 raises ValueError): a literal name is
   rewritten with `_` for `/`, together with every `get_layer` literal of the
   same name in the file; a computed name holding a `/` is flagged.
-* `self.trainable_weights = [...]` in a custom layer (Keras 3 has no setter:
-  AttributeError): removed when every listed weight was created by
-  `self.add_weight` in the class (Keras 3 tracks those already), else flagged.
+* `self.trainable_weights = [...]`, `+= [...]`, `.append(w)` in a custom layer
+  (and Keras 2's private `self._trainable_weights`): Keras 3 has no setter
+  (AttributeError) and returns a fresh list, so an append silently changes
+  nothing. Removed when every listed weight was created by `self.add_weight`
+  in the class (Keras 3 tracks those already), else flagged.
 """
 
 from __future__ import annotations
@@ -185,29 +187,63 @@ class LayerApiRule(context.Rule):
         return updated.with_changes(args=args)
 
     def leave_SimpleStatementLine(self, ctx, original, updated):
-        if len(original.body) != 1 or not isinstance(original.body[0], cst.Assign):
+        if len(original.body) != 1:
             return updated
-        assign = original.body[0]
-        target = assign.targets[0].target if len(assign.targets) == 1 else None
-        if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
-                and target.value.value == "self"
-                and target.attr.value in ("trainable_weights", "non_trainable_weights")):
+        found = _weight_list_update(original.body[0])
+        if found is None:
             return updated
+        attribute, items = found
         created = set().union(*self._weights_by_class.values()) if self._weights_by_class else set()
-        value = assign.value
-        listed = [syntax.code(e.value) for e in value.elements] if isinstance(
-            value, (cst.List, cst.Tuple)) else None
+        listed = [syntax.code(item) for item in items] if items is not None else None
         if listed is not None and all(item in created for item in listed):
-            ctx.change(original, RULE, f"removed `self.{target.attr.value} = [...]`: Keras 3 "
-                       "has no setter, and add_weight already tracks these weights")
+            ctx.change(original, RULE, f"removed the update of `self.{attribute}`: Keras 3 has "
+                       "no setter (and its list is a copy), and add_weight already tracks "
+                       "these weights")
             return cst.RemoveFromParent()
-        ctx.flag(original, RULE, f"`self.{target.attr.value} = ...`: Keras 3 layers have no "
-                 "setter (AttributeError)",
+        ctx.flag(original, RULE, f"`self.{attribute}` is updated by hand: Keras 3 layers have "
+                 "no setter, and appending to the list they return changes nothing (the "
+                 "weight would silently not train)",
                  "create each weight with self.add_weight(...) in build (Keras 3 tracks "
                  "it) and delete this line; for a sub-layer's weights, assign the "
                  "sub-layer to an attribute of self.")
         return updated
 
+
+_WEIGHT_LISTS = frozenset({"trainable_weights", "non_trainable_weights",
+                           "_trainable_weights", "_non_trainable_weights"})
+
+
+def _weight_list(node: cst.CSTNode) -> str | None:
+    if (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
+            and node.value.value == "self" and node.attr.value in _WEIGHT_LISTS):
+        return node.attr.value
+    return None
+
+
+def _elements(node: cst.CSTNode) -> list[cst.BaseExpression] | None:
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return [element.value for element in node.elements]
+    return None
+
+
+def _weight_list_update(statement):
+    """(attribute, items or None if unknown) for `self.trainable_weights = / += / .append`."""
+    if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+        attribute = _weight_list(statement.targets[0].target)
+        if attribute:
+            return attribute, _elements(statement.value)
+    if isinstance(statement, cst.AugAssign) and isinstance(statement.operator, cst.AddAssign):
+        attribute = _weight_list(statement.target)
+        if attribute:
+            return attribute, _elements(statement.value)
+    if isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+        call = statement.value
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("append", "extend"):
+            attribute = _weight_list(call.func.value)
+            if attribute and len(call.args) == 1 and not call.args[0].star:
+                value = call.args[0].value
+                return attribute, [value] if call.func.attr.value == "append" else _elements(value)
+    return None
 
 AUDIT = [
     ("keras.layers.CuDNNLSTM", "keras.layers.LSTM(..., recurrent_activation='sigmoid')",
@@ -218,8 +254,8 @@ AUDIT = [
     ("layer name 'a/b' (literal)", "'a_b'", "Keras 3 refuses '/' in names; get_layer "
      "literals of the name follow"),
     ("layer name with '/' (computed)", None, "build it with '_' instead of '/'"),
-    ("self.trainable_weights = [...] (weights from add_weight)", "(removed)",
+    ("self.trainable_weights = / += / .append(...) (weights from add_weight)", "(removed)",
      "no setter in Keras 3; add_weight tracks them"),
-    ("self.trainable_weights = ... (other)", None,
+    ("self.trainable_weights / self._trainable_weights updated by hand (other)", None,
      "create weights with self.add_weight and delete the line"),
 ]
