@@ -6,7 +6,6 @@ import inspect
 
 import pytest
 
-from parallel_keras import migrate
 from parallel_keras.migrate.rules import callback_args
 from tests.migrate.helpers import check_flag, check_rewrite
 
@@ -33,13 +32,6 @@ def test_rewrites(before, after):
 
 def test_base_logger_flagged():
     check_flag("import keras\nb = keras.callbacks.BaseLogger()\n", "averages")
-
-
-def test_tensorboard_needs_the_tensorboard_package_in_the_report():
-    result = check_rewrite("import keras\ntb = keras.callbacks.TensorBoard('l')\n",
-                           "import keras\ntb = keras.callbacks.TensorBoard('l')\n")
-    assert result.report.requirements == ["tensorboard"]
-    assert "pip install tensorboard" in migrate.format_report([result.report])
 
 
 def test_dropped_and_renamed_arguments_are_gone_from_keras3():

@@ -45,6 +45,11 @@ FLAGS = {
     "text_module": ("from keras.preprocessing import text\n", "TextVectorization"),
     "timeseries_generator": ("from keras.preprocessing.sequence import TimeseriesGenerator\n",
                              "timeseries_dataset_from_array"),
+    "tokenizer_attribute": ("import keras\ntok = keras.preprocessing.text.Tokenizer(num_words=9)\n",
+                            "tf_keras"),
+    "timeseries_attribute": ("from keras.preprocessing import sequence\n"
+                             "g = sequence.TimeseriesGenerator(x, y, length=3)\n",
+                             "timeseries_dataset_from_array"),
     "tf_path_without_keras3_module": (
         "from tensorflow.python.keras.layers.recurrent_v2 import LSTM\n", "public Keras 3"),
 }

@@ -22,6 +22,7 @@ from parallel_keras.migrate.rules import model_api
 from parallel_keras.migrate.rules import multi_gpu
 from parallel_keras.migrate.rules import numpy2
 from parallel_keras.migrate.rules import optimizers
+from parallel_keras.migrate.rules import requirements
 from parallel_keras.migrate.rules import saving
 from parallel_keras.migrate.rules import sessions
 from parallel_keras.migrate.rules import template_access
@@ -60,4 +61,5 @@ def default_rules() -> list[context.Rule]:
         layer_api.LayerApiRule(),
         model_api.ModelApiRule(),
         callback_args.CallbackArgsRule(),
+        requirements.RequirementsRule(),
     ]

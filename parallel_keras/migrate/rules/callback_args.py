@@ -15,9 +15,6 @@ compared with Keras 3's (`inspect.signature` of `keras.callbacks.*`):
 
 Keras 2 positional arguments are passed by keyword first (`TensorBoard(d,
 0, 32)`: the third was `batch_size`, in Keras 3 it is `write_graph`).
-
-`keras.callbacks.TensorBoard` needs the `tensorboard` package, which
-TensorFlow 2.21 no longer installs: the report lists it with the pip command.
 """
 
 from __future__ import annotations
@@ -56,8 +53,6 @@ RENAMED = {"ReduceLROnPlateau": {"epsilon": "min_delta"}}
 REMOVED_CLASSES = {
     "BaseLogger": "delete it: Keras 3 averages the epoch logs itself.",
 }
-# Callback -> packages it imports that a fresh `pip install tensorflow` lacks.
-REQUIREMENTS = {"TensorBoard": ("tensorboard",)}
 
 
 def _callback(ctx: context.Context, func) -> str | None:
@@ -78,8 +73,6 @@ class CallbackArgsRule(context.Rule):
         name = _callback(ctx, original.func)
         if name is None:
             return updated
-        for package in REQUIREMENTS.get(name, ()):
-            ctx.require_package(package)
         if name in REMOVED_CLASSES:
             ctx.flag(original, RULE, f"`{name}` does not exist in Keras 3", REMOVED_CLASSES[name])
             return updated
@@ -123,7 +116,4 @@ AUDIT = [
     *((f"keras.callbacks.{cls}({old}=)", f"{new}=", "Keras 3 silently ignores the old name")
       for cls, names in sorted(RENAMED.items()) for old, new in sorted(names.items())),
     *((f"keras.callbacks.{cls}", None, fix) for cls, fix in sorted(REMOVED_CLASSES.items())),
-    ("keras.callbacks.TensorBoard", "keras.callbacks.TensorBoard",
-     "needs `pip install tensorboard` (TensorFlow 2.21 no longer installs it); "
-     "listed in the report"),
 ]

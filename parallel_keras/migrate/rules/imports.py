@@ -157,6 +157,7 @@ class ImportPathRule(context.Rule):
 
     def __init__(self):
         self._in_imports: set[int] = set()
+        self._flagged_lines: set[int] = set()
 
     def visit_ImportFrom(self, ctx, node):
         self._in_imports.update(id(n) for n in m.findall(node, m.Attribute()))
@@ -319,6 +320,14 @@ class ImportPathRule(context.Rule):
         # `keras.utils.np_utils.to_categorical` -> `keras.utils.to_categorical`.
         text = syntax.dotted(original)
         if id(original) in self._in_imports:
+            return updated
+        qualified = ctx.qualified_name(original) or ""
+        fix = _preprocessing_fix(qualified)
+        # `keras.preprocessing.text.Tokenizer(...)`: flagged once per line.
+        if fix is not None:
+            if ctx.line(original) not in self._flagged_lines:
+                self._flagged_lines.add(ctx.line(original))
+                ctx.flag(original, RULE, f"`{qualified}` does not exist in Keras 3", fix)
             return updated
         if text is None or not isinstance(original.value, cst.Attribute):
             return updated
