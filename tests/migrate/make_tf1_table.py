@@ -12,7 +12,11 @@ so the migration needs no TensorFlow at run time:
   reorders arguments (rewritten only when the call passes no argument that
   could land elsewhere);
 * `COMPAT_ONLY`: TF1 name -> whether its `tf.compat.v1` twin says, in its
-  docstring's TF2 compatibility note, that it does not work eagerly;
+  docstring's TF2 compatibility note, that it does not work eagerly (names
+  TF 2 still has, as a different function, are left out: a TF 2 script uses
+  them as they are; see `TF2_SAME_NAME`);
+* `TF2_SAME_NAME`: those names (`tf.debugging.assert_equal`,
+  `tf.initializers.he_normal`, `tf.nn.ctc_loss`, ...);
 * `MEANING_CHANGED`: TF1 name -> TF2 name where tf_upgrade_v2 rewrites the
   call or warns that its behaviour changed (flagged, never renamed);
 * `REMOVED_MODULES`: TF1 modules tf_upgrade_v2 only warns about;
@@ -56,6 +60,18 @@ def _compat_object(name: str):
     return target
 
 
+def _in_tf2(name: str) -> bool:
+    import tensorflow as tf
+
+    target = tf
+    for part in name.split(".")[1:]:
+        try:
+            target = getattr(target, part)
+        except Exception:  # Lazy modules raise more than AttributeError.
+            return False
+    return True
+
+
 def _graph_only(name: str) -> bool:
     target = _compat_object(name)
     doc = (getattr(target, "__doc__", None) or "").lower()
@@ -68,10 +84,13 @@ def build() -> str:
     changed_args = set(spec.function_keyword_renames) | set(spec.function_reorders)
     special = set(spec.function_transformers) | set(spec.function_warnings)
     renames, args_changed, compat_only, meaning_changed = {}, {}, {}, {}
+    tf2_same_name = []
     for old, new in sorted(spec.symbol_renames.items()):
         if not old.startswith("tf.") or old.startswith(_SKIPPED_PREFIXES):
             continue
-        if new.startswith("tf.compat.v1."):
+        if new.startswith("tf.compat.v1.") and _in_tf2(old):
+            tf2_same_name.append(old)
+        elif new.startswith("tf.compat.v1."):
             compat_only[old] = _graph_only(old)
         elif old in special:
             meaning_changed[old] = new
@@ -111,6 +130,7 @@ def build() -> str:
         ("RENAMES", renames),
         ("ARGS_CHANGED", args_changed),
         ("COMPAT_ONLY", compat_only),
+        ("TF2_SAME_NAME", tf2_same_name),
         ("MEANING_CHANGED", meaning_changed),
         ("REMOVED_MODULES", removed_modules),
         ("POSITIONAL_NAMES", positional_names),

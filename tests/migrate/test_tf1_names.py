@@ -117,3 +117,10 @@ def test_committed_table_matches_tensorflows_upgrade_table():
     committed = (root / "parallel_keras/migrate/rules/tf1_table.py").read_text()
     # The header names the TF version it was read from; the data must agree.
     assert generated.split('"""', 2)[2] == committed.split('"""', 2)[2]
+
+
+def test_names_tf2_still_has_are_left_alone():
+    source = ("import tensorflow as tf\ntf.debugging.assert_equal(a, b)\n"
+              "i = tf.initializers.he_normal()\n")
+    result = check_rewrite(source, source)
+    assert not result.report.flags

@@ -23,6 +23,10 @@ installed TensorFlow (see its docstring). Here it is applied:
   the rename would turn an error at import into one later, or into code that
   silently does nothing.
 
+Names TF 2 still has as a different function (`tf.debugging.assert_equal`,
+`tf.initializers.he_normal`, `tf.nn.ctc_loss`) are left alone: a TF 2 script
+uses them as they are, and a TF1 call with the old arguments fails loudly.
+
 TF1 session and GPU-option names (`tf.Session`, `tf.ConfigProto`, ...) belong
 to the sessions rule and are left to it.
 """
@@ -406,6 +410,10 @@ def _audit() -> list[tuple[str, str | None, str]]:
             rows.append((name, new, reason + "; arguments passed by TF 2 keyword"))
         else:
             rows.append((name, new, reason))
+    for name in tf1_table.TF2_SAME_NAME:
+        rows.append((name, "(kept)", "TF 2 has a function of this name (TF 2 code uses it "
+                     "as is); tf_upgrade_v2 sends TF1 callers to tf.compat.v1: check the TF 2 "
+                     "signature"))
     for name, renames in sorted(tf1_table.KEYWORD_RENAMES.items()):
         for old, new in sorted(renames.items()):
             rows.append((f"{name}({old}=)", f"{new}=" if new else None,
