@@ -191,7 +191,7 @@ def _tf_name(ctx: context.Context, node: cst.CSTNode) -> str | None:
     """`"tf.x.y"` for a use of `tensorflow.x.y`; None under `tf.compat.v1` or elsewhere."""
     names = ctx._owner.get_metadata(metadata.QualifiedNameProvider, node, set())
     if names:
-        full = sorted(name.name for name in names)[0]
+        full = min(name.name for name in names)
     else:
         full = syntax.fallback_name(node)
     if full is None or not full.startswith("tensorflow."):
