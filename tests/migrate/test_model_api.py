@@ -39,7 +39,8 @@ model.compile(optimizer='adam', loss='mse')
 
 
 def test_gan_trainable_flagged_at_second_compile():
-    result = check_flag(GAN, "ParallelModel", "before each step")
+    result = check_flag(GAN, "ParallelModel", "`d.trainable = True` before d.train_on_batch",
+                        "`d.trainable = False` before combined.train_on_batch")
     assert [flag.line for flag in result.report.flags] == [4]
 
 

@@ -34,14 +34,17 @@ _PRINT_SUMMARY = frozenset(
      "keras.utils.vis_utils.print_summary"}
 )
 _PRINT_SUMMARY_SIGNATURE = ("model", "line_length", "positions", "print_fn")
-_TRAINABLE_ACTION = (
-    "Keras 2 froze `trainable` at compile; Keras 3 reads it at every train step. "
-    "With parallel_keras.multi_gpu_model / ParallelModel the Keras 2 behaviour "
-    "is kept (trainable is frozen when the parallel model is compiled). On a "
-    "plain Keras 3 model, set the flag before each step instead: "
-    "`discriminator.trainable = True` before discriminator.train_on_batch(...), "
-    "`discriminator.trainable = False` before combined.train_on_batch(...)."
-)
+def _trainable_action(frozen: str, combined: str) -> str:
+    return (
+        "Keras 2 froze `trainable` at compile; Keras 3 reads it at every train step. "
+        "With parallel_keras.multi_gpu_model / ParallelModel the Keras 2 behaviour "
+        "is kept (trainable is frozen when the parallel model is compiled). On a "
+        f"plain Keras 3 model, set the flag before each step instead: `{frozen}.trainable "
+        f"= True` before {frozen}.train_on_batch(...), `{frozen}.trainable = False` "
+        f"before {combined}.train_on_batch(...)."
+    )
+
+
 _ADD_LOSS_ACTION = (
     "Keras 3 functional models cannot add a loss computed from symbolic tensors "
     "(NotImplementedError). Compute it in a layer: class LossLayer(keras.layers.Layer) "
@@ -77,7 +80,7 @@ class ModelApiRule(context.Rule):
     def __init__(self):
         self._compiled: set[str] = set()  # models compiled so far (source order)
         self._frozen_after_compile: set[str] = set()
-        self._flag_compiles: set[int] = set()
+        self._flag_compiles: dict[int, tuple[str, ...]] = {}  # compile -> frozen models
         self._single_output: set[str] = set()  # names of models built with one output
         self._single_loss_keys: set[str] = set()  # K of compile(loss={K: ...})
         self._dict_names: dict[str, str] = {}  # name -> K of `name = {K: ...}`
@@ -123,7 +126,7 @@ class ModelApiRule(context.Rule):
         # means the same in Keras 2 and 3; another model compiled while a
         # compiled one is frozen is the GAN idiom.
         if self._frozen_after_compile and model not in self._frozen_after_compile:
-            self._flag_compiles.add(id(node))
+            self._flag_compiles[id(node)] = tuple(sorted(self._frozen_after_compile))
         self._frozen_after_compile = set()
         self._compiled.add(model)
 
@@ -152,9 +155,12 @@ class ModelApiRule(context.Rule):
         method = syntax.method_name(original)
         if method == "compile":
             if id(original) in self._flag_compiles:
-                ctx.flag(original, RULE, "a model is compiled after another model was "
-                         "compiled and a sub-model's `trainable` changed (the Keras 2 GAN "
-                         "idiom)", _TRAINABLE_ACTION)
+                frozen = self._flag_compiles[id(original)]
+                combined = syntax.code(original.func.value)
+                ctx.flag(original, RULE, f"`{combined}` is compiled after "
+                         f"{', '.join(f'`{name}`' for name in frozen)} was compiled and its "
+                         "`trainable` changed (the Keras 2 GAN idiom)",
+                         _trainable_action(frozen[0], combined))
             return self._compile(ctx, original, updated)
         if method == "add_loss":
             owner = original.func.value
@@ -250,5 +256,6 @@ AUDIT = [
     ("fit/train_on_batch(y={'output_name': y}) on a one-output model", None, _DICT_ACTION),
     ("generator `return/yield inputs, {'ctc': y}` with compile(loss={'ctc': ...})", None,
      _DICT_ACTION),
-    ("x.trainable = ... between two compile() calls (GAN)", None, _TRAINABLE_ACTION),
+    ("d.trainable = ... after d.compile(), then gan.compile() (GAN)", None,
+     _trainable_action("d", "gan")),
 ]
