@@ -72,6 +72,8 @@ FLAGS = {
     "dropout_positional": ("import tensorflow as tf\ne = tf.nn.dropout(h, 0.8)\n", "rate=1 - p"),
     "removed_argument": ("import tensorflow as tf\nh = tf.cond(p, f1, f2, strict=True)\n",
                          "delete strict="),
+    "graph_mode_under_compat_v1": (
+        "import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n", "Keras 3 needs"),
     "to_float_with_star": ("import tensorflow as tf\nz = tf.to_float(*args)\n", "tf.cast"),
 }
 

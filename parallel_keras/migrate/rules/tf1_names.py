@@ -139,6 +139,11 @@ _FIXES = {
 }
 
 
+_GRAPH_MODE_SWITCHES = frozenset({
+    "tensorflow.compat.v1.disable_v2_behavior", "tensorflow.compat.v1.disable_eager_execution",
+})
+
+
 def _fix(name: str) -> str:
     if name in _FIXES:
         return _FIXES[name]
@@ -196,6 +201,9 @@ def _tf_name(ctx: context.Context, node: cst.CSTNode) -> str | None:
         full = syntax.fallback_name(node)
     if full is None or not full.startswith("tensorflow."):
         return None
+    if full in _GRAPH_MODE_SWITCHES:
+        # Under `import tensorflow.compat.v1 as tf` too: Keras 3 needs eager mode.
+        return "tf." + full.rpartition(".")[2]
     if full.startswith(("tensorflow.compat.", "tensorflow.keras.", "tensorflow.python.")):
         return None
     return "tf." + full[len("tensorflow."):]
