@@ -354,8 +354,8 @@ AUDIT = [
      _PRIVATE_ACTIONS["_Merge"]),
     *((f"{name}.*" if name.count(".") == 2 else name, None, fix)
       for name, fix in sorted(PREPROCESSING_FLAGS.items())),
-    ("keras.preprocessing.sequence.pad_sequences", "keras.preprocessing.sequence.pad_sequences",
-     "kept: Keras 3 still has it (also as keras.utils.pad_sequences)"),
+    ("keras.preprocessing.sequence.pad_sequences", "(kept)",
+     "Keras 3 still has it (also as keras.utils.pad_sequences)"),
     *((f"keras.backend.{name}", "(import dropped)", "TF1 session helper; its uses are "
        "rewritten by the sessions/GPU-count rules") for name in sorted(DROPPED_NAMES)),
 ]

@@ -33,7 +33,7 @@ class RequirementsRule(context.Rule):
 
 
 AUDIT = [
-    (name, name, f"needs `pip install {' '.join(packages)}` (not installed with "
+    (name, "(kept)", f"needs `pip install {' '.join(packages)}` (not installed with "
      "TensorFlow 2.21); listed in the report")
     for name, packages in sorted(REQUIREMENTS.items())
 ]
