@@ -49,7 +49,7 @@ def render() -> str:
     kept = sum(1 for target in becomes if target is not None and target.startswith("(kept"))
     flagged = sum(1 for target in becomes if target is None)
     lines.append(f"{len(becomes) - kept - flagged} rewritten, {flagged} flagged, {kept} "
-                 "kept as they are (listed because TensorFlow's upgrade table names them).")
+                 "kept as they are.")
     for module, rows in tables.items():
         lines += ["", f"## `rules/{module}.py`", "",
                   "| Keras 2 / TF1 | becomes | why / what to do |", "|---|---|---|"]
