@@ -97,3 +97,20 @@ def test_ctc_generator_dict_targets_flagged_at_the_return():
 def test_dict_targets_matching_one_loss_key_flagged_in_fit():
     check_flag("model.compile(loss={'ctc': f}, optimizer='sgd')\n"
                "model.fit(x, {'ctc': y})\n", "the target array itself")
+
+
+def test_keras3_weights_each_timestep_without_sample_weight_mode():
+    import keras
+    import numpy as np
+
+    inputs = keras.Input((5, 3))
+    model = keras.Model(inputs, keras.layers.TimeDistributed(keras.layers.Dense(2))(inputs))
+    model.compile(loss="mse", optimizer="sgd")  # What the rewrite leaves of 'temporal'.
+    rng = np.random.default_rng(0)
+    x, y = rng.random((4, 5, 3), "float32"), rng.random((4, 5, 2), "float32")
+    weights = np.zeros((4, 5), "float32")
+    weights[:, 0] = 1.0
+    per_step = ((model.predict(x, verbose=0) - y) ** 2).mean(-1)
+    loss = model.evaluate(x, y, sample_weight=weights, verbose=0)
+    # Keras 2.3's temporal mode: per-step losses times the weights, over batch * steps.
+    np.testing.assert_allclose(loss, (per_step * weights).sum() / weights.size, rtol=1e-5)
