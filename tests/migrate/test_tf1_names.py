@@ -74,6 +74,8 @@ FLAGS = {
                          "delete strict="),
     "graph_mode_under_compat_v1": (
         "import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n", "Keras 3 needs"),
+    "imported_by_name": ("from tensorflow import set_random_seed\nset_random_seed(1)\n",
+                         "tf.random.set_seed"),
     "to_float_with_star": ("import tensorflow as tf\nz = tf.to_float(*args)\n", "tf.cast"),
 }
 
@@ -126,3 +128,21 @@ def test_names_tf2_still_has_are_left_alone():
               "i = tf.initializers.he_normal()\n")
     result = check_rewrite(source, source)
     assert not result.report.flags
+
+
+def test_every_rewrite_target_exists_in_installed_tensorflow():
+    import tensorflow as tf
+
+    from parallel_keras.migrate.rules import tf1_names
+
+    missing = []
+    for name, becomes, _ in tf1_names.AUDIT:
+        if becomes is None or not becomes.startswith("tf.") or "(" in becomes:
+            continue
+        target = tf
+        for part in becomes.split(".")[1:]:
+            target = getattr(target, part, None)
+            if target is None:
+                missing.append(f"{name} -> {becomes}")
+                break
+    assert not missing

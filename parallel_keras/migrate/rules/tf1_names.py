@@ -229,6 +229,29 @@ class Tf1NameRule(context.Rule):
     def visit_ImportFrom(self, ctx, node):
         self._skip_imports(node)
 
+    def leave_ImportFrom(self, ctx, original, updated):
+        # `from tensorflow import set_random_seed`: the import itself fails in TF 2.
+        if original.module is None or isinstance(original.names, cst.ImportStar):
+            return updated
+        module = syntax.dotted(original.module) or ""
+        if module != "tensorflow" and not module.startswith("tensorflow.") or module.startswith(
+                ("tensorflow.compat", "tensorflow.keras", "tensorflow.python")):
+            return updated
+        for alias in original.names:
+            name = "tf." + module[len("tensorflow."):] + "." if module != "tensorflow" else "tf."
+            name += syntax.dotted(alias.name)
+            found = lookup(name)
+            if found is None:
+                continue
+            kind, new, reason = found
+            target = new if kind in ("rename", "keywords") and new else None
+            if kind == "cast":
+                target = "tf.cast"
+            ctx.flag(original, RULE, f"`{name}` is imported by name and does not exist in TF 2",
+                     f"import tensorflow as tf and call {target} ({reason})." if target
+                     else reason)
+        return updated
+
     def visit_Attribute(self, ctx, node):
         if id(node) in self._inner:
             return
