@@ -8,16 +8,16 @@ import pytest
 
 from parallel_keras import migrate
 from parallel_keras.migrate.rules import requirements
-from tests.migrate.helpers import check_rewrite
 
 
 @pytest.mark.parametrize("source, packages", [
     ("import keras\ntb = keras.callbacks.TensorBoard('l')\n", ["tensorboard"]),
     ("from keras.utils import plot_model\nplot_model(m, 'm.png')\n", ["pydot"]),
+    ("from keras.utils.vis_utils import plot_model\nplot_model(m, 'm.png')\n", ["pydot"]),
     ("import keras\ncb = keras.callbacks.CSVLogger('l.csv')\n", []),
 ])
 def test_report_lists_packages_with_pip_command(source, packages):
-    result = check_rewrite(source, source)
+    result = migrate.migrate_source(source, "script.py")
     assert result.report.requirements == packages
     text = migrate.format_report([result.report])
     assert ("pip install " + " ".join(packages) in text) == bool(packages)

@@ -28,7 +28,12 @@ class RequirementsRule(context.Rule):
     name = RULE
 
     def visit_Call(self, ctx, node):
-        for package in REQUIREMENTS.get(ctx.qualified_name(node.func) or "", ()):
+        qualified = ctx.qualified_name(node.func) or ""
+        # `keras.utils.vis_utils.plot_model`, `keras.callbacks.tensorboard_v1.TensorBoard`.
+        for package_root in ("keras.utils.", "keras.callbacks."):
+            if qualified.startswith(package_root):
+                qualified = package_root + qualified.rpartition(".")[2]
+        for package in REQUIREMENTS.get(qualified, ()):
             ctx.require_package(package)
 
 
