@@ -50,6 +50,8 @@ FLAGS = {
     "timeseries_attribute": ("from keras.preprocessing import sequence\n"
                              "g = sequence.TimeseriesGenerator(x, y, length=3)\n",
                              "timeseries_dataset_from_array"),
+    "image_iterator": ("from keras.preprocessing.image import load_img, random_rotation\n",
+                       "RandomRotation"),
     "tf_path_without_keras3_module": (
         "from tensorflow.python.keras.layers.recurrent_v2 import LSTM\n", "public Keras 3"),
 }
@@ -70,3 +72,15 @@ def test_keras3_module_list_matches_installed_keras():
         if path.parent != root and path.parent.relative_to(root).parts[0] not in ("src", "_tf_keras")
     }
     assert imports.KERAS3_MODULES <= installed
+
+
+def test_flagged_preprocessing_names_are_gone_from_keras3():
+    import keras
+
+    for name in imports.PREPROCESSING_FLAGS:
+        module, _, attribute = name.rpartition(".")
+        if module == "keras.preprocessing":
+            assert not hasattr(keras.preprocessing, attribute)
+        else:
+            assert not hasattr(getattr(keras.preprocessing, module.rpartition(".")[2], None)
+                               or object(), attribute), name

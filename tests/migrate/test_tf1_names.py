@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.migrate.helpers import check_flag, check_rewrite
+from tests.migrate.helpers import check_flag, check_rewrite, run
 
 REWRITES = {
     "set_random_seed": ("import tensorflow as tf\ntf.set_random_seed(1)\n",
@@ -146,3 +146,19 @@ def test_every_rewrite_target_exists_in_installed_tensorflow():
                 missing.append(f"{name} -> {becomes}")
                 break
     assert not missing
+
+
+def test_every_flag_of_the_table_survives_a_second_run():
+    from parallel_keras.migrate.rules import tf1_names, tf1_table
+
+    names = sorted({*tf1_table.COMPAT_ONLY, *tf1_table.ARGS_CHANGED})
+    source = "import tensorflow as tf\n" + "".join(f"v = {name}(a, b)\n" for name in names)
+    first = run(source)
+    second = run(first.migrated)
+    assert second.migrated == first.migrated
+    carried = [flag for flag in second.report.flags if flag.rule == "earlier run"]
+    assert not carried, carried[:3]
+    assert len(second.report.flags) == len(first.report.flags)
+    assert {f.line for f in first.report.flags} >= {
+        number for number, name in enumerate(names, start=2)
+        if (tf1_names.lookup(name) or ("",))[0] == "flag"}

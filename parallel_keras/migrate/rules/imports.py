@@ -103,8 +103,19 @@ _TF_KERAS_ADVICE = (
     "class, so a saved vocabulary still matches), or move to "
     "keras.layers.TextVectorization (a different vocabulary: retrain)."
 )
+_IMAGE_ADVICE = (
+    "Keras 3 kept only load_img, img_to_array, array_to_img, save_img and smart_resize in "
+    "keras.preprocessing.image: augment with preprocessing layers (keras.layers."
+    "RandomRotation, RandomTranslation, RandomZoom, RandomFlip), or pip install "
+    "tf_keras and import it from tf_keras.preprocessing.image."
+)
 # Removed preprocessing names -> the fix.
 PREPROCESSING_FLAGS = {
+    **{f"keras.preprocessing.image.{name}": _IMAGE_ADVICE for name in (
+        "NumpyArrayIterator", "DirectoryIterator", "DataFrameIterator", "Iterator",
+        "apply_affine_transform", "apply_brightness_shift", "apply_channel_shift",
+        "random_rotation", "random_shift", "random_shear", "random_zoom",
+        "random_channel_shift", "random_brightness")},
     "keras.preprocessing.text": _TF_KERAS_ADVICE,
     "keras.preprocessing.sequence.TimeseriesGenerator": (
         "use keras.utils.timeseries_dataset_from_array with sequence_length=length "

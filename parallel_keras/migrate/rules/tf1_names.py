@@ -128,7 +128,7 @@ _FIXES = {
     "tf.nn.rnn_cell.": "use keras.layers.LSTMCell/GRUCell/SimpleRNNCell in keras.layers.RNN.",
     "tf.nn.dynamic_rnn": "use keras.layers.RNN (or LSTM/GRU) on the sequence.",
     "tf.nn.static_rnn": "use keras.layers.RNN (or LSTM/GRU) on the sequence.",
-    "tf.nn.bidirectional_dynamic_rnn": "use keras.layers.Bidirectional(keras.layers.LSTM(...)).",
+    "tf.nn.bidirectional_dynamic_rnn": "use keras.layers.Bidirectional around keras.layers.LSTM.",
     "tf.flags.": "use argparse or absl.flags.",
     "tf.app.flags.": "use argparse or absl.flags.",
     "tf.app.": "call your main function directly (or absl.app.run); flags: argparse "
@@ -150,14 +150,16 @@ def _fix(name: str) -> str:
     for prefix, fix in _FIXES.items():
         if prefix.endswith(".") and name.startswith(prefix):
             return fix
-    compat = f"tf.compat.v1.{name[len('tf.'):]}"
+    # The note is re-read by the next run from wrapped comment lines, so the
+    # long `tf.compat.v1.<name>` is not spelled out (a wrapped word would split).
     if tf1_table.COMPAT_ONLY.get(name):
-        return (f"TF 2 keeps it as {compat}, which its own docs say does not work "
-                "eagerly: rewrite this part as eager TF 2 / Keras 3 code "
+        return ("TF 2 keeps it only under tf.compat.v1 (the same name after "
+                "`tf.compat.v1.`), which its own docs say does not work eagerly: rewrite "
+                "this part as eager TF 2 / Keras 3 code "
                 "(https://www.tensorflow.org/guide/migrate).")
-    return (f"use the TF 2 API of the same meaning; {compat} keeps the TF1 function "
-            "and is correct only where it needs no graph, collection or session "
-            "(https://www.tensorflow.org/guide/migrate).")
+    return ("use the TF 2 API of the same meaning; tf.compat.v1 keeps the TF1 function "
+            "under the same name, correct only where it needs no graph, collection or "
+            "session (https://www.tensorflow.org/guide/migrate).")
 
 
 def lookup(name: str) -> tuple[str, str | None, str] | None:
@@ -218,6 +220,10 @@ class Tf1NameRule(context.Rule):
         self._inner: set[int] = set()  # Attribute chains inside a matched one.
         self._matched: dict[int, tuple[str, tuple]] = {}
         self._flagged: set[tuple[int, str]] = set()
+        self._call_funcs: set[int] = set()
+
+    def visit_Call(self, ctx, node):
+        self._call_funcs.add(id(node.func))
 
     def _skip_imports(self, node):
         for attribute in _attributes(node):
@@ -300,9 +306,20 @@ class Tf1NameRule(context.Rule):
                     whitespace_after=cst.SimpleWhitespace(" ")))
             return updated.with_changes(
                 func=syntax.expression(f"{root}.cast"), args=[*args, *rest])
+        if kind == "rename" and _takes_args(new):
+            if _ambiguous(updated, new):
+                ctx.flag(original, RULE, f"`{name}` is `{new}` in TF 2, whose arguments "
+                         "differ from TF1's", f"call {new} with its TF 2 arguments, by keyword.")
+                return updated
+            ctx.change(original, RULE, f"`{name}` -> `{new}`: {reason}")
+            return updated.with_changes(func=_spelled(new, root))
         if kind == "keywords":
             fixed = self._arguments(ctx, original, updated, name)
             if fixed is None:
+                return updated
+            if _ambiguous(fixed, new):
+                ctx.flag(original, RULE, f"`{name}` is `{new}` in TF 2, whose arguments "
+                         "differ from TF1's", f"call {new} with its TF 2 arguments, by keyword.")
                 return updated
             ctx.change(original, RULE, f"`{name}` -> `{new}`: {reason}, passed as TF 2 "
                        "reads them")
@@ -311,47 +328,19 @@ class Tf1NameRule(context.Rule):
 
     def _arguments(self, ctx, original, updated, name):
         """TF1 positional slots by keyword and TF1 keywords renamed; None when flagged."""
-        order = tf1_table.POSITIONAL_NAMES.get(name, [])
-        renames = tf1_table.KEYWORD_RENAMES.get(name, {})
-        if syntax.has_star(updated):
-            ctx.flag(original, RULE, f"`{name}`: TF 2 renamed or reordered its arguments, "
-                     "and this call passes *args/**kwargs", "pass the arguments by their TF 2 "
-                     "keywords.")
+        fixed, problem = _convert(updated, name)
+        if problem is not None:
+            ctx.flag(original, RULE, f"`{name}`: {problem[0]}", problem[1])
             return None
-        args = []
-        position = 0
-        for arg in updated.args:
-            if arg.keyword is None:
-                slot = order[position] if position < len(order) else None
-                if position >= len(order) and order:
-                    ctx.flag(original, RULE, f"`{name}` gets more positional arguments than "
-                             "TF1 had", "pass the arguments by their TF 2 keywords.")
-                    return None
-                position += 1
-                if slot is not None:
-                    arg = arg.with_changes(keyword=cst.Name(slot), equal=cst.AssignEqual(
-                        whitespace_before=cst.SimpleWhitespace(""),
-                        whitespace_after=cst.SimpleWhitespace("")))
-            if arg.keyword is not None and arg.keyword.value in renames:
-                new_keyword = renames[arg.keyword.value]
-                if new_keyword is None:
-                    ctx.flag(original, RULE, f"`{name}({arg.keyword.value}=...)`: TF 2 removed "
-                             "the argument", f"delete {arg.keyword.value}= and check that the "
-                             "TF 2 behaviour is what the script needs.")
-                    return None
-                arg = arg.with_changes(keyword=cst.Name(new_keyword))
-            args.append(arg)
-        if all(a.keyword is b.keyword or (a.keyword and b.keyword and a.keyword.value == b.keyword.value)
-               for a, b in zip(args, updated.args)):
-            return updated
-        return updated.with_changes(args=args)
+        return fixed
 
     def leave_Attribute(self, ctx, original, updated):
         match = self._matched.get(id(original))
         if match is None:
             return updated
         name, (kind, new, reason) = match
-        if kind in ("cast", "keywords"):
+        if kind in ("cast", "keywords") or (
+                kind == "rename" and _takes_args(new) and id(original) in self._call_funcs):
             return updated  # The call is rewritten (or flagged) in leave_Call.
         root = syntax.dotted(original).split(".")[0] if syntax.dotted(original) else "tf"
         if kind == "flag":
@@ -362,6 +351,57 @@ class Tf1NameRule(context.Rule):
             return updated
         ctx.change(original, RULE, f"`{name}` -> `{new}`: {reason}")
         return _spelled(new, root)
+
+
+def _takes_args(name: str | None) -> bool:
+    return name in tf1_table.POSITIONAL_NAMES or name in tf1_table.KEYWORD_RENAMES
+
+
+def _convert(call: cst.Call, name: str) -> tuple[cst.Call, tuple[str, str] | None]:
+    """`call` of TF1 `name` with its arguments as TF 2 reads them, or the problem."""
+    order = tf1_table.POSITIONAL_NAMES.get(name, [])
+    renames = tf1_table.KEYWORD_RENAMES.get(name, {})
+    if syntax.has_star(call):
+        return call, ("TF 2 renamed or reordered its arguments, and this call passes "
+                      "*args/**kwargs", "pass the arguments by their TF 2 keywords.")
+    args = []
+    position = 0
+    for arg in call.args:
+        if arg.keyword is None:
+            if order and position >= len(order):
+                return call, ("more positional arguments than TF1 had",
+                              "pass the arguments by their TF 2 keywords.")
+            slot = order[position] if position < len(order) else None
+            position += 1
+            if slot is not None:
+                arg = arg.with_changes(keyword=cst.Name(slot), equal=cst.AssignEqual(
+                    whitespace_before=cst.SimpleWhitespace(""),
+                    whitespace_after=cst.SimpleWhitespace("")))
+        if arg.keyword is not None and arg.keyword.value in renames:
+            new_keyword = renames[arg.keyword.value]
+            if new_keyword is None:
+                return call, (f"TF 2 removed the argument {arg.keyword.value}=",
+                              f"delete {arg.keyword.value}= and check that the TF 2 "
+                              "behaviour is what the script needs.")
+            arg = arg.with_changes(keyword=cst.Name(new_keyword))
+        args.append(arg)
+    if all(a.keyword is b.keyword or (a.keyword and b.keyword and a.keyword.value == b.keyword.value)
+           for a, b in zip(args, call.args)):
+        return call, None
+    return call.with_changes(args=args), None
+
+
+def _ambiguous(call: cst.Call, target: str) -> bool:
+    """Whether `target`'s own TF1 table would read the rewritten call again differently.
+
+    TF's tables key TF1 names, and some TF 2 names are TF1 names too
+    (`tf.space_to_batch_nd` -> `tf.space_to_batch`): such a rewrite is made
+    only when a second run would leave it as it is.
+    """
+    if not _takes_args(target):
+        return False
+    converted, problem = _convert(call, target)
+    return problem is not None or converted is not call
 
 
 def _dropout(ctx, original, updated):
