@@ -114,3 +114,19 @@ def test_keras3_weights_each_timestep_without_sample_weight_mode():
     loss = model.evaluate(x, y, sample_weight=weights, verbose=0)
     # Keras 2.3's temporal mode: per-step losses times the weights, over batch * steps.
     np.testing.assert_allclose(loss, (per_step * weights).sum() / weights.size, rtol=1e-5)
+
+
+def test_parallel_models_keep_keras2_semantics_so_nothing_is_flagged():
+    source = (
+        "from keras.utils import multi_gpu_model\n"
+        "pd = multi_gpu_model(d, gpus=2)\n"
+        "pd.compile(optimizer='adam', loss='binary_crossentropy')\n"
+        "pd.trainable = False\n"
+        "pc = multi_gpu_model(combined, gpus=2)\n"
+        "pc.compile(optimizer='adam', loss='binary_crossentropy')\n"
+        "pm = multi_gpu_model(m, gpus=2)\n"
+        "pm.compile(loss={'ctc': lambda y_true, y_pred: y_pred}, optimizer='sgd')\n"
+        "def batch():\n"
+        "    return x, {'ctc': y}\n"
+    )
+    assert not run(source).report.flags

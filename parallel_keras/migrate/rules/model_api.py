@@ -18,6 +18,10 @@
   code trains the discriminator in the combined model too (or never, once
   it is left False). Flagged where a model is compiled after a `trainable`
   change that followed another compile.
+
+Neither of the last two is flagged on a `multi_gpu_model` result: the
+parallel model accepts dict targets and freezes `trainable` at compile, as
+Keras 2 did.
 """
 
 from __future__ import annotations
@@ -84,11 +88,17 @@ class ModelApiRule(context.Rule):
         self._single_output: set[str] = set()  # names of models built with one output
         self._single_loss_keys: set[str] = set()  # K of compile(loss={K: ...})
         self._dict_names: dict[str, str] = {}  # name -> K of `name = {K: ...}`
-        self._flagged_returns: set[int] = set()
+        # Names bound to a multi_gpu_model result: the parallel model keeps Keras
+        # 2's trainable-at-compile and accepts dict targets, so neither is flagged.
+        self._parallel: set[str] = set()
 
     # -- Scan -----------------------------------------------------------------
 
     def visit_Assign(self, ctx, node):
+        if isinstance(node.value, cst.Call) and (
+                ctx.qualified_name(node.value.func) or "").endswith(".multi_gpu_model"):
+            for target in node.targets:
+                self._parallel.add(syntax.code(target.target))
         for target in node.targets:
             if (
                 isinstance(target.target, cst.Attribute)
@@ -114,18 +124,19 @@ class ModelApiRule(context.Rule):
     def visit_Call(self, ctx, node):
         if syntax.method_name(node) != "compile":
             return
+        model = syntax.code(node.func.value)
         loss = syntax.keyword(node, "loss")
         key = _single_key(loss.value) if loss is not None else None
-        if key is not None:
+        if key is not None and model not in self._parallel:
             self._single_loss_keys.add(key)
         if not (syntax.keyword(node, "loss") or syntax.keyword(node, "optimizer")
                 or syntax.positional(node)):
             return
-        model = syntax.code(node.func.value)
         # A model recompiled after its own sub-model changed (fine-tuning)
         # means the same in Keras 2 and 3; another model compiled while a
         # compiled one is frozen is the GAN idiom.
-        if self._frozen_after_compile and model not in self._frozen_after_compile:
+        if (self._frozen_after_compile and model not in self._frozen_after_compile
+                and model not in self._parallel):
             self._flag_compiles[id(node)] = tuple(sorted(self._frozen_after_compile))
         self._frozen_after_compile = set()
         self._compiled.add(model)
