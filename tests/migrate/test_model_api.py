@@ -14,6 +14,11 @@ REWRITES = {
         "import keras\nkeras.utils.print_summary(m, 90)\n", "import keras\nm.summary(line_length=90)\n"),
     "sample_weight_mode_temporal": (
         "m.compile('adam', 'mse', sample_weight_mode='temporal')\n", "m.compile('adam', 'mse')\n"),
+    "layer_add_loss_inputs": (
+        "class L(keras.layers.Layer):\n    def call(self, x):\n"
+        "        self.add_loss(keras.ops.mean(x), inputs=x)\n        return x\n",
+        "class L(keras.layers.Layer):\n    def call(self, x):\n"
+        "        self.add_loss(keras.ops.mean(x))\n        return x\n"),
     "sample_weight_mode_none": (
         "m.compile(optimizer='adam', loss='mse', sample_weight_mode=None)\n",
         "m.compile(optimizer='adam', loss='mse')\n"),

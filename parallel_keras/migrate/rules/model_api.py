@@ -175,6 +175,13 @@ class ModelApiRule(context.Rule):
             return self._compile(ctx, original, updated)
         if method == "add_loss":
             owner = original.func.value
+            inputs = syntax.keyword(updated, "inputs")
+            if inputs is not None and not syntax.has_star(updated):
+                # Keras 2 used `inputs=` only to mark the loss conditional on
+                # those inputs for its graph bookkeeping; Keras 3 rejects it.
+                ctx.change(original, RULE, "removed `add_loss(..., inputs=...)`: Keras 3's "
+                           "add_loss takes the loss only (TypeError otherwise)")
+                updated = syntax.remove_args(updated, [inputs])
             # Inside a layer, `self.add_loss(...)` is the Keras 3 form itself.
             if not (isinstance(owner, cst.Name) and owner.value == "self"):
                 ctx.flag(original, RULE, "`add_loss` on a model with a tensor (Keras 2 "
@@ -264,6 +271,8 @@ AUDIT = [
      "Keras 3 rejects it; (batch, steps) sample weights are temporal by shape"),
     ("compile(sample_weight_mode=<computed>)", None, "remove it (Keras 3 rejects it)"),
     ("model.add_loss(<symbolic tensor>)", None, _ADD_LOSS_ACTION),
+    ("self.add_loss(loss, inputs=...)", "self.add_loss(loss)",
+     "Keras 3's add_loss takes the loss only"),
     ("fit/train_on_batch(y={'output_name': y}) on a one-output model", None, _DICT_ACTION),
     ("generator `return/yield inputs, {'ctc': y}` with compile(loss={'ctc': ...})", None,
      _DICT_ACTION),
