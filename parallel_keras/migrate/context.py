@@ -119,6 +119,11 @@ class Context:
         if module not in self.required_imports:
             self.required_imports.append(module)
 
+    def require_package(self, package: str) -> None:
+        """Lists a package the migrated script needs that TensorFlow does not install."""
+        if package not in self.report.requirements:
+            self.report.requirements.append(package)
+
     def tf_module(self) -> str:
         """A name bound to the tensorflow module, importing it if none is."""
         if self.tf_names:

@@ -56,12 +56,16 @@ class FileReport:
         flags: Items left for a person, in line order. Defaults to empty.
         error: Why the file was not migrated (it was left untouched).
             Defaults to None.
+        requirements: Packages the migrated file imports (directly or
+            through a Keras class, e.g. TensorBoard -> tensorboard) that
+            `pip install tensorflow` does not install. Defaults to empty.
     """
 
     path: str
     changes: list[Change] = dataclasses.field(default_factory=list)
     flags: list[Flag] = dataclasses.field(default_factory=list)
     error: str | None = None
+    requirements: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -102,6 +106,11 @@ def format_report(reports: list[FileReport]) -> str:
             f"{len(report.flags)} flagged"
         )
         lines = [header]
+        if report.requirements:
+            lines.append(
+                "  needs packages TensorFlow does not install: pip install "
+                + " ".join(report.requirements)
+            )
         for change in report.changes:
             where = f"line {change.line}"
             if change.in_output:

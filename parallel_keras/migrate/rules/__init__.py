@@ -9,19 +9,25 @@ from __future__ import annotations
 
 from parallel_keras.migrate import context
 from parallel_keras.migrate.rules import backend_ops
+from parallel_keras.migrate.rules import callback_args
 from parallel_keras.migrate.rules import checkpoints
 from parallel_keras.migrate.rules import devices
 from parallel_keras.migrate.rules import generators
 from parallel_keras.migrate.rules import gpu_count
 from parallel_keras.migrate.rules import image_data
 from parallel_keras.migrate.rules import imports
+from parallel_keras.migrate.rules import layer_api
 from parallel_keras.migrate.rules import legacy_api
+from parallel_keras.migrate.rules import model_api
 from parallel_keras.migrate.rules import multi_gpu
+from parallel_keras.migrate.rules import numpy2
 from parallel_keras.migrate.rules import optimizers
+from parallel_keras.migrate.rules import requirements
 from parallel_keras.migrate.rules import saving
 from parallel_keras.migrate.rules import sessions
 from parallel_keras.migrate.rules import template_access
 from parallel_keras.migrate.rules import template_savers
+from parallel_keras.migrate.rules import tf1_names
 from parallel_keras.migrate.rules import training_api
 
 
@@ -49,4 +55,11 @@ def default_rules() -> list[context.Rule]:
         image_data.ImageDataRule(),
         gpu_count.GpuCountRule(),
         sessions.SessionRule(),
+        # Issue 20: TF1 names, Keras 3 layer/model idioms, NumPy 2.
+        tf1_names.Tf1NameRule(),
+        numpy2.NumPy2Rule(),
+        layer_api.LayerApiRule(),
+        model_api.ModelApiRule(),
+        callback_args.CallbackArgsRule(),
+        requirements.RequirementsRule(),
     ]

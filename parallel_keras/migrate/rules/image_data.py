@@ -43,6 +43,24 @@ _ACTION = (
 )
 
 
+_ACTION_ARRAYS = (
+    "Keras 3 has no ImageDataGenerator: for arrays in memory, use "
+    "tf.data.Dataset.from_tensor_slices((x, y)).shuffle(len(x)).batch(batch_size) "
+    "and map the augmentation as preprocessing layers (rescale -> "
+    "keras.layers.Rescaling(scale), horizontal_flip -> RandomFlip('horizontal'), "
+    "rotation_range=d -> RandomRotation(d / 360), width/height_shift_range -> "
+    "RandomTranslation, zoom_range -> RandomZoom) with training=True; or pip install "
+    "tf_keras and import ImageDataGenerator from tf_keras.preprocessing.image."
+)
+AUDIT = [
+    ("ImageDataGenerator(rescale=...).flow_from_directory(...)",
+     "keras.utils.image_dataset_from_directory(...).map(rescale)",
+     "the generator's defaults written out (nearest resizing, label mode)"),
+    ("ImageDataGenerator(<augmentation>).flow_from_directory(...)", None, _ACTION),
+    ("ImageDataGenerator(...).flow(x, y)", None, _ACTION_ARRAYS),
+]
+
+
 class ImageDataRule(context.Rule):
     """`datagen.flow_from_directory(d, ...)` -> `keras.utils.image_dataset_from_directory(d, ...)`."""
 
@@ -54,6 +72,8 @@ class ImageDataRule(context.Rule):
         self._iterators: set[str] = set()
         self._attribute_uses: list[cst.Attribute] = []
         self._ok = True
+        self._all_generators: set[str] = set()
+        self._flows_arrays = False
 
     # -- Scan -----------------------------------------------------------------
 
@@ -62,6 +82,8 @@ class ImageDataRule(context.Rule):
         if not isinstance(value, cst.Call):
             return
         target = node.targets[0].target if len(node.targets) == 1 else None
+        if ctx.qualified_name(value.func) == _GENERATOR and isinstance(target, cst.Name):
+            self._all_generators.add(target.value)
         if ctx.qualified_name(value.func) == _GENERATOR:
             rescale = syntax.keyword(value, "rescale")
             simple = (
@@ -78,6 +100,12 @@ class ImageDataRule(context.Rule):
             self._iterators.add(target.value)
 
     def visit_Call(self, ctx, node):
+        if syntax.method_name(node) == "flow" and (
+            ctx.qualified_name(node.func.value) == _GENERATOR
+            or (isinstance(node.func.value, cst.Name)
+                and node.func.value.value in self._all_generators)
+        ):
+            self._flows_arrays = True
         if syntax.method_name(node) in ("flow", "flow_from_dataframe") and isinstance(
             node.func.value, cst.Name
         ) and node.func.value.value in self._generators:
@@ -130,7 +158,8 @@ class ImageDataRule(context.Rule):
 
     def leave_Call(self, ctx, original, updated):
         if ctx.qualified_name(original.func) == _GENERATOR and not self._ok:
-            ctx.flag(original, RULE, "ImageDataGenerator does not exist in Keras 3", _ACTION)
+            ctx.flag(original, RULE, "ImageDataGenerator does not exist in Keras 3",
+                     _ACTION_ARRAYS if self._flows_arrays else _ACTION)
             return updated
         if not self._ok or not self._flow_call(original):
             return updated

@@ -160,3 +160,19 @@ class LegacyApiRule(context.Rule):
                          f"replace {samples}=N by {steps}=N // batch_size (the batch "
                          "size of the generator).")
         return updated
+
+
+AUDIT = [
+    ("Model(input=, output=)", "Model(inputs=, outputs=)", "Keras 1 names, rejected by Keras 3"),
+    ("fit/fit_generator(nb_epoch=)", "epochs=", "Keras 1 name"),
+    ("samples_per_epoch= / nb_val_samples= on an iterator or Sequence", "(removed)",
+     "the iterator knows its number of batches"),
+    ("samples_per_epoch= / nb_val_samples= on a plain generator", None,
+     "replace by steps_per_epoch=N // batch_size"),
+    ("keras.backend.image_dim_ordering()", "'th'/'tf' from image_data_format()",
+     "Keras 3 removed dim ordering"),
+    ("keras.backend.set_image_dim_ordering(x)", "keras.backend.set_image_data_format(...)",
+     "'th' = channels_first, 'tf' = channels_last"),
+    ("Embedding(input_length=n)", "Embedding(input_shape=(n,))",
+     "Keras 3 ignores input_length"),
+]

@@ -50,6 +50,23 @@ def _optimizer_class(ctx: context.Context, call: cst.Call) -> str | None:
     return None
 
 
+AUDIT = [
+    ("keras.optimizers.X(lr=)", "learning_rate=", "Keras 3 rejects lr="),
+    ("keras.optimizers.X(decay=d)", "learning_rate=InverseTimeDecay(lr, decay_steps=1, "
+     "decay_rate=d)", "Keras 2's lr / (1 + d * iterations); Keras 3 ignores decay="),
+    ("keras.optimizers.X(decay=0)", "(removed)", "no decay"),
+    ("keras.optimizers.X(epsilon=None)", "epsilon=keras.backend.epsilon()",
+     "Keras 2 used the backend epsilon; Keras 3 fails on None"),
+    ("keras.optimizers.X(clipnorm=0 / clipvalue=0)", "(removed)",
+     "Keras 2: 0 meant no clipping"),
+    ("keras.optimizers.X(a, b, c) (positional)", "keywords",
+     "Keras 3 reordered the positional arguments"),
+    ("keras.optimizers.Nadam(schedule_decay=)", None, "Keras 3's Nadam has a fixed schedule"),
+    ("ReduceLROnPlateau / LearningRateScheduler next to a decay schedule", None,
+     "Keras 3 does not let callbacks overwrite a schedule"),
+]
+
+
 class OptimizerRule(context.Rule):
     """`Adam(lr=a, decay=d)` -> `Adam(learning_rate=InverseTimeDecay(a, ...))`."""
 
@@ -150,11 +167,37 @@ class OptimizerRule(context.Rule):
                     "decay_steps=1, decay_rate=d): Keras 2's lr / (1 + d * "
                     "iterations); Keras 3 ignores decay= with only a warning"
                 )
+        updated = self._changed_meaning(ctx, original, name, updated, messages)
         if syntax.keyword(updated, "schedule_decay") is not None:
             ctx.flag(original, RULE, "Nadam's `schedule_decay` does not exist in Keras 3",
                      "remove schedule_decay= (Keras 3's Nadam has a fixed momentum schedule).")
         if messages:
             ctx.change(original, RULE, f"{name}: " + "; ".join(messages))
+        return updated
+
+    def _changed_meaning(self, ctx, original, name, updated, messages):
+        """`epsilon=None`, `clipnorm=0`, `clipvalue=0`: Keras 2's defaults, spelled out."""
+        epsilon = syntax.keyword(updated, "epsilon")
+        if epsilon is not None and syntax.dotted(epsilon.value) == "None":
+            # Keras 2: `if epsilon is None: epsilon = K.epsilon()` (1e-7 by default).
+            keras_module = ctx.keras_module()
+            updated = updated.with_changes(args=[
+                arg.with_changes(value=syntax.expression(f"{keras_module}.backend.epsilon()"))
+                if arg is epsilon else arg for arg in updated.args
+            ])
+            messages.append("`epsilon=None` -> `epsilon=keras.backend.epsilon()` (what "
+                            "Keras 2 used; Keras 3 fails on None at the first update)")
+        zero_clips = [
+            arg for arg in (syntax.keyword(updated, "clipnorm"), syntax.keyword(updated, "clipvalue"))
+            if arg is not None and syntax.is_zero(arg.value)
+        ]
+        if zero_clips:
+            # Keras 2 tested `if clipnorm > 0`: 0 meant no clipping. Keras 3
+            # skips 0 too but counts it as set, so `clipnorm=0, clipvalue=1`
+            # raises "Only one of clipnorm, clipvalue...".
+            updated = syntax.remove_args(updated, zero_clips)
+            messages.append("removed " + ", ".join(f"`{a.keyword.value}=0`" for a in zero_clips)
+                            + " (Keras 2: no clipping; Keras 3 counts it as a clipping choice)")
         return updated
 
     def _factory(self, ctx, original, updated):

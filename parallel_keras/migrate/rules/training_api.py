@@ -126,3 +126,14 @@ def _keep_continuation_indent(call: cst.Call, shift: int) -> cst.Call:
             )
         args.append(arg)
     return call.with_changes(args=args, whitespace_before_args=dedent(call.whitespace_before_args))
+
+
+AUDIT = [
+    *((f"model.{name}(...)", f"model.{name[:-len('_generator')]}(...)",
+       "Keras 3 removed the *_generator methods; positional arguments by keyword")
+      for name in LEGACY_SIGNATURES),
+    *((f"{name}(workers=, use_multiprocessing=, max_queue_size=)", "(removed)",
+       "now arguments of keras.utils.PyDataset; flagged when they asked for parallel loading")
+      for name in ("fit_generator",)),
+    *((f"model.{name}(x)", None, f"use {fix}") for name, fix in _REMOVED_PREDICTORS.items()),
+]

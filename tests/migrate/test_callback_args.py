@@ -1,0 +1,44 @@
+"""Tests of rules/callback_args.py: removed callback arguments and the tensorboard package."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from parallel_keras.migrate.rules import callback_args
+from tests.migrate.helpers import check_flag, check_rewrite
+
+REWRITES = {
+    "tensorboard_removed_args": (
+        "from keras.callbacks import TensorBoard\n"
+        "tb = TensorBoard(log_dir='l', batch_size=32, write_grads=True, write_graph=False)\n",
+        "from keras.callbacks import TensorBoard\ntb = TensorBoard(log_dir='l', write_graph=False)\n"),
+    "tensorboard_positional": (
+        "import keras\ntb = keras.callbacks.TensorBoard('l', 0, 32)\n",
+        "import keras\ntb = keras.callbacks.TensorBoard('l', histogram_freq=0)\n"),
+    "reduce_lr_epsilon": (
+        "from keras.callbacks import ReduceLROnPlateau\nr = ReduceLROnPlateau(epsilon=0.01)\n",
+        "from keras.callbacks import ReduceLROnPlateau\nr = ReduceLROnPlateau(min_delta=0.01)\n"),
+    "progbar": ("import keras\np = keras.callbacks.ProgbarLogger(count_mode='samples')\n",
+                "import keras\np = keras.callbacks.ProgbarLogger()\n"),
+}
+
+
+@pytest.mark.parametrize("before, after", REWRITES.values(), ids=REWRITES.keys())
+def test_rewrites(before, after):
+    check_rewrite(before, after)
+
+
+def test_base_logger_flagged():
+    check_flag("import keras\nb = keras.callbacks.BaseLogger()\n", "averages")
+
+
+def test_dropped_and_renamed_arguments_are_gone_from_keras3():
+    import keras
+
+    for cls, args in {**callback_args.DROPPED, **callback_args.RENAMED}.items():
+        params = inspect.signature(getattr(keras.callbacks, cls)).parameters
+        assert not set(args) & set(params), cls
+    for cls in callback_args.REMOVED_CLASSES:
+        assert not hasattr(keras.callbacks, cls)
