@@ -45,6 +45,7 @@ class GpuCountRule(context.Rule):
 
     def __init__(self):
         self._listing_names: set[str] = set()  # `protos = device_lib.list_local_devices()`
+        self._in_comprehension: set[int] = set()
 
     def visit_Assign(self, ctx, node):
         if self._device_listing(ctx, node.value):
@@ -78,6 +79,8 @@ class GpuCountRule(context.Rule):
         if self._gpu_comprehension(ctx, node):
             handled = ctx.shared.setdefault("handled_calls", set())
             handled.update(id(call) for call in m.findall(node, m.Call()))
+            # The whole comprehension is rewritten; its listing call is not.
+            self._in_comprehension.update(id(call) for call in m.findall(node, m.Call()))
 
     def leave_ListComp(self, ctx, original, updated):
         if not self._gpu_comprehension(ctx, original):
@@ -111,7 +114,7 @@ class GpuCountRule(context.Rule):
             and self._device_listing(ctx, original)
             and ctx.qualified_name(original.func) != _LOCAL_DEVICES
         ):
-            if id(original) in ctx.shared.get("handled_calls", ()):
+            if id(original) in self._in_comprehension:
                 return updated
             ctx.change(
                 original, RULE,

@@ -45,6 +45,21 @@ _MARKER = cst.SimpleStatementLine([cst.Pass()])
 _GENERATED_NAMES = frozenset({"physical_gpu", "gpu", "str", "True", "False", "None"})
 
 
+_STARTS_TENSORFLOW = ("tensorflow", "keras", "parallel_keras")
+
+
+def _imports_tensorflow(statement: cst.CSTNode) -> bool:
+    """Whether a module-level statement imports TensorFlow (or what imports it)."""
+    for node in m.findall(statement, m.Import() | m.ImportFrom()):
+        if isinstance(node, cst.Import):
+            modules = [syntax.dotted(alias.name) for alias in node.names]
+        else:
+            modules = [syntax.dotted(node.module) if node.module is not None else ""]
+        if any((module or "").split(".")[0] in _STARTS_TENSORFLOW for module in modules):
+            return True
+    return False
+
+
 class SessionRule(context.Rule):
     """Rewrites GPU session set-up to `tf.config` and flags other TF1 code."""
 
@@ -62,11 +77,18 @@ class SessionRule(context.Rule):
         # Module-level tf.config calls, moved up to follow the imports.
         self._top_level: set[int] = set()
         self._hoisted: list[cst.BaseStatement] = []
+        self._before_tensorflow: set[int] = set()
 
     # -- Scan: which names hold a config or a session, and their other uses --
 
     def visit_Module(self, ctx, node):
         self._top_level = {id(statement) for statement in node.body}
+        # Module-level statements that run before TensorFlow is imported:
+        # an environment variable set there is read when TensorFlow starts.
+        for statement in node.body:
+            if _imports_tensorflow(statement):
+                break
+            self._before_tensorflow.add(id(statement))
 
     def visit_Name(self, ctx, node):
         self._uses[node.value] += 1
@@ -126,6 +148,13 @@ class SessionRule(context.Rule):
             other_args = [arg for arg in call.args if arg is not config]
             if config_ok and not other_args and self._uses[name] == self._known_uses[name]:
                 self._removable.add(name)
+        # A session that stays (returned, used) keeps its config: deleting the
+        # config would leave the session naming a deleted variable.
+        for name, call in self._sessions.items():
+            config = syntax.keyword(call, "config")
+            if name not in self._removable and config is not None and isinstance(
+                    config.value, cst.Name):
+                self._removable.discard(config.value.value)
 
     # -- Rewrite ------------------------------------------------------------
 
@@ -270,6 +299,10 @@ class SessionRule(context.Rule):
     def _cuda_visible_devices(self, ctx, line, target, value):
         """`os.environ['CUDA_VISIBLE_DEVICES'] = '0,1'` -> `tf.config.set_visible_devices`."""
         if not session_options.is_cuda_visible_devices(target):
+            return None
+        if id(line) in self._before_tensorflow:
+            # TF 2 still reads the variable when it starts; a tf.config call
+            # here would run before `tf` is imported.
             return None
         statement = cst.parse_statement(
             session_options.OPTIONS["visible_device_list"].format(tf=ctx.tf_module(), value=syntax.code(value))
