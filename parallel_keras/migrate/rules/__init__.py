@@ -16,6 +16,7 @@ from parallel_keras.migrate.rules import gpu_count
 from parallel_keras.migrate.rules import image_data
 from parallel_keras.migrate.rules import imports
 from parallel_keras.migrate.rules import legacy_api
+from parallel_keras.migrate.rules import metric_names
 from parallel_keras.migrate.rules import multi_gpu
 from parallel_keras.migrate.rules import optimizers
 from parallel_keras.migrate.rules import saving
@@ -37,6 +38,7 @@ def default_rules() -> list[context.Rule]:
         template_savers.TemplateSaverRule(),
         checkpoints.CheckpointRule(),
         checkpoints.MonitorModeRule(),
+        metric_names.MetricKeyRule(),
         optimizers.OptimizerRule(),
         training_api.GeneratorMethodsRule(),
         generators.GeneratorRule(),

@@ -139,30 +139,6 @@ class MonitorModeRule(context.Rule):
 
     name = "callback modes"
 
-    def __init__(self):
-        self._metric_names: set[str] = set()
-
-    def visit_Call(self, ctx, node):
-        if syntax.method_name(node) != "compile":
-            return
-        metrics = syntax.keyword(node, "metrics")
-        if metrics is not None and isinstance(metrics.value, (cst.List, cst.Tuple)):
-            for element in metrics.value.elements:
-                if isinstance(element.value, cst.SimpleString):
-                    self._metric_names.add(str(element.value.evaluated_value))
-
-    def _renamed_metric(self, metric: str) -> str | None:
-        """'val_acc' -> 'val_accuracy' when the script compiles metrics=['accuracy'].
-
-        Keras 2.0-2.2 logged `metrics=['accuracy']` as 'acc'; Keras 3 logs it
-        as 'accuracy', so a callback monitoring 'val_acc' never finds it (and
-        `save_best_only` never saves).
-        """
-        bare = metric.removeprefix("val_")
-        if bare == "acc" and "accuracy" in self._metric_names and "acc" not in self._metric_names:
-            return metric[: len(metric) - len(bare)] + "accuracy"
-        return None
-
     def leave_Call(self, ctx, original, updated):
         qualified = ctx.qualified_name(original.func) or ""
         key = qualified if qualified in _MONITOR_CALLBACKS else qualified.split(".")[-1]
@@ -175,20 +151,6 @@ class MonitorModeRule(context.Rule):
         if monitor is None or not isinstance(monitor.value, cst.SimpleString):
             return updated
         metric = str(monitor.value.evaluated_value)
-        renamed = self._renamed_metric(metric)
-        if renamed is not None:
-            quote = monitor.value.quote
-            monitor_arg = monitor.with_changes(value=cst.SimpleString(f"{quote}{renamed}{quote}"))
-            updated = updated.with_changes(args=[
-                monitor_arg if arg is monitor else arg for arg in updated.args
-            ])
-            monitor = monitor_arg
-            ctx.change(
-                original, self.name,
-                f"monitor='{metric}' -> '{renamed}': Keras 3 logs metrics=['accuracy'] "
-                f"as '{renamed.removeprefix('val_')}', not 'acc'",
-            )
-            metric = renamed
         if metric.removeprefix("val_") == "loss":
             return updated
         mode = syntax.keyword(updated, "mode")
