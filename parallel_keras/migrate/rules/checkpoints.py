@@ -62,6 +62,8 @@ class CheckpointRule(context.Rule):
             ctx.shared.setdefault("unresolved_checkpoints", []).append(node)
             return
         text = syntax.string_text(literal)
+        if isinstance(literal, cst.SimpleString):
+            ctx.shared.setdefault("first_save_line", {}).setdefault(text, ctx.line(node))
         if syntax.is_literal_true(weights_only):
             saving.register_rename(
                 ctx, literal, saving.weights_suffix(text),
