@@ -16,6 +16,7 @@ opt = keras.optimizers.Adam(learning_rate=0.01)
 from __future__ import annotations
 
 from parallel_keras.migrate.driver import FileResult
+from parallel_keras.migrate.driver import find_data_files
 from parallel_keras.migrate.driver import find_python_files
 from parallel_keras.migrate.driver import migrate_file
 from parallel_keras.migrate.driver import unified_diff
