@@ -68,7 +68,8 @@ def run(args) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_FAILED_FILE
-    results = [migrate.migrate_file(path, relative) for path, relative in files]
+    project = migrate.scan_project(files)
+    results = [migrate.migrate_file(path, relative, project) for path, relative in files]
     if args.diff:
         for result in results:
             sys.stdout.write(migrate.unified_diff(result))

@@ -22,6 +22,7 @@ from absl import logging
 
 from parallel_keras import _files
 from parallel_keras.migrate import engine
+from parallel_keras.migrate import project as project_lib
 from parallel_keras.migrate import report as report_lib
 
 
@@ -124,12 +125,28 @@ def find_data_files(paths: list[str]) -> list[tuple[str, str]]:
     return found
 
 
-def migrate_file(path: str, relative: str | None = None) -> FileResult:
+def scan_project(files: list[tuple[str, str]]) -> project_lib.Project:
+    """What the files migrated together define, for each file's rewrite.
+
+    Args:
+        files: (path, relative path) pairs from `find_python_files`.
+
+    Returns:
+        A `Project` to pass to `migrate_file`.
+    """
+    return project_lib.scan_project(files, lambda path: read_source(path)[0])
+
+
+def migrate_file(
+    path: str, relative: str | None = None, project: project_lib.Project | None = None
+) -> FileResult:
     """Reads and migrates one file; never raises for a bad file.
 
     Args:
         path: A Python file.
         relative: Its path under an output folder. Defaults to its name.
+        project: What the other files of its folder define (`scan_project`).
+            Defaults to None: the file alone.
 
     Returns:
         A `FileResult`; on failure its report carries the error.
@@ -141,7 +158,7 @@ def migrate_file(path: str, relative: str | None = None) -> FileResult:
         report = report_lib.FileReport(path, error=str(error))
         return FileResult(path, None, None, report, relative)
     try:
-        result = engine.migrate_source(source, path)
+        result = engine.migrate_source(source, path, project=project)
     except engine.MigrationError as error:
         report = report_lib.FileReport(path, error=str(error))
         return FileResult(path, source, None, report, relative, encoding)

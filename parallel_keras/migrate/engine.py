@@ -23,6 +23,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
 from parallel_keras.migrate import context as context_lib
+from parallel_keras.migrate import project as project_lib
 from parallel_keras.migrate import report as report_lib
 from parallel_keras.migrate import rules as rules_lib
 from parallel_keras.migrate import syntax
@@ -201,7 +202,10 @@ class MigrationResult:
 
 
 def migrate_source(
-    source: str, path: str = "<string>", rules: list[context_lib.Rule] | None = None
+    source: str,
+    path: str = "<string>",
+    rules: list[context_lib.Rule] | None = None,
+    project: project_lib.Project | None = None,
 ) -> MigrationResult:
     """Rewrites one legacy Keras 2 script's text for Keras 3 + parallel_keras.
 
@@ -209,6 +213,8 @@ def migrate_source(
         source: The script's text.
         path: Name used in the report and in errors. Defaults to "<string>".
         rules: Rewrite families to apply. Defaults to `rules.default_rules()`.
+        project: What the other files migrated with this one define
+            (`project.scan_project`). Defaults to None: `source` alone.
 
     Returns:
         A `MigrationResult` with the new text and the report.
@@ -241,7 +247,7 @@ def migrate_source(
             "migrate again."
         ) from error
     ctx = context_lib.Context(
-        rules if rules is not None else rules_lib.default_rules(), path
+        rules if rules is not None else rules_lib.default_rules(), path, project
     )
     ctx.header_comments = frozenset(
         line.comment.value for line in module.header if line.comment is not None

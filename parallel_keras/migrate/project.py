@@ -1,0 +1,101 @@
+"""What one file's rewrite needs to know about the other files of its folder.
+
+Legacy projects split a training script over modules: the `Sequence`
+subclass or the batch generator lives in `data.py`, `fit_generator` is called
+in `train.py`, and a vendored `utils/multi_gpu.py` defines its own
+`multi_gpu_model`. Each file is rewritten on its own, so before any rewrite
+the driver reads every file once (`scan_project`, parse only) and hands the
+resulting `Project` to each file's `Context`.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+
+_FIT_METHODS = frozenset({
+    "fit", "fit_generator", "evaluate", "evaluate_generator", "predict",
+    "predict_generator",
+})
+_SEQUENCE_BASES = frozenset({"Sequence", "PyDataset"})
+
+
+@dataclasses.dataclass
+class Project:
+    """Names defined or used across the files migrated together.
+
+    Args:
+        sequence_classes: Classes subclassing `keras.utils.Sequence`.
+        fit_data_functions: Functions whose result is passed as the data of
+            `fit`/`fit_generator`/... somewhere (directly or through a name).
+        multi_gpu_model_modules: Dotted module names (relative to the folder)
+            that define their own `def multi_gpu_model(`.
+    """
+
+    sequence_classes: set[str] = dataclasses.field(default_factory=set)
+    fit_data_functions: set[str] = dataclasses.field(default_factory=set)
+    multi_gpu_model_modules: set[str] = dataclasses.field(default_factory=set)
+
+
+def _name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def scan_source(source: str, module: str, project: Project) -> None:
+    """Adds what `source` (the module `module`) defines and uses to `project`."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return  # Reported when the file itself is migrated.
+    calls_of: dict[str, str] = {}  # variable -> function whose call it holds
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            if any(_name(base) in _SEQUENCE_BASES for base in node.bases):
+                project.sequence_classes.add(node.name)
+        elif isinstance(node, ast.FunctionDef) and node.name == "multi_gpu_model":
+            if node in tree.body:
+                project.multi_gpu_model_modules.add(module)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            function = _name(node.value.func)
+            for target in node.targets:
+                if isinstance(target, ast.Name) and function:
+                    calls_of[target.id] = function
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _name(node.func) in _FIT_METHODS
+                and isinstance(node.func, ast.Attribute)):
+            continue
+        values = [keyword.value for keyword in node.keywords
+                  if keyword.arg in ("x", "generator", "validation_data")]
+        values += node.args[:1]
+        for value in values:
+            if isinstance(value, ast.Call) and _name(value.func):
+                project.fit_data_functions.add(_name(value.func))
+            elif isinstance(value, ast.Name) and value.id in calls_of:
+                project.fit_data_functions.add(calls_of[value.id])
+
+
+def scan_project(files: list[tuple[str, str]], read) -> Project:
+    """Reads every file once (parse only) and collects the `Project`.
+
+    Args:
+        files: (path, path relative to its folder) pairs.
+        read: Returns a file's text (the driver's reader); a file it cannot
+            read is skipped (its own migration reports why).
+
+    Returns:
+        The project's names.
+    """
+    project = Project()
+    for path, relative in files:
+        try:
+            source = read(path)
+        except (OSError, ValueError):
+            continue
+        module = relative[: -len(".py")] if relative.endswith(".py") else relative
+        module = module.replace("\\", "/").replace("/", ".").removesuffix(".__init__")
+        scan_source(source, module, project)
+    return project
