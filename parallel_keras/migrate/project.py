@@ -30,11 +30,17 @@ class Project:
             `fit`/`fit_generator`/... somewhere (directly or through a name).
         multi_gpu_model_modules: Dotted module names (relative to the folder)
             that define their own `def multi_gpu_model(`.
+        checkpoint_classes: Classes of the project that re-implement Keras
+            2's ModelCheckpoint (a `filepath` parameter, a `save_weights`
+            call) -> positions of `filepath` and `save_weights_only` in a
+            call of the class (None when it has no such parameter).
     """
 
     sequence_classes: set[str] = dataclasses.field(default_factory=set)
     fit_data_functions: set[str] = dataclasses.field(default_factory=set)
     multi_gpu_model_modules: set[str] = dataclasses.field(default_factory=set)
+    checkpoint_classes: dict[str, tuple[int, int | None]] = dataclasses.field(
+        default_factory=dict)
 
 
 def _name(node: ast.AST) -> str | None:
@@ -43,6 +49,21 @@ def _name(node: ast.AST) -> str | None:
     if isinstance(node, ast.Attribute):
         return node.attr
     return None
+
+
+def checkpoint_parameters(node: ast.ClassDef) -> tuple[int, int | None] | None:
+    """(filepath, save_weights_only) positions of a hand-written checkpoint class."""
+    init = next((item for item in node.body if isinstance(item, ast.FunctionDef)
+                 and item.name == "__init__"), None)
+    if init is None:
+        return None
+    names = [arg.arg for arg in init.args.args[1:]]
+    saves = any(isinstance(call, ast.Call) and _name(call.func) == "save_weights"
+                for call in ast.walk(node))
+    if "filepath" not in names or not saves:
+        return None
+    weights_only = names.index("save_weights_only") if "save_weights_only" in names else None
+    return names.index("filepath"), weights_only
 
 
 def scan_source(source: str, module: str, project: Project) -> None:
@@ -56,6 +77,9 @@ def scan_source(source: str, module: str, project: Project) -> None:
         if isinstance(node, ast.ClassDef):
             if any(_name(base) in _SEQUENCE_BASES for base in node.bases):
                 project.sequence_classes.add(node.name)
+            positions = checkpoint_parameters(node)
+            if positions is not None:
+                project.checkpoint_classes[node.name] = positions
         elif isinstance(node, ast.FunctionDef) and node.name == "multi_gpu_model":
             if node in tree.body:
                 project.multi_gpu_model_modules.add(module)

@@ -51,7 +51,9 @@ class CheckpointRule(context.Rule):
 
     def visit_Call(self, ctx, node):
         index = _filepath_index(ctx, node)
-        if index is None or syntax.has_star(node):
+        if index is None:
+            return self._own_checkpoint_class(ctx, node)
+        if syntax.has_star(node):
             return
         path = saving.path_argument(node, index)
         if path is None:
@@ -74,6 +76,25 @@ class CheckpointRule(context.Rule):
                 ctx, literal, saving.model_suffix(text, allow_hdf5=False),
                 "a full-model checkpoint writes only '.keras' or '.h5' files",
             )
+
+    def _own_checkpoint_class(self, ctx, node):
+        """A call of the project's own ModelCheckpoint copy saving weights only."""
+        classes = ctx.project.checkpoint_classes if ctx.project is not None else {}
+        name = (syntax.dotted(node.func) or "").split(".")[-1]
+        if name not in classes or syntax.has_star(node):
+            return
+        path_index, weights_index = classes[name]
+        if weights_index is None:
+            return
+        weights_only = saving.path_argument(node, weights_index, "save_weights_only")
+        literal = saving.path_literal(ctx, saving.path_argument(node, path_index))
+        if literal is None or not syntax.is_literal_true(weights_only):
+            return
+        saving.register_rename(
+            ctx, literal, saving.weights_suffix(syntax.string_text(literal)),
+            f"{name} saves these weights with save_weights, which writes only "
+            "'.weights.h5' files in Keras 3",
+        )
 
     def leave_Call(self, ctx, original, updated):
         computed = any(

@@ -45,6 +45,14 @@ class DeviceScopeRule(context.Rule):
 
     def __init__(self):
         self._layer_names: set[str] = set()
+        # `with tf.device` inside a vendored copy of Keras 2's multi_gpu_model:
+        # its towers are what parallel_keras.multi_gpu_model replaces, not
+        # placements to keep.
+        self._vendored: set[int] = set()
+
+    def visit_FunctionDef(self, ctx, node):
+        if node.name.value == "multi_gpu_model":
+            self._vendored.update(id(scope) for scope in m.findall(node.body, m.With()))
 
     def visit_Assign(self, ctx, node):
         if isinstance(node.value, cst.Call) and _is_layer_class(
@@ -68,6 +76,8 @@ class DeviceScopeRule(context.Rule):
         return False
 
     def leave_With(self, ctx, original, updated):
+        if id(original) in self._vendored:
+            return updated
         items = list(updated.items)
         changed = False
         for index, (old_item, item) in enumerate(zip(original.items, updated.items)):
