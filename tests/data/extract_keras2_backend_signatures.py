@@ -11,6 +11,8 @@ extracted once, by parsing (never importing) the released source:
 Each public function of `keras/backend/tensorflow_backend.py` and
 `keras/backend/common.py` becomes `{"params": [[name, default-source or
 null], ...]}`; a default is kept as its source text (`-1`, `None`, `0.`).
+Where the body starts with `if dtype is None: dtype = floatx()`, what the
+None default means is kept too, under "none_means".
 """
 
 from __future__ import annotations
@@ -21,6 +23,25 @@ import pathlib
 import sys
 
 _SOURCES = ("backend/tensorflow_backend.py", "backend/common.py")
+
+
+def _none_defaults(node: ast.FunctionDef) -> dict[str, str]:
+    """`if dtype is None: dtype = floatx()` at the top level of the body."""
+    found = {}
+    for statement in node.body:
+        if not (isinstance(statement, ast.If) and isinstance(statement.test, ast.Compare)
+                and isinstance(statement.test.left, ast.Name)
+                and isinstance(statement.test.ops[0], ast.Is)
+                and isinstance(statement.test.comparators[0], ast.Constant)
+                and statement.test.comparators[0].value is None
+                and len(statement.body) == 1 and not statement.orelse):
+            continue
+        assign = statement.body[0]
+        name = statement.test.left.id
+        if (isinstance(assign, ast.Assign) and len(assign.targets) == 1
+                and isinstance(assign.targets[0], ast.Name) and assign.targets[0].id == name):
+            found[name] = ast.unparse(assign.value)
+    return found
 
 
 def signatures(package: pathlib.Path) -> dict[str, dict]:
@@ -39,6 +60,9 @@ def signatures(package: pathlib.Path) -> dict[str, dict]:
                 "params": [[arg.arg, default] for arg, default in zip(args, defaults)],
                 "source": relative,
             }
+            effective = _none_defaults(node)
+            if effective:
+                found[node.name]["none_means"] = effective
     return found
 
 

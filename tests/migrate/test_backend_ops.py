@@ -42,8 +42,8 @@ def _resolve(func: ast.expr):
     while isinstance(func, ast.Attribute):
         names.append(func.attr)
         func = func.value
-    assert isinstance(func, ast.Name) and func.id == "keras", ast.unparse(func)
-    target = keras
+    assert isinstance(func, ast.Name) and func.id in _ROOTS, ast.unparse(func)
+    target = _ROOTS[func.id]
     for name in reversed(names):
         target = getattr(target, name)
     return target
@@ -63,11 +63,33 @@ def _bind(call: ast.Call) -> dict[str, str]:
     return values
 
 
-def _same_value(left: str, right: str) -> bool:
+_ROOTS = {"keras": keras, "tf": tf, "tensorflow": tf}
+# What Keras 2's defaults and Keras 3's (as their repr) are evaluated with.
+_NAMESPACE = {**_ROOTS, "np": np, "floatx": keras.backend.floatx,
+              "epsilon": keras.backend.epsilon}
+
+
+def _value(source: str):
     try:
-        return ast.literal_eval(left) == ast.literal_eval(right)
-    except ValueError:
-        return left == right
+        value = eval(source, dict(_NAMESPACE))  # Literals and keras.backend.floatx().
+    except Exception:  # A repr that is not an expression: compare as text.
+        return source
+    if isinstance(value, tf.DType) or (
+            isinstance(value, str) and value in ("float16", "float32", "float64")):
+        return keras.backend.standardize_dtype(value)
+    return value
+
+
+def _same_value(left: str, right: str) -> bool:
+    return _value(left) == _value(right)
+
+
+def _keras2_default(name: str, param: str, default: str) -> str:
+    """Keras 2's default, with what its `None` meant (`dtype=None`: floatx())."""
+    meaning = KERAS2[name].get("none_means", {}).get(param)
+    if default == "None" and meaning is not None and "np.random" not in meaning:
+        return meaning  # A random seed means no seed: leave None.
+    return default
 
 
 @pytest.mark.parametrize("name", sorted(backend_ops.OPS))
@@ -91,14 +113,14 @@ def test_rewrite_passes_every_keras2_default_keras3_changed(name):
     landed = {value: parameter for parameter, value in _bind(full).items()}
     for param, default in params:
         if param in refused:
-            assert param == "seed", f"K.{name}'s {param}= is flagged"
-            continue
+            raise AssertionError(f"K.{name}'s {param}= is flagged")
         if param in backend_ops.OPS[name].dropped:
             assert f"p_{param}" not in landed
             continue
         assert f"p_{param}" in landed, f"K.{name}'s {param}= is lost by the rewrite"
         if default is not None:
             got = keras3[landed[f"p_{param}"]]
+            default = _keras2_default(name, param, default)
             assert _same_value(got, default), (
                 f"K.{name}({', '.join(required)}) -> {ast.unparse(call)}: Keras 2's "
                 f"{param}={default}, Keras 3 gets {landed[f'p_{param}']}={got}")
@@ -117,8 +139,11 @@ def test_every_rewritten_name_is_a_keras2_backend_function():
     ("K.l2_normalize(p, axis=-1)", "keras.ops.normalize(p, axis=-1, order=2, epsilon=1e-6)"),
     ("K.relu(p, alpha=0.1)", "keras.activations.relu(p, negative_slope=0.1)"),
     ("K.clip(p, min_value=0.0, max_value=1.0)", "keras.ops.clip(p, x_min=0.0, x_max=1.0)"),
-    ("K.ones_like(p, name='ones')", "keras.ops.ones_like(p)"),
-    ("K.random_normal((2, 3), stddev=0.5)", "keras.random.normal((2, 3), stddev=0.5)"),
+    ("K.ones_like(p, name='ones')", "keras.ops.ones_like(p, dtype=keras.backend.floatx())"),
+    ("K.random_normal((2, 3), stddev=0.5)",
+     "tensorflow.random.normal((2, 3), stddev=0.5, dtype=keras.backend.floatx())"),
+    ("K.random_uniform((2,), seed=1)",
+     "tensorflow.random.uniform((2,), seed=1, maxval=1.0, dtype=keras.backend.floatx())"),
     ("K.sqrt(p)", "keras.ops.sqrt(keras.ops.maximum(p, 0.0))"),
     ("K.get_uid('dense')", "K.get_uid('dense')"),
 ])
@@ -131,7 +156,6 @@ def test_before_after(before, after):
 
 
 @pytest.mark.parametrize("before, words", [
-    ("K.random_uniform((2,), seed=1)", "SeedGenerator(1)"),
     ("K.gradients(loss, [x])[0]", "tf.GradientTape"),
     ("K.ctc_batch_cost(a, model(b), c, d)", "mask_index=y_pred.shape[-1] - 1"),
     ("K.hard_sigmoid(p)", "keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)"),

@@ -50,6 +50,8 @@ def _same(names: str, **kwargs) -> dict[str, Op]:
 
 
 _BINARY = (("x", "x1"), ("y", "x2"))
+# Keras 2's `dtype=None` meant this.
+_FLOATX = "keras.backend.floatx()"
 _AXIS_LAST = (("axis", 1, "-1"),)
 OPS: dict[str, Op] = {
     **_same("sum mean max min prod any all std var abs square exp log round sign "
@@ -60,7 +62,9 @@ OPS: dict[str, Op] = {
             "less_equal dot", renames=_BINARY),
     **_same("argmax argmin expand_dims", explicit=_AXIS_LAST),
     **_same("cumsum cumprod", explicit=(("axis", 1, "0"),)),
-    **_same("ones_like zeros_like", dropped=frozenset({"name"})),
+    # Keras 2: dtype=None meant floatx(); keras.ops: the input's dtype.
+    **_same("ones_like zeros_like", dropped=frozenset({"name"}),
+            explicit=(("dtype", 1, _FLOATX),)),
     "clip": Op("ops.clip", renames=(("min_value", "x_min"), ("max_value", "x_max"))),
     "reshape": Op("ops.reshape", renames=(("shape", "newshape"),)),
     "pow": Op("ops.power", renames=(("x", "x1"), ("a", "x2"))),
@@ -70,8 +74,14 @@ OPS: dict[str, Op] = {
     # x * min(rsqrt(sum(x**2)), 1 / epsilon), the same with epsilon = 1e-6.
     "l2_normalize": Op("ops.normalize", explicit=(("axis", 1, "None"),),
                        extra=(("order", "2"), ("epsilon", "1e-6"))),
-    "random_normal": Op("random.normal"),
-    "random_uniform": Op("random.uniform"),
+    # Keras 2's TF backend drew with TF's stateful ops: new numbers at every
+    # step, also inside a compiled train step. keras.random.normal(seed=None)
+    # bakes one seed into a compiled function (keras-team/keras#20569) and
+    # creates its global seed variable inside the traced step (a ValueError
+    # under tf.function), so the rewrite keeps TF's ops.
+    "random_normal": Op("tf.random.normal", explicit=(("dtype", 3, _FLOATX),)),
+    "random_uniform": Op("tf.random.uniform", explicit=(
+        ("maxval", 2, "1.0"), ("dtype", 3, _FLOATX))),
 }
 # Keras 2 parameters before `name` (only for functions that drop it).
 _KERAS2_ARITY = {"ones_like": ("x", "dtype"), "zeros_like": ("x", "dtype")}
@@ -83,12 +93,6 @@ KEPT = frozenset(
 _ELSEWHERE = frozenset(
     "set_session get_session _get_available_gpus image_dim_ordering "
     "set_image_dim_ordering tensorflow_backend".split()
-)
-_SEED_ACTION = (
-    "Keras 3 draws the same numbers on every call for an integer seed (Keras 2 "
-    "drew new ones each step): create `seed_generator = "
-    "keras.random.SeedGenerator({seed})` once (in the layer's __init__) and call "
-    "`keras.random.{function}(..., seed=seed_generator)`."
 )
 _ACTIONS = {
     "learning_phase": "delete it; pass training=True/False to the model or layer call.",
@@ -136,7 +140,8 @@ def _signature_text(op: Op) -> str:
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
 AUDIT: list[tuple[str, str | None, str]] = [
     *(
-        (f"keras.backend.{name}", _signature_text(op),
+        (f"keras.backend.{name}",
+         _signature_text(op).replace("keras.tf.", "tf.", 1),
          "backend math moved to keras.ops"
          + ("; Keras 2's default passed explicitly" if op.explicit or op.extra else ""))
         for name, op in sorted(OPS.items())
@@ -209,7 +214,10 @@ class BackendOpsRule(context.Rule):
 
     def _rewrite(self, ctx, original, updated, name, op, keras_name):
         text = syntax.dotted(original.func)
-        target = f"{keras_name}.{op.target}"
+        if op.target.startswith("tf."):
+            target = f"{ctx.tf_module()}.{op.target[3:]}"
+        else:
+            target = f"{keras_name}.{op.target}"
         renames = dict(op.renames)
         positional = syntax.positional(updated)
         if len(positional) > len(_KERAS2_ARITY.get(name, ())) and op.dropped:
@@ -230,25 +238,20 @@ class BackendOpsRule(context.Rule):
             args.append(arg)
         if args and len(args) != len(updated.args):
             args[-1] = args[-1].with_changes(comma=updated.args[-1].comma)
-        seed = syntax.keyword(updated, "seed")
-        if name.startswith("random_") and (len(positional) > 4 or (
-                seed is not None and not (isinstance(seed.value, cst.Name)
-                                          and seed.value.value == "None"))):
-            seed_text = syntax.code(seed.value) if seed is not None else "seed"
-            ctx.flag(original, RULE, f"`{text}` with a seed: Keras 3 repeats the same draw",
-                     _SEED_ACTION.format(seed=seed_text, function=op.target.split(".")[-1]))
-            return updated
         defaults = []
         for parameter, position, default in op.explicit:
             given = len(positional) > position or syntax.keyword(updated, parameter) is not None
             if not given:
                 keyword = renames.get(parameter, parameter)
+                default = default.replace("keras.", f"{keras_name}.", 1)
                 args = _append(args, syntax.make_arg(keyword, syntax.expression(default)))
                 defaults.append(f"{keyword}={default}")
         for keyword, value in op.extra:
             args = _append(args, syntax.make_arg(keyword, syntax.expression(value)))
             defaults.append(f"{keyword}={value}")
-        reason = f"Keras 3 moved backend math to keras.{op.target.split('.')[0]}"
+        module = op.target.rsplit(".", 1)[0]
+        reason = (f"Keras 2's TF backend called {op.target}" if op.target.startswith("tf.")
+                  else f"Keras 3 moved backend math to keras.{module}")
         if defaults:
             reason += f"; Keras 2's {', '.join(defaults)} passed explicitly (keras.ops differs)"
         if op.dropped & {arg.keyword.value for arg in updated.args if arg.keyword}:

@@ -45,7 +45,9 @@ _MARKER = cst.SimpleStatementLine([cst.Pass()])
 _GENERATED_NAMES = frozenset({"physical_gpu", "gpu", "str", "True", "False", "None"})
 
 
-_STARTS_TENSORFLOW = ("tensorflow", "keras", "parallel_keras")
+# `import parallel_keras` (and what migrate adds) initialises no GPU: TF 2 reads
+# CUDA_VISIBLE_DEVICES when a GPU is first used, not when it is imported.
+_STARTS_TENSORFLOW = ("tensorflow", "keras")
 
 
 def _imports_tensorflow(statement: cst.CSTNode) -> bool:
