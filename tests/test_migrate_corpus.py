@@ -54,7 +54,7 @@ ARTIFACTS = {
     # the imports, TensorBoard, metric names in checkpoint paths, history plots.
     "10_seed002_unet_checkpoint_history.py": Artifact("unet-02-*.h5", "model"),
     "11_seed003_sequence_gpu_count.py": Artifact("sequence_model.weights.h5", "weights"),
-    "12_seed000_vae_backend.py": Artifact("vae_classifier.h5", "model"),
+    "12_seed000_backend_loss.py": Artifact("classifier.h5", "model"),
 }
 
 _TRAIN = """

@@ -288,6 +288,46 @@ def _carry_over_flags(ctx: context_lib.Context) -> None:
         )
 
 
+def _sets_environment(statement: cst.CSTNode) -> bool:
+    """`os.environ[...] = ...` (e.g. CUDA_VISIBLE_DEVICES) at module level."""
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.Assign) and any(
+            isinstance(target.target, cst.Subscript)
+            and syntax.dotted(target.target.value) == "os.environ"
+            for target in small.targets)
+        for small in statement.body
+    )
+
+
+def _is_import(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)
+
+
+def _after_environment_setup(module: cst.Module, before: set[str]) -> cst.Module:
+    """Moves added imports below the script's environment set-up.
+
+    Scripts set `os.environ['CUDA_VISIBLE_DEVICES']` between their first
+    imports and TensorFlow's, so TensorFlow starts with it set. An import
+    the migration adds goes after every import of that opening stretch
+    (imports, docstring, environment variables), never above the variable.
+    """
+    body = list(module.body)
+    added = [s for s in body if _is_import(s) and syntax.code(s).strip() not in before]
+    rest = [s for s in body if not any(s is a for a in added)]
+    prelude_end = 0
+    for index, statement in enumerate(rest):
+        docstring = index == 0 and isinstance(statement, cst.SimpleStatementLine) and isinstance(
+            statement.body[0], cst.Expr) and isinstance(statement.body[0].value, cst.SimpleString)
+        if not (_is_import(statement) or _sets_environment(statement) or docstring):
+            break
+        prelude_end = index + 1
+    if not added or not any(_sets_environment(s) for s in rest[:prelude_end]):
+        return module
+    added = [a.with_changes(leading_lines=[]) for a in added]
+    return module.with_changes(body=rest[:prelude_end] + added + rest[prelude_end:])
+
+
 def _add_imports(module: cst.Module, ctx: context_lib.Context) -> cst.Module:
     codemod_context = CodemodContext()
     modules = ctx.required_imports
@@ -298,6 +338,7 @@ def _add_imports(module: cst.Module, ctx: context_lib.Context) -> cst.Module:
     for name in modules:
         AddImportsVisitor.add_needed_import(codemod_context, name)
     module = AddImportsVisitor(codemod_context).transform_module(module)
+    module = _after_environment_setup(module, before)
     for number, text in enumerate(module.code.splitlines(), start=1):
         if text.startswith("import ") and text not in before:
             ctx.report.changes.append(

@@ -6,12 +6,12 @@ with a dummy length that `fit_generator` cycles for `steps_per_epoch`; the
 best model is kept by `val_acc`, and the loss curve is plotted.
 """
 import os
-import parallel_keras
-import parallel_keras.devices
 
 os.environ['CUDA_VISIBLE_DEVICES'] = '0,1,2,3'
 
 import matplotlib
+import parallel_keras
+import parallel_keras.devices
 matplotlib.use('Agg')
 from matplotlib import pyplot as plt
 import numpy as np
