@@ -88,10 +88,14 @@ class TemplateAccessRule(context.Rule):
         if node.name.value != "set_model" or len(params) != 2:
             return
         model = params[1].name.value
+        # Already rewritten (a second run): `model.template if hasattr(...) else ...`.
+        done = {id(subscript) for choice in m.findall(node.body, m.IfExp(
+                    test=m.Call(func=m.Name("hasattr")), body=m.Attribute(attr=m.Name("template"))))
+                for subscript in m.findall(choice.orelse, m.Subscript())}
         for subscript in m.findall(node.body, m.Subscript(value=m.Attribute(
                 value=m.Name(model), attr=m.Name("layers")))):
             index = _negative_index(subscript)
-            if index is not None and index <= -2:
+            if index is not None and index <= -2 and id(subscript) not in done:
                 self._set_model_picks.add(id(subscript))
 
     def _is_multi_gpu_call(self, ctx, value) -> bool:
