@@ -20,6 +20,20 @@ from parallel_keras.migrate.rules import saving
 
 RULE = "checkpoints"
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("ModelCheckpoint(..., period=N)", "parallel_keras.callbacks.ModelCheckpoint(..., period=N)",
+     "Keras 3's ModelCheckpoint has no period (its 7th parameter is save_freq)"),
+    ("ModelCheckpoint('w.hdf5', save_weights_only=True)", "ModelCheckpoint('w.weights.h5', ...)",
+     "Keras 3 checks the suffix when the callback is built"),
+    ("ModelCheckpoint(<path computed at run time>)", "parallel_keras.callbacks.ModelCheckpoint",
+     "it appends the suffix Keras 3 needs when the path lacks it"),
+    ("<own checkpoint class>('w.hdf5', save_weights_only=True)", "'w.weights.h5'",
+     "the class saves with save_weights, which Keras 3 writes only to .weights.h5"),
+    ("EarlyStopping/ReduceLROnPlateau/ModelCheckpoint(monitor=<not loss>, mode='auto')",
+     "mode='max' or 'min', as Keras 2 chose", "Keras 3 raises for a metric without a direction"),
+]
+
 _KERAS_CHECKPOINT = "keras.callbacks.ModelCheckpoint"
 # Keras 2 ModelCheckpoint(filepath, monitor, verbose, save_best_only,
 # save_weights_only, mode, period).

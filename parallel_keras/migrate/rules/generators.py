@@ -25,6 +25,19 @@ from parallel_keras.migrate.rules import training_api
 
 RULE = "generators"
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("class S(Sequence) without super().__init__()", "super().__init__(<loader options>)",
+     "a Keras 3 Sequence is a PyDataset, which needs it"),
+    ("yield [x1, x2], y (generators feeding fit, also in other files of the folder)",
+     "yield (x1, x2), y", "Keras 3's fit rejects list-structured batches"),
+    ("fit_generator(sequence, steps_per_epoch=N)",
+     "fit(parallel_keras.repeat_sequence(sequence, N), steps_per_epoch=N)",
+     "Keras 2 cycled a Sequence for N steps; Keras 3 stops at its end"),
+    ("fit_generator(sequence, steps_per_epoch=<call>)", None,
+     "compute the steps once and pass parallel_keras.repeat_sequence(sequence, steps)"),
+]
+
 _SEQUENCE_BASES = frozenset({"keras.utils.Sequence", "keras.utils.data_utils.Sequence"})
 _FIT_METHODS = frozenset(training_api.LEGACY_SIGNATURES) | {"fit", "evaluate", "predict"}
 

@@ -20,6 +20,17 @@ from parallel_keras.migrate import syntax
 
 RULE = "GPU count"
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("K.tensorflow_backend._get_available_gpus()", "names of the logical (or simulated) GPUs",
+     "Keras 3 has no TensorFlow backend module"),
+    ("[d for d in K.get_session().list_devices() if ...'GPU'...]",
+     "the logical (or simulated) GPUs", "TF 2 has no sessions"),
+    ("[d for d in device_lib.list_local_devices() if ...'GPU'...]",
+     "the logical (or simulated) GPUs", "physical devices never include simulated ones"),
+    ("K.get_session().list_devices()", "tf.config.list_logical_devices()", "TF 2 has no sessions"),
+]
+
 _DEVICES = (
     "({tf}.config.list_logical_devices('GPU') or ({tf}.config.list_logical_devices('CPU') "
     "if parallel_keras.devices.gpus_are_simulated() else []))"

@@ -27,6 +27,16 @@ _REASON = (
     "same function on tf.distribute"
 )
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("keras.utils.multi_gpu_model (and training_utils/multi_gpu_utils)",
+     "parallel_keras.multi_gpu_model", _REASON),
+    ("multi_gpu_model from the project's own module (migrated with the folder)",
+     "parallel_keras.multi_gpu_model", "a vendored copy of Keras 2's tf.device towers"),
+    ("multi_gpu_model from a module not migrated with the file", None,
+     "if it is a copy of Keras 2's, import parallel_keras's instead"),
+]
+
 
 _KERAS2_KEYWORDS = frozenset({"model", "gpus", "cpu_merge", "cpu_relocation"})
 

@@ -26,6 +26,20 @@ from parallel_keras.migrate import syntax
 
 RULE = "save formats"
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("model.save_weights('x.h5')", "model.save_weights('x.weights.h5')",
+     "save_weights writes only .weights.h5"),
+    ("model.save('x') (no suffix)", "model.save('x.keras')", "Keras 3 writes no SavedModel folder"),
+    ("save(..., save_format=...)", "(argument removed)", "Keras 3 takes the format from the suffix"),
+    ("load of a path the script saves later", "(kept)",
+     "it reads what an earlier Keras 2 run wrote, which Keras 3 still reads; flagged with "
+     "the new name to resume from"),
+    ("load of a path the script saved before", "the renamed path", "one file, one name"),
+    ("<own class>.save('x.json')", "(kept)", "not a Keras object"),
+    ("save_weights(<computed path>)", None, "make sure the path ends with .weights.h5"),
+]
+
 _LOAD_MODEL_NAMES = frozenset(
     {"keras.models.load_model", "keras.saving.load_model"}
 )

@@ -39,6 +39,22 @@ from parallel_keras.migrate.rules import session_options
 
 RULE = "TF1 sessions"
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("tf.ConfigProto / tf.GPUOptions options (set-up only)", "tf.config calls after the imports",
+     "TF 2 has no sessions; each option is a process-wide tf.config call"),
+    ("tf.Session(config=...) + K.set_session(...) (set-up only)", "(removed)",
+     "Keras 3 has no session; the options became tf.config calls"),
+    ("os.environ['CUDA_VISIBLE_DEVICES'] before the TensorFlow/Keras imports", "(kept)",
+     "TF 2 reads it when it starts"),
+    ("os.environ['CUDA_VISIBLE_DEVICES'] after them", "tf.config.set_visible_devices(...)",
+     "the call works until a GPU is used, and is moved up after the imports"),
+    ("per_process_gpu_memory_fraction", None, "no TF 2 equivalent: memory growth, plus the "
+     "exact set_logical_device_configuration call for a hard cap"),
+    *((name.replace("tensorflow.", "tf.").replace("keras.backend.", "K."), None, action)
+      for name, (_, action) in session_options.FLAGGED.items()),
+]
+
 # Stands where the first hoisted statement was, until `leave_Module` moves
 # the hoisted calls up after the imports.
 _MARKER = cst.SimpleStatementLine([cst.Pass()])

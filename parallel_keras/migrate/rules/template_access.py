@@ -23,6 +23,19 @@ from parallel_keras.migrate.rules import multi_gpu
 
 RULE = "template access"
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("parallel_model.layers[-2] / .get_layer('model_1')", "parallel_model.template",
+     "Keras 2 kept the template as a layer; parallel_keras exposes it"),
+    ("model.layers[-2] in a callback's set_model(self, model)",
+     "model.template if hasattr(model, 'template') else model.layers[-2]",
+     "fit hands callbacks the parallel model"),
+    ("self.model = ... in a callback's set_model", "self.template_model = ...",
+     "Keras 3 callbacks do not let self.model be assigned"),
+    ("<unknown>.layers[-2] with a parallel-looking name", None,
+     "use .template if it is a multi_gpu_model result"),
+]
+
 _TEMPLATE_NAME = re.compile(r"^(model|sequential|functional)(_\d+)?$")
 _PARALLEL_HINT = re.compile(r"parallel|multi|gpu|mgpu|replica", re.IGNORECASE)
 

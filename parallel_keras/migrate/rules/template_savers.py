@@ -29,6 +29,18 @@ from parallel_keras.migrate.rules import template_saver_patterns as patterns
 
 RULE = "checkpoint classes"
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("class ParallelModelCheckpoint(ModelCheckpoint) (the seeds')",
+     "from parallel_keras import ParallelModelCheckpoint", "same signature, period= included"),
+    ("ModelCheckpoint subclass swapping in a stored template",
+     "subclass of parallel_keras.ParallelModelCheckpoint", "Keras 3's has no period"),
+    ("ModelMGPU (a Model adopting multi_gpu_model(...).__dict__)", "a function returning "
+     "parallel_keras.multi_gpu_model(...)", "Keras 3 models cannot adopt another's __dict__"),
+    ("such classes doing more", None, "use parallel_keras.ParallelModelCheckpoint / "
+     "multi_gpu_model directly"),
+]
+
 _MODEL_BASES = frozenset(
     {"keras.Model", "keras.models.Model", "keras.engine.training.Model", "Model"}
 )
