@@ -49,6 +49,7 @@ def test_callers_get_parallel_keras_and_the_vendored_towers_stay(tmp_path):
     assert (out / "utils" / "multi_gpu.py").read_text() == vendored
     callbacks = (out / "utils" / "callbacks.py").read_text()
     assert "self.template_model = model.template if hasattr(model, 'template')" in callbacks
+    assert "class PeriodicCheckpoint(parallel_keras.callbacks.ModelCheckpoint):" in callbacks
 
 
 def test_single_file_without_the_folder_flags_the_foreign_multi_gpu_model():
@@ -86,6 +87,8 @@ def test_migrated_project_runs_on_4_devices_and_saves_the_template(tmp_path):
     assert sorted(p.name for p in out.glob("weights-*")) == [
         "weights-02.weights.h5", "weights-04.weights.h5"]
     assert len(list(out.glob("model-*.hdf5"))) == 4
+    # A ModelCheckpoint subclass re-implementing Keras 2's on_epoch_end.
+    assert sorted(p.name for p in out.glob("periodic-*")) == ["periodic-03.weights.h5"]
     template = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
     template.load_weights(out / "weights-04.weights.h5")
     final = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
