@@ -18,6 +18,8 @@ _FIT_METHODS = frozenset({
     "predict_generator",
 })
 _SEQUENCE_BASES = frozenset({"Sequence", "PyDataset"})
+# Keras's own iterators, never a function of the project.
+_KERAS_ITERATORS = frozenset({"flow", "flow_from_directory", "flow_from_dataframe"})
 
 
 @dataclasses.dataclass
@@ -96,10 +98,12 @@ def scan_source(source: str, module: str, project: Project) -> None:
                   if keyword.arg in ("x", "generator", "validation_data")]
         values += node.args[:1]
         for value in values:
-            if isinstance(value, ast.Call) and _name(value.func):
-                project.fit_data_functions.add(_name(value.func))
-            elif isinstance(value, ast.Name) and value.id in calls_of:
-                project.fit_data_functions.add(calls_of[value.id])
+            if isinstance(value, ast.Call):
+                function = _name(value.func)
+            else:
+                function = calls_of.get(value.id) if isinstance(value, ast.Name) else None
+            if function and function not in _KERAS_ITERATORS:
+                project.fit_data_functions.add(function)
 
 
 def scan_project(files: list[tuple[str, str]], read) -> Project:
