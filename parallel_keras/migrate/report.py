@@ -74,6 +74,10 @@ class FileReport:
         self.flags.sort(key=lambda flag: flag.line)
 
 
+# A data folder may hold thousands of files: the report names the first ones.
+_COPIES_LISTED = 20
+
+
 def format_report(reports: list[FileReport], copied: list[str] | None = None) -> str:
     """Renders reports as the text printed after the diff.
 
@@ -120,7 +124,10 @@ def format_report(reports: list[FileReport], copied: list[str] | None = None) ->
     flags = sum(len(report.flags) for report in reports)
     errors = sum(1 for report in reports if report.error is not None)
     if copied:
-        blocks.append("copied unchanged: " + ", ".join(copied))
+        shown = ", ".join(copied[:_COPIES_LISTED])
+        if len(copied) > _COPIES_LISTED:
+            shown += f", and {len(copied) - _COPIES_LISTED} more"
+        blocks.append("copied unchanged: " + shown)
     summary = (
         f"\n{_plural(len(reports), 'file')}: {_plural(changes, 'change')}, "
         f"{flags} flagged, {_plural(errors, 'error')}"
