@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 
 _FIT_METHODS = frozenset({
     "fit", "fit_generator", "evaluate", "evaluate_generator", "predict",
@@ -36,6 +37,8 @@ class Project:
             2's ModelCheckpoint (a `filepath` parameter, a `save_weights`
             call) -> positions of `filepath` and `save_weights_only` in a
             call of the class (None when it has no such parameter).
+        log_keys: Accuracy log keys read anywhere ('acc', 'val_accuracy',
+            ...: `monitor=`, `logs[...]`, `.get(...)`, path format fields).
     """
 
     sequence_classes: set[str] = dataclasses.field(default_factory=set)
@@ -43,6 +46,7 @@ class Project:
     multi_gpu_model_modules: set[str] = dataclasses.field(default_factory=set)
     checkpoint_classes: dict[str, tuple[int, int | None]] = dataclasses.field(
         default_factory=dict)
+    log_keys: set[str] = dataclasses.field(default_factory=set)
 
 
 def _name(node: ast.AST) -> str | None:
@@ -68,12 +72,35 @@ def checkpoint_parameters(node: ast.ClassDef) -> tuple[int, int | None] | None:
     return names.index("filepath"), weights_only
 
 
+_ACCURACY_KEYS = frozenset({"acc", "val_acc", "accuracy", "val_accuracy"})
+_FIELD = re.compile(r"\{((?:val_)?acc(?:uracy)?)[:!}]")
+
+
+def _log_keys(tree: ast.AST) -> set[str]:
+    """The accuracy log keys a module reads (see `Project.log_keys`)."""
+    keys = set()
+    for node in ast.walk(tree):
+        candidates = []
+        if isinstance(node, ast.Subscript):
+            candidates.append(node.slice)
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+                candidates.append(node.args[0])
+            candidates += [k.value for k in node.keywords if k.arg == "monitor"]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            keys.update(_FIELD.findall(node.value))
+        keys.update(c.value for c in candidates if isinstance(c, ast.Constant)
+                    and c.value in _ACCURACY_KEYS)
+    return keys
+
+
 def scan_source(source: str, module: str, project: Project) -> None:
     """Adds what `source` (the module `module`) defines and uses to `project`."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return  # Reported when the file itself is migrated.
+    project.log_keys |= _log_keys(tree)
     calls_of: dict[str, str] = {}  # variable -> function whose call it holds
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):

@@ -70,3 +70,16 @@ def test_both_spellings_are_flagged_and_nothing_renamed():
     assert [flag.rule for flag in result.report.flags] == ["metric names"]
     assert "one spelling" in result.report.flags[0].action
     assert keras  # The run test above uses real Keras.
+
+
+def test_keys_read_in_another_file_of_the_folder_count(tmp_path):
+    (tmp_path / "model.py").write_text(
+        "def build(model):\n    model.compile(loss='mse', metrics=['accuracy'])\n")
+    (tmp_path / "train.py").write_text(
+        "from keras.callbacks import EarlyStopping\n"
+        "stop = EarlyStopping(monitor='val_acc')\n")
+    files = migrate.find_python_files([str(tmp_path)])
+    project = migrate.scan_project(files)
+    results = {rel: migrate.migrate_file(path, rel, project) for path, rel in files}
+    assert "metrics=['acc']" in results["model.py"].migrated
+    assert "metrics=['accuracy']" in migrate.migrate_file(str(tmp_path / "model.py")).migrated

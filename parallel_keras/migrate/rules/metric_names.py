@@ -83,10 +83,16 @@ class MetricKeyRule(context.Rule):
             self._use(node, key)
 
     def finish_scan(self, ctx):
-        if not self._compiled or not self._old_uses:
+        # Keys read in the other files of the folder count too (callbacks
+        # and plots often live beside the script that compiles).
+        keys = ctx.project.log_keys if ctx.project is not None else set()
+        reads_old = bool(self._old_uses) or bool(keys & _OLD_KEYS)
+        reads_new = bool(self._new_uses) or bool(keys & _NEW_KEYS)
+        if not self._compiled or not reads_old:
             return
-        if self._new_uses:
-            self._conflict = self._old_uses[0]  # Flagged in the rewrite pass.
+        if reads_new:
+            # Flagged in the rewrite pass, where the key is read or compiled.
+            self._conflict = self._old_uses[0] if self._old_uses else self._compiled[0]
             return
         self._rename = True
 
