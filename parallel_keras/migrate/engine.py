@@ -304,7 +304,9 @@ def _is_import(statement: cst.CSTNode) -> bool:
         isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)
 
 
-def _after_environment_setup(module: cst.Module, before: set[str]) -> cst.Module:
+def _after_environment_setup(
+    module: cst.Module, before: set[str], original: cst.Module
+) -> cst.Module:
     """Moves added imports below the script's environment set-up.
 
     Scripts set `os.environ['CUDA_VISIBLE_DEVICES']` between their first
@@ -325,6 +327,10 @@ def _after_environment_setup(module: cst.Module, before: set[str]) -> cst.Module
     if not added or not any(_sets_environment(s) for s in rest[:prelude_end]):
         return module
     added = [a.with_changes(leading_lines=[]) for a in added]
+    if len(rest) == len(original.body):
+        # The blank lines the import adder put around its imports, undone.
+        rest = [now.with_changes(leading_lines=was.leading_lines)
+                for now, was in zip(rest, original.body)]
     return module.with_changes(body=rest[:prelude_end] + added + rest[prelude_end:])
 
 
@@ -337,8 +343,9 @@ def _add_imports(module: cst.Module, ctx: context_lib.Context) -> cst.Module:
     before = set(module.code.splitlines())
     for name in modules:
         AddImportsVisitor.add_needed_import(codemod_context, name)
+    original = module
     module = AddImportsVisitor(codemod_context).transform_module(module)
-    module = _after_environment_setup(module, before)
+    module = _after_environment_setup(module, before, original)
     for number, text in enumerate(module.code.splitlines(), start=1):
         if text.startswith("import ") and text not in before:
             ctx.report.changes.append(

@@ -6,7 +6,6 @@ with a dummy length that `fit_generator` cycles for `steps_per_epoch`; the
 best model is kept by `val_acc`, and the loss curve is plotted.
 """
 import os
-
 os.environ['CUDA_VISIBLE_DEVICES'] = '0,1,2,3'
 
 import matplotlib

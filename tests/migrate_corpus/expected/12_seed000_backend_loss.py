@@ -5,7 +5,6 @@ A label-noise loss drawing with `K.random_uniform` at every step and
 checkpoints by `val_acc`, and a CSV log whose columns are read back.
 """
 import os
-
 os.environ['CUDA_VISIBLE_DEVICES'] = '0,1'
 import csv
 

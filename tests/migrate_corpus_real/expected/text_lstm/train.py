@@ -4,7 +4,6 @@
 Usage: CUDA devices are picked in the script; run `python train.py`.
 """
 import os
-
 os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
 import argparse
 
