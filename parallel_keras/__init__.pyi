@@ -9,6 +9,7 @@ from .callbacks import ParallelModelCheckpoint as ParallelModelCheckpoint
 from .cluster.writes import write_path as write_path
 from .data_parallel.multi_gpu_model import multi_gpu_model as multi_gpu_model
 from .data_parallel.parallel_model import ParallelModel as ParallelModel
+from .data_parallel.sequences import repeat_sequence as repeat_sequence
 from .device_placement import LayerCallPlacement as LayerCallPlacement
 from .device_placement import clear_placement as clear_placement
 from .device_placement import device as device

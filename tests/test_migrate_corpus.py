@@ -50,6 +50,11 @@ ARTIFACTS = {
     "07_alt_checkpoint_generators.py": Artifact("alt_model.h5", "model"),
     "08_model_mgpu_period.py": Artifact("weights.01.weights.h5", "weights"),
     "09_tf_keras_savedmodel.py": Artifact("exported_model.keras", "model"),
+    # Seeds with the usual surroundings (issue 20): CUDA_VISIBLE_DEVICES before
+    # the imports, TensorBoard, metric names in checkpoint paths, history plots.
+    "10_seed002_unet_checkpoint_history.py": Artifact("unet-02-*.h5", "model"),
+    "11_seed003_sequence_gpu_count.py": Artifact("sequence_model.weights.h5", "weights"),
+    "12_seed000_backend_loss.py": Artifact("classifier.h5", "model"),
 }
 
 _TRAIN = """

@@ -410,8 +410,8 @@ REWRITES = {
             """),
         textwrap.dedent("""\
             from keras.callbacks import EarlyStopping
-            model.compile(loss='mse', optimizer='sgd', metrics=['accuracy'])
-            stop = EarlyStopping(monitor='val_accuracy', mode='max', patience=3)
+            model.compile(loss='mse', optimizer='sgd', metrics=['acc'])
+            stop = EarlyStopping(monitor='val_acc', mode='max', patience=3)
             """),
     ),
     "save_weights_path_formatted": (

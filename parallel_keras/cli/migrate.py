@@ -68,7 +68,8 @@ def run(args) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_FAILED_FILE
-    results = [migrate.migrate_file(path, relative) for path, relative in files]
+    project = migrate.scan_project(files)
+    results = [migrate.migrate_file(path, relative, project) for path, relative in files]
     if args.diff:
         for result in results:
             sys.stdout.write(migrate.unified_diff(result))
@@ -76,15 +77,21 @@ def run(args) -> int:
         for result in results:
             if result.report.ok:
                 migrate.write_in_place(result)
-    elif args.output:
+    copied = None
+    if args.output:
         single = len(args.paths) == 1 and len(files) == 1 and files[0][0] == args.paths[0]
+        data_files = migrate.find_data_files(args.paths)
         try:
-            migrate.write_output(results, args.output, single_file=single)
+            migrate.write_output(results, args.output, single_file=single,
+                                 data_files=data_files)
         except ValueError as error:
             print(migrate.format_report([result.report for result in results]))
             print(f"error: {error}", file=sys.stderr)
             return EXIT_FAILED_FILE
-    print(migrate.format_report([result.report for result in results]))
+        copied = [result.relative for result in results
+                  if result.report.ok and not result.changed and not single]
+        copied = sorted(copied + [relative for _, relative in data_files])
+    print(migrate.format_report([result.report for result in results], copied))
     if any(not result.report.ok for result in results):
         return EXIT_FAILED_FILE
     if args.strict and any(result.report.flags for result in results):

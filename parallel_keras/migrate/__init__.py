@@ -16,8 +16,10 @@ opt = keras.optimizers.Adam(learning_rate=0.01)
 from __future__ import annotations
 
 from parallel_keras.migrate.driver import FileResult
+from parallel_keras.migrate.driver import find_data_files
 from parallel_keras.migrate.driver import find_python_files
 from parallel_keras.migrate.driver import migrate_file
+from parallel_keras.migrate.driver import scan_project
 from parallel_keras.migrate.driver import unified_diff
 from parallel_keras.migrate.driver import write_in_place
 from parallel_keras.migrate.driver import write_output

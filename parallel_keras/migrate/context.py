@@ -39,8 +39,11 @@ class Rule:
 class Context:
     """What rules share while one file is migrated."""
 
-    def __init__(self, rules: list[Rule], path: str):
+    def __init__(self, rules: list[Rule], path: str, project: Any = None):
         self.rules = rules
+        # What the other files migrated together define (`project.Project`),
+        # or None for a file on its own.
+        self.project = project
         self.report = report_lib.FileReport(path)
         self.required_imports: list[str] = []
         # Module-level `NAME = "literal"` assignments: name -> literal node,

@@ -22,6 +22,7 @@ from absl import logging
 from parallel_keras import _files
 from parallel_keras.migrate import engine
 from parallel_keras.migrate import files
+from parallel_keras.migrate import project as project_lib
 from parallel_keras.migrate import report as report_lib
 
 
@@ -92,12 +93,60 @@ def find_python_files(paths: list[str]) -> list[tuple[str, str]]:
     return found
 
 
-def migrate_file(path: str, relative: str | None = None) -> FileResult:
+# Folders of tools, not of the project: never copied by `-o`.
+_SKIPPED_FOLDERS = frozenset({"__pycache__", ".git", ".hg", ".svn", ".ipynb_checkpoints"})
+
+
+def find_data_files(paths: list[str]) -> list[tuple[str, str]]:
+    """The other files of the folders given, which `-o` copies unchanged.
+
+    A migrated package still needs what lies beside its code (vocabulary
+    JSON, packaged `.hdf5` weights, configs): `-o OUT` writes the whole tree.
+
+    Args:
+        paths: Files and folders, as given to `find_python_files`.
+
+    Returns:
+        (path, path relative to its folder) pairs of every file that is not
+        `.py` (nor compiled Python), in order.
+    """
+    found = []
+    for path in paths:
+        if not os.path.isdir(path):
+            continue
+        for root, dirs, files in os.walk(path):
+            dirs[:] = sorted(name for name in dirs if name not in _SKIPPED_FOLDERS)
+            for name in sorted(files):
+                if name.endswith((".py", ".pyc", ".pyo")):
+                    continue
+                full = os.path.join(root, name)
+                if os.path.isfile(full):  # Not a pipe or socket.
+                    found.append((full, os.path.relpath(full, path)))
+    return found
+
+
+def scan_project(files: list[tuple[str, str]]) -> project_lib.Project:
+    """What the files migrated together define, for each file's rewrite.
+
+    Args:
+        files: (path, relative path) pairs from `find_python_files`.
+
+    Returns:
+        A `Project` to pass to `migrate_file`.
+    """
+    return project_lib.scan_project(files, lambda path: read_source(path)[0])
+
+
+def migrate_file(
+    path: str, relative: str | None = None, project: project_lib.Project | None = None
+) -> FileResult:
     """Reads and migrates one file; never raises for a bad file.
 
     Args:
         path: A Python file.
         relative: Its path under an output folder. Defaults to its name.
+        project: What the other files of its folder define (`scan_project`).
+            Defaults to None: the file alone.
 
     Returns:
         A `FileResult`; on failure its report carries the error.
@@ -109,7 +158,7 @@ def migrate_file(path: str, relative: str | None = None) -> FileResult:
         report = report_lib.FileReport(path, error=str(error))
         return FileResult(path, None, None, report, relative)
     try:
-        result = engine.migrate_source(source, path)
+        result = engine.migrate_source(source, path, project=project)
     except engine.MigrationError as error:
         report = report_lib.FileReport(path, error=str(error))
         return FileResult(path, source, None, report, relative, encoding)
@@ -274,7 +323,12 @@ def _check_destination(destination: str, output: str, source: str) -> None:
         )
 
 
-def write_output(results: list[FileResult], output: str, single_file: bool) -> list[str]:
+def write_output(
+    results: list[FileResult],
+    output: str,
+    single_file: bool,
+    data_files: list[tuple[str, str]] = (),
+) -> list[str]:
     """Writes every migrated file under `output` (or to it, for one file).
 
     Every destination is checked first (see `output_paths`), so a refused
@@ -284,6 +338,9 @@ def write_output(results: list[FileResult], output: str, single_file: bool) -> l
         results: Results; failed files are skipped.
         output: A file path when `single_file`, else a folder.
         single_file: Whether one input file was given.
+        data_files: (path, relative path) of the folders' other files
+            (`find_data_files`), copied unchanged under `output`. Defaults to
+            none.
 
     Returns:
         The paths written.
@@ -292,8 +349,14 @@ def write_output(results: list[FileResult], output: str, single_file: bool) -> l
         ValueError: As `output_paths`, or when the write itself fails (the
             message names the destination, not a temporary file).
     """
+    destinations = output_paths(results, output, single_file)
+    copies = []
+    for source, relative in data_files:
+        destination = os.path.join(output, relative)
+        _check_destination(destination, output, source)
+        copies.append((source, destination))
     written = []
-    for result, destination in zip(results, output_paths(results, output, single_file)):
+    for result, destination in zip(results, destinations):
         if not destination:
             continue
         try:
@@ -303,6 +366,17 @@ def write_output(results: list[FileResult], output: str, single_file: bool) -> l
         except OSError as error:
             raise ValueError(
                 f"Could not write {destination} for -o {output}: "
+                f"{error.strerror or error}. Pass an -o path in a writable folder."
+            ) from error
+        written.append(destination)
+    for source, destination in copies:
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(destination)), exist_ok=True)
+            _files.replace_with(destination, lambda temporary, source=source: shutil.copy2(
+                source, temporary))
+        except OSError as error:
+            raise ValueError(
+                f"Could not copy {source} to {destination} for -o {output}: "
                 f"{error.strerror or error}. Pass an -o path in a writable folder."
             ) from error
         written.append(destination)

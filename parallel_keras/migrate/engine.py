@@ -23,6 +23,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
 from parallel_keras.migrate import context as context_lib
+from parallel_keras.migrate import project as project_lib
 from parallel_keras.migrate import report as report_lib
 from parallel_keras.migrate import rules as rules_lib
 from parallel_keras.migrate import syntax
@@ -201,7 +202,10 @@ class MigrationResult:
 
 
 def migrate_source(
-    source: str, path: str = "<string>", rules: list[context_lib.Rule] | None = None
+    source: str,
+    path: str = "<string>",
+    rules: list[context_lib.Rule] | None = None,
+    project: project_lib.Project | None = None,
 ) -> MigrationResult:
     """Rewrites one legacy Keras 2 script's text for Keras 3 + parallel_keras.
 
@@ -209,6 +213,8 @@ def migrate_source(
         source: The script's text.
         path: Name used in the report and in errors. Defaults to "<string>".
         rules: Rewrite families to apply. Defaults to `rules.default_rules()`.
+        project: What the other files migrated with this one define
+            (`project.scan_project`). Defaults to None: `source` alone.
 
     Returns:
         A `MigrationResult` with the new text and the report.
@@ -241,7 +247,7 @@ def migrate_source(
             "migrate again."
         ) from error
     ctx = context_lib.Context(
-        rules if rules is not None else rules_lib.default_rules(), path
+        rules if rules is not None else rules_lib.default_rules(), path, project
     )
     ctx.header_comments = frozenset(
         line.comment.value for line in module.header if line.comment is not None
@@ -282,6 +288,52 @@ def _carry_over_flags(ctx: context_lib.Context) -> None:
         )
 
 
+def _sets_environment(statement: cst.CSTNode) -> bool:
+    """`os.environ[...] = ...` (e.g. CUDA_VISIBLE_DEVICES) at module level."""
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.Assign) and any(
+            isinstance(target.target, cst.Subscript)
+            and syntax.dotted(target.target.value) == "os.environ"
+            for target in small.targets)
+        for small in statement.body
+    )
+
+
+def _is_import(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)
+
+
+def _after_environment_setup(
+    module: cst.Module, before: set[str], original: cst.Module
+) -> cst.Module:
+    """Moves added imports below the script's environment set-up.
+
+    Scripts set `os.environ['CUDA_VISIBLE_DEVICES']` between their first
+    imports and TensorFlow's, so TensorFlow starts with it set. An import
+    the migration adds goes after every import of that opening stretch
+    (imports, docstring, environment variables), never above the variable.
+    """
+    body = list(module.body)
+    added = [s for s in body if _is_import(s) and syntax.code(s).strip() not in before]
+    rest = [s for s in body if not any(s is a for a in added)]
+    prelude_end = 0
+    for index, statement in enumerate(rest):
+        docstring = index == 0 and isinstance(statement, cst.SimpleStatementLine) and isinstance(
+            statement.body[0], cst.Expr) and isinstance(statement.body[0].value, cst.SimpleString)
+        if not (_is_import(statement) or _sets_environment(statement) or docstring):
+            break
+        prelude_end = index + 1
+    if not added or not any(_sets_environment(s) for s in rest[:prelude_end]):
+        return module
+    added = [a.with_changes(leading_lines=[]) for a in added]
+    if len(rest) == len(original.body):
+        # The blank lines the import adder put around its imports, undone.
+        rest = [now.with_changes(leading_lines=was.leading_lines)
+                for now, was in zip(rest, original.body)]
+    return module.with_changes(body=rest[:prelude_end] + added + rest[prelude_end:])
+
+
 def _add_imports(module: cst.Module, ctx: context_lib.Context) -> cst.Module:
     codemod_context = CodemodContext()
     modules = ctx.required_imports
@@ -291,7 +343,9 @@ def _add_imports(module: cst.Module, ctx: context_lib.Context) -> cst.Module:
     before = set(module.code.splitlines())
     for name in modules:
         AddImportsVisitor.add_needed_import(codemod_context, name)
+    original = module
     module = AddImportsVisitor(codemod_context).transform_module(module)
+    module = _after_environment_setup(module, before, original)
     for number, text in enumerate(module.code.splitlines(), start=1):
         if text.startswith("import ") and text not in before:
             ctx.report.changes.append(

@@ -78,11 +78,18 @@ class FileReport:
         self.flags.sort(key=lambda flag: flag.line)
 
 
-def format_report(reports: list[FileReport]) -> str:
+# A data folder may hold thousands of files: the report names the first ones.
+_COPIES_LISTED = 20
+
+
+def format_report(reports: list[FileReport], copied: list[str] | None = None) -> str:
     """Renders reports as the text printed after the diff.
 
     Args:
         reports: One report per file, in the order the files were given.
+        copied: Files written to the output unchanged (the folders' other
+            files, and Python files nothing was rewritten in), or None when
+            nothing was written. Defaults to None.
 
     Returns:
         Plain text, one block per file and a summary line.
@@ -125,10 +132,18 @@ def format_report(reports: list[FileReport]) -> str:
     changes = sum(len(report.changes) for report in reports)
     flags = sum(len(report.flags) for report in reports)
     errors = sum(1 for report in reports if report.error is not None)
-    blocks.append(
+    if copied:
+        shown = ", ".join(copied[:_COPIES_LISTED])
+        if len(copied) > _COPIES_LISTED:
+            shown += f", and {len(copied) - _COPIES_LISTED} more"
+        blocks.append("copied unchanged: " + shown)
+    summary = (
         f"\n{_plural(len(reports), 'file')}: {_plural(changes, 'change')}, "
         f"{flags} flagged, {_plural(errors, 'error')}"
     )
+    if copied is not None:
+        summary += f", {len(copied)} copied unchanged"
+    blocks.append(summary)
     return "\n".join(blocks)
 
 

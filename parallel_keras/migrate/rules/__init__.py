@@ -19,6 +19,7 @@ from parallel_keras.migrate.rules import imports
 from parallel_keras.migrate.rules import layer_api
 from parallel_keras.migrate.rules import legacy_api
 from parallel_keras.migrate.rules import model_api
+from parallel_keras.migrate.rules import metric_names
 from parallel_keras.migrate.rules import multi_gpu
 from parallel_keras.migrate.rules import numpy2
 from parallel_keras.migrate.rules import optimizers
@@ -43,6 +44,7 @@ def default_rules() -> list[context.Rule]:
         template_savers.TemplateSaverRule(),
         checkpoints.CheckpointRule(),
         checkpoints.MonitorModeRule(),
+        metric_names.MetricKeyRule(),
         optimizers.OptimizerRule(),
         training_api.GeneratorMethodsRule(),
         generators.GeneratorRule(),

@@ -1,16 +1,20 @@
-"""Rewrite: Keras 2 backend math (`K.sum`, `K.flatten`, ...) -> `keras.ops`.
+"""Rewrite: Keras 2 backend math (`K.sum`, `K.argmax`, ...) -> `keras.ops`.
 
 Keras 3's `keras.backend` keeps only configuration (`epsilon`, `floatx`,
-`image_data_format`, `clear_session`); the tensor functions custom losses
-and metrics were written with (`dice_coef`, `f1`, ...) moved to `keras.ops`,
-mostly under the same name and arguments. The few that differ are spelled
-out: `flatten` is a reshape, `pow` is `power`, `concatenate` defaults to the
-last axis, `get_value`/`set_value` become `convert_to_numpy`/`assign`, and an
-optimizer's `lr` attribute is `learning_rate`. Other removed backend
-functions are flagged.
+`image_data_format`, `clear_session`, `get_uid`); the tensor functions custom
+losses and metrics were written with (`dice_coef`, `f1`, ...) moved to
+`keras.ops`, mostly under the same name, but not always with the same
+defaults: `K.argmax(x)` meant `axis=-1`, `keras.ops.argmax(x)` means the
+index in the flattened tensor. So every rewrite passes each Keras 2 default
+that `keras.ops` changed explicitly (`_OPS` lists them, and
+`tests/migrate/test_backend_ops.py` checks that list against both
+signatures, Keras 2's extracted from its source). A backend function with
+no exact Keras 3 equivalent is flagged with the Keras 3 way.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import libcst as cst
 
@@ -19,32 +23,152 @@ from parallel_keras.migrate import syntax
 
 RULE = "backend ops"
 
-SAME_NAME = frozenset(
-    "sum mean max min abs square sqrt exp log log1p clip round sign maximum minimum "
-    "equal not_equal greater greater_equal less less_equal cast argmax argmin "
-    "expand_dims squeeze stack transpose reshape dot softmax relu sigmoid tanh "
-    "cumsum prod any all ones_like zeros_like shape std var".split()
-)
+
+@dataclasses.dataclass(frozen=True)
+class Op:
+    """How one Keras 2 backend function is written in Keras 3.
+
+    Args:
+        target: The Keras 3 function, under the keras module (`ops.sum`).
+        renames: Keras 2 keyword -> Keras 3 keyword.
+        explicit: (Keras 2 parameter, position, Keras 2 default) passed
+            explicitly when the call leaves them out: Keras 3 changed them.
+        extra: (keyword, value) always passed: Keras 2 behaviour that is no
+            parameter there (`l2_normalize`'s epsilon).
+        dropped: Keras 2 keywords without effect on values (`name=`).
+    """
+
+    target: str
+    renames: tuple[tuple[str, str], ...] = ()
+    explicit: tuple[tuple[str, int, str], ...] = ()
+    extra: tuple[tuple[str, str], ...] = ()
+    dropped: frozenset[str] = frozenset()
+
+
+def _same(names: str, **kwargs) -> dict[str, Op]:
+    return {name: Op(f"ops.{name}", **kwargs) for name in names.split()}
+
+
+_BINARY = (("x", "x1"), ("y", "x2"))
+# Keras 2's `dtype=None` meant this.
+_FLOATX = "keras.backend.floatx()"
+_AXIS_LAST = (("axis", 1, "-1"),)
+OPS: dict[str, Op] = {
+    **_same("sum mean max min prod any all std var abs square exp log round sign "
+            "cast squeeze stack transpose softmax sigmoid tanh shape "
+            "categorical_crossentropy sparse_categorical_crossentropy "
+            "binary_crossentropy"),
+    **_same("maximum minimum equal not_equal greater greater_equal less "
+            "less_equal dot", renames=_BINARY),
+    **_same("argmax argmin expand_dims", explicit=_AXIS_LAST),
+    **_same("cumsum cumprod", explicit=(("axis", 1, "0"),)),
+    # Keras 2: dtype=None meant floatx(); keras.ops: the input's dtype.
+    **_same("ones_like zeros_like", dropped=frozenset({"name"}),
+            explicit=(("dtype", 1, _FLOATX),)),
+    "clip": Op("ops.clip", renames=(("min_value", "x_min"), ("max_value", "x_max"))),
+    "reshape": Op("ops.reshape", renames=(("shape", "newshape"),)),
+    "pow": Op("ops.power", renames=(("x", "x1"), ("a", "x2"))),
+    "concatenate": Op("ops.concatenate", renames=(("tensors", "xs"),), explicit=_AXIS_LAST),
+    "relu": Op("activations.relu", renames=(("alpha", "negative_slope"),)),
+    # tf.nn.l2_normalize: x * rsqrt(max(sum(x**2), 1e-12)); keras.ops.normalize:
+    # x * min(rsqrt(sum(x**2)), 1 / epsilon), the same with epsilon = 1e-6.
+    "l2_normalize": Op("ops.normalize", explicit=(("axis", 1, "None"),),
+                       extra=(("order", "2"), ("epsilon", "1e-6"))),
+    # Keras 2's TF backend drew with TF's stateful ops: new numbers at every
+    # step, also inside a compiled train step. keras.random.normal(seed=None)
+    # bakes one seed into a compiled function (keras-team/keras#20569) and
+    # creates its global seed variable inside the traced step (a ValueError
+    # under tf.function), so the rewrite keeps TF's ops.
+    "random_normal": Op("tf.random.normal", explicit=(("dtype", 3, _FLOATX),)),
+    "random_uniform": Op("tf.random.uniform", explicit=(
+        ("maxval", 2, "1.0"), ("dtype", 3, _FLOATX))),
+}
+# Keras 2 parameters before `name` (only for functions that drop it).
+_KERAS2_ARITY = {"ones_like": ("x", "dtype"), "zeros_like": ("x", "dtype")}
 KEPT = frozenset(
     "clear_session epsilon floatx image_data_format set_epsilon set_floatx "
-    "set_image_data_format is_keras_tensor backend".split()
+    "set_image_data_format is_keras_tensor backend get_uid".split()
 )
 # Handled by other rules (sessions, GPU counts, dim ordering).
 _ELSEWHERE = frozenset(
     "set_session get_session _get_available_gpus image_dim_ordering "
     "set_image_dim_ordering tensorflow_backend".split()
 )
-
 _ACTIONS = {
     "learning_phase": "delete it; pass training=True/False to the model or layer call.",
     "set_learning_phase": "delete it; pass training=True/False to the model or layer call.",
     "function": "call the model (or a keras.Model of the wanted outputs) directly.",
     "placeholder": "use keras.Input(shape=...).",
+    "gradients": (
+        "Keras 3 has no symbolic gradients of graph tensors (the WGAN-GP "
+        "gradient penalty): compute the penalty in a custom `train_step` with "
+        "`with tf.GradientTape() as tape: tape.watch(interpolated); score = "
+        "critic(interpolated)` and `tape.gradient(score, interpolated)` "
+        "(https://keras.io/examples/generative/wgan_gp/)."
+    ),
+    "ctc_batch_cost": (
+        "Keras 2 took softmax probabilities with the blank as the last class; "
+        "write `keras.ops.expand_dims(keras.ops.ctc_loss(y_true, keras.ops.log("
+        "y_pred + keras.backend.epsilon()), keras.ops.cast(keras.ops.squeeze("
+        "label_length, -1), 'int32'), keras.ops.cast(keras.ops.squeeze("
+        "input_length, -1), 'int32'), mask_index=y_pred.shape[-1] - 1), 1)` "
+        "with y_pred computed once (a variable)."
+    ),
+    "hard_sigmoid": (
+        "Keras 3's hard_sigmoid is relu6(x + 3) / 6; Keras 2's was "
+        "`keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)`: write that."
+    ),
+    "int_shape": "use `tuple(x.shape)` (static shape, None where unknown).",
+    "batch_dot": "use `keras.ops.einsum` with the axes spelled out (Keras 2's "
+                 "batch_dot axes rules differ from keras.ops.matmul).",
+    "variable": "use `keras.Variable(value)`.",
+    "constant": "use `keras.ops.convert_to_tensor(value, dtype)`.",
 }
+_GENERIC_ACTION = (
+    "Keras 3 has no such backend function: write it with keras.ops "
+    "(https://keras.io/api/ops/) or tf.*, keeping Keras 2's defaults "
+    "(axis, epsilon) explicit."
+)
+
+
+def _signature_text(op: Op) -> str:
+    passed = [f"{name}={value}" for name, _, value in op.explicit]
+    passed += [f"{name}={value}" for name, value in op.extra]
+    return f"keras.{op.target}({', '.join(['...', *passed])})"
+
+
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    *(
+        (f"keras.backend.{name}",
+         _signature_text(op).replace("keras.tf.", "tf.", 1),
+         "backend math moved to keras.ops"
+         + ("; Keras 2's default passed explicitly" if op.explicit or op.extra else ""))
+        for name, op in sorted(OPS.items())
+    ),
+    ("keras.backend.sqrt", "keras.ops.sqrt(keras.ops.maximum(x, 0.0))",
+     "Keras 2 clipped negative inputs to 0 before the square root"),
+    ("keras.backend.flatten", "keras.ops.reshape(x, (-1,))", "no flatten in keras.ops"),
+    ("keras.backend.get_value", "keras.ops.convert_to_numpy(x)", "no get_value in Keras 3"),
+    ("keras.backend.set_value", "variable.assign(value)", "no set_value in Keras 3"),
+    ("optimizer.lr", "optimizer.learning_rate", "Keras 3 optimizers have no `lr`"),
+    *((f"keras.backend.{name}", None, action) for name, action in sorted(_ACTIONS.items())),
+    ("keras.backend.<other>", None, _GENERIC_ACTION),
+]
+
+
+def _comma(arg: cst.Arg) -> cst.Arg:
+    return arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+
+
+def _append(args: list[cst.Arg], new: cst.Arg) -> list[cst.Arg]:
+    if args:
+        args[-1] = _comma(args[-1])
+    return [*args, new]
 
 
 class BackendOpsRule(context.Rule):
-    """`K.sum(x, axis=-1)` -> `keras.ops.sum(x, axis=-1)`."""
+    """`K.argmax(x)` -> `keras.ops.argmax(x, axis=-1)`."""
 
     name = RULE
 
@@ -53,30 +177,27 @@ class BackendOpsRule(context.Rule):
         module, _, name = qualified.rpartition(".")
         if module != "keras.backend" or name in KEPT or name in _ELSEWHERE:
             return updated
-        ops = f"{ctx.keras_module()}.ops"
         text = syntax.dotted(original.func)
-        if name in SAME_NAME or name == "pow":
-            new_name = "power" if name == "pow" else name
-            ctx.change(original, RULE, f"`{text}` -> `{ops}.{new_name}` (Keras 3 moved "
-                       "backend math to keras.ops)")
-            return updated.with_changes(func=syntax.expression(f"{ops}.{new_name}"))
+        keras_name = ctx.keras_module()
+        if name == "ctc_batch_cost" and self._ctc_rewritable(updated):
+            return self._ctc(ctx, original, updated, keras_name)
+        if name in OPS and not syntax.has_star(updated):
+            return self._rewrite(ctx, original, updated, name, OPS[name], keras_name)
+        ops = f"{keras_name}.ops"
+        if name == "sqrt" and len(updated.args) == 1 and not updated.args[0].keyword:
+            ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.sqrt({ops}.maximum(x, 0.0))`: "
+                       "Keras 2 clipped negative inputs to 0")
+            inner = cst.Call(syntax.expression(f"{ops}.maximum"), args=[
+                _comma(updated.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)),
+                cst.Arg(syntax.expression("0.0"))])
+            return updated.with_changes(func=syntax.expression(f"{ops}.sqrt"),
+                                        args=[cst.Arg(inner)])
         if name == "flatten" and len(updated.args) == 1:
             ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.reshape(x, (-1,))`")
             return updated.with_changes(
                 func=syntax.expression(f"{ops}.reshape"),
-                args=[updated.args[0].with_changes(comma=cst.Comma(
-                    whitespace_after=cst.SimpleWhitespace(" "))),
-                      cst.Arg(syntax.expression("(-1,)"))],
+                args=[_comma(updated.args[0]), cst.Arg(syntax.expression("(-1,)"))],
             )
-        if name == "concatenate":
-            args = list(updated.args)
-            if len(syntax.positional(updated)) < 2 and syntax.keyword(updated, "axis") is None:
-                args[-1] = args[-1].with_changes(comma=cst.Comma(
-                    whitespace_after=cst.SimpleWhitespace(" ")))
-                args.append(syntax.make_arg("axis", syntax.expression("-1")))
-            ctx.change(original, RULE, f"`{text}` -> `{ops}.concatenate` with Keras 2's "
-                       "default axis=-1")
-            return updated.with_changes(func=syntax.expression(f"{ops}.concatenate"), args=args)
         if name == "get_value" and len(updated.args) == 1:
             ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.convert_to_numpy(x)`")
             return updated.with_changes(func=syntax.expression(f"{ops}.convert_to_numpy"))
@@ -87,10 +208,79 @@ class BackendOpsRule(context.Rule):
                 func=cst.Attribute(value=variable.value, attr=cst.Name("assign")),
                 args=[value.with_changes(comma=cst.MaybeSentinel.DEFAULT)],
             )
-        action = _ACTIONS.get(name, "use the keras.ops function of the same meaning "
-                              "(https://keras.io/api/ops/).")
-        ctx.flag(original, RULE, f"`{text}` does not exist in Keras 3", action)
+        ctx.flag(original, RULE, f"`{text}` does not exist in Keras 3",
+                 _ACTIONS.get(name, _GENERIC_ACTION))
         return updated
+
+    def _rewrite(self, ctx, original, updated, name, op, keras_name):
+        text = syntax.dotted(original.func)
+        if op.target.startswith("tf."):
+            target = f"{ctx.tf_module()}.{op.target[3:]}"
+        else:
+            target = f"{keras_name}.{op.target}"
+        renames = dict(op.renames)
+        positional = syntax.positional(updated)
+        if len(positional) > len(_KERAS2_ARITY.get(name, ())) and op.dropped:
+            ctx.flag(original, RULE, f"`{text}` with a positional `name`",
+                     f"pass name= by keyword (or drop it) and migrate again; "
+                     f"`keras.{op.target}` has no name parameter.")
+            return updated
+        args = []
+        for arg in updated.args:
+            if arg.keyword is None:
+                args.append(arg)
+                continue
+            keyword = arg.keyword.value
+            if keyword in op.dropped:
+                continue
+            if keyword in renames:
+                arg = arg.with_changes(keyword=cst.Name(renames[keyword]))
+            args.append(arg)
+        if args and len(args) != len(updated.args):
+            args[-1] = args[-1].with_changes(comma=updated.args[-1].comma)
+        defaults = []
+        for parameter, position, default in op.explicit:
+            given = len(positional) > position or syntax.keyword(updated, parameter) is not None
+            if not given:
+                keyword = renames.get(parameter, parameter)
+                default = default.replace("keras.", f"{keras_name}.", 1)
+                args = _append(args, syntax.make_arg(keyword, syntax.expression(default)))
+                defaults.append(f"{keyword}={default}")
+        for keyword, value in op.extra:
+            args = _append(args, syntax.make_arg(keyword, syntax.expression(value)))
+            defaults.append(f"{keyword}={value}")
+        module = op.target.rsplit(".", 1)[0]
+        reason = (f"Keras 2's TF backend called {op.target}" if op.target.startswith("tf.")
+                  else f"Keras 3 moved backend math to keras.{module}")
+        if defaults:
+            reason += f"; Keras 2's {', '.join(defaults)} passed explicitly (keras.ops differs)"
+        if op.dropped & {arg.keyword.value for arg in updated.args if arg.keyword}:
+            reason += f"; dropped {', '.join(sorted(op.dropped))}= (no effect on values)"
+        ctx.change(original, RULE, f"`{text}` -> `{target}` ({reason})")
+        return updated.with_changes(func=syntax.expression(target), args=args)
+
+    @staticmethod
+    def _ctc_rewritable(call) -> bool:
+        # y_pred appears twice in the rewrite, so it must be a plain name.
+        return (len(call.args) == 4 and not any(arg.keyword or arg.star for arg in call.args)
+                and isinstance(call.args[1].value, cst.Name))
+
+    def _ctc(self, ctx, original, updated, keras_name):
+        y_true, y_pred, input_length, label_length = (
+            syntax.code(arg.value) for arg in updated.args)
+        ops = f"{keras_name}.ops"
+        ctx.change(
+            original, RULE,
+            f"`{syntax.dotted(original.func)}` -> `{ops}.ctc_loss` on log-probabilities "
+            "with the blank as the last class, as Keras 2 computed it (keras.ops takes "
+            "logits, blank index 0 by default)",
+        )
+        return syntax.expression(
+            f"{ops}.expand_dims({ops}.ctc_loss({y_true}, {ops}.log({y_pred} + "
+            f"{keras_name}.backend.epsilon()), {ops}.cast({ops}.squeeze({label_length}, -1), "
+            f"'int32'), {ops}.cast({ops}.squeeze({input_length}, -1), 'int32'), "
+            f"mask_index={y_pred}.shape[-1] - 1), 1)"
+        )
 
     def leave_Attribute(self, ctx, original, updated):
         # `model.optimizer.lr` -> `model.optimizer.learning_rate`.

@@ -20,6 +20,20 @@ from parallel_keras.migrate.rules import saving
 
 RULE = "checkpoints"
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("ModelCheckpoint(..., period=N)", "parallel_keras.callbacks.ModelCheckpoint(..., period=N)",
+     "Keras 3's ModelCheckpoint has no period (its 7th parameter is save_freq)"),
+    ("ModelCheckpoint('w.hdf5', save_weights_only=True)", "ModelCheckpoint('w.weights.h5', ...)",
+     "Keras 3 checks the suffix when the callback is built"),
+    ("ModelCheckpoint(<path computed at run time>)", "parallel_keras.callbacks.ModelCheckpoint",
+     "it appends the suffix Keras 3 needs when the path lacks it"),
+    ("<own checkpoint class>('w.hdf5', save_weights_only=True)", "'w.weights.h5'",
+     "the class saves with save_weights, which Keras 3 writes only to .weights.h5"),
+    ("EarlyStopping/ReduceLROnPlateau/ModelCheckpoint(monitor=<not loss>, mode='auto')",
+     "mode='max' or 'min', as Keras 2 chose", "Keras 3 raises for a metric without a direction"),
+]
+
 _KERAS_CHECKPOINT = "keras.callbacks.ModelCheckpoint"
 # Keras 2 ModelCheckpoint(filepath, monitor, verbose, save_best_only,
 # save_weights_only, mode, period).
@@ -51,7 +65,9 @@ class CheckpointRule(context.Rule):
 
     def visit_Call(self, ctx, node):
         index = _filepath_index(ctx, node)
-        if index is None or syntax.has_star(node):
+        if index is None:
+            return self._own_checkpoint_class(ctx, node)
+        if syntax.has_star(node):
             return
         path = saving.path_argument(node, index)
         if path is None:
@@ -62,6 +78,8 @@ class CheckpointRule(context.Rule):
             ctx.shared.setdefault("unresolved_checkpoints", []).append(node)
             return
         text = syntax.string_text(literal)
+        if isinstance(literal, cst.SimpleString):
+            ctx.shared.setdefault("first_save_line", {}).setdefault(text, ctx.line(node))
         if syntax.is_literal_true(weights_only):
             saving.register_rename(
                 ctx, literal, saving.weights_suffix(text),
@@ -72,6 +90,25 @@ class CheckpointRule(context.Rule):
                 ctx, literal, saving.model_suffix(text, allow_hdf5=False),
                 "a full-model checkpoint writes only '.keras' or '.h5' files",
             )
+
+    def _own_checkpoint_class(self, ctx, node):
+        """A call of the project's own ModelCheckpoint copy saving weights only."""
+        classes = ctx.project.checkpoint_classes if ctx.project is not None else {}
+        name = (syntax.dotted(node.func) or "").split(".")[-1]
+        if name not in classes or syntax.has_star(node):
+            return
+        path_index, weights_index = classes[name]
+        if weights_index is None:
+            return
+        weights_only = saving.path_argument(node, weights_index, "save_weights_only")
+        literal = saving.path_literal(ctx, saving.path_argument(node, path_index))
+        if literal is None or not syntax.is_literal_true(weights_only):
+            return
+        saving.register_rename(
+            ctx, literal, saving.weights_suffix(syntax.string_text(literal)),
+            f"{name} saves these weights with save_weights, which writes only "
+            "'.weights.h5' files in Keras 3",
+        )
 
     def leave_Call(self, ctx, original, updated):
         computed = any(
@@ -139,30 +176,6 @@ class MonitorModeRule(context.Rule):
 
     name = "callback modes"
 
-    def __init__(self):
-        self._metric_names: set[str] = set()
-
-    def visit_Call(self, ctx, node):
-        if syntax.method_name(node) != "compile":
-            return
-        metrics = syntax.keyword(node, "metrics")
-        if metrics is not None and isinstance(metrics.value, (cst.List, cst.Tuple)):
-            for element in metrics.value.elements:
-                if isinstance(element.value, cst.SimpleString):
-                    self._metric_names.add(str(element.value.evaluated_value))
-
-    def _renamed_metric(self, metric: str) -> str | None:
-        """'val_acc' -> 'val_accuracy' when the script compiles metrics=['accuracy'].
-
-        Keras 2.0-2.2 logged `metrics=['accuracy']` as 'acc'; Keras 3 logs it
-        as 'accuracy', so a callback monitoring 'val_acc' never finds it (and
-        `save_best_only` never saves).
-        """
-        bare = metric.removeprefix("val_")
-        if bare == "acc" and "accuracy" in self._metric_names and "acc" not in self._metric_names:
-            return metric[: len(metric) - len(bare)] + "accuracy"
-        return None
-
     def leave_Call(self, ctx, original, updated):
         qualified = ctx.qualified_name(original.func) or ""
         key = qualified if qualified in _MONITOR_CALLBACKS else qualified.split(".")[-1]
@@ -175,20 +188,6 @@ class MonitorModeRule(context.Rule):
         if monitor is None or not isinstance(monitor.value, cst.SimpleString):
             return updated
         metric = str(monitor.value.evaluated_value)
-        renamed = self._renamed_metric(metric)
-        if renamed is not None:
-            quote = monitor.value.quote
-            monitor_arg = monitor.with_changes(value=cst.SimpleString(f"{quote}{renamed}{quote}"))
-            updated = updated.with_changes(args=[
-                monitor_arg if arg is monitor else arg for arg in updated.args
-            ])
-            monitor = monitor_arg
-            ctx.change(
-                original, self.name,
-                f"monitor='{metric}' -> '{renamed}': Keras 3 logs metrics=['accuracy'] "
-                f"as '{renamed.removeprefix('val_')}', not 'acc'",
-            )
-            metric = renamed
         if metric.removeprefix("val_") == "loss":
             return updated
         mode = syntax.keyword(updated, "mode")

@@ -21,6 +21,17 @@ from parallel_keras.migrate import syntax
 
 RULE = "device scopes"
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("with tf.device(...): <layer calls>", "with parallel_keras.device(...):",
+     "Keras 3 drops tf.device placement of layer calls when the model runs"),
+    ("with tf.device(...): <model construction only>", "with tf.device(...): (kept)",
+     "placing where a model is built still works"),
+    ("with tf.device(...) inside a vendored def multi_gpu_model", "(kept)",
+     "its callers get parallel_keras.multi_gpu_model; the towers are not placements"),
+    ("tf.device_scope", "parallel_keras.device", "tf.device_scope never existed in TensorFlow"),
+]
+
 _DEVICE = "tensorflow.device"
 _DEVICE_SCOPE = "tensorflow.device_scope"
 
@@ -45,6 +56,14 @@ class DeviceScopeRule(context.Rule):
 
     def __init__(self):
         self._layer_names: set[str] = set()
+        # `with tf.device` inside a vendored copy of Keras 2's multi_gpu_model:
+        # its towers are what parallel_keras.multi_gpu_model replaces, not
+        # placements to keep.
+        self._vendored: set[int] = set()
+
+    def visit_FunctionDef(self, ctx, node):
+        if node.name.value == "multi_gpu_model":
+            self._vendored.update(id(scope) for scope in m.findall(node.body, m.With()))
 
     def visit_Assign(self, ctx, node):
         if isinstance(node.value, cst.Call) and _is_layer_class(
@@ -68,6 +87,8 @@ class DeviceScopeRule(context.Rule):
         return False
 
     def leave_With(self, ctx, original, updated):
+        if id(original) in self._vendored:
+            return updated
         items = list(updated.items)
         changed = False
         for index, (old_item, item) in enumerate(zip(original.items, updated.items)):

@@ -25,6 +25,19 @@ from parallel_keras.migrate.rules import training_api
 
 RULE = "generators"
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("class S(Sequence) without super().__init__()", "super().__init__(<loader options>)",
+     "a Keras 3 Sequence is a PyDataset, which needs it"),
+    ("yield [x1, x2], y (generators feeding fit, also in other files of the folder)",
+     "yield (x1, x2), y", "Keras 3's fit rejects list-structured batches"),
+    ("fit_generator(sequence, steps_per_epoch=N)",
+     "fit(parallel_keras.repeat_sequence(sequence, N), steps_per_epoch=N)",
+     "Keras 2 cycled a Sequence for N steps; Keras 3 stops at its end"),
+    ("fit_generator(sequence, steps_per_epoch=<call>)", None,
+     "compute the steps once and pass parallel_keras.repeat_sequence(sequence, steps)"),
+]
+
 _SEQUENCE_BASES = frozenset({"keras.utils.Sequence", "keras.utils.data_utils.Sequence"})
 _FIT_METHODS = frozenset(training_api.LEGACY_SIGNATURES) | {"fit", "evaluate", "predict"}
 
@@ -59,8 +72,10 @@ class GeneratorRule(context.Rule):
     # -- Scan -----------------------------------------------------------------
 
     def visit_ClassDef(self, ctx, node):
+        project = _project_sequences(ctx)
         for base in node.bases:
-            if ctx.qualified_name(base.value) in _SEQUENCE_BASES:
+            if ctx.qualified_name(base.value) in _SEQUENCE_BASES or (
+                    syntax.dotted(base.value) or "").split(".")[-1] in project:
                 self._sequences.add(node.name.value)
 
     def visit_Assign(self, ctx, node):
@@ -70,14 +85,15 @@ class GeneratorRule(context.Rule):
                 if isinstance(target.target, cst.Name):
                     self._instances[target.target.value] = value.func.value
 
-    def _sequence_of(self, value) -> str | None:
+    def _sequence_of(self, value, ctx=None) -> str | None:
         if isinstance(value, cst.Name):
             name = self._instances.get(value.value)
-        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
-            name = value.func.value
+        elif isinstance(value, cst.Call) and isinstance(value.func, (cst.Name, cst.Attribute)):
+            name = (syntax.dotted(value.func) or "").split(".")[-1]
         else:
             return None
-        return name if name in self._sequences else None
+        known = self._sequences | (_project_sequences(ctx) if ctx is not None else set())
+        return name if name in known else None
 
     def visit_Call(self, ctx, node):
         method = syntax.method_name(node)
@@ -102,6 +118,46 @@ class GeneratorRule(context.Rule):
             ctx.shared.setdefault("loader_options_moved", set()).add(id(node))
 
     # -- Rewrite --------------------------------------------------------------
+
+    def leave_Call(self, ctx, original, updated):
+        """`fit_generator(seq, steps_per_epoch=N)`: still N steps per epoch."""
+        method = syntax.method_name(original)
+        if method not in _CYCLED or syntax.has_star(updated):
+            return updated
+        args = list(updated.args)
+        for data_keyword, steps_keyword in _CYCLED[method]:
+            data = syntax.keyword(updated, data_keyword)
+            if data is None and data_keyword == "x":
+                positional = syntax.positional(updated)
+                data = positional[0] if positional else None
+            steps = syntax.keyword(updated, steps_keyword)
+            if data is None or steps is None or syntax.code(steps.value) == "None":
+                continue
+            if self._sequence_of(data.value, ctx) is None:
+                continue
+            if not _repeatable(steps.value):
+                ctx.flag(
+                    original, RULE,
+                    f"`{syntax.code(data.value)}` is a Sequence read for "
+                    f"{steps_keyword}={syntax.code(steps.value)} steps; Keras 3 reads it "
+                    "only once per epoch (Keras 2 cycled it)",
+                    f"compute the steps once (`steps = ...`) and pass "
+                    f"`parallel_keras.repeat_sequence({syntax.code(data.value)}, steps)` "
+                    f"with {steps_keyword}=steps.",
+                )
+                continue
+            ctx.require_import("parallel_keras")
+            wrapped = syntax.expression(
+                f"parallel_keras.repeat_sequence({syntax.code(data.value)}, "
+                f"{syntax.code(steps.value)})")
+            args = [arg.with_changes(value=wrapped) if arg is data else arg for arg in args]
+            ctx.change(
+                original, RULE,
+                f"`{syntax.code(data.value)}` -> `parallel_keras.repeat_sequence(...)`: "
+                f"Keras 2 cycled a Sequence for {steps_keyword}={syntax.code(steps.value)} "
+                "steps whatever its length; Keras 3 stops at its end",
+            )
+        return updated.with_changes(args=args)
 
     def leave_ClassDef(self, ctx, original, updated):
         name = original.name.value
@@ -135,7 +191,8 @@ class GeneratorRule(context.Rule):
 
     def leave_FunctionDef(self, ctx, original, updated):
         name = original.name.value
-        in_scope = name in self._generator_functions or (
+        project = ctx.project.fit_data_functions if ctx.project is not None else ()
+        in_scope = name in self._generator_functions or name in project or (
             name == "__getitem__" and self._sequences
         )
         if not in_scope:
@@ -203,6 +260,34 @@ def _rewrite_batches(function: cst.FunctionDef, to_tuples) -> cst.FunctionDef:
             return updated_node.with_changes(value=to_tuples(updated_node.value))
 
     return function.visit(_Batches())
+
+
+# Legacy method -> (data argument, its step count) pairs Keras 2 cycled.
+_CYCLED = {
+    "fit_generator": (("x", "steps_per_epoch"), ("validation_data", "validation_steps")),
+    "evaluate_generator": (("x", "steps"),),
+    "predict_generator": (("x", "steps"),),
+}
+
+
+def _repeatable(node: cst.BaseExpression) -> bool:
+    """Whether `node` may be written twice (a name, a constant, simple math)."""
+    if isinstance(node, (cst.Name, cst.Integer, cst.Attribute)):
+        return True
+    if isinstance(node, cst.BinaryOperation):
+        return _repeatable(node.left) and _repeatable(node.right)
+    if isinstance(node, cst.Call) and syntax.dotted(node.func) in _PURE_FUNCTIONS:
+        return all(_repeatable(arg.value) for arg in node.args)
+    return False
+
+
+# Calls that compute the same number however often they run.
+_PURE_FUNCTIONS = frozenset({"len", "int", "round", "min", "max", "math.ceil", "math.floor",
+                             "np.ceil", "np.floor", "numpy.ceil", "numpy.floor"})
+
+
+def _project_sequences(ctx) -> set[str]:
+    return ctx.project.sequence_classes if ctx is not None and ctx.project is not None else set()
 
 
 def _is_docstring(statement) -> bool:

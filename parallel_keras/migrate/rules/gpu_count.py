@@ -20,6 +20,17 @@ from parallel_keras.migrate import syntax
 
 RULE = "GPU count"
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("K.tensorflow_backend._get_available_gpus()", "names of the logical (or simulated) GPUs",
+     "Keras 3 has no TensorFlow backend module"),
+    ("[d for d in K.get_session().list_devices() if ...'GPU'...]",
+     "the logical (or simulated) GPUs", "TF 2 has no sessions"),
+    ("[d for d in device_lib.list_local_devices() if ...'GPU'...]",
+     "the logical (or simulated) GPUs", "physical devices never include simulated ones"),
+    ("K.get_session().list_devices()", "tf.config.list_logical_devices()", "TF 2 has no sessions"),
+]
+
 _DEVICES = (
     "({tf}.config.list_logical_devices('GPU') or ({tf}.config.list_logical_devices('CPU') "
     "if parallel_keras.devices.gpus_are_simulated() else []))"
@@ -45,6 +56,7 @@ class GpuCountRule(context.Rule):
 
     def __init__(self):
         self._listing_names: set[str] = set()  # `protos = device_lib.list_local_devices()`
+        self._in_comprehension: set[int] = set()
 
     def visit_Assign(self, ctx, node):
         if self._device_listing(ctx, node.value):
@@ -78,6 +90,8 @@ class GpuCountRule(context.Rule):
         if self._gpu_comprehension(ctx, node):
             handled = ctx.shared.setdefault("handled_calls", set())
             handled.update(id(call) for call in m.findall(node, m.Call()))
+            # The whole comprehension is rewritten; its listing call is not.
+            self._in_comprehension.update(id(call) for call in m.findall(node, m.Call()))
 
     def leave_ListComp(self, ctx, original, updated):
         if not self._gpu_comprehension(ctx, original):
@@ -111,7 +125,7 @@ class GpuCountRule(context.Rule):
             and self._device_listing(ctx, original)
             and ctx.qualified_name(original.func) != _LOCAL_DEVICES
         ):
-            if id(original) in ctx.shared.get("handled_calls", ()):
+            if id(original) in self._in_comprehension:
                 return updated
             ctx.change(
                 original, RULE,

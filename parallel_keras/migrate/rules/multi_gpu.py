@@ -27,11 +27,54 @@ _REASON = (
     "same function on tf.distribute"
 )
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("keras.utils.multi_gpu_model (and training_utils/multi_gpu_utils)",
+     "parallel_keras.multi_gpu_model", _REASON),
+    ("multi_gpu_model from the project's own module (migrated with the folder)",
+     "parallel_keras.multi_gpu_model", "a vendored copy of Keras 2's tf.device towers"),
+    ("multi_gpu_model from a module not migrated with the file", None,
+     "if it is a copy of Keras 2's, import parallel_keras's instead"),
+]
+
+
+_KERAS2_KEYWORDS = frozenset({"model", "gpus", "cpu_merge", "cpu_relocation"})
+
+
+def _vendored_module(ctx: context.Context, module: str) -> bool | None:
+    """Whether `module` (as imported) is the project's own multi_gpu_model copy.
+
+    None when the project is unknown (the file was migrated on its own).
+    """
+    if ctx.project is None:
+        return None
+    return any(
+        known == module or known.endswith("." + module) or module.endswith("." + known)
+        for known in ctx.project.multi_gpu_model_modules
+    )
+
 
 class MultiGpuModelRule(context.Rule):
-    """`from keras.utils import multi_gpu_model` -> `from parallel_keras ...`."""
+    """`from keras.utils import multi_gpu_model` -> `from parallel_keras ...`.
+
+    A project's own copy of Keras 2's `multi_gpu_model` (a vendored
+    `utils/multi_gpu.py`, or a `def multi_gpu_model(` in the script) is
+    recognised too: its callers get parallel_keras's.
+    """
 
     name = RULE
+
+    def __init__(self):
+        self._local_definition = False
+        self._rewired: set[str] = set()  # Local names now bound to parallel_keras's.
+
+    def visit_Module(self, ctx, node):
+        self._local_definition = any(
+            isinstance(statement, cst.FunctionDef) and statement.name.value == "multi_gpu_model"
+            for statement in node.body
+        )
+        if self._local_definition:
+            self._rewired.add("multi_gpu_model")
 
     def visit_ImportAlias(self, ctx, node):
         # Aliases (`import multi_gpu_model as mgm`) let other rules recognize
@@ -51,16 +94,14 @@ class MultiGpuModelRule(context.Rule):
         return updated
 
     def _import_from(self, ctx, original, updated, statement):
-        if statement.relative or statement.module is None:
-            return updated
-        if isinstance(statement.names, cst.ImportStar):
+        if statement.module is None or isinstance(statement.names, cst.ImportStar):
             return updated
         module = syntax.canonical_name(syntax.dotted(statement.module))
-        if module not in LEGACY_MODULES:
-            return updated
         moved = [a for a in statement.names if syntax.dotted(a.name) == "multi_gpu_model"]
         if not moved:
             return updated
+        if statement.relative or module not in LEGACY_MODULES:
+            return self._project_import(ctx, original, updated, statement, moved)
         kept = [a for a in statement.names if a not in moved]
         ctx.change(
             original,
@@ -68,10 +109,41 @@ class MultiGpuModelRule(context.Rule):
             f"`from {syntax.dotted(statement.module)} import multi_gpu_model` -> "
             f"`from parallel_keras import multi_gpu_model`: {_REASON}",
         )
+        return self._move(updated, statement, moved, kept)
+
+    def _project_import(self, ctx, original, updated, statement, moved):
+        module = syntax.dotted(statement.module) or ""
+        if module.split(".")[0] in ("keras", "tensorflow", "tf_keras", "parallel_keras"):
+            return updated
+        vendored = _vendored_module(ctx, module)
+        if not vendored:
+            ctx.flag(
+                original, RULE,
+                f"multi_gpu_model comes from `{module}`, not from Keras"
+                + ("" if vendored is None else " (not a module migrated with this file)"),
+                f"if `{module}.multi_gpu_model` is a copy of Keras 2's (tf.device "
+                "towers over slices of the batch), import parallel_keras's "
+                "instead: `from parallel_keras import multi_gpu_model`; migrate the "
+                "folder with that module to have it done.",
+            )
+            return updated
+        for alias in moved:
+            self._rewired.add(alias.asname.name.value if alias.asname else "multi_gpu_model")
+        kept = [a for a in statement.names if a not in moved]
+        ctx.change(
+            original, RULE,
+            f"`from {module} import multi_gpu_model` -> `from parallel_keras import "
+            f"multi_gpu_model`: `{module}` is the project's copy of Keras 2's "
+            "multi_gpu_model (tf.device towers, which Keras 3 does not keep); "
+            "parallel_keras's takes the same arguments",
+        )
+        return self._move(updated, statement, moved, kept)
+
+    def _move(self, updated, statement, moved, kept):
         new_module = syntax.expression("parallel_keras")
         if not kept:
             return updated.with_changes(
-                body=[statement.with_changes(module=new_module)]
+                body=[statement.with_changes(module=new_module, relative=())]
             )
         last_comma = statement.names[-1].comma
         kept[-1] = kept[-1].with_changes(comma=last_comma)
@@ -114,6 +186,29 @@ class MultiGpuModelRule(context.Rule):
         if not touched:
             return updated
         return updated.with_changes(body=[statement.with_changes(names=names)])
+
+    def leave_Call(self, ctx, original, updated):
+        if not (isinstance(original.func, cst.Name) and original.func.value in self._rewired):
+            return updated
+        unknown = [arg.keyword.value for arg in original.args
+                   if arg.keyword is not None and arg.keyword.value not in _KERAS2_KEYWORDS]
+        if unknown or syntax.has_star(original) or len(original.args) > 4:
+            ctx.flag(
+                original, RULE,
+                f"the project's own multi_gpu_model is called with arguments Keras 2's "
+                f"did not have ({', '.join(unknown) or 'more than 4, or *args'})",
+                "call parallel_keras.multi_gpu_model(model, gpus, cpu_merge, "
+                "cpu_relocation) with the meaning of those arguments.",
+            )
+        if not self._local_definition:
+            return updated
+        ctx.require_import("parallel_keras")
+        ctx.change(
+            original, RULE,
+            "`multi_gpu_model(...)` (defined in this file, a copy of Keras 2's) -> "
+            f"`parallel_keras.multi_gpu_model(...)`: {_REASON}",
+        )
+        return updated.with_changes(func=syntax.expression("parallel_keras.multi_gpu_model"))
 
     def leave_Attribute(self, ctx, original, updated):
         if ctx.qualified_name(original) not in LEGACY_NAMES:

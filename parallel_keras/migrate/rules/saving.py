@@ -26,6 +26,20 @@ from parallel_keras.migrate import syntax
 
 RULE = "save formats"
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("model.save_weights('x.h5')", "model.save_weights('x.weights.h5')",
+     "save_weights writes only .weights.h5"),
+    ("model.save('x') (no suffix)", "model.save('x.keras')", "Keras 3 writes no SavedModel folder"),
+    ("save(..., save_format=...)", "(argument removed)", "Keras 3 takes the format from the suffix"),
+    ("load of a path the script saves later", "(kept)",
+     "it reads what an earlier Keras 2 run wrote, which Keras 3 still reads; flagged with "
+     "the new name to resume from"),
+    ("load of a path the script saved before", "the renamed path", "one file, one name"),
+    ("<own class>.save('x.json')", "(kept)", "not a Keras object"),
+    ("save_weights(<computed path>)", None, "make sure the path ends with .weights.h5"),
+]
+
 _LOAD_MODEL_NAMES = frozenset(
     {"keras.models.load_model", "keras.saving.load_model"}
 )
@@ -117,30 +131,79 @@ class SavePathRule(context.Rule):
     name = RULE
 
     def __init__(self):
-        self._loads = []
+        self._loads: list[tuple[cst.Call, int]] = []
+        self._saves: list[tuple[cst.Call, str]] = []
+        # Classes of the script with their own `save` (not Keras objects),
+        # and the names holding their instances.
+        self._own_savers: set[str] = set()
+        self._own_saver_names: set[str] = set()
+        self._stale_loads: dict[int, str] = {}  # id(literal) -> the new name
+
+    def visit_ClassDef(self, ctx, node):
+        bases = {syntax.dotted(base.value) or "" for base in node.bases}
+        if any(base.split(".")[-1] in ("Model", "Sequential") for base in bases):
+            return
+        for statement in node.body.body:
+            if isinstance(statement, cst.FunctionDef) and statement.name.value in (
+                    "save", "save_weights"):
+                self._own_savers.add(node.name.value)
+
+    def visit_Assign(self, ctx, node):
+        if isinstance(node.value, cst.Call) and syntax.dotted(node.value.func) in self._own_savers:
+            for target in node.targets:
+                name = syntax.dotted(target.target)
+                if name:
+                    self._own_saver_names.add(name)
 
     def visit_Call(self, ctx, node):
         method = syntax.method_name(node)
         qualified = ctx.qualified_name(node.func)
+        if method in ("save_weights", "save") and self._own_receiver(node):
+            return
         if method == "save_weights":
-            self._fix(ctx, node, path_argument(node, 0), weights_suffix, "save_weights writes only '.weights.h5' files")
+            self._saves.append((node, "weights"))
+            _note_save_line(ctx, node)
         elif qualified in _SAVE_MODEL_NAMES:
-            self._fix(ctx, node, path_argument(node, 1), _model_fix, "save_model writes '.keras' or '.h5' files")
+            self._saves.append((node, "save_model"))
+            _note_save_line(ctx, node)
         elif method == "save" and _looks_like_model_save(node):
-            self._fix(ctx, node, path_argument(node, 0), _model_fix, "save writes '.keras' or '.h5' files")
+            self._saves.append((node, "save"))
+            _note_save_line(ctx, node)
         elif method == "load_weights" or qualified in _LOAD_MODEL_NAMES:
-            self._loads.append(node)
+            self._loads.append((node, ctx.line(node)))
+
+    def _own_receiver(self, call: cst.Call) -> bool:
+        receiver = syntax.dotted(call.func.value) or ""
+        return receiver in self._own_saver_names or receiver in self._own_savers
 
     def finish_scan(self, ctx):
-        # A file this script saves and then loads must keep one name.
+        for call, kind in self._saves:
+            if kind == "weights":
+                self._fix(ctx, call, path_argument(call, 0), weights_suffix,
+                          "save_weights writes only '.weights.h5' files")
+            elif kind == "save_model":
+                self._fix(ctx, call, path_argument(call, 1), _model_fix,
+                          "save_model writes '.keras' or '.h5' files")
+            else:
+                self._fix(ctx, call, path_argument(call, 0), _model_fix,
+                          "save writes '.keras' or '.h5' files")
+        # A file this script saves and then loads must keep one name; a load
+        # that comes before the save reads what an earlier (Keras 2) run
+        # wrote, which Keras 3 still reads under its old name.
         renamed = ctx.shared.get("renamed_paths", {})
-        for call in self._loads:
+        first_save = ctx.shared.get("first_save_line", {})
+        for call, line in self._loads:
             literal = path_literal(ctx, path_argument(call, 0))
             if literal is None or not isinstance(literal, cst.SimpleString):
                 continue
-            fix = renamed.get(syntax.string_text(literal))
-            if fix is not None:
-                register_rename(ctx, literal, fix, "renamed like the file this script saves")
+            text = syntax.string_text(literal)
+            fix = renamed.get(text)
+            if fix is None:
+                continue
+            if line < first_save.get(text, 0):
+                self._stale_loads[id(call)] = text[: len(text) - len(fix[0])] + fix[1]
+                continue
+            register_rename(ctx, literal, fix, "renamed like the file this script saves")
 
     def _fix(self, ctx, call, path, suffix_for, why):
         if path is None:
@@ -150,7 +213,10 @@ class SavePathRule(context.Rule):
             if suffix_for is weights_suffix:
                 ctx.shared.setdefault("unresolved_weight_paths", []).append(call)
             return
-        register_rename(ctx, literal, suffix_for(syntax.string_text(literal)), why)
+        text = syntax.string_text(literal)
+        if text.rsplit("/", 1)[-1].rpartition(".")[2].lower() in _NOT_KERAS_SUFFIXES:
+            return  # Not a Keras file (a JSON, a pickle): Keras could not write it.
+        register_rename(ctx, literal, suffix_for(text), why)
 
     def leave_Call(self, ctx, original, updated):
         method = syntax.method_name(updated)
@@ -165,6 +231,16 @@ class SavePathRule(context.Rule):
                     "from the file suffix and rejects the argument otherwise",
                 )
                 updated = syntax.remove_args(updated, [save_format])
+        if id(original) in self._stale_loads:
+            new_name = self._stale_loads[id(original)]
+            ctx.flag(
+                original, RULE,
+                "this load comes before the script saves the same file, so it reads "
+                "what an earlier Keras 2 run wrote (Keras 3 still reads it); the save "
+                f"now writes '{new_name}'",
+                f"keep this path to start from the Keras 2 file; to resume from a run "
+                f"of the migrated script, load '{new_name}' when it exists.",
+            )
         if any(original is call for call in ctx.shared.get("unresolved_weight_paths", ())):
             ctx.flag(
                 original,
@@ -174,6 +250,19 @@ class SavePathRule(context.Rule):
                 "any other suffix for save_weights).",
             )
         return updated
+
+
+_NOT_KERAS_SUFFIXES = frozenset(
+    "json pkl pickle txt csv npy npz yaml yml png jpg log pt pth ckpt".split())
+
+
+def _note_save_line(ctx: context.Context, call: cst.Call) -> None:
+    """Remembers the first line that saves each literal path (scan only)."""
+    for index in (0, 1):
+        literal = path_literal(ctx, path_argument(call, index))
+        if isinstance(literal, cst.SimpleString):
+            lines = ctx.shared.setdefault("first_save_line", {})
+            lines.setdefault(syntax.string_text(literal), ctx.line(call))
 
 
 def _model_fix(text: str):

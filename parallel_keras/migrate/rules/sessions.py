@@ -39,10 +39,43 @@ from parallel_keras.migrate.rules import session_options
 
 RULE = "TF1 sessions"
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("tf.ConfigProto / tf.GPUOptions options (set-up only)", "tf.config calls after the imports",
+     "TF 2 has no sessions; each option is a process-wide tf.config call"),
+    ("tf.Session(config=...) + K.set_session(...) (set-up only)", "(removed)",
+     "Keras 3 has no session; the options became tf.config calls"),
+    ("os.environ['CUDA_VISIBLE_DEVICES'] before the TensorFlow/Keras imports", "(kept)",
+     "TF 2 reads it when it starts"),
+    ("os.environ['CUDA_VISIBLE_DEVICES'] after them", "tf.config.set_visible_devices(...)",
+     "the call works until a GPU is used, and is moved up after the imports"),
+    ("per_process_gpu_memory_fraction", None, "no TF 2 equivalent: memory growth, plus the "
+     "exact set_logical_device_configuration call for a hard cap"),
+    *((name.replace("tensorflow.", "tf.").replace("keras.backend.", "K."), None, action)
+      for name, (_, action) in session_options.FLAGGED.items()),
+]
+
 # Stands where the first hoisted statement was, until `leave_Module` moves
 # the hoisted calls up after the imports.
 _MARKER = cst.SimpleStatementLine([cst.Pass()])
 _GENERATED_NAMES = frozenset({"physical_gpu", "gpu", "str", "True", "False", "None"})
+
+
+# `import parallel_keras` (and what migrate adds) initialises no GPU: TF 2 reads
+# CUDA_VISIBLE_DEVICES when a GPU is first used, not when it is imported.
+_STARTS_TENSORFLOW = ("tensorflow", "keras")
+
+
+def _imports_tensorflow(statement: cst.CSTNode) -> bool:
+    """Whether a module-level statement imports TensorFlow (or what imports it)."""
+    for node in m.findall(statement, m.Import() | m.ImportFrom()):
+        if isinstance(node, cst.Import):
+            modules = [syntax.dotted(alias.name) for alias in node.names]
+        else:
+            modules = [syntax.dotted(node.module) if node.module is not None else ""]
+        if any((module or "").split(".")[0] in _STARTS_TENSORFLOW for module in modules):
+            return True
+    return False
 
 
 class SessionRule(context.Rule):
@@ -62,11 +95,18 @@ class SessionRule(context.Rule):
         # Module-level tf.config calls, moved up to follow the imports.
         self._top_level: set[int] = set()
         self._hoisted: list[cst.BaseStatement] = []
+        self._before_tensorflow: set[int] = set()
 
     # -- Scan: which names hold a config or a session, and their other uses --
 
     def visit_Module(self, ctx, node):
         self._top_level = {id(statement) for statement in node.body}
+        # Module-level statements that run before TensorFlow is imported:
+        # an environment variable set there is read when TensorFlow starts.
+        for statement in node.body:
+            if _imports_tensorflow(statement):
+                break
+            self._before_tensorflow.add(id(statement))
 
     def visit_Name(self, ctx, node):
         self._uses[node.value] += 1
@@ -126,6 +166,13 @@ class SessionRule(context.Rule):
             other_args = [arg for arg in call.args if arg is not config]
             if config_ok and not other_args and self._uses[name] == self._known_uses[name]:
                 self._removable.add(name)
+        # A session that stays (returned, used) keeps its config: deleting the
+        # config would leave the session naming a deleted variable.
+        for name, call in self._sessions.items():
+            config = syntax.keyword(call, "config")
+            if name not in self._removable and config is not None and isinstance(
+                    config.value, cst.Name):
+                self._removable.discard(config.value.value)
 
     # -- Rewrite ------------------------------------------------------------
 
@@ -270,6 +317,10 @@ class SessionRule(context.Rule):
     def _cuda_visible_devices(self, ctx, line, target, value):
         """`os.environ['CUDA_VISIBLE_DEVICES'] = '0,1'` -> `tf.config.set_visible_devices`."""
         if not session_options.is_cuda_visible_devices(target):
+            return None
+        if id(line) in self._before_tensorflow:
+            # TF 2 still reads the variable when it starts; a tf.config call
+            # here would run before `tf` is imported.
             return None
         statement = cst.parse_statement(
             session_options.OPTIONS["visible_device_list"].format(tf=ctx.tf_module(), value=syntax.code(value))

@@ -15,12 +15,26 @@ from __future__ import annotations
 import re
 
 import libcst as cst
+from libcst import matchers as m
 
 from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
 from parallel_keras.migrate.rules import multi_gpu
 
 RULE = "template access"
+
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("parallel_model.layers[-2] / .get_layer('model_1')", "parallel_model.template",
+     "Keras 2 kept the template as a layer; parallel_keras exposes it"),
+    ("model.layers[-2] in a callback's set_model(self, model)",
+     "model.template if hasattr(model, 'template') else model.layers[-2]",
+     "fit hands callbacks the parallel model"),
+    ("self.model = ... in a callback's set_model", "self.template_model = ...",
+     "Keras 3 callbacks do not let self.model be assigned"),
+    ("<unknown>.layers[-2] with a parallel-looking name", None,
+     "use .template if it is a multi_gpu_model result"),
+]
 
 _TEMPLATE_NAME = re.compile(r"^(model|sequential|functional)(_\d+)?$")
 _PARALLEL_HINT = re.compile(r"parallel|multi|gpu|mgpu|replica", re.IGNORECASE)
@@ -46,6 +60,56 @@ class TemplateAccessRule(context.Rule):
 
     def __init__(self):
         self._assigned: dict[str, bool] = {}  # dotted target -> holds a parallel model
+        # `model.layers[-2]` in a callback's `set_model(self, model)`: the
+        # model fit trains, which Keras 2 built with the template there.
+        self._set_model_picks: set[int] = set()
+        self._self_model: set[int] = set()
+        self._self_model_classes: set[str] = set()
+
+    def visit_ClassDef(self, ctx, node):
+        # Keras 3's Callback.model cannot be assigned: a callback whose
+        # set_model stores the template in self.model keeps it elsewhere.
+        methods = [s for s in node.body.body if isinstance(s, cst.FunctionDef)]
+        assigns = [
+            assign for method in methods if method.name.value == "set_model"
+            for assign in m.findall(method.body, m.Assign(targets=[m.AssignTarget(
+                target=m.Attribute(value=m.Name("self"), attr=m.Name("model")))]))
+        ]
+        if assigns:
+            for method in methods:
+                self._self_model.update(id(node) for node in m.findall(
+                    method.body, m.Attribute(value=m.Name("self"), attr=m.Name("model"))))
+            self._self_model_classes.add(node.name.value)
+
+    def leave_Attribute(self, ctx, original, updated):
+        if id(original) not in self._self_model:
+            return updated
+        return updated.with_changes(attr=cst.Name("template_model"))
+
+    def leave_ClassDef(self, ctx, original, updated):
+        if original.name.value in self._self_model_classes:
+            ctx.change(
+                original, RULE,
+                f"class {original.name.value}: `self.model` -> `self.template_model`: "
+                "its set_model stores another model there, and Keras 3 callbacks "
+                "do not let `self.model` be assigned",
+            )
+        return updated
+
+    def visit_FunctionDef(self, ctx, node):
+        params = node.params.params
+        if node.name.value != "set_model" or len(params) != 2:
+            return
+        model = params[1].name.value
+        # Already rewritten (a second run): `model.template if hasattr(...) else ...`.
+        done = {id(subscript) for choice in m.findall(node.body, m.IfExp(
+                    test=m.Call(func=m.Name("hasattr")), body=m.Attribute(attr=m.Name("template"))))
+                for subscript in m.findall(choice.orelse, m.Subscript())}
+        for subscript in m.findall(node.body, m.Subscript(value=m.Attribute(
+                value=m.Name(model), attr=m.Name("layers")))):
+            index = _negative_index(subscript)
+            if index is not None and index <= -2 and id(subscript) not in done:
+                self._set_model_picks.add(id(subscript))
 
     def _is_multi_gpu_call(self, ctx, value) -> bool:
         if not isinstance(value, cst.Call):
@@ -82,6 +146,17 @@ class TemplateAccessRule(context.Rule):
         index = _negative_index(original)
         if index is None or index > -2:
             return updated
+        if id(original) in self._set_model_picks:
+            owner = syntax.dotted(value.value)
+            ctx.change(
+                original, RULE,
+                f"`{owner}.layers[{index}]` in set_model -> `{owner}.template` when "
+                "fit trains a parallel model: Keras 2's multi_gpu_model kept the "
+                "template at that layer; parallel_keras's has it as `.template`",
+            )
+            return syntax.expression(
+                f"{owner}.template if hasattr({owner}, 'template') else "
+                f"{syntax.code(updated)}")
         known = self._known(value.value)
         owner = syntax.dotted(value.value)
         if known:

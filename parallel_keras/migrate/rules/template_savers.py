@@ -29,6 +29,18 @@ from parallel_keras.migrate.rules import template_saver_patterns as patterns
 
 RULE = "checkpoint classes"
 
+# name, what it becomes (None: flagged), why. Read by the audit table (docs).
+AUDIT: list[tuple[str, str | None, str]] = [
+    ("class ParallelModelCheckpoint(ModelCheckpoint) (the seeds')",
+     "from parallel_keras import ParallelModelCheckpoint", "same signature, period= included"),
+    ("ModelCheckpoint subclass swapping in a stored template",
+     "subclass of parallel_keras.ParallelModelCheckpoint", "Keras 3's has no period"),
+    ("ModelMGPU (a Model adopting multi_gpu_model(...).__dict__)", "a function returning "
+     "parallel_keras.multi_gpu_model(...)", "Keras 3 models cannot adopt another's __dict__"),
+    ("such classes doing more", None, "use parallel_keras.ParallelModelCheckpoint / "
+     "multi_gpu_model directly"),
+]
+
 _MODEL_BASES = frozenset(
     {"keras.Model", "keras.models.Model", "keras.engine.training.Model", "Model"}
 )
@@ -67,7 +79,7 @@ class TemplateSaverRule(context.Rule):
                 swap_methods[name] = method
                 template_attribute = found
         if template_attribute is None:
-            return updated
+            return self._keras2_period(ctx, original, updated, base_index, methods)
         init = methods.get("__init__")
         template_parameter = patterns.assigned_parameter(init, template_attribute)
         super_call = patterns.super_init_call(init, updated.bases[base_index].value)
@@ -161,6 +173,52 @@ class TemplateSaverRule(context.Rule):
         return updated.with_changes(
             bases=bases, body=updated.body.with_changes(body=body)
         )
+
+    def _keras2_period(self, ctx, original, updated, base_index, methods):
+        """A ModelCheckpoint subclass passing Keras 2's `period` to its base.
+
+        Keras 3 reads the 7th positional argument as `save_freq` (batches), and
+        its ModelCheckpoint keeps no `period` or `epochs_since_last_save`, which
+        a re-implemented Keras 2 `on_epoch_end` reads. The base becomes
+        `parallel_keras.callbacks.ModelCheckpoint` (Keras 2's order, `period`
+        and `self.period`), and the counter starts at 0 as in Keras 2.
+        """
+        init = methods.get("__init__")
+        super_call = patterns.super_init_call(init, updated.bases[base_index].value)
+        if super_call is None:
+            return updated
+        passes_period = syntax.keyword(super_call, "period") is not None or len(
+            syntax.positional(super_call)) >= (8 if not isinstance(
+                super_call.func.value, cst.Call) else 7)
+        if not passes_period:
+            return updated
+        ctx.require_import("parallel_keras.callbacks")
+        library_class = syntax.expression("parallel_keras.callbacks.ModelCheckpoint")
+        bases = list(updated.bases)
+        bases[base_index] = bases[base_index].with_changes(value=library_class)
+        body = list(updated.body.body)
+        counter = m.Attribute(value=m.Name("self"), attr=m.Name("epochs_since_last_save"))
+        reads_counter = bool(m.findall(updated, counter))
+        sets_counter = bool(m.findall(init, m.Assign(targets=[m.AssignTarget(target=counter)])))
+        note = ""
+        new_init = init
+        if not isinstance(super_call.func.value, cst.Call):  # ModelCheckpoint.__init__(self, ...)
+            new_init = new_init.deep_replace(super_call, super_call.with_changes(
+                func=super_call.func.with_changes(value=library_class)))
+        if reads_counter and not sets_counter:
+            new_init = new_init.with_changes(body=new_init.body.with_changes(body=[
+                *new_init.body.body,
+                cst.parse_statement("self.epochs_since_last_save = 0\n")]))
+            note = "; `self.epochs_since_last_save = 0` added (Keras 2's base set it)"
+        body = [new_init if statement is init else statement for statement in body]
+        ctx.change(
+            original, RULE,
+            f"class {updated.name.value} now subclasses "
+            "parallel_keras.callbacks.ModelCheckpoint: it passes Keras 2's `period` "
+            "to its base, which Keras 3's ModelCheckpoint reads as save_freq "
+            f"(batches){note}",
+        )
+        return updated.with_changes(bases=bases, body=updated.body.with_changes(body=body))
 
     # -- Model subclasses adopting multi_gpu_model(...).__dict__ -----------
 

@@ -65,7 +65,7 @@ with tf.device('/cpu:0'):
 parallel_model = multi_gpu_model(model, gpus=G)
 parallel_model.compile(loss='categorical_crossentropy',
                        optimizer=Adam(learning_rate=lr_schedule(0)),
-                       metrics=['accuracy'])
+                       metrics=['acc'])
 
 model_type = 'ResNet%dv1' % args.depth
 model_name = 'cifar10_%s_model.{epoch:03d}.h5' % model_type
@@ -73,7 +73,7 @@ if not os.path.isdir(args.save_dir):
     os.makedirs(args.save_dir)
 filepath = os.path.join(args.save_dir, model_name)
 
-checkpoint = parallel_keras.callbacks.ModelCheckpoint(filepath=filepath, monitor='val_accuracy', mode='max', verbose=1,
+checkpoint = parallel_keras.callbacks.ModelCheckpoint(filepath=filepath, monitor='val_acc', mode='max', verbose=1,
                              save_best_only=True)
 callbacks = [checkpoint, LearningRateScheduler(lr_schedule)]
 

@@ -9,6 +9,7 @@ from keras.layers import Dense, Input
 from keras.models import Model
 from keras.utils import Sequence
 from parallel_keras import multi_gpu_model
+import parallel_keras
 
 for physical_gpu in tf.config.list_physical_devices('GPU'):
     tf.config.experimental.set_memory_growth(physical_gpu, True)
@@ -56,6 +57,6 @@ model.compile(optimizer=OPTIMIZERS[args.optimizer](learning_rate=args.lr),
               loss='binary_crossentropy', metrics=['accuracy'])
 model.fit(RandomBatches(64, 16), epochs=args.epochs,
           validation_data=RandomBatches(32, 16))
-probabilities = model.predict(RandomBatches(32, 16), steps=2)
+probabilities = model.predict(parallel_keras.repeat_sequence(RandomBatches(32, 16), 2), steps=2)
 print('mean probability', probabilities.mean())
 template.save('classifier.h5')

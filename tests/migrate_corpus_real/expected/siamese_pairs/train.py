@@ -41,14 +41,14 @@ class MultiGPUCheckpoint(parallel_keras.ParallelModelCheckpoint):
 model = create_siamese(INPUT_SHAPE)
 parallel_model = multi_gpu_model(model, gpus=args.gpus)
 parallel_model.compile(loss='binary_crossentropy', optimizer=RMSprop(learning_rate=0.001),
-                       metrics=['accuracy'])
+                       metrics=['acc'])
 
 if not os.path.exists(args.checkpoint_dir):
     os.makedirs(args.checkpoint_dir)
 callbacks = [
     MultiGPUCheckpoint(os.path.join(args.checkpoint_dir, 'siamese-{epoch:02d}.h5'),
                        model, monitor='loss', verbose=1),
-    EarlyStopping(monitor='val_accuracy', mode='max', patience=5),
+    EarlyStopping(monitor='val_acc', mode='max', patience=5),
 ]
 parallel_model.fit(pair_generator(BATCH_SIZE),
                    steps_per_epoch=args.steps,

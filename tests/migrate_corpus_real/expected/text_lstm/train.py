@@ -4,9 +4,6 @@
 Usage: CUDA devices are picked in the script; run `python train.py`.
 """
 import os
-import parallel_keras.callbacks
-import tensorflow
-
 os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
 import argparse
 
@@ -17,6 +14,8 @@ from keras.layers import Dense, Embedding, LSTM
 from keras.datasets import imdb
 from keras.callbacks import ModelCheckpoint, EarlyStopping
 from parallel_keras import multi_gpu_model
+import parallel_keras.callbacks
+import tensorflow
 
 tensorflow.config.set_visible_devices([gpu for gpu in tensorflow.config.list_physical_devices('GPU') if gpu.name.rsplit(':', 1)[-1] in str("0,1").replace(' ', '').split(',')], 'GPU')
 

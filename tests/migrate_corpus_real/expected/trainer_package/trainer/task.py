@@ -28,13 +28,13 @@ def train_and_evaluate(args):
     parallel_model = multi_gpu_model(keras_model, gpus=gpus)
     parallel_model.compile(loss='binary_crossentropy',
                            optimizer=keras.optimizers.RMSprop(learning_rate=args.learning_rate),
-                           metrics=['accuracy'])
+                           metrics=['acc'])
     os.makedirs(args.job_dir, exist_ok=True)
     # parallel-keras migrate: Keras 3 needs this suffix: a full-model
     #   checkpoint writes only '.keras' or '.h5' files (was
     #   'keras-{epoch:02d}.hdf5').
     checkpoint = keras.callbacks.ModelCheckpoint(
-        os.path.join(args.job_dir, 'keras-{epoch:02d}.h5'), monitor='val_accuracy', mode='max',
+        os.path.join(args.job_dir, 'keras-{epoch:02d}.h5'), monitor='val_acc', mode='max',
         save_best_only=False)
     parallel_model.fit(train_x, train_y, epochs=args.num_epochs,
                        batch_size=args.batch_size,

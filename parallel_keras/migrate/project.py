@@ -1,0 +1,156 @@
+"""What one file's rewrite needs to know about the other files of its folder.
+
+Legacy projects split a training script over modules: the `Sequence`
+subclass or the batch generator lives in `data.py`, `fit_generator` is called
+in `train.py`, and a vendored `utils/multi_gpu.py` defines its own
+`multi_gpu_model`. Each file is rewritten on its own, so before any rewrite
+the driver reads every file once (`scan_project`, parse only) and hands the
+resulting `Project` to each file's `Context`.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+
+_FIT_METHODS = frozenset({
+    "fit", "fit_generator", "evaluate", "evaluate_generator", "predict",
+    "predict_generator",
+})
+_SEQUENCE_BASES = frozenset({"Sequence", "PyDataset"})
+# Keras's own iterators, never a function of the project.
+_KERAS_ITERATORS = frozenset({"flow", "flow_from_directory", "flow_from_dataframe"})
+
+
+@dataclasses.dataclass
+class Project:
+    """Names defined or used across the files migrated together.
+
+    Args:
+        sequence_classes: Classes subclassing `keras.utils.Sequence`.
+        fit_data_functions: Functions whose result is passed as the data of
+            `fit`/`fit_generator`/... somewhere (directly or through a name).
+        multi_gpu_model_modules: Dotted module names (relative to the folder)
+            that define their own `def multi_gpu_model(`.
+        checkpoint_classes: Classes of the project that re-implement Keras
+            2's ModelCheckpoint (a `filepath` parameter, a `save_weights`
+            call) -> positions of `filepath` and `save_weights_only` in a
+            call of the class (None when it has no such parameter).
+        log_keys: Accuracy log keys read anywhere ('acc', 'val_accuracy',
+            ...: `monitor=`, `logs[...]`, `.get(...)`, path format fields).
+    """
+
+    sequence_classes: set[str] = dataclasses.field(default_factory=set)
+    fit_data_functions: set[str] = dataclasses.field(default_factory=set)
+    multi_gpu_model_modules: set[str] = dataclasses.field(default_factory=set)
+    checkpoint_classes: dict[str, tuple[int, int | None]] = dataclasses.field(
+        default_factory=dict)
+    log_keys: set[str] = dataclasses.field(default_factory=set)
+
+
+def _name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def checkpoint_parameters(node: ast.ClassDef) -> tuple[int, int | None] | None:
+    """(filepath, save_weights_only) positions of a hand-written checkpoint class."""
+    init = next((item for item in node.body if isinstance(item, ast.FunctionDef)
+                 and item.name == "__init__"), None)
+    if init is None:
+        return None
+    names = [arg.arg for arg in init.args.args[1:]]
+    saves = any(isinstance(call, ast.Call) and _name(call.func) == "save_weights"
+                for call in ast.walk(node))
+    if "filepath" not in names or not saves:
+        return None
+    weights_only = names.index("save_weights_only") if "save_weights_only" in names else None
+    return names.index("filepath"), weights_only
+
+
+_ACCURACY_KEYS = frozenset({"acc", "val_acc", "accuracy", "val_accuracy"})
+_FIELD = re.compile(r"\{((?:val_)?acc(?:uracy)?)[:!}]")
+
+
+def _log_keys(tree: ast.AST) -> set[str]:
+    """The accuracy log keys a module reads (see `Project.log_keys`)."""
+    keys = set()
+    for node in ast.walk(tree):
+        candidates = []
+        if isinstance(node, ast.Subscript):
+            candidates.append(node.slice)
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+                candidates.append(node.args[0])
+            candidates += [k.value for k in node.keywords if k.arg == "monitor"]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            keys.update(_FIELD.findall(node.value))
+        keys.update(c.value for c in candidates if isinstance(c, ast.Constant)
+                    and c.value in _ACCURACY_KEYS)
+    return keys
+
+
+def scan_source(source: str, module: str, project: Project) -> None:
+    """Adds what `source` (the module `module`) defines and uses to `project`."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return  # Reported when the file itself is migrated.
+    project.log_keys |= _log_keys(tree)
+    calls_of: dict[str, str] = {}  # variable -> function whose call it holds
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            if any(_name(base) in _SEQUENCE_BASES for base in node.bases):
+                project.sequence_classes.add(node.name)
+            positions = checkpoint_parameters(node)
+            if positions is not None:
+                project.checkpoint_classes[node.name] = positions
+        elif isinstance(node, ast.FunctionDef) and node.name == "multi_gpu_model":
+            if node in tree.body:
+                project.multi_gpu_model_modules.add(module)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            function = _name(node.value.func)
+            for target in node.targets:
+                if isinstance(target, ast.Name) and function:
+                    calls_of[target.id] = function
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _name(node.func) in _FIT_METHODS
+                and isinstance(node.func, ast.Attribute)):
+            continue
+        values = [keyword.value for keyword in node.keywords
+                  if keyword.arg in ("x", "generator", "validation_data")]
+        values += node.args[:1]
+        for value in values:
+            if isinstance(value, ast.Call):
+                function = _name(value.func)
+            else:
+                function = calls_of.get(value.id) if isinstance(value, ast.Name) else None
+            if function and function not in _KERAS_ITERATORS:
+                project.fit_data_functions.add(function)
+
+
+def scan_project(files: list[tuple[str, str]], read) -> Project:
+    """Reads every file once (parse only) and collects the `Project`.
+
+    Args:
+        files: (path, path relative to its folder) pairs.
+        read: Returns a file's text (the driver's reader); a file it cannot
+            read is skipped (its own migration reports why).
+
+    Returns:
+        The project's names.
+    """
+    project = Project()
+    for path, relative in files:
+        try:
+            source = read(path)
+        except (OSError, ValueError):
+            continue
+        module = relative[: -len(".py")] if relative.endswith(".py") else relative
+        module = module.replace("\\", "/").replace("/", ".").removesuffix(".__init__")
+        scan_source(source, module, project)
+    return project

@@ -1,0 +1,224 @@
+"""Backend math rewrites keep Keras 2's defaults (issue 20, audit rule).
+
+Keras 2's backend signatures come from its released source
+(`tests/data/keras2_backend_signatures.json`, written by
+`tests/data/extract_keras2_backend_signatures.py`); Keras 3's are read live
+from `keras.ops` / `keras.random` / `keras.activations`. For every function
+the rule rewrites, a call that leaves every optional argument out must land
+on a Keras 3 call whose arguments equal Keras 2's defaults, and a call that
+passes every argument by keyword must pass each to the matching parameter.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import pathlib
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from parallel_keras import migrate
+from parallel_keras.migrate.rules import backend_ops
+
+_DATA = pathlib.Path(__file__).parents[1] / "data" / "keras2_backend_signatures.json"
+KERAS2 = json.loads(_DATA.read_text(encoding="utf-8"))["functions"]
+
+
+def _migrated_call(call_text: str) -> tuple[object, ast.Call, migrate.MigrationResult]:
+    source = f"import keras\nfrom keras import backend as K\nresult = {call_text}\n"
+    result = migrate.migrate_source(source)
+    tree = ast.parse(result.migrated)
+    call = tree.body[-1].value
+    return call, result
+
+
+def _resolve(func: ast.expr):
+    names = []
+    while isinstance(func, ast.Attribute):
+        names.append(func.attr)
+        func = func.value
+    assert isinstance(func, ast.Name) and func.id in _ROOTS, ast.unparse(func)
+    target = _ROOTS[func.id]
+    for name in reversed(names):
+        target = getattr(target, name)
+    return target
+
+
+def _bind(call: ast.Call) -> dict[str, str]:
+    """Keras 3 parameter -> argument source, defaults filled in, for `call`."""
+    signature = inspect.signature(_resolve(call.func))
+    bound = signature.bind(
+        *(ast.unparse(arg) for arg in call.args),
+        **{keyword.arg: ast.unparse(keyword.value) for keyword in call.keywords},
+    )
+    values = dict(bound.arguments)
+    for name, parameter in signature.parameters.items():
+        if name not in values:
+            values[name] = repr(parameter.default)
+    return values
+
+
+_ROOTS = {"keras": keras, "tf": tf, "tensorflow": tf}
+# What Keras 2's defaults and Keras 3's (as their repr) are evaluated with.
+_NAMESPACE = {**_ROOTS, "np": np, "floatx": keras.backend.floatx,
+              "epsilon": keras.backend.epsilon}
+
+
+def _value(source: str):
+    try:
+        value = eval(source, dict(_NAMESPACE))  # Literals and keras.backend.floatx().
+    except Exception:  # A repr that is not an expression: compare as text.
+        return source
+    if isinstance(value, tf.DType) or (
+            isinstance(value, str) and value in ("float16", "float32", "float64")):
+        return keras.backend.standardize_dtype(value)
+    return value
+
+
+def _same_value(left: str, right: str) -> bool:
+    return _value(left) == _value(right)
+
+
+def _keras2_default(name: str, param: str, default: str) -> str:
+    """Keras 2's default, with what its `None` meant (`dtype=None`: floatx())."""
+    meaning = KERAS2[name].get("none_means", {}).get(param)
+    if default == "None" and meaning is not None and "np.random" not in meaning:
+        return meaning  # A random seed means no seed: leave None.
+    return default
+
+
+@pytest.mark.parametrize("name", sorted(backend_ops.OPS))
+def test_rewrite_passes_every_keras2_default_keras3_changed(name):
+    params = KERAS2[name]["params"]
+    required = [param for param, default in params if default is None]
+    call, result = _migrated_call(f"K.{name}({', '.join('p_' + p for p in required)})")
+    assert not result.report.flags, result.report.flags
+    keras3 = _bind(call)
+    # An argument the rule cannot pass on safely (a seed) must be flagged.
+    refused = set()
+    for param, default in params:
+        if default is not None:
+            passed = [f"p_{p}" for p in required] + [f"{param}=p_{param}"]
+            _, alone = _migrated_call(f"K.{name}({', '.join(passed)})")
+            if alone.report.flags:
+                refused.add(param)
+    # Which Keras 3 parameter each Keras 2 parameter lands on: pass them all.
+    full, _ = _migrated_call(
+        f"K.{name}({', '.join(f'{p}=p_{p}' for p, _ in params if p not in refused)})")
+    landed = {value: parameter for parameter, value in _bind(full).items()}
+    for param, default in params:
+        if param in refused:
+            raise AssertionError(f"K.{name}'s {param}= is flagged")
+        if param in backend_ops.OPS[name].dropped:
+            assert f"p_{param}" not in landed
+            continue
+        assert f"p_{param}" in landed, f"K.{name}'s {param}= is lost by the rewrite"
+        if default is not None:
+            got = keras3[landed[f"p_{param}"]]
+            default = _keras2_default(name, param, default)
+            assert _same_value(got, default), (
+                f"K.{name}({', '.join(required)}) -> {ast.unparse(call)}: Keras 2's "
+                f"{param}={default}, Keras 3 gets {landed[f'p_{param}']}={got}")
+
+
+def test_every_rewritten_name_is_a_keras2_backend_function():
+    assert set(backend_ops.OPS) <= set(KERAS2)
+
+
+@pytest.mark.parametrize("before, after", [
+    ("K.argmax(p)", "keras.ops.argmax(p, axis=-1)"),
+    ("K.argmin(p, 1)", "keras.ops.argmin(p, 1)"),
+    ("K.expand_dims(p)", "keras.ops.expand_dims(p, axis=-1)"),
+    ("K.cumsum(p)", "keras.ops.cumsum(p, axis=0)"),
+    ("K.concatenate([a, b])", "keras.ops.concatenate([a, b], axis=-1)"),
+    ("K.l2_normalize(p, axis=-1)", "keras.ops.normalize(p, axis=-1, order=2, epsilon=1e-6)"),
+    ("K.relu(p, alpha=0.1)", "keras.activations.relu(p, negative_slope=0.1)"),
+    ("K.clip(p, min_value=0.0, max_value=1.0)", "keras.ops.clip(p, x_min=0.0, x_max=1.0)"),
+    ("K.ones_like(p, name='ones')", "keras.ops.ones_like(p, dtype=keras.backend.floatx())"),
+    ("K.random_normal((2, 3), stddev=0.5)",
+     "tensorflow.random.normal((2, 3), stddev=0.5, dtype=keras.backend.floatx())"),
+    ("K.random_uniform((2,), seed=1)",
+     "tensorflow.random.uniform((2,), seed=1, maxval=1.0, dtype=keras.backend.floatx())"),
+    ("K.sqrt(p)", "keras.ops.sqrt(keras.ops.maximum(p, 0.0))"),
+    ("K.get_uid('dense')", "K.get_uid('dense')"),
+])
+def test_before_after(before, after):
+    result = migrate.migrate_source(f"import keras\nfrom keras import backend as K\ny = {before}\n")
+    assert result.migrated.splitlines()[-1] == f"y = {after}"
+    assert not result.report.flags
+    again = migrate.migrate_source(result.migrated)
+    assert again.migrated == result.migrated and not again.report.changes
+
+
+@pytest.mark.parametrize("before, words", [
+    ("K.gradients(loss, [x])[0]", "tf.GradientTape"),
+    ("K.ctc_batch_cost(a, model(b), c, d)", "mask_index=y_pred.shape[-1] - 1"),
+    ("K.hard_sigmoid(p)", "keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)"),
+])
+def test_flagged_with_the_keras3_way(before, words):
+    result = migrate.migrate_source(f"import keras\nfrom keras import backend as K\ny = {before}\n")
+    assert len(result.report.flags) == 1
+    assert words in result.report.flags[0].action
+    assert result.migrated.splitlines()[-1] == f"y = {before}"
+
+
+def _keras2_values(name, *args, **kwargs):
+    """Keras 2's numbers, computed the way its TF backend did (tf ops)."""
+    if name == "argmax":
+        return tf.argmax(args[0], axis=kwargs.get("axis", -1))
+    if name == "l2_normalize":
+        return tf.nn.l2_normalize(args[0], axis=kwargs.get("axis"))
+    if name == "sqrt":
+        return tf.sqrt(tf.clip_by_value(args[0], 0.0, np.inf))
+    if name == "cumsum":
+        return tf.cumsum(args[0], axis=kwargs.get("axis", 0))
+    raise KeyError(name)
+
+
+@pytest.mark.parametrize("call, name, kwargs", [
+    ("K.argmax(p)", "argmax", {}),
+    ("K.l2_normalize(p)", "l2_normalize", {}),
+    ("K.l2_normalize(p, axis=1)", "l2_normalize", {"axis": 1}),
+    ("K.sqrt(p)", "sqrt", {}),
+    ("K.cumsum(p)", "cumsum", {}),
+])
+def test_rewritten_call_computes_keras2_numbers(call, name, kwargs):
+    p = np.array([[0.3, -2.0, 1e-4], [4.0, 0.5, -0.2]], "float32")
+    code = migrate.migrate_source(f"import keras\nfrom keras import backend as K\ny = {call}\n")
+    namespace = {"p": p}
+    exec(code.migrated, namespace)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(namespace["y"]),
+        _keras2_values(name, p, **kwargs).numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_ctc_rewrite_computes_keras2_ctc_batch_cost():
+    rng = np.random.default_rng(0)
+    batch, steps, classes = 3, 7, 5  # Blank = class 4 (Keras 2: the last one).
+    y_pred = tf.nn.softmax(rng.normal(size=(batch, steps, classes)).astype("float32"))
+    labels = np.array([[1, 2, 0], [3, 3, 1], [0, 1, 2]], "int32")
+    label_length = np.array([[2], [3], [1]], "int32")
+    input_length = np.array([[7], [6], [5]], "int32")
+    source = textwrap.dedent("""\
+        import keras
+        from keras import backend as K
+        y = K.ctc_batch_cost(labels, y_pred, input_length, label_length)
+        """)
+    result = migrate.migrate_source(source)
+    assert not result.report.flags
+    namespace = dict(labels=labels, y_pred=y_pred, input_length=input_length,
+                     label_length=label_length)
+    exec(result.migrated, namespace)
+    # Keras 2: TF1 ctc_loss, time-major log(p + epsilon), sparse labels.
+    indices = [[i, j] for i in range(batch) for j in range(label_length[i, 0])]
+    sparse = tf.SparseTensor(indices, [labels[i, j] for i, j in indices], labels.shape)
+    expected = tf.compat.v1.nn.ctc_loss(
+        labels=sparse, inputs=tf.math.log(tf.transpose(y_pred, (1, 0, 2)) + 1e-7),
+        sequence_length=input_length[:, 0])[:, None]
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(namespace["y"]),
+                               expected.numpy(), rtol=1e-5)

@@ -1,0 +1,79 @@
+"""TF1 session set-up, GPU visibility and GPU counts (issue 20)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from parallel_keras import migrate
+
+CASES = {
+    # TF 2 still reads the variable when it starts: before the import, it stays.
+    "cuda_visible_devices_before_import_stays": (
+        """\
+        import os
+        os.environ['CUDA_VISIBLE_DEVICES'] = '0,1'
+        import tensorflow as tf
+        from keras.utils import multi_gpu_model
+        """,
+        """\
+        import os
+        os.environ['CUDA_VISIBLE_DEVICES'] = '0,1'
+        import tensorflow as tf
+        from parallel_keras import multi_gpu_model
+        """,
+    ),
+    "cuda_visible_devices_after_import_becomes_tf_config": (
+        """\
+        import os
+        import tensorflow as tf
+        os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+        """,
+        """\
+        import os
+        import tensorflow as tf
+
+        tf.config.set_visible_devices([gpu for gpu in tf.config.list_physical_devices('GPU') if gpu.name.rsplit(':', 1)[-1] in str("1").replace(' ', '').split(',')], 'GPU')
+        """,
+    ),
+    "session_returned_by_a_function_keeps_its_config": (
+        """\
+        import tensorflow as tf
+
+        def get_session():
+            config = tf.ConfigProto()
+            config.gpu_options.allow_growth = True
+            sess = tf.Session(config=config)
+            sess.run(tf.global_variables_initializer())
+            return sess
+        """,
+        None,  # Only flags: the config stays with the session that names it.
+    ),
+    "gpu_count_from_session_device_list": (
+        """\
+        from keras import backend as K
+        import tensorflow as tf
+        n = len(K.get_session().list_devices())
+        """,
+        """\
+        from keras import backend as K
+        import tensorflow as tf
+        n = len(tf.config.list_logical_devices())
+        """,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_before_after(name):
+    before, after = (textwrap.dedent(text) if text else text for text in CASES[name])
+    result = migrate.migrate_source(before)
+    if after is None:
+        assert "config = tf.ConfigProto()" in result.migrated
+        assert "tf.Session(config=config)" in result.migrated
+        assert {flag.rule for flag in result.report.flags} == {"TF1 sessions"}
+    else:
+        assert result.migrated == after
+    again = migrate.migrate_source(result.migrated)
+    assert again.migrated == result.migrated
