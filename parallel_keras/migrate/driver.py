@@ -14,6 +14,7 @@ import dataclasses
 import difflib
 import io
 import os
+import shutil
 import stat
 import tokenize
 
@@ -114,9 +115,9 @@ def find_data_files(paths: list[str]) -> list[tuple[str, str]]:
     for path in paths:
         if not os.path.isdir(path):
             continue
-        for root, dirs, files in os.walk(path):
+        for root, dirs, file_names in os.walk(path):
             dirs[:] = sorted(name for name in dirs if name not in _SKIPPED_FOLDERS)
-            for name in sorted(files):
+            for name in sorted(file_names):
                 if name.endswith((".py", ".pyc", ".pyo")):
                     continue
                 full = os.path.join(root, name)

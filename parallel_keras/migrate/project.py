@@ -98,9 +98,11 @@ def scan_source(source: str, module: str, project: Project) -> None:
     """Adds what `source` (the module `module`) defines and uses to `project`."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return  # Reported when the file itself is migrated.
-    project.log_keys |= _log_keys(tree)
+        project.log_keys |= _log_keys(tree)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # Reported when the file itself is migrated (a syntax error, or an
+        # expression nested deeper than the parser's recursion limit).
+        return
     calls_of: dict[str, str] = {}  # variable -> function whose call it holds
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
