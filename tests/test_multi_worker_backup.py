@@ -168,3 +168,98 @@ def test_group_continues_with_the_survivors_and_logs_each_worker(tmp_path):
     assert re.fullmatch(
         r"worker 0: exit 0, [\d.]+ s; worker 1: exit 0, [\d.]+ s", summary
     ), summary
+
+
+# --- Resuming on another replica count (issue 22) and batch size (issue 24) ---
+
+RESUME_ROWS = 512  # 4 batches of 128 per epoch.
+
+
+def parallel_adam(gpus, steps=None):
+    template = common.build_template()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
+    parallel.compile(optimizer=keras.optimizers.Adam(0.01, gradient_accumulation_steps=steps),
+                     loss="mse")
+    return template, parallel
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [((4, 128, None), (2, 64, 2)), ((2, 64, 2), (4, 128, None)), ((2, 32, 4), (4, 64, 2))],
+    ids=["4x32-to-2x32x2", "2x32x2-to-4x32", "2x16x4-to-4x16x2"],
+)
+def test_resume_on_another_replica_count_keeping_the_global_batch(tmp_path, before, after):
+    x, y = common.data_rows(RESUME_ROWS)
+    reference, reference_parallel = parallel_adam(4)
+    reference_parallel.fit(x, y, batch_size=128, epochs=3, shuffle=False, verbose=0)
+
+    gpus, batch_size, steps = before
+    _, parallel = parallel_adam(gpus, steps)
+    # Killed before batch 2 of epoch 1 (rows 0-255 of it trained).
+    crash_batch = 256 // batch_size
+    with pytest.raises(Crash):
+        parallel.fit(x, y, batch_size=batch_size, epochs=3, shuffle=False, verbose=0,
+                     callbacks=[parallel_keras.BackupAndRestore(tmp_path, save_freq=steps or 1),
+                                CrashAt(1, crash_batch)])
+    backup_bytes = (tmp_path / "latest.npz").read_bytes()
+
+    gpus, batch_size, steps = after
+    template, parallel = parallel_adam(gpus, steps)
+    backup = parallel_keras.BackupAndRestore(tmp_path, save_freq=steps or 1)
+    trained = []
+    history = parallel.fit(x, y, batch_size=batch_size, epochs=3, shuffle=False, verbose=0,
+                           callbacks=[backup, keras.callbacks.LambdaCallback(
+                               on_train_batch_end=lambda batch, logs: trained.append(batch))])
+    assert backup.restored_from["epoch"] == 1 and backup.restored_from["rows"] == 256
+    assert backup.restored_from["replicas"] == before[0]
+    assert len(history.history["loss"]) == 2
+    per_epoch = RESUME_ROWS // batch_size
+    assert trained == list(range(per_epoch)) * 2  # Skipped batches are reported too.
+    for got, want in zip(template.get_weights(), reference.get_weights()):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    # Keras's meaning: updates, each of 128 rows.
+    assert int(parallel.optimizer.iterations.numpy()) == 3 * RESUME_ROWS // 128
+    assert backup_bytes  # The backup existed; it is deleted after success.
+    assert not tmp_path.exists()
+
+
+def test_resume_with_another_batch_size_skips_rows_and_says_so(tmp_path, caplog):
+    x, y = common.data_rows(256)  # 8 batches of 32, or 4 of 64.
+    model = adam_model()
+    with pytest.raises(Crash):
+        model.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0,
+                  callbacks=[parallel_keras.BackupAndRestore(tmp_path, save_freq=1),
+                             CrashAt(0, 4)])
+    resumed = adam_model()
+    trained = []
+    with caplog.at_level("WARNING"):
+        resumed.fit(x, y, batch_size=64, epochs=2, shuffle=False, verbose=0, callbacks=[
+            parallel_keras.BackupAndRestore(tmp_path, save_freq=1),
+            keras.callbacks.LambdaCallback(
+                on_train_batch_end=lambda batch, logs: trained.append(batch))])
+    # 4 batches of 32 = 128 rows were trained: 2 batches of 64 are skipped,
+    # not 4 (which would leave rows 128-255 of epoch 0 untrained).
+    assert trained == [0, 1, 2, 3] * 2
+    assert int(resumed.optimizer.iterations.numpy()) == 4 + 2 + 4
+    assert ("global batch changed from 32 rows (the backup's) to 64: resuming after "
+            "128 rows of epoch 0 (2 batch(es) of 64)") in caplog.text
+
+
+def test_backup_between_updates_resumes_only_with_the_same_steps(tmp_path):
+    x, y = common.data_rows(RESUME_ROWS)
+    _, parallel = parallel_adam(2, 2)
+    with pytest.raises(Crash):
+        parallel.fit(x, y, batch_size=64, epochs=2, shuffle=False, verbose=0, callbacks=[
+            parallel_keras.BackupAndRestore(tmp_path, save_freq=3), CrashAt(0, 4)])
+    before = (tmp_path / "latest.npz").read_bytes()
+    template, parallel = parallel_adam(4)
+    weights = [w.copy() for w in template.get_weights()]
+    with pytest.raises(ValueError, match=(
+            r"resumes only with the accumulation steps that wrote it\. Received: .* with 1 "
+            r"of gradient_accumulation_steps=2 batches accumulated, and an optimizer with "
+            r"gradient_accumulation_steps=None\. Resume with gradient_accumulation_steps=2")):
+        parallel.fit(x, y, batch_size=128, epochs=2, shuffle=False, verbose=0,
+                     callbacks=[parallel_keras.BackupAndRestore(tmp_path, save_freq=1)])
+    assert (tmp_path / "latest.npz").read_bytes() == before
+    for got, want in zip(template.get_weights(), weights):
+        np.testing.assert_array_equal(got, want)

@@ -67,6 +67,7 @@ from parallel_keras._internals.trainer import reset_compiled_functions
 from parallel_keras._internals.trainer import set_initial_epoch
 from parallel_keras._internals.trainer import set_model_strategy
 from parallel_keras._internals.trainer import set_optimizer_strategy
+from parallel_keras._internals.trainer import skip_train_rows
 from parallel_keras._internals.trainer import skip_train_steps
 from parallel_keras._internals.trainer import symbolic_build_from_local_replica
 from parallel_keras._internals.variables import keras_variable_value
@@ -119,6 +120,7 @@ __all__ = [
     "set_initial_epoch",
     "set_model_strategy",
     "set_optimizer_strategy",
+    "skip_train_rows",
     "skip_train_steps",
     "symbolic_build_from_local_replica",
     "tf_runtime_initialized",
