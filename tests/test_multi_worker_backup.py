@@ -106,6 +106,46 @@ def test_backup_of_another_model_is_refused_and_changes_nothing(tmp_path):
     assert (tmp_path / "latest.npz").read_bytes() == before
 
 
+def test_truncated_latest_restores_the_previous_backup_with_a_warning(tmp_path, caplog):
+    x, y = common.data_rows(ROWS)
+    model = adam_model()
+    model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, verbose=0, callbacks=[
+        parallel_keras.BackupAndRestore(tmp_path, double_checkpoint=True,
+                                        delete_checkpoint=False)])
+    latest = tmp_path / "latest.npz"
+    latest.write_bytes(latest.read_bytes()[:100])
+    backup = parallel_keras.BackupAndRestore(tmp_path, double_checkpoint=True)
+    with caplog.at_level("WARNING"):
+        history = adam_model().fit(x, y, batch_size=GLOBAL_BATCH, epochs=3, shuffle=False,
+                                   verbose=0, callbacks=[backup])
+    assert backup.restored_from["path"] == str(tmp_path / "previous.npz")
+    assert backup.restored_from["epoch"] == 1 and len(history.history["loss"]) == 2
+    assert f"cannot read the backup {latest} (not a complete .npz archive" in caplog.text
+
+
+def test_a_backup_that_cannot_be_written_keeps_the_last_and_the_next_one_works(tmp_path):
+    x, y = common.data_rows(ROWS)
+    model = adam_model()
+    model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=1, shuffle=False, verbose=0, callbacks=[
+        parallel_keras.BackupAndRestore(tmp_path, delete_checkpoint=False)])
+    latest = tmp_path / "latest.npz"
+    before = latest.read_bytes()
+    with helpers.file_size_limit(len(before) // 2):
+        with pytest.raises(RuntimeError, match=(
+                rf"so {latest} still holds the last backup\. Received: File too large "
+                rf"while writing {latest} \(epoch 1, batch 1\)\. Free space")):
+            model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, verbose=0,
+                      callbacks=[parallel_keras.BackupAndRestore(
+                          tmp_path, save_freq=1, delete_checkpoint=False)])
+    assert latest.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["latest.npz"]  # No temporary left.
+    backup = parallel_keras.BackupAndRestore(tmp_path, save_freq=1, delete_checkpoint=False)
+    model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, verbose=0,
+              callbacks=[backup])
+    assert backup.restored_from["epoch"] == 1  # The last backup was loadable.
+    assert latest.read_bytes() != before  # The next backups were written.
+
+
 def launch(tmp_path, *launch_args, script_args=(), timeout=400):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.run(
@@ -263,3 +303,56 @@ def test_backup_between_updates_resumes_only_with_the_same_steps(tmp_path):
     assert (tmp_path / "latest.npz").read_bytes() == before
     for got, want in zip(template.get_weights(), weights):
         np.testing.assert_array_equal(got, want)
+
+
+# --- Keeping the global batch under `launch` (issue 22) ---------------------
+
+
+def one_process_weights(global_batch=16, epochs=3):
+    x, y = common.data()
+    model = adam_model()
+    model.fit(x, y, batch_size=global_batch, epochs=epochs, shuffle=False, verbose=0)
+    return model.get_weights()
+
+
+def run_keep_batch(tmp_path, *launch_args, script_args=()):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    process = subprocess.run(
+        [*helpers.LAUNCH, *launch_args, os.path.join(SCRIPTS, "keep_batch.py"),
+         "--out", str(tmp_path), *script_args],
+        env=env, capture_output=True, text=True, timeout=400,
+    )
+    process.results = helpers.worker_records(process.stdout, "RESULT")
+    return process
+
+
+def test_two_workers_accumulating_train_like_one_process(tmp_path):
+    # 2 workers x 2 devices x 2 rows = 8 rows per batch, 2 steps per update.
+    process = run_keep_batch(tmp_path, "--workers", "2", script_args=["--per-replica", "2"])
+    assert process.returncode == 0, describe(process)
+    assert sorted(process.results) == [0, 1], describe(process)
+    expected = one_process_weights()
+    for result in process.results.values():
+        assert (result["replicas"], result["batch_size"], result["steps"]) == (4, 8, 2)
+        assert result["iterations"] == 3 * 64 // 16
+        for got, want in zip(result["weights"], expected):
+            np.testing.assert_allclose(np.array(got), want, atol=1e-5)
+
+
+def test_survivors_keep_their_per_replica_batch_and_accumulate(tmp_path):
+    # 2 workers x 2 devices x 4 rows = 16; worker 1 dies mid-epoch and the
+    # survivor continues with 2 devices x 4 rows x 2 steps = 16 per update.
+    process = run_keep_batch(
+        tmp_path, "--workers", "2", "--min-workers", "1", "--max-restarts", "1",
+        script_args=["--kill-worker", "1"],
+    )
+    assert process.returncode == 0, describe(process)
+    assert "restarting the group with 1 worker(s)" in process.stderr
+    assert sorted(process.results) == [0], describe(process)
+    result = process.results[0]
+    assert (result["replicas"], result["batch_size"], result["steps"]) == (2, 8, 2)
+    assert result["restart"] == 1 and result["restored_from"]["epoch"] == 1
+    assert result["restored_from"]["replicas"] == 4
+    assert result["iterations"] == 3 * 64 // 16
+    for got, want in zip(result["weights"], one_process_weights()):
+        np.testing.assert_allclose(np.array(got), want, atol=1e-5)

@@ -72,10 +72,17 @@ def accumulation_steps(optimizer: keras.optimizers.Optimizer | None) -> int | No
     return int(steps)
 
 
-def check_optimizer(optimizer: keras.optimizers.Optimizer | None) -> None:
+def check_optimizer(
+    optimizer: keras.optimizers.Optimizer | str | None,
+    strategy: tf.distribute.Strategy | None = None,
+) -> None:
     """Raises now what accumulating with `optimizer` would raise in `fit`."""
+    if not isinstance(optimizer, keras.optimizers.Optimizer):
+        return  # A name: Keras's defaults, no accumulation.
     steps = accumulation_steps(optimizer)
-    inner = inner_optimizer(optimizer) if optimizer is not None else None
+    if steps is not None and strategy is not None:
+        _check_strategy(strategy, steps)
+    inner = inner_optimizer(optimizer)
     if steps is not None and inner.built and (
         _internals.gradient_accumulators(inner, []) is None
     ):

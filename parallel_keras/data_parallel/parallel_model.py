@@ -17,6 +17,7 @@ import keras
 import tensorflow as tf
 
 from parallel_keras import _internals
+from parallel_keras.data_parallel import accumulation
 from parallel_keras.data_parallel import execution as execution_lib
 from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import steps
@@ -183,6 +184,7 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
                             ("metrics", metrics), ("weighted_metrics", weighted_metrics)):
             losses_lib.check_output_keys(self, value, name)
         losses_lib.check_loss_scaling(self, optimizer)
+        accumulation.check_optimizer(optimizer, self._strategy)
         if isinstance(optimizer, keras.optimizers.Optimizer):
             strategies.adopt_optimizer(optimizer, self._strategy)
         with self._strategy.scope():
