@@ -956,7 +956,7 @@ ROWS = [
         "Received: backup_dir='{dir}/ro_folder', which is read-only",
         "chmod u+w {dir}/ro_folder", "model"),
     Row("backup_write_beyond_the_file_size_limit",
-        _backup_with_a_small_file_size_limit,
+        lambda ws: _backup_with_a_small_file_size_limit(ws),
         RuntimeError, "A backup is written whole or not at all",
         ("Received: File too large while writing {dir}/backup_full/latest.npz",),
         "Free space on the disk of {dir}/backup_full (or raise the file-size limit)",

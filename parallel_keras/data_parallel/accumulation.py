@@ -29,7 +29,6 @@ halves, as on one device.
 from __future__ import annotations
 
 from collections.abc import Sequence
-import math
 import numbers
 
 import keras
@@ -287,22 +286,17 @@ def keep_global_batch(
     if global_batch % micro_batch:
         fitting = [n for n in range(1, global_batch + 1)
                    if global_batch % (n * per_replica_batch) == 0]
+        smaller = [rows for rows in range(per_replica_batch, 0, -1)
+                   if global_batch % (count * rows) == 0]
         raise ValueError(
             "To keep the global batch, it must be a whole number of batches of "
             "replicas x per_replica_batch rows. Received: global_batch="
             f"{global_batch}, {count} replicas x per_replica_batch="
             f"{per_replica_batch} = {micro_batch} rows. Run on "
-            f"{', '.join(map(str, fitting[:8]))} replica(s), or pass a "
-            f"per_replica_batch that divides {global_batch} // {count} "
-            f"(e.g. {_largest_divisor_at_most(global_batch, count, per_replica_batch)})."
+            f"{', '.join(map(str, fitting[:8]))} replica(s)"
+            + (f", or pass per_replica_batch={smaller[0]}" if smaller else "")
+            + "."
         )
     steps = global_batch // micro_batch
     return micro_batch, (steps if steps > 1 else None)
 
-
-def _largest_divisor_at_most(global_batch: int, replicas: int, limit: int) -> int:
-    """The largest per-replica batch <= limit that keeps `global_batch`."""
-    for rows in range(min(limit, global_batch), 0, -1):
-        if global_batch % (replicas * rows) == 0:
-            return rows
-    return 1 if global_batch % replicas == 0 else math.gcd(global_batch, replicas)
