@@ -234,10 +234,14 @@ def test_cpu_relocation_cannot_accumulate_and_says_so():
     x, y = vectors(16)
     template = mlp()
     parallel = parallel_keras.multi_gpu_model(template, gpus=2, cpu_relocation=True)
-    parallel.compile(OPTIMIZERS["adam"](gradient_accumulation_steps=2), "mse")
     before = [w.copy() for w in template.get_weights()]
     with pytest.raises(ValueError, match=r"Received: cpu_relocation=True .* Drop"):
-        parallel.fit(x, y, batch_size=8, epochs=1, verbose=0)
+        parallel.compile(OPTIMIZERS["adam"](gradient_accumulation_steps=2), "mse")
+    assert not parallel.compiled
+    # The template compiled by Keras itself is refused at its first step.
+    template.compile(OPTIMIZERS["adam"](gradient_accumulation_steps=2), "mse")
+    with pytest.raises(ValueError, match=r"Received: cpu_relocation=True .* Drop"):
+        template.fit(x, y, batch_size=8, epochs=1, verbose=0)
     for got, was in zip(template.get_weights(), before):
         np.testing.assert_array_equal(got, was)
 
