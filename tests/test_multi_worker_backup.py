@@ -8,6 +8,7 @@ worker with SIGKILL (`kill -9`) mid-epoch under `parallel-keras launch
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -144,6 +145,23 @@ def test_a_backup_that_cannot_be_written_keeps_the_last_and_the_next_one_works(t
               callbacks=[backup])
     assert backup.restored_from["epoch"] == 1  # The last backup was loadable.
     assert latest.read_bytes() != before  # The next backups were written.
+
+
+def test_backup_dir_replaced_by_a_file_mid_run_is_named(tmp_path):
+    x, y = common.data_rows(ROWS)
+    folder = tmp_path / "backup"
+
+    class ReplaceFolder(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            shutil.rmtree(folder)
+            folder.write_bytes(b"someone else's file")
+
+    with pytest.raises(ValueError, match=(
+            rf"Backups need a folder this process can write\. Received: "
+            rf"backup_dir='{folder}', and '{folder}' is a regular file.*move that file away")):
+        adam_model().fit(x, y, batch_size=GLOBAL_BATCH, epochs=2, verbose=0, callbacks=[
+            ReplaceFolder(), parallel_keras.BackupAndRestore(folder)])
+    assert folder.read_bytes() == b"someone else's file"
 
 
 def launch(tmp_path, *launch_args, script_args=(), timeout=400):
