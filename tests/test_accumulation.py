@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import parallel_keras
+from parallel_keras import _internals
 from parallel_keras.data_parallel import accumulation
 
 from helpers import conv_bn_model, images  # pylint: disable=g-bad-import-order
@@ -265,3 +266,31 @@ def test_keep_global_batch_that_does_not_divide_says_what_would():
             r"Received: global_batch=128, 3 replicas x per_replica_batch=32 = 96 rows\. "
             r"Run on 1, 2, 4 replica\(s\)")):
         accumulation.keep_global_batch(128, 32, 3)
+
+
+def test_mixed_float16_skips_a_non_finite_batch_as_one_device():
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        x, y = vectors(32)
+        y[8:16] = 1e4  # Batch 1 overflows float16 under the loss scale.
+
+        def build():
+            keras.utils.set_random_seed(5)
+            inputs = keras.Input((5,))
+            hidden = keras.layers.Dense(8, activation="relu")(inputs)
+            return keras.Model(inputs, keras.layers.Dense(2, dtype="float32")(hidden))
+
+        reference = one_device(build, keras.optimizers.SGD(0.01, gradient_accumulation_steps=2),
+                               x, y, 8, 1)
+        template, parallel = parallel_run(
+            build, keras.optimizers.SGD(0.01, gradient_accumulation_steps=2), x, y, 8, 1)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    # The overflowing batch is neither counted nor accumulated; the scale halves.
+    assert float(reference.optimizer.dynamic_scale.numpy()) < 32768.0
+    np.testing.assert_allclose(parallel.optimizer.dynamic_scale.numpy(),
+                               reference.optimizer.dynamic_scale.numpy())
+    counted = [_internals.micro_step_counter(model.optimizer.inner_optimizer).numpy()
+               for model in (parallel, reference)]
+    assert int(counted[0]) == int(counted[1]) == 3  # 4 batches, one skipped.
+    assert_same_weights(template, reference, atol=1e-3)
