@@ -303,6 +303,19 @@ def test_resume_with_another_batch_size_skips_rows_and_says_so(tmp_path, caplog)
             "128 rows of epoch 0 (2 batch(es) of 64)") in caplog.text
 
 
+def test_resume_at_an_epoch_start_with_another_batch_size_says_so(tmp_path, caplog):
+    x, y = common.data_rows(ROWS)
+    model = adam_model()
+    with pytest.raises(Crash):
+        model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, verbose=0,
+                  callbacks=[parallel_keras.BackupAndRestore(tmp_path), CrashAt(1, 0)])
+    with caplog.at_level("WARNING"):
+        adam_model().fit(x, y, batch_size=2 * GLOBAL_BATCH, epochs=2, shuffle=False,
+                         verbose=0, callbacks=[parallel_keras.BackupAndRestore(tmp_path)])
+    assert (f"global batch changed from {GLOBAL_BATCH} rows (the backup's) to "
+            f"{2 * GLOBAL_BATCH}") in caplog.text
+
+
 def test_backup_between_updates_resumes_only_with_the_same_steps(tmp_path):
     x, y = common.data_rows(RESUME_ROWS)
     _, parallel = parallel_adam(2, 2)

@@ -397,13 +397,25 @@ class BackupAndRestore(keras.callbacks.Callback):
                 self._global_batch, rows, self._epoch, batches_skipped,
                 self._global_batch,
             )
-        if wanted is not None and rows != wanted:
+        if wanted is not None and rows > wanted:
             logging.warning(
                 "parallel_keras: the backup had trained %d rows of epoch %d, "
                 "not a whole number of batches of %d rows: skipped %d rows, so "
-                "%d row(s) %s.", wanted, self._epoch, self._global_batch, rows,
-                abs(rows - wanted), "are not trained this epoch" if rows > wanted
-                else "are trained twice",
+                "%d row(s) are not trained this epoch.", wanted, self._epoch,
+                self._global_batch, rows, rows - wanted,
+            )
+
+    def _measure_global_batch(self, batch: int) -> None:
+        """The global batch from the rows of the first batches trained (a
+        resume mid-epoch learns it in `_skipped`); logs a change."""
+        rows = self._rows_this_epoch()
+        if rows is None:
+            return
+        self._global_batch = rows // (batch + 1)
+        if self._old_global_batch not in (None, self._global_batch):
+            logging.warning(
+                "parallel_keras: the global batch changed from %d rows (the "
+                "backup's) to %d.", self._old_global_batch, self._global_batch,
             )
 
     # --- Callback hooks ------------------------------------------------------
@@ -443,6 +455,8 @@ class BackupAndRestore(keras.callbacks.Callback):
             if batch + 1 >= self._skipping_batches:
                 self._skipping_batches = 0
             return
+        if self._global_batch is None:
+            self._measure_global_batch(batch)
         if self.save_freq == "epoch":
             return
         self._batches_since_backup += 1
@@ -452,10 +466,7 @@ class BackupAndRestore(keras.callbacks.Callback):
             if steps is not None and batch + 1 >= steps:
                 self._save(self._epoch + 1, 0, 0)
             else:
-                rows = self._rows_this_epoch()
-                if rows is not None and self._global_batch is None and batch >= 0:
-                    self._global_batch = rows // (batch + 1)
-                self._save(self._epoch, batch + 1, rows)
+                self._save(self._epoch, batch + 1, self._rows_this_epoch())
 
     def on_epoch_end(self, epoch, logs=None):
         self._rows_skipped = 0
