@@ -13,6 +13,8 @@ Commands (`python -m benchmarks COMMAND --help` lists each one's flags):
     multi-worker     one process x 2 devices against 2 workers x 1 and x 2.
     startup          start-up of `import parallel_keras` and the CLI, as
                      whole processes.
+    accumulation     gradient_accumulation_steps=4 against none, per batch,
+                     alternating rounds in one process.
 
 Examples:
 
@@ -40,6 +42,7 @@ COMMANDS = {
     "device-parallel": "benchmarks.device_parallel",
     "multi-worker": "benchmarks.multi_worker",
     "startup": "benchmarks.startup",
+    "accumulation": "benchmarks.accumulation",
 }
 DEFAULT_COMMAND = "suite"
 

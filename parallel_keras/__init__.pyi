@@ -7,6 +7,7 @@
 from . import callbacks as callbacks
 from .callbacks import ParallelModelCheckpoint as ParallelModelCheckpoint
 from .cluster.writes import write_path as write_path
+from .data_parallel.accumulation import keep_global_batch as keep_global_batch
 from .data_parallel.multi_gpu_model import multi_gpu_model as multi_gpu_model
 from .data_parallel.parallel_model import ParallelModel as ParallelModel
 from .data_parallel.sequences import repeat_sequence as repeat_sequence

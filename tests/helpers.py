@@ -5,11 +5,14 @@ Test modules import these instead of importing one another.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
 import queue
 import re
+import resource
+import signal
 import subprocess
 import sys
 import threading
@@ -154,3 +157,20 @@ def conv_bn_model(synchronized=False, seed=1):
 def images(rows=64, seed=0):
     rng = np.random.RandomState(seed)
     return rng.rand(rows, 8, 8, 3).astype("float32"), rng.rand(rows, 3).astype("float32")
+
+
+@contextlib.contextmanager
+def file_size_limit(size: int):
+    """Files of this process cannot grow past `size` bytes (EFBIG, no signal).
+
+    `RLIMIT_FSIZE` stands in for a full disk where mounting a small tmpfs
+    is not allowed: a write fails with an OSError as it would on ENOSPC.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)

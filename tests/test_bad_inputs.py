@@ -70,6 +70,7 @@ from parallel_keras.saving import matching as weights_lib
 from parallel_keras.testing import legacy_files
 
 import faults  # pylint: disable=g-bad-import-order
+from helpers import file_size_limit  # pylint: disable=g-bad-import-order
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(REPO, "tests", "multi_worker_scripts")
@@ -272,6 +273,7 @@ def _prepare(folder: str) -> None:
     os.mkdir(path("ro_folder"))
     write(os.path.join("ro_folder", "keep.txt"), b"keep\n")
     os.chmod(path("ro_folder"), 0o555)
+    _prepare_backups(folder)
 
 
 @pytest.fixture(scope="module")
@@ -1039,7 +1041,107 @@ ROWS = [
             tf.data.Dataset.from_tensor_slices(ROWS_X).batch(4).repeat(), None, 0),
         ValueError, "predict on an endless dataset needs the number of steps",
         "and steps=None", "Pass steps=N", unchanged="model"),
+    # --- gradient accumulation and backups (issues 22 and 24) ---
+    Row("accumulation_steps_zero",
+        lambda ws: ws.own.compile(keras.optimizers.SGD(0.1, gradient_accumulation_steps=0), "mse"),
+        ValueError, "gradient_accumulation_steps is the number of batches whose gradients "
+        "are averaged into one update, a positive integer",
+        "Received: SGD(gradient_accumulation_steps=0)", "Pass e.g. gradient_accumulation_steps=4",
+        "model", model=lambda: _accumulation_parallel()),
+    Row("accumulation_steps_fraction",
+        lambda ws: ws.own.compile(keras.optimizers.Adam(gradient_accumulation_steps=2.5), "mse"),
+        ValueError, "a positive integer", "Received: Adam(gradient_accumulation_steps=2.5)",
+        "Pass e.g. gradient_accumulation_steps=4", "model",
+        model=lambda: _accumulation_parallel()),
+    Row("accumulation_with_cpu_relocation",
+        lambda ws: ws.own.compile(keras.optimizers.Adam(gradient_accumulation_steps=2), "mse"),
+        ValueError, "the weights live once, on /cpu:0",
+        "Received: cpu_relocation=True (CentralStorageStrategy) with "
+        "gradient_accumulation_steps=2", "Drop cpu_relocation=True", "model",
+        model=lambda: _accumulation_parallel(cpu_relocation=True)),
+    Row("keep_global_batch_replicas_do_not_divide",
+        lambda ws: parallel_keras.keep_global_batch(128, per_replica_batch=32, replicas=3),
+        ValueError, "a whole number of batches of replicas x per_replica_batch rows",
+        "Received: global_batch=128, 3 replicas x per_replica_batch=32 = 96 rows",
+        "Run on 1, 2, 4 replica(s)"),
+    Row("backup_of_another_model",
+        lambda ws: _fit_with(ws, parallel_keras.BackupAndRestore(ws.path("backup_other"))),
+        ValueError, "was written for another model",
+        ("Received: 4 model variable(s)", "in {dir}/backup_other/latest.npz"),
+        "Point backup_dir to a fresh folder", "model"),
+    Row("backup_npz_without_metadata",
+        lambda ws: _fit_with(ws, parallel_keras.BackupAndRestore(ws.path("backup_nometa"))),
+        ValueError, "A backup that exists must be restored",
+        "Received: {dir}/backup_nometa/latest.npz (no '__metadata__' entry",
+        "delete it (or pass a fresh backup_dir) to train from the start", "model"),
+    Row("backup_garbage_in_latest",
+        lambda ws: _fit_with(ws, parallel_keras.BackupAndRestore(
+            ws.path("backup_garbage"), double_checkpoint=True)),
+        ValueError, "A backup that exists must be restored",
+        "Received: {dir}/backup_garbage/latest.npz (not a complete .npz archive",
+        "Restore the file from a copy", "model"),
+    Row("backup_dir_is_a_file",
+        lambda ws: _fit_with(ws, parallel_keras.BackupAndRestore(ws.path("notdir"))),
+        ValueError, "Backups need a folder this process can write",
+        "Received: backup_dir='{dir}/notdir', and '{dir}/notdir' is a regular file",
+        "move that file away", "model"),
+    Row("backup_dir_under_a_file",
+        lambda ws: _fit_with(ws, parallel_keras.BackupAndRestore(ws.path("notdir", "backup"))),
+        ValueError, "Backups need a folder this process can write",
+        "Received: backup_dir='{dir}/notdir/backup', and '{dir}/notdir' is a regular file",
+        "move that file away", "model"),
+    Row("backup_dir_read_only",
+        lambda ws: _fit_with(ws, parallel_keras.BackupAndRestore(ws.path("ro_folder"))),
+        ValueError, "Backups need a folder this process can write",
+        "Received: backup_dir='{dir}/ro_folder', which is read-only",
+        "chmod u+w {dir}/ro_folder", "model"),
+    Row("backup_write_beyond_the_file_size_limit",
+        lambda ws: _backup_with_a_small_file_size_limit(ws),
+        RuntimeError, "A backup is written whole or not at all",
+        ("Received: File too large while writing {dir}/backup_full/latest.npz",),
+        "Free space on the disk of {dir}/backup_full (or raise the file-size limit)",
+        model=lambda: _accumulation_parallel(compiled=True)),
 ]
+
+# --- Helpers of the gradient accumulation and backup rows (issues 22, 24) ---
+
+
+def _accumulation_parallel(cpu_relocation=False, compiled=False):
+    """The functional template on 2 replicas; compiled with Adam if asked."""
+    keras.utils.set_random_seed(21)
+    parallel = parallel_keras.multi_gpu_model(
+        legacy_files.functional_template(), gpus=2, cpu_relocation=cpu_relocation)
+    if compiled:
+        parallel.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    return parallel
+
+
+def _prepare_backups(folder):
+    """Backups the rows read: of another model, without metadata, garbage, and
+    one of `_accumulation_parallel(compiled=True)` after one epoch."""
+    other = legacy_files.sequential_template()
+    other.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    other.fit(ROWS_X, ROWS_Y, batch_size=4, epochs=1, verbose=0, callbacks=[
+        parallel_keras.BackupAndRestore(os.path.join(folder, "backup_other"),
+                                        delete_checkpoint=False)])
+    os.mkdir(os.path.join(folder, "backup_nometa"))
+    np.savez(os.path.join(folder, "backup_nometa", "latest.npz"), **{"model/0": ROWS_X})
+    os.mkdir(os.path.join(folder, "backup_garbage"))
+    with open(os.path.join(folder, "backup_garbage", "latest.npz"), "wb") as file:
+        file.write(b"PK\x03\x04 not a zip archive")
+    _accumulation_parallel(compiled=True).fit(
+        ROWS_X, ROWS_Y, batch_size=4, epochs=1, verbose=0, callbacks=[
+            parallel_keras.BackupAndRestore(os.path.join(folder, "backup_full"),
+                                            delete_checkpoint=False)])
+
+
+def _backup_with_a_small_file_size_limit(ws):
+    """Resumes the prepared backup, then backs up past a file-size limit."""
+    backup = parallel_keras.BackupAndRestore(ws.path("backup_full"), save_freq=1)
+    size = os.path.getsize(ws.path("backup_full", "latest.npz"))
+    with file_size_limit(size // 2):
+        ws.own.fit(ROWS_X, ROWS_Y, batch_size=4, epochs=2, verbose=0, callbacks=[backup])
+
 
 # The rows issues 10 and 12 listed; the rest are our own. Where several rows
 # cover one listed case (the three stateful calls, the two ways of loading

@@ -12,6 +12,7 @@ them:
 - `collectives`: collective keys, which reduction a strategy performs, NCCL.
 - `multi_worker`: TensorFlow runtime start, MWMS construction, Keras's
   scalar-mean reduction under MWMS.
+- `optimizers`: Keras's optimizer, for gradient accumulation on replicas.
 - `placement`: device placement of functional layer calls.
 - `op_callbacks`: TensorFlow op callbacks (the op-device recorder).
 - `checkpoints`: `ModelCheckpoint`'s write and legacy HDF5 weights.
@@ -40,6 +41,14 @@ from parallel_keras._internals.multi_worker import scalar_mean_reduction_workaro
 from parallel_keras._internals.multi_worker import tf_runtime_initialized
 from parallel_keras._internals.op_callbacks import add_op_callback
 from parallel_keras._internals.op_callbacks import remove_op_callback
+from parallel_keras._internals.optimizers import apply_weight_decay_here
+from parallel_keras._internals.optimizers import clip_gradients
+from parallel_keras._internals.optimizers import filter_empty_gradients
+from parallel_keras._internals.optimizers import gradient_accumulators
+from parallel_keras._internals.optimizers import micro_step_counter
+from parallel_keras._internals.optimizers import overwrite_with_moving_average_here
+from parallel_keras._internals.optimizers import overwrites_with_gradient
+from parallel_keras._internals.optimizers import update_moving_average_here
 from parallel_keras._internals.placement import PlacementInternalsChanged
 from parallel_keras._internals.placement import functional_graph
 from parallel_keras._internals.placement import functional_layer_calls
@@ -60,6 +69,7 @@ from parallel_keras._internals.trainer import reset_compiled_functions
 from parallel_keras._internals.trainer import set_initial_epoch
 from parallel_keras._internals.trainer import set_model_strategy
 from parallel_keras._internals.trainer import set_optimizer_strategy
+from parallel_keras._internals.trainer import skip_train_rows
 from parallel_keras._internals.trainer import skip_train_steps
 from parallel_keras._internals.trainer import symbolic_build_from_local_replica
 from parallel_keras._internals.variables import keras_variable_value
@@ -72,12 +82,16 @@ __all__ = [
     "ModelCheckpointWriteHook",
     "PlacementInternalsChanged",
     "add_op_callback",
+    "apply_weight_decay_here",
     "cancel_before_tf_starts",
+    "clip_gradients",
     "collective_all_reduce",
     "cross_device_ops_kind",
+    "filter_empty_gradients",
     "flatten_metrics_in_order",
     "functional_graph",
     "functional_layer_calls",
+    "gradient_accumulators",
     "install_functional_config_hooks",
     "install_node_created_hook",
     "install_operation_for_node_hook",
@@ -91,11 +105,14 @@ __all__ = [
     "keras_weights_image",
     "legacy_h5_model_to",
     "loss_tracker",
+    "micro_step_counter",
     "model_strategy",
     "multi_worker_mirrored_strategy",
     "nccl_kernels_registered",
     "optimizer_strategy",
     "output_loss_trackers",
+    "overwrite_with_moving_average_here",
+    "overwrites_with_gradient",
     "relocate_variables",
     "remove_op_callback",
     "remove_symbolic_build",
@@ -107,9 +124,11 @@ __all__ = [
     "set_initial_epoch",
     "set_model_strategy",
     "set_optimizer_strategy",
+    "skip_train_rows",
     "skip_train_steps",
     "symbolic_build_from_local_replica",
     "tf_runtime_initialized",
+    "update_moving_average_here",
     "warn_if_versions_differ",
 ]
 

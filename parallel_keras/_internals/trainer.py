@@ -222,3 +222,35 @@ def skip_train_steps(model: keras.Model, steps: int) -> None:
         return {}
 
     model.train_function = skip_then_train
+
+
+def skip_train_rows(
+    model: keras.Model,
+    rows: int,
+    batch_rows: Callable[[object], int],
+    done: Callable[[int, int], None],
+) -> None:
+    """Makes the next training steps of `fit` consume `rows` rows, untrained.
+
+    As `skip_train_steps`, counting rows instead of steps, so a run resumed
+    with another batch size skips what was trained (issue 24). Each skipped
+    step takes `steps_per_execution` batches; `batch_rows(batch)` counts a
+    batch's rows. Once at least `rows` rows were taken, `done(rows_taken,
+    batches_taken)` is called and training goes on.
+    """
+    original = model.train_function
+    if rows <= 0 or original is None:
+        return
+    batches_per_step = int(getattr(model, "steps_per_execution", 1) or 1)
+    taken = [0, 0]
+
+    def skip_then_train(iterator):
+        for _ in range(batches_per_step):
+            taken[0] += batch_rows(next(iterator))
+            taken[1] += 1
+        if taken[0] >= rows:
+            model.train_function = original
+            done(*taken)
+        return {}
+
+    model.train_function = skip_then_train

@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from parallel_keras import _internals
 from parallel_keras.data_parallel import endless
+from parallel_keras.data_parallel import accumulation
 from parallel_keras.data_parallel import execution as execution_lib
 from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import steps
@@ -184,6 +185,7 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
                             ("metrics", metrics), ("weighted_metrics", weighted_metrics)):
             losses_lib.check_output_keys(self, value, name)
         losses_lib.check_loss_scaling(self, optimizer)
+        accumulation.check_optimizer(optimizer, self._strategy)
         if isinstance(optimizer, keras.optimizers.Optimizer):
             strategies.adopt_optimizer(optimizer, self._strategy)
         with self._strategy.scope():

@@ -26,6 +26,7 @@ import warnings
 import tensorflow as tf
 
 from parallel_keras import _internals
+from parallel_keras.data_parallel import accumulation
 from parallel_keras.data_parallel import batches
 
 
@@ -41,7 +42,7 @@ def train_step(model, data, global_loss: bool = False):
     trainable_weights = model.trainable_weights
     if trainable_weights:
         gradients = tape.gradient(loss, trainable_weights)
-        model.optimizer.apply_gradients(zip(gradients, trainable_weights))
+        accumulation.apply_gradients(model, gradients, trainable_weights)
     else:
         warnings.warn("The model does not have any trainable weights.")
     return _metrics(model, x, y, y_pred, sample_weight, keep, gathered)
