@@ -13,6 +13,7 @@ them:
 - `multi_worker`: TensorFlow runtime start, MWMS construction, Keras's
   scalar-mean reduction under MWMS.
 - `placement`: device placement of functional layer calls.
+- `optimizers`: an optimizer's variable index after relocation.
 - `op_callbacks`: TensorFlow op callbacks (the op-device recorder).
 - `checkpoints`: `ModelCheckpoint`'s write and legacy HDF5 weights.
 - `versions`: the versions checked; a warning when the installed differ.
@@ -38,6 +39,9 @@ from parallel_keras._internals.multi_worker import scalar_mean_reduction_workaro
 from parallel_keras._internals.multi_worker import tf_runtime_initialized
 from parallel_keras._internals.op_callbacks import add_op_callback
 from parallel_keras._internals.op_callbacks import remove_op_callback
+from parallel_keras._internals.optimizers import optimizer_built_variables
+from parallel_keras._internals.optimizers import optimizer_variable_keys
+from parallel_keras._internals.optimizers import rekey_optimizer_variables
 from parallel_keras._internals.placement import PlacementInternalsChanged
 from parallel_keras._internals.placement import functional_graph
 from parallel_keras._internals.placement import functional_layer_calls
@@ -90,12 +94,15 @@ __all__ = [
     "model_strategy",
     "multi_worker_mirrored_strategy",
     "nccl_kernels_registered",
+    "optimizer_built_variables",
     "optimizer_strategy",
+    "optimizer_variable_keys",
     "output_loss_trackers",
     "relocate_variables",
     "remove_op_callback",
     "remove_symbolic_build",
     "reset_compiled_functions",
+    "rekey_optimizer_variables",
     "rnn_state_variables",
     "run_before_tf_starts",
     "save_legacy_h5_weights",
