@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from parallel_keras import _internals
 from parallel_keras.data_parallel import execution as execution_lib
+from parallel_keras.data_parallel import keras2_layers
 from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import steps
 from parallel_keras.data_parallel import template as template_lib
@@ -138,6 +139,17 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
             ) from error
 
     @property
+    def layers(self) -> list:
+        """Keras 2's layers: inputs, slice layers, the template, merge layers.
+
+        At the positions Keras 2's parallel model had them, so
+        `layers[-2]` (one output), `layers[-(len(outputs) + 1)]` and
+        `layers[gpus + 1]` (one input) are the template; see
+        `keras2_layers`. Only the template holds weights.
+        """
+        return keras2_layers.cached_keras2_layers(self)
+
+    @property
     def metrics_names(self) -> list[str]:
         """Names of the values `evaluate` and `*_on_batch` return, in order, as
         Keras 2 listed them (see `execution.metric_names`)."""
@@ -146,7 +158,8 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
     def get_layer(
         self, name: str | None = None, index: int | None = None
     ) -> keras.layers.Layer:
-        """A layer by name (the template, or one of its layers) or by index in `layers`.
+        """A layer by name (the template, or one of its layers) or by index in
+        `layers` (Keras 2's positions).
 
         Raises:
             ValueError: If no layer has that name or index.

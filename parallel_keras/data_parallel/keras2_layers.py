@@ -1,0 +1,87 @@
+"""The parallel model's `layers`, at the positions Keras 2's had them.
+
+Keras 2's `multi_gpu_model` (keras/utils/multi_gpu_utils.py, Keras 2.3)
+returned `Model(template.inputs, merged)`: for each replica a `Lambda` slicing
+each input, the template called on the slices, and one `Concatenate` per
+output named after it. Its `layers`, ordered by depth and then by the order
+a walk back from the outputs met them (`_map_graph_network`, engine/
+network.py), were:
+
+    [*input layers,
+     *slice layers (replica 0: input 0, 1, ...; replica 1: input 0, ...),
+     template,
+     *merge layers (one per output, in output order)]
+
+Scripts reach the template by position (`model.layers[-2]`,
+`model.layers[-(len(model.outputs) + 1)]`, `model.layers[gpus + 1]`), so the
+parallel model lists the same layers. The slice and merge layers hold no
+weights and are not tracked by the parallel model (its weights, summary and
+saving are the template's); calling them slices and concatenates as Keras 2's
+did.
+"""
+
+from __future__ import annotations
+
+import keras
+
+from parallel_keras import _internals
+
+
+class _Keras2Layers:
+    """Holds the layers out of Keras's attribute tracking (not a list or Layer)."""
+
+    def __init__(self, layers: list):
+        self.layers = layers
+
+
+def _slice(data, index: int, parts: int):
+    """Replica `index`'s rows of `data` (the last replica takes the rest)."""
+    rows = keras.ops.shape(data)[0]
+    step = rows // parts
+    stop = rows if index == parts - 1 else step * (index + 1)
+    return data[step * index : stop]
+
+
+def keras2_layers(template: keras.Model, output_names: list[str], replicas: int) -> list:
+    """The layers of a Keras 2 parallel model of `template` on `replicas` devices."""
+    inputs = _symbolic_layers(template, "inputs")
+    if not output_names:
+        # Keras 2 named the merge layers after the outputs' layers.
+        output_names = [layer.name for layer in _symbolic_layers(template, "outputs")]
+    slices = [
+        keras.layers.Lambda(
+            _slice,
+            arguments={"index": replica, "parts": replicas},
+            name=f"replica_{replica}_slice_{position}",
+        )
+        for replica in range(replicas)
+        for position in range(max(len(inputs), 1))
+    ]
+    merges = [
+        keras.layers.Concatenate(axis=0, name=name) for name in output_names
+    ] or [keras.layers.Concatenate(axis=0, name=f"{template.name}_merge")]
+    return [*inputs, *slices, template, *merges]
+
+
+def _symbolic_layers(template: keras.Model, attribute: str) -> list:
+    try:
+        tensors = keras.tree.flatten(getattr(template, attribute))
+    except (AttributeError, ValueError):
+        return []  # A subclassed template never called symbolically.
+    return [_internals.keras_tensor_layer(tensor) for tensor in tensors]
+
+
+def cached_keras2_layers(model: keras.Model) -> list:
+    """`keras2_layers` for a parallel model, built once and kept on it."""
+    held = model.__dict__.get("_keras2_layers_held")
+    if held is None:
+        held = _Keras2Layers(
+            keras2_layers(
+                model.template,
+                list(getattr(model, "output_names", None) or []),
+                len(model.replica_devices),
+            )
+        )
+        # Past Keras's attribute tracking: these layers are not the model's.
+        model.__dict__["_keras2_layers_held"] = held
+    return list(held.layers)
