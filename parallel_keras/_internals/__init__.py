@@ -64,6 +64,7 @@ from parallel_keras._internals.trainer import set_model_strategy
 from parallel_keras._internals.trainer import set_optimizer_strategy
 from parallel_keras._internals.trainer import skip_train_steps
 from parallel_keras._internals.trainer import symbolic_build_from_local_replica
+from parallel_keras._internals.variables import created_trainable
 from parallel_keras._internals.variables import keras_variable_value
 from parallel_keras._internals.variables import relocate_variables
 from parallel_keras._internals.variables import rnn_state_variables
@@ -76,6 +77,7 @@ __all__ = [
     "add_op_callback",
     "cancel_before_tf_starts",
     "collective_all_reduce",
+    "created_trainable",
     "cross_device_ops_kind",
     "flatten_metrics_in_order",
     "functional_graph",

@@ -22,6 +22,7 @@ from parallel_keras.data_parallel import keras2_layers
 from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import steps
 from parallel_keras.data_parallel import template as template_lib
+from parallel_keras.data_parallel import trainable_at_compile
 from parallel_keras.saving import atomic
 from parallel_keras.data_parallel import strategies
 
@@ -60,6 +61,7 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         self._cpu_relocation = bool(cpu_relocation)
         self._batch_loss = batch_loss
         self._global_loss = batch_loss == "global"
+        self._trained: trainable_at_compile.TrainableAtCompile | None = None
         self._execution = execution_lib.Execution(
             self, strategy, replicate_all=False, stateful_batch=stateful_batch
         )
@@ -211,10 +213,14 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
             self._global_loss = not losses_lib.all_keras_builtins(
                 loss, metrics, weighted_metrics
             )
+        self._trained = trainable_at_compile.TrainableAtCompile(self)
 
     def train_step(self, data) -> dict[str, Any]:
         """One replica's optimizer step (see `steps.py`); returns metric logs."""
-        return steps.train_step(self, data, global_loss=self._global_loss)
+        return steps.train_step(
+            self, data, global_loss=self._global_loss,
+            trainable_weights=self._trained and self._trained.variables,
+        )
 
     def test_step(self, data) -> dict[str, Any]:
         """One replica's loss and metrics (see `steps.py`); returns metric logs."""
@@ -225,6 +231,9 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         return steps.predict_step(self, data)
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        if self._trained is not None:
+            with self._strategy.scope():
+                self._trained.build_optimizer(self.optimizer)
         _internals.symbolic_build_from_local_replica(
             self, iterator, data_batch, execution_lib.select_keras_batch
         )
@@ -260,6 +269,8 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
                 again since this parallel model was made.
         """
         self._ensure_current()
+        if self._trained is not None:
+            self._trained.check(self)
         batch_size = self._execution.check_call(
             x, batch_size, "fit", callbacks=kwargs.get("callbacks")
         )
@@ -301,6 +312,8 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
                 or a stateful template is given another batch size.
         """
         self._ensure_current()
+        if self._trained is not None:
+            self._trained.check(self)
         return self._execution.train_on_batch(
             x, y, sample_weight, class_weight, return_dict
         )
