@@ -63,9 +63,39 @@ def test_inputs_outputs_and_names_are_the_templates():
     assert parallel.input_names == ["a", "b"]
     assert parallel.output_names == ["score", "label"]
     assert [tuple(t.shape) for t in parallel.inputs] == [(None, 4), (None, 3)]
-    assert parallel.layers == [template]
+    assert parallel.layers[-3] is template
     assert parallel.get_layer("two_io") is template
     assert parallel.get_layer("score") is template.get_layer("score")
+
+
+@pytest.mark.parametrize("gpus", [2, 3])
+@pytest.mark.parametrize("build, inputs, outputs", [
+    (lambda: keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)]), 1, 1),
+    (two_input_two_output, 2, 2),
+    (siamese, 2, 3),
+])
+def test_layers_sit_at_keras_2_positions(gpus, build, inputs, outputs):
+    """Keras 2 (multi_gpu_utils.py, 2.3) listed inputs, per-replica slices
+    (replica-major), the template, then one merge layer per output."""
+    template = build()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
+    layers = parallel.layers
+    assert len(layers) == inputs + inputs * gpus + 1 + outputs
+    assert layers[-(len(parallel.outputs) + 1)] is template
+    assert layers[inputs + inputs * gpus] is template
+    if inputs == 1:
+        assert layers[gpus + 1] is template
+    if outputs == 1:
+        assert layers[-2] is template
+    assert all(isinstance(layer, keras.layers.InputLayer) for layer in layers[:inputs])
+    assert [layer.name for layer in layers[-outputs:]] == parallel.output_names
+    rows = np.arange(10.0, dtype="float32").reshape(5, 2)
+    slices = [np.asarray(layers[inputs + replica * inputs](rows)) for replica in range(gpus)]
+    np.testing.assert_array_equal(np.concatenate(slices), rows)  # Keras 2's get_slice
+    np.testing.assert_array_equal(np.asarray(layers[-1]([rows[:2], rows[2:]])), rows)
+    # Only the template holds weights; summary and saving are the template's.
+    assert [id(v) for v in parallel.weights] == [id(v) for v in template.weights]
+    assert parallel.get_layer(template.name) is template
 
 
 def test_repeated_output_names_are_numbered_as_keras_2_did():

@@ -45,9 +45,7 @@ def _slice(data, index: int, parts: int):
 def keras2_layers(template: keras.Model, output_names: list[str], replicas: int) -> list:
     """The layers of a Keras 2 parallel model of `template` on `replicas` devices."""
     inputs = _symbolic_layers(template, "inputs")
-    if not output_names:
-        # Keras 2 named the merge layers after the outputs' layers.
-        output_names = [layer.name for layer in _symbolic_layers(template, "outputs")]
+    output_names = output_names or template_output_names(template)
     slices = [
         keras.layers.Lambda(
             _slice,
@@ -61,6 +59,15 @@ def keras2_layers(template: keras.Model, output_names: list[str], replicas: int)
         keras.layers.Concatenate(axis=0, name=name) for name in output_names
     ] or [keras.layers.Concatenate(axis=0, name=f"{template.name}_merge")]
     return [*inputs, *slices, template, *merges]
+
+
+def template_output_names(template: keras.Model) -> list[str]:
+    """The template's output names as Keras 2 had them: `output_names`, or
+    for a model without them (a Sequential) its output layers' names."""
+    names = getattr(template, "output_names", None)
+    if names:
+        return list(names)
+    return [layer.name for layer in _symbolic_layers(template, "outputs")]
 
 
 def _symbolic_layers(template: keras.Model, attribute: str) -> list:

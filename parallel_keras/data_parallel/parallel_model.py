@@ -65,7 +65,7 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         self._execution = execution_lib.Execution(
             self, strategy, replicate_all=False, stateful_batch=stateful_batch
         )
-        template_names = getattr(template, "output_names", None)
+        template_names = keras2_layers.template_output_names(template)
         if template_names:
             self.output_names = losses_lib.unique_output_names(template_names)
         self.built = True
