@@ -22,7 +22,10 @@ did.
 
 from __future__ import annotations
 
+from typing import Any
+
 import keras
+import tensorflow as tf
 
 from parallel_keras import _internals
 
@@ -92,3 +95,63 @@ def cached_keras2_layers(model: keras.Model) -> list:
         # Past Keras's attribute tracking: these layers are not the model's.
         model.__dict__["_keras2_layers_held"] = held
     return list(held.layers)
+
+
+class Keras2Surface:
+    """What scripts read off Keras 2's parallel model: the template's symbolic
+    inputs and outputs, their names, and `layers` at Keras 2's positions.
+
+    Mixed into `ParallelModel`, which holds the template as `_template`.
+    """
+
+    @property
+    def inputs(self) -> list:
+        """The template's symbolic inputs."""
+        return self._symbolic("inputs")
+
+    @property
+    def outputs(self) -> list:
+        """The template's symbolic outputs."""
+        return self._symbolic("outputs")
+
+    @property
+    def input(self) -> Any:
+        """The template's symbolic input (a list for several inputs)."""
+        return self._symbolic("input")
+
+    @property
+    def output(self) -> Any:
+        """The template's symbolic output (a list for several outputs)."""
+        return self._symbolic("output")
+
+    @property
+    def input_names(self) -> list[str]:
+        """Names of the template's input layers, in order (as Keras 2 had them)."""
+        return [
+            _internals.keras_tensor_layer(tensor).name
+            for tensor in tf.nest.flatten(self.inputs)
+        ]
+
+    def _symbolic(self, attribute: str):
+        try:
+            return getattr(self._template, attribute)
+        except (AttributeError, ValueError) as error:
+            raise AttributeError(
+                f"The parallel model's `{attribute}` are its template's, and "
+                f"the template {self._template.name!r} has none: it is a "
+                "subclassed model that was never called on a symbolic input. "
+                f"Received: parallel_model.{attribute}. Build the template "
+                "with the functional API (keras.Model(inputs, outputs)) to "
+                "have symbolic inputs and outputs."
+            ) from error
+
+    @property
+    def layers(self) -> list:
+        """Keras 2's layers: inputs, slice layers, the template, merge layers.
+
+        At the positions Keras 2's parallel model had them, so
+        `layers[-2]` (one output), `layers[-(len(outputs) + 1)]` and
+        `layers[gpus + 1]` (one input) are the template; see
+        `keras2_layers`. Only the template holds weights.
+        """
+        return cached_keras2_layers(self)

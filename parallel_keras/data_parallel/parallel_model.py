@@ -21,13 +21,14 @@ from parallel_keras.data_parallel import execution as execution_lib
 from parallel_keras.data_parallel import keras2_layers
 from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import steps
+from parallel_keras.data_parallel import targets as targets_lib
 from parallel_keras.data_parallel import template as template_lib
 from parallel_keras.data_parallel import trainable_at_compile
 from parallel_keras.saving import atomic
 from parallel_keras.data_parallel import strategies
 
 
-class ParallelModel(atomic.SavesItsTemplate, keras.Model):
+class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.Model):
     """A data-parallel view of a template model.
 
     Built by `parallel_keras.multi_gpu_model`; not meant to be constructed
@@ -100,58 +101,6 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         return self._batch_loss
 
     @property
-    def inputs(self) -> list:
-        """The template's symbolic inputs."""
-        return self._symbolic("inputs")
-
-    @property
-    def outputs(self) -> list:
-        """The template's symbolic outputs."""
-        return self._symbolic("outputs")
-
-    @property
-    def input(self) -> Any:
-        """The template's symbolic input (a list for several inputs)."""
-        return self._symbolic("input")
-
-    @property
-    def output(self) -> Any:
-        """The template's symbolic output (a list for several outputs)."""
-        return self._symbolic("output")
-
-    @property
-    def input_names(self) -> list[str]:
-        """Names of the template's input layers, in order (as Keras 2 had them)."""
-        return [
-            _internals.keras_tensor_layer(tensor).name
-            for tensor in tf.nest.flatten(self.inputs)
-        ]
-
-    def _symbolic(self, attribute: str):
-        try:
-            return getattr(self._template, attribute)
-        except (AttributeError, ValueError) as error:
-            raise AttributeError(
-                f"The parallel model's `{attribute}` are its template's, and "
-                f"the template {self._template.name!r} has none: it is a "
-                "subclassed model that was never called on a symbolic input. "
-                f"Received: parallel_model.{attribute}. Build the template "
-                "with the functional API (keras.Model(inputs, outputs)) to "
-                "have symbolic inputs and outputs."
-            ) from error
-
-    @property
-    def layers(self) -> list:
-        """Keras 2's layers: inputs, slice layers, the template, merge layers.
-
-        At the positions Keras 2's parallel model had them, so
-        `layers[-2]` (one output), `layers[-(len(outputs) + 1)]` and
-        `layers[gpus + 1]` (one input) are the template; see
-        `keras2_layers`. Only the template holds weights.
-        """
-        return keras2_layers.cached_keras2_layers(self)
-
-    @property
     def metrics_names(self) -> list[str]:
         """Names of the values `evaluate` and `*_on_batch` return, in order, as
         Keras 2 listed them (see `execution.metric_names`)."""
@@ -205,8 +154,8 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
                 optimizer,
                 loss=losses_lib.scaled_for_replicas(loss),
                 loss_weights=loss_weights,
-                metrics=metrics,
-                weighted_metrics=weighted_metrics,
+                metrics=targets_lib.keras2_metric_names(metrics),
+                weighted_metrics=targets_lib.keras2_metric_names(weighted_metrics),
                 **kwargs,
             )
         if self._batch_loss == "auto":
@@ -230,13 +179,43 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         """One replica's outputs for the rows it reports."""
         return steps.predict_step(self, data)
 
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Keras's loss, targets and weights taken as Keras 2 took them
+        (by output name, in the output's dtype; see `targets.py`)."""
+        y, sample_weight = self._as_keras2_fed(y, y_pred, sample_weight)
+        return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        """Keras's metrics, targets and weights taken as Keras 2 took them."""
+        y, sample_weight = self._as_keras2_fed(y, y_pred, sample_weight)
+        return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def _as_keras2_fed(self, y, y_pred, sample_weight):
+        names = getattr(self, "output_names", None) or []
+        y, sample_weight = targets_lib.in_output_order(y, sample_weight, y_pred, names)
+        return targets_lib.as_output_dtype(y, y_pred), sample_weight
+
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         if self._trained is not None:
             with self._strategy.scope():
                 self._trained.build_optimizer(self.optimizer)
-        _internals.symbolic_build_from_local_replica(
-            self, iterator, data_batch, execution_lib.select_keras_batch
-        )
+
+        def select(batch):
+            batch = execution_lib.select_keras_batch(batch)
+            x, y, _ = keras.utils.unpack_x_y_sample_weight(batch)
+            try:
+                outputs = self._template.output
+            except (AttributeError, ValueError):
+                return batch  # A subclassed template: Keras's own rules.
+            if y is None:
+                return batch
+            # Only shapes are built from this batch; weights play no part.
+            y, _ = targets_lib.in_output_order(
+                y, None, outputs, getattr(self, "output_names", None) or []
+            )
+            return (x, y)
+
+        _internals.symbolic_build_from_local_replica(self, iterator, data_batch, select)
 
     def make_predict_function(self, force=False):
         """Keras's predict function, concatenating outputs where `cpu_merge` says."""
