@@ -217,6 +217,23 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
 
         _internals.symbolic_build_from_local_replica(self, iterator, data_batch, select)
 
+    def make_train_function(self, force=False):
+        """Keras's train function, run with frozen BatchNormalization layers
+        as Keras 2 trained them (see `trainable_at_compile.keras2_batchnorm`)."""
+        if self.train_function is not None and not force:
+            return self.train_function
+        super().make_train_function(force=force)
+        step = self.train_function
+
+        def train_function(data):
+            # Set here, before the replicas' threads start: all of them trace
+            # the same layers in the same state.
+            with trainable_at_compile.keras2_batchnorm(self._template):
+                return step(data)
+
+        self.train_function = train_function
+        return train_function
+
     def make_predict_function(self, force=False):
         """Keras's predict function, concatenating outputs where `cpu_merge` says."""
         if self.predict_function is not None and not force:

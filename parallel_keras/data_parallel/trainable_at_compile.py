@@ -12,7 +12,9 @@ loop relies on it: `D` compiled, `D.trainable = False`, the combined
 combined ones. Keras 3 reads `trainable` at each step, so that loop would
 never train `D`.
 
-The parallel model owns its compile and steps, so it keeps Keras 2's rule:
+The parallel model owns its compile and steps, so it keeps Keras 2's rules,
+for the weights trained and for frozen BatchNormalization layers
+(`keras2_batchnorm`):
 `TrainableAtCompile` holds the weights trainable at compile, the step
 differentiates and updates those, and the optimizer is built for them. The
 Keras 3 idiom (set `trainable` before each step, matching what each model
@@ -21,6 +23,8 @@ was compiled with) gives the same sets and trains the same way.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+import contextlib
 import warnings
 
 import keras
@@ -66,3 +70,47 @@ class TrainableAtCompile:
         updates were built for the collected weights)."""
         if optimizer is not None and not optimizer.built:
             optimizer.build(self.variables)
+
+
+@contextlib.contextmanager
+def keras2_batchnorm(model: keras.Model) -> Iterator[None]:
+    """Runs frozen BatchNormalization layers in training as Keras 2 did.
+
+    Keras 2.3's BatchNormalization (layers/normalization.py) normalized with
+    the batch's statistics whenever the learning phase was training, frozen
+    or not, and its moving statistics were updated only if the layer and
+    every model containing it were trainable when the train function was
+    built (`Layer.updates` and `Network.updates` are empty for a frozen
+    one). Keras 3 runs a frozen BatchNormalization in inference mode. For
+    the duration of a train function call (traced on its first call, as
+    Keras 2 built its train function) each such layer is made trainable, with momentum 1 where Keras
+    2 would not have updated its moving statistics (`moving * 1 + batch * 0`
+    leaves them exactly as they were).
+    """
+    changed = []
+    for layer, updated in _batchnorm_layers(model, enclosing_trainable=True):
+        if layer.trainable and updated:
+            continue
+        changed.append((layer, layer.trainable, layer.momentum))
+        if not updated:
+            layer.momentum = 1.0
+        if not layer.trainable:
+            layer.trainable = True
+    try:
+        yield
+    finally:
+        for layer, trainable, momentum in changed:
+            layer.momentum = momentum
+            if layer.trainable != trainable:
+                layer.trainable = trainable
+
+
+def _batchnorm_layers(layer, enclosing_trainable: bool):
+    """(BatchNormalization layer, whether Keras 2 would update its moving
+    statistics) for every one inside `layer`."""
+    for child in getattr(layer, "layers", None) or getattr(layer, "_layers", []):
+        trainable = enclosing_trainable and child.trainable
+        if isinstance(child, keras.layers.BatchNormalization):
+            yield child, trainable
+        else:
+            yield from _batchnorm_layers(child, trainable)
