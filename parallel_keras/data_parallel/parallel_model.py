@@ -182,18 +182,13 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """Keras's loss, targets and weights taken as Keras 2 took them
         (by output name, in the output's dtype; see `targets.py`)."""
-        y, sample_weight = self._as_keras2_fed(y, y_pred, sample_weight)
+        y, sample_weight = targets_lib.as_keras2_fed(self, y, y_pred, sample_weight)
         return super().compute_loss(x, y, y_pred, sample_weight, training=training)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         """Keras's metrics, targets and weights taken as Keras 2 took them."""
-        y, sample_weight = self._as_keras2_fed(y, y_pred, sample_weight)
+        y, sample_weight = targets_lib.as_keras2_fed(self, y, y_pred, sample_weight)
         return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)
-
-    def _as_keras2_fed(self, y, y_pred, sample_weight):
-        names = getattr(self, "output_names", None) or []
-        y, sample_weight = targets_lib.in_output_order(y, sample_weight, y_pred, names)
-        return targets_lib.as_output_dtype(y, y_pred), sample_weight
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         if self._trained is not None:
@@ -202,18 +197,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
 
         def select(batch):
             batch = execution_lib.select_keras_batch(batch)
-            x, y, _ = keras.utils.unpack_x_y_sample_weight(batch)
-            try:
-                outputs = self._template.output
-            except (AttributeError, ValueError):
-                return batch  # A subclassed template: Keras's own rules.
-            if y is None:
-                return batch
-            # Only shapes are built from this batch; weights play no part.
-            y, _ = targets_lib.in_output_order(
-                y, None, outputs, getattr(self, "output_names", None) or []
-            )
-            return (x, y)
+            return targets_lib.symbolic_batch_in_output_order(self, batch)
 
         _internals.symbolic_build_from_local_replica(self, iterator, data_batch, select)
 
@@ -223,16 +207,10 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         if self.train_function is not None and not force:
             return self.train_function
         super().make_train_function(force=force)
-        step = self.train_function
-
-        def train_function(data):
-            # Set here, before the replicas' threads start: all of them trace
-            # the same layers in the same state.
-            with trainable_at_compile.keras2_batchnorm(self._template):
-                return step(data)
-
-        self.train_function = train_function
-        return train_function
+        self.train_function = trainable_at_compile.with_keras2_batchnorm(
+            self.train_function, self._template
+        )
+        return self.train_function
 
     def make_predict_function(self, force=False):
         """Keras's predict function, concatenating outputs where `cpu_merge` says."""

@@ -32,6 +32,29 @@ import keras
 import tensorflow as tf
 
 
+def as_keras2_fed(model: keras.Model, targets: Any, outputs: Any, sample_weight: Any):
+    """`(targets, sample_weight)` of a step as Keras 2 fed them to `model`'s
+    loss and metrics: by output name, in the outputs' dtype."""
+    names = getattr(model, "output_names", None) or []
+    targets, sample_weight = in_output_order(targets, sample_weight, outputs, names)
+    return as_output_dtype(targets, outputs), sample_weight
+
+
+def symbolic_batch_in_output_order(model: keras.Model, batch: Any) -> Any:
+    """The batch Keras builds `model`'s loss and metrics from, its dict
+    targets in the template's output order (shapes only: no weights)."""
+    x, targets, _ = keras.utils.unpack_x_y_sample_weight(batch)
+    try:
+        outputs = model.template.output
+    except (AttributeError, ValueError):
+        return batch  # A subclassed template: Keras's own rules.
+    if targets is None:
+        return batch
+    names = getattr(model, "output_names", None) or []
+    targets, _ = in_output_order(targets, None, outputs, names)
+    return (x, targets)
+
+
 def in_output_order(
     targets: Any, sample_weight: Any, outputs: Any, output_names: list[str]
 ) -> tuple[Any, Any]:
@@ -122,7 +145,7 @@ def keras2_metric_names(metrics: Any) -> Any:
         return {key: keras2_metric_names(value) for key, value in metrics.items()}
     if isinstance(metrics, (list, tuple)):
         return type(metrics)(keras2_metric_names(value) for value in metrics)
-    if isinstance(metrics, keras.metrics.Metric) or isinstance(metrics, type):
+    if isinstance(metrics, (keras.metrics.Metric, type)):
         return metrics
     name = getattr(metrics, "__name__", None)
     if callable(metrics) and name:

@@ -72,6 +72,18 @@ class TrainableAtCompile:
             optimizer.build(self.variables)
 
 
+def with_keras2_batchnorm(train_function, template: keras.Model):
+    """`train_function` run inside `keras2_batchnorm(template)`."""
+
+    def run(data):
+        # Set here, before the replicas' threads start, so that all of them
+        # trace the same layers in the same state.
+        with keras2_batchnorm(template):
+            return train_function(data)
+
+    return run
+
+
 @contextlib.contextmanager
 def keras2_batchnorm(model: keras.Model) -> Iterator[None]:
     """Runs frozen BatchNormalization layers in training as Keras 2 did.
