@@ -38,5 +38,9 @@ def optimizer_variable_keys(optimizer: keras.optimizers.Optimizer) -> dict:
 
 
 def optimizer_built_variables(optimizer: keras.optimizers.Optimizer) -> list:
-    """The variables the optimizer was built for, in slot order."""
+    """The variables the optimizer was built for, in slot order (a
+    `LossScaleOptimizer`'s are its inner optimizer's)."""
+    inner = getattr(optimizer, "inner_optimizer", None)
+    if inner is not None:
+        return list(inner._trainable_variables) if inner.built else []
     return list(optimizer._trainable_variables)

@@ -147,6 +147,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
                             ("metrics", metrics), ("weighted_metrics", weighted_metrics)):
             losses_lib.check_output_keys(self, value, name)
         losses_lib.check_loss_scaling(self, optimizer)
+        trainable_at_compile.check_optimizer(self, optimizer)
         if isinstance(optimizer, keras.optimizers.Optimizer):
             strategies.adopt_optimizer(optimizer, self._strategy)
         with self._strategy.scope():

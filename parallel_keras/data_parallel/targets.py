@@ -36,8 +36,20 @@ def as_keras2_fed(model: keras.Model, targets: Any, outputs: Any, sample_weight:
     """`(targets, sample_weight)` of a step as Keras 2 fed them to `model`'s
     loss and metrics: by output name, in the outputs' dtype."""
     names = getattr(model, "output_names", None) or []
-    targets, sample_weight = in_output_order(targets, sample_weight, outputs, names)
+    targets, sample_weight = in_output_order(
+        targets, sample_weight, outputs, names, _outputs_with_loss(model, names)
+    )
     return as_output_dtype(targets, outputs), sample_weight
+
+
+def _outputs_with_loss(model: keras.Model, names: list[str]) -> list[str]:
+    """The outputs Keras 2 fed targets for: those given a loss."""
+    loss = getattr(model, "loss", None)
+    if isinstance(loss, Mapping):
+        return [name for name in names if loss.get(name) is not None]
+    if isinstance(loss, (list, tuple)) and len(loss) == len(names):
+        return [name for name, value in zip(names, loss) if value is not None]
+    return list(names)
 
 
 def symbolic_batch_in_output_order(model: keras.Model, batch: Any) -> Any:
@@ -51,12 +63,18 @@ def symbolic_batch_in_output_order(model: keras.Model, batch: Any) -> Any:
     if targets is None:
         return batch
     names = getattr(model, "output_names", None) or []
-    targets, _ = in_output_order(targets, None, outputs, names)
+    targets, _ = in_output_order(
+        targets, None, outputs, names, _outputs_with_loss(model, names)
+    )
     return (x, targets)
 
 
 def in_output_order(
-    targets: Any, sample_weight: Any, outputs: Any, output_names: list[str]
+    targets: Any,
+    sample_weight: Any,
+    outputs: Any,
+    output_names: list[str],
+    needed: list[str] | None = None,
 ) -> tuple[Any, Any]:
     """Dict targets and sample weights as the model's output structure.
 
@@ -66,6 +84,8 @@ def in_output_order(
         outputs: The model's outputs (`y_pred`, or its symbolic outputs),
             whose structure the targets must have.
         output_names: One name per flat output, as the dict keys use them.
+        needed: The outputs that must have targets (those with a loss);
+            others may be left out of a dict (None). Defaults to all.
 
     Returns:
         `(targets, sample_weight)`, dicts turned into the outputs' order.
@@ -77,16 +97,17 @@ def in_output_order(
         return targets, sample_weight
     single = not isinstance(outputs, (list, tuple))
     if isinstance(targets, Mapping):
-        missing = [name for name in output_names if name not in targets]
+        needed = output_names if needed is None else needed
+        missing = [name for name in needed if name not in targets]
         if missing:
             raise ValueError(
                 "Targets given as a dict are read by output name, one entry "
-                f"per output: {output_names}. Received: targets with keys "
+                f"per output given a loss: {needed}. Received: targets with keys "
                 f"{sorted(map(str, targets))}, with no data for {missing}. "
                 "Key the targets by those names, or pass a list in output "
                 "order."
             )
-        targets = [targets[name] for name in output_names]
+        targets = [targets.get(name) for name in output_names]
         if single:
             targets = targets[0]
     if isinstance(sample_weight, Mapping):
@@ -94,7 +115,7 @@ def in_output_order(
         weights = []
         for index, name in enumerate(output_names):
             weight = sample_weight.get(name)
-            if weight is None:
+            if weight is None and flat_targets[index] is not None:
                 # Keras 2: an output without sample weights weighs each row 1.
                 weight = tf.ones(tf.shape(flat_targets[index])[:1])
             weights.append(weight)

@@ -29,6 +29,8 @@ import warnings
 
 import keras
 
+from parallel_keras import _internals
+
 DISCREPANCY_WARNING = (
     "Discrepancy between trainable weights and collected trainable weights, "
     "did you set `model.trainable` without calling `model.compile` after ? "
@@ -70,6 +72,32 @@ class TrainableAtCompile:
         updates were built for the collected weights)."""
         if optimizer is not None and not optimizer.built:
             optimizer.build(self.variables)
+
+
+def check_optimizer(model: keras.Model, optimizer) -> None:
+    """Raises if a built optimizer has no state for weights `model` would train.
+
+    Keras 2 created an optimizer's slots for whatever weights each model
+    collected, so one optimizer could serve two models (a GAN's D and
+    combined models). A Keras 3 optimizer holds state only for the weights it
+    was built with and refuses any other ("Unknown variable").
+    """
+    if not isinstance(optimizer, keras.optimizers.Optimizer) or not optimizer.built:
+        return
+    built = {id(variable) for variable in _internals.optimizer_built_variables(optimizer)}
+    missing = [v.path for v in model.trainable_weights if id(v) not in built]
+    if missing:
+        raise ValueError(
+            "An optimizer that already has state can only train the weights "
+            "it was built for (Keras 3 keeps no state for others, where Keras "
+            "2 made it for each model). Received: "
+            f"optimizer={type(optimizer).__name__} built for "
+            f"{len(built)} weights, none of them {missing[:3]}"
+            f"{' ...' if len(missing) > 3 else ''}, which "
+            f"{model.name!r} trains. Pass this model its own optimizer, e.g. "
+            f"compile(optimizer=keras.optimizers.{type(optimizer).__name__}"
+            "(...)), or the optimizer it was compiled with before."
+        )
 
 
 def with_keras2_batchnorm(train_function, template: keras.Model):
