@@ -531,3 +531,18 @@ def test_dict_targets_weights_on_list_outputs_float64_and_keras2_metric_names(tm
     assert sorted(os.listdir(tmp_path)) == [
         f"{epoch:02d}-{value:.4f}.weights.h5"
         for epoch, value in enumerate(history["val_Survival_Cindex"], 1)]
+
+
+def test_dict_targets_may_leave_out_outputs_without_a_loss():
+    """Keras 2 fed targets only to outputs given a loss."""
+    a, b, score, label = two_io_data()
+    reference = two_input_two_output()
+    reference.compile(optimizer=keras.optimizers.SGD(0.1), loss={"score": "mse", "label": None})
+    reference.fit([a, b], [score, np.zeros_like(label)], batch_size=8, shuffle=False,
+                  verbose=0)
+    template = two_input_two_output()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    parallel.compile(optimizer=keras.optimizers.SGD(0.1), loss={"score": "mse", "label": None})
+    parallel.fit([a, b], {"score": score}, sample_weight={"score": np.ones(24)},
+                 batch_size=8, shuffle=False, verbose=0)
+    assert max_weight_difference(template, reference) < ATOL
