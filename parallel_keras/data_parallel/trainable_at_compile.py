@@ -101,19 +101,23 @@ def check_optimizer(model: keras.Model, optimizer) -> None:
 
 
 def with_keras2_batchnorm(train_function, template: keras.Model):
-    """`train_function` run inside `keras2_batchnorm(template)`."""
+    """`train_function` run inside `keras2_batchnorm(template)` (unchanged
+    for a template without BatchNormalization: nothing to do per step)."""
+    chains = _batchnorm_chains(template, (template,))
+    if not chains:
+        return train_function
 
     def run(data):
         # Set here, before the replicas' threads start, so that all of them
         # trace the same layers in the same state.
-        with keras2_batchnorm(template):
+        with keras2_batchnorm(template, chains):
             return train_function(data)
 
     return run
 
 
 @contextlib.contextmanager
-def keras2_batchnorm(model: keras.Model) -> Iterator[None]:
+def keras2_batchnorm(model: keras.Model, chains=None) -> Iterator[None]:
     """Runs frozen BatchNormalization layers in training as Keras 2 did.
 
     Keras 2.3's BatchNormalization (layers/normalization.py) normalized with
@@ -123,17 +127,25 @@ def keras2_batchnorm(model: keras.Model) -> Iterator[None]:
     built (`Layer.updates` and `Network.updates` are empty for a frozen
     one). Keras 3 runs a frozen BatchNormalization in inference mode. For
     the duration of a train function call (traced on its first call, as
-    Keras 2 built its train function) each such layer is made trainable, with momentum 1 where Keras
-    2 would not have updated its moving statistics (`moving * 1 + batch * 0`
-    leaves them exactly as they were).
+    Keras 2 built its train function) each such layer is made trainable,
+    with momentum 1 where Keras 2 would not have updated its moving
+    statistics (`moving * 1 + batch * 0` leaves them exactly as they were).
+
+    Args:
+        model: The model whose BatchNormalization layers run.
+        chains: `_batchnorm_chains(model, (model,))`, if already known.
     """
     changed = []
-    for layer, updated in _batchnorm_layers(model, enclosing_trainable=True):
-        if layer.trainable and updated:
+    seen = set()
+    for layer, enclosing in chains or _batchnorm_chains(model, (model,)):
+        if id(layer) in seen:
+            continue  # A layer shared by nested models: its first path decides.
+        seen.add(id(layer))
+        updated = layer.trainable and all(outer.trainable for outer in enclosing)
+        if updated:
             continue
         changed.append((layer, layer.trainable, layer.momentum))
-        if not updated:
-            layer.momentum = 1.0
+        layer.momentum = 1.0
         if not layer.trainable:
             layer.trainable = True
     try:
@@ -145,12 +157,13 @@ def keras2_batchnorm(model: keras.Model) -> Iterator[None]:
                 layer.trainable = trainable
 
 
-def _batchnorm_layers(layer, enclosing_trainable: bool):
-    """(BatchNormalization layer, whether Keras 2 would update its moving
-    statistics) for every one inside `layer`."""
+def _batchnorm_chains(layer, enclosing: tuple) -> list:
+    """(BatchNormalization layer, the layers enclosing it) for every one
+    inside `layer`."""
+    chains = []
     for child in getattr(layer, "layers", None) or getattr(layer, "_layers", []):
-        trainable = enclosing_trainable and child.trainable
         if isinstance(child, keras.layers.BatchNormalization):
-            yield child, trainable
+            chains.append((child, enclosing))
         else:
-            yield from _batchnorm_layers(child, trainable)
+            chains.extend(_batchnorm_chains(child, (*enclosing, child)))
+    return chains
