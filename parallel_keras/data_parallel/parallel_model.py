@@ -4,7 +4,10 @@ A `ParallelModel` holds no weights of its own. It calls the template, whose
 variables were moved into the replication strategy, so the two models share
 every variable: what one trains, the other sees, and what either saves is the
 template. It stands in for Keras 2's parallel model where scripts touch it
-(the inputs, outputs, their names, `layers`, `get_layer`, `metrics_names`).
+(the inputs, outputs, their names, `layers`, `get_layer`, `metrics_names`)
+and trains as Keras 2's did: the weights trainable at compile
+(`trainable_at_compile.py`), targets and metric names as Keras 2 took them
+(`targets.py`).
 """
 
 from __future__ import annotations
@@ -166,10 +169,11 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         self._trained = trainable_at_compile.TrainableAtCompile(self)
 
     def train_step(self, data) -> dict[str, Any]:
-        """One replica's optimizer step (see `steps.py`); returns metric logs."""
+        """One replica's optimizer step (see `steps.py`) on the weights
+        trainable at compile, as in Keras 2; returns metric logs."""
+        trained = None if self._trained is None else self._trained.variables
         return steps.train_step(
-            self, data, global_loss=self._global_loss,
-            trainable_weights=self._trained and self._trained.variables,
+            self, data, global_loss=self._global_loss, trainable_weights=trained
         )
 
     def test_step(self, data) -> dict[str, Any]:
@@ -181,8 +185,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         return steps.predict_step(self, data)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        """Keras's loss, targets and weights taken as Keras 2 took them
-        (by output name, in the output's dtype; see `targets.py`)."""
+        """Keras's loss, targets and weights taken as Keras 2 took them."""
         y, sample_weight = targets_lib.as_keras2_fed(self, y, y_pred, sample_weight)
         return super().compute_loss(x, y, y_pred, sample_weight, training=training)
 
