@@ -86,7 +86,8 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
     * The folder is created and checked for writing when training starts,
       not after the first epoch.
     * A `ParallelModel` is saved through its template (or through `template`
-      when given), so every file loads on one device.
+      when given: the template, or another model built from its layers,
+      such as an inference model), so every file loads on one device.
     * `.h5`/`.hdf5` paths work with `save_weights_only=True` (legacy layout).
     * Any other suffix Keras 2 accepted (`.ckpt`, `.model`, none) gets the
       Keras 3 one appended, see `keras3_checkpoint_path`.
@@ -105,8 +106,9 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
             `period` must be 1). Defaults to "epoch".
         initial_value_threshold: Best value to beat at start. Defaults to
             None.
-        template: The model to save instead of the one being trained.
-            Defaults to None (the trained model, or its template).
+        template: The model to save instead of the one being trained: the
+            template or a model sharing its layers. Defaults to None (the
+            trained model, or its template).
 
     Raises:
         ValueError: If the suffix is `.keras` with `save_weights_only=True`
@@ -168,14 +170,16 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
         if (
             self.template is not None
             and isinstance(getattr(trained, "template", None), keras.Model)
-            and atomic.saving_target(self.template) is not trained.template
+            and not _shares_weights(atomic.saving_target(self.template), trained.template)
         ):
             raise ValueError(
-                "A checkpoint's template must be the model being trained, or "
-                "its template: otherwise it saves weights that fit never "
-                f"changes. Received: template {self.template.name!r} while "
-                f"training a parallel model of {trained.template.name!r}. "
-                "Pass the model given to multi_gpu_model."
+                "A checkpoint's model must share weights with the model being "
+                "trained (its template, or a model built from the template's "
+                "layers): otherwise it saves weights that fit never changes. "
+                f"Received: template {self.template.name!r}, which holds none "
+                f"of the weights of {trained.template.name!r}, the model this "
+                "parallel model trains. Pass the model given to "
+                "multi_gpu_model, or one built from its layers."
             )
         super().on_train_begin(logs)
 
@@ -207,6 +211,19 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
         else:
             atomic.save_model(target, filepath, overwrite=True)
         logging.info("Epoch %d: saved %s to %s", epoch + 1, target.name, filepath)
+
+
+def _shares_weights(saved: keras.Model, trained: keras.Model) -> bool:
+    """True if `saved` holds a variable of `trained` (or is it).
+
+    Keras 2 saved any model a checkpoint was given; a model built from the
+    template's layers (an inference model, the encoder of an autoencoder)
+    shares the trained weights, so its checkpoints change with training.
+    """
+    if saved is trained:
+        return True
+    trained_ids = {id(variable) for variable in trained.variables}
+    return any(id(variable) in trained_ids for variable in saved.variables)
 
 
 def _names_a_metric(monitor: str, logs: dict) -> bool:

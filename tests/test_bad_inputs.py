@@ -1101,6 +1101,27 @@ ROWS = [
         ("Received: File too large while writing {dir}/backup_full/latest.npz",),
         "Free space on the disk of {dir}/backup_full (or raise the file-size limit)",
         model=lambda: _accumulation_parallel(compiled=True)),
+
+    # --- The parallel model as Keras 2's (issue 19) ---
+    Row("compile_with_an_optimizer_built_for_other_weights",
+        lambda ws: ws.own.compile(_adam_built_for(_dense_net(seed=8)), "mse"),
+        ValueError, "can only train the weights it was built for",
+        ("Received: optimizer=Adam built for 4 weights, none of them",
+         "which 'functional"),
+        "Pass this model its own optimizer", "model",
+        lambda: parallel_keras.multi_gpu_model(_dense_net(seed=9), gpus=2)),
+    Row("fit_dict_targets_missing_an_output",
+        lambda ws: ws.own.fit(np.ones((4, 6), "float32"),
+                              {"out_a": np.ones((4, 1), "float32")}, verbose=0),
+        ValueError, "Targets given as a dict are read by output name",
+        ("Received: targets with keys ['out_a'], with no data for", "out_b"),
+        "Key the targets by those names", "model",
+        lambda: _compiled(_two_output_parallel())),
+    Row("checkpoint_of_a_model_sharing_no_weights",
+        lambda ws: _fit_with(ws, parallel_keras.callbacks.ModelCheckpoint(
+            ws.path("c-{epoch}.keras"), template=_dense_net(seed=10))),
+        ValueError, "must share weights with the model being trained",
+        "which holds none of the weights of", "or one built from its layers"),
 ]
 
 # --- Helpers of the gradient accumulation and backup rows (issues 22, 24) ---
@@ -1142,6 +1163,17 @@ def _backup_with_a_small_file_size_limit(ws):
     with file_size_limit(size // 2):
         ws.own.fit(ROWS_X, ROWS_Y, batch_size=4, epochs=2, verbose=0, callbacks=[backup])
 
+
+
+def _adam_built_for(model: keras.Model) -> keras.optimizers.Optimizer:
+    optimizer = keras.optimizers.Adam()
+    optimizer.build(model.trainable_variables)
+    return optimizer
+
+
+def _compiled(parallel: keras.Model) -> keras.Model:
+    parallel.compile("sgd", "mse")
+    return parallel
 
 # The rows issues 10 and 12 listed; the rest are our own. Where several rows
 # cover one listed case (the three stateful calls, the two ways of loading

@@ -126,3 +126,53 @@ def test_any_keras2_suffix_writes_a_file_keras3_loads(tmp_path, name, save_weigh
     loaded = load_in_fresh_process({key: ("sequential", str(tmp_path / "run" / written))})
     np.testing.assert_allclose(
         loaded[key][0], flat(template(ROWS, training=False))[0], atol=1e-5)
+
+
+def test_checkpoints_of_a_model_built_from_the_template_layers(tmp_path):
+    """Keras 2 saved any model given to a checkpoint: an inference model
+    sharing the trained layers is saved each epoch, with the trained weights."""
+    keras.utils.set_random_seed(5)
+    inputs = keras.Input((6,))
+    features = keras.layers.Dense(4, activation="tanh", name="features")(inputs)
+    template = keras.Model(inputs, keras.layers.Dense(1, name="head")(features))
+    inference = keras.Model(inputs, features, name="inference")
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    parallel.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+    by_epoch = {}
+    record = keras.callbacks.LambdaCallback(
+        on_epoch_end=lambda epoch, logs: by_epoch.setdefault(
+            epoch + 1, np.asarray(inference(ROWS, training=False))))
+    callbacks = [
+        record,
+        parallel_keras.ParallelModelCheckpoint(
+            inference, str(tmp_path / "seeds-{epoch:02d}.h5"), monitor="loss",
+            save_weights_only=True),
+        parallel_keras.callbacks.ModelCheckpoint(
+            str(tmp_path / "infer-{epoch:02d}.keras"), monitor="loss", template=inference),
+    ]
+    parallel.fit(ROWS, np.ones((12, 1), "float32"), batch_size=4, epochs=2, verbose=0,
+                 callbacks=callbacks)
+    assert sorted(os.listdir(tmp_path)) == [
+        "infer-01.keras", "infer-02.keras", "seeds-01.h5", "seeds-02.h5"]
+    for epoch in (1, 2):
+        loaded = keras.models.load_model(tmp_path / f"infer-{epoch:02d}.keras")
+        np.testing.assert_allclose(loaded.predict(ROWS, verbose=0), by_epoch[epoch], atol=1e-6)
+        weights_only = keras.models.clone_model(inference)
+        weights_only.load_weights(tmp_path / f"seeds-{epoch:02d}.h5")
+        np.testing.assert_allclose(weights_only.predict(ROWS, verbose=0), by_epoch[epoch],
+                                   atol=1e-6)
+    assert not np.allclose(by_epoch[1], by_epoch[2], atol=1e-6)
+
+
+def test_checkpoint_of_a_model_sharing_no_weights_is_refused(tmp_path):
+    template, parallel = _parallel("sequential")
+    stranger = legacy_files.TEMPLATES["sequential"]()
+    before = [np.copy(w) for w in template.get_weights()]
+    checkpoint = parallel_keras.callbacks.ModelCheckpoint(
+        str(tmp_path / "x-{epoch}.keras"), monitor="loss", template=stranger)
+    with pytest.raises(ValueError, match="holds none of the weights"):
+        parallel.fit(ROWS, targets("sequential"), batch_size=4, epochs=1, verbose=0,
+                     callbacks=[checkpoint])
+    assert os.listdir(tmp_path) == []
+    for old, new in zip(before, template.get_weights()):
+        np.testing.assert_array_equal(old, new)

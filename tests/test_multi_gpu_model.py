@@ -340,15 +340,38 @@ def test_on_batch_methods_match_one_device():
     )
 
 
+def test_optimizer_state_from_before_wrapping_carries_on_as_one_device():
+    """A template trained (or resumed) with Adam, then wrapped: the moments
+    and iterations carry on, in the parallel model's fit and the template's."""
+    x, y = vectors()
+    template = mlp()
+    template.compile(keras.optimizers.Adam(1e-2), "mse")
+    template.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    parallel.compile(optimizer=template.optimizer, loss="mse")
+    parallel.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    template.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    reference = mlp()
+    reference.compile(keras.optimizers.Adam(1e-2), "mse")
+    reference.fit(x, y, batch_size=8, epochs=3, shuffle=False, verbose=0)
+    assert max_weight_difference(template, reference) < 1e-5
+    assert int(template.optimizer.iterations.numpy()) == 15
+    for got, want in zip(template.optimizer.variables, reference.optimizer.variables):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-5)
+
+
 def test_summary_layers_and_get_layer_show_the_template():
     template = mlp()
     parallel = parallel_keras.multi_gpu_model(template, gpus=4)
     lines = []
     parallel.summary(print_fn=lambda line, **kwargs: lines.append(line))
     assert any("dense" in line for line in lines)
-    # As in Keras 2, the template is a layer of the parallel model.
-    assert parallel.layers == [template]
-    assert parallel.get_layer(index=0) is template
+    # As in Keras 2: input, one slice layer per replica, template, merge.
+    assert len(parallel.layers) == 1 + 4 + 1 + 1
+    assert parallel.layers[-2] is template
+    assert parallel.get_layer(index=-2) is template
+    assert parallel.layers[0] is template.layers[0] if isinstance(
+        template.layers[0], keras.layers.InputLayer) else True
     assert parallel.get_layer(template.name) is template
     assert parallel.get_layer(template.layers[0].name) is template.layers[0]
     assert "replicas=4" in repr(parallel)

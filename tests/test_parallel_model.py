@@ -63,9 +63,39 @@ def test_inputs_outputs_and_names_are_the_templates():
     assert parallel.input_names == ["a", "b"]
     assert parallel.output_names == ["score", "label"]
     assert [tuple(t.shape) for t in parallel.inputs] == [(None, 4), (None, 3)]
-    assert parallel.layers == [template]
+    assert parallel.layers[-3] is template
     assert parallel.get_layer("two_io") is template
     assert parallel.get_layer("score") is template.get_layer("score")
+
+
+@pytest.mark.parametrize("gpus", [2, 3])
+@pytest.mark.parametrize("build, inputs, outputs", [
+    (lambda: keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)]), 1, 1),
+    (two_input_two_output, 2, 2),
+    (siamese, 2, 3),
+])
+def test_layers_sit_at_keras_2_positions(gpus, build, inputs, outputs):
+    """Keras 2 (multi_gpu_utils.py, 2.3) listed inputs, per-replica slices
+    (replica-major), the template, then one merge layer per output."""
+    template = build()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
+    layers = parallel.layers
+    assert len(layers) == inputs + inputs * gpus + 1 + outputs
+    assert layers[-(len(parallel.outputs) + 1)] is template
+    assert layers[inputs + inputs * gpus] is template
+    if inputs == 1:
+        assert layers[gpus + 1] is template
+    if outputs == 1:
+        assert layers[-2] is template
+    assert all(isinstance(layer, keras.layers.InputLayer) for layer in layers[:inputs])
+    assert [layer.name for layer in layers[-outputs:]] == parallel.output_names
+    rows = np.arange(10.0, dtype="float32").reshape(5, 2)
+    slices = [np.asarray(layers[inputs + replica * inputs](rows)) for replica in range(gpus)]
+    np.testing.assert_array_equal(np.concatenate(slices), rows)  # Keras 2's get_slice
+    np.testing.assert_array_equal(np.asarray(layers[-1]([rows[:2], rows[2:]])), rows)
+    # Only the template holds weights; summary and saving are the template's.
+    assert [id(v) for v in parallel.weights] == [id(v) for v in template.weights]
+    assert parallel.get_layer(template.name) is template
 
 
 def test_repeated_output_names_are_numbered_as_keras_2_did():
@@ -398,3 +428,135 @@ def test_an_endless_dataset_with_a_step_count_runs_that_many_steps():
     assert parallel.predict(endless.map(lambda x, y: x), steps=3, verbose=0).shape == (12, 3)
     # Positionally too (keras.Model.predict(x, batch_size, verbose, steps)).
     assert parallel.predict(endless.map(lambda x, y: x), None, 0, 2).shape == (8, 3)
+# --- Targets, weights and metric names as Keras 2 took them --------------------
+
+
+def ctc_like(seed=6):
+    """The CTC idiom: the loss is computed inside the model, output `ctc`."""
+    keras.utils.set_random_seed(seed)
+    features = keras.Input((4,), name="features")
+    labels = keras.Input((1,), name="labels")
+    prediction = keras.layers.Dense(1)(features)
+    per_row = keras.layers.Lambda(
+        lambda t: keras.ops.square(t[0] - t[1]), name="ctc")([prediction, labels])
+    return keras.Model({"features": features, "labels": labels}, per_row)
+
+
+def ctc_batches(by_name, steps=3, rows=8):
+    rng = np.random.default_rng(1)
+    for _ in range(steps):
+        inputs = {"features": rng.normal(size=(rows, 4)).astype("float32"),
+                  "labels": rng.normal(size=(rows, 1)).astype("float32")}
+        weights = rng.random(rows).astype("float32")
+        zeros = np.zeros((rows, 1))
+        if by_name:
+            yield inputs, {"ctc": zeros}, {"ctc": weights}
+        else:
+            yield inputs, zeros, weights
+
+
+def test_single_output_targets_and_weights_by_output_name_as_keras_2():
+    """Keras 2 read `{'ctc': zeros}` by output name for a one-output model."""
+    def passthrough(y_true, y_pred):
+        return y_pred
+
+    reference = ctc_like()
+    reference.compile(optimizer=keras.optimizers.SGD(0.1), loss=passthrough)
+    expected = reference.fit(_cycle(ctc_batches, by_name=False), steps_per_epoch=3,
+                             epochs=2, verbose=0).history
+    template = ctc_like()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    parallel.compile(optimizer=keras.optimizers.SGD(0.1), loss={"ctc": passthrough})
+    history = parallel.fit(_cycle(ctc_batches, by_name=True), steps_per_epoch=3, epochs=2,
+                           verbose=0).history
+    assert max_weight_difference(template, reference) < ATOL
+    np.testing.assert_allclose(history["loss"], expected["loss"], atol=ATOL)
+    inputs, zeros, weights = next(ctc_batches(by_name=True))
+    np.testing.assert_allclose(
+        parallel.test_on_batch(inputs, zeros, weights),
+        reference.test_on_batch(inputs, np.zeros((8, 1)), weights["ctc"]), atol=ATOL)
+
+
+def _cycle(batches, **kwargs):
+    while True:
+        yield from batches(**kwargs)
+
+
+def survival_model(seed=8):
+    """Outputs as a list: `Survival` (regression) and `aux` (3 classes)."""
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((4,))
+    h = keras.layers.Dense(5, activation="tanh")(inputs)
+    return keras.Model(inputs, [keras.layers.Dense(1, name="Survival")(h),
+                                keras.layers.Dense(3, activation="softmax", name="aux")(h)])
+
+
+def Cindex(y_true, y_pred):  # pylint: disable=invalid-name  (the seeds' name)
+    """A batch-coupled metric: the share of concordant pairs."""
+    order = keras.ops.sign(y_true - keras.ops.transpose(y_true))
+    predicted = keras.ops.sign(y_pred - keras.ops.transpose(y_pred))
+    return keras.ops.mean(keras.ops.cast(order * predicted > 0, "float32"))
+
+
+def test_dict_targets_weights_on_list_outputs_float64_and_keras2_metric_names(tmp_path):
+    """keras-team/keras#20992, float64 targets, and `{val_Survival_Cindex}`."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(24, 4)).astype("float32")
+    survival = rng.normal(size=(24, 1))  # float64, as NumPy makes it
+    labels = rng.integers(0, 3, size=(24, 1))  # int64 labels, sparse loss
+    weights = rng.random(24)
+    seen = set()
+
+    def dtype_of_targets(y_true, y_pred):
+        seen.add(y_true.dtype.name)
+        return keras.ops.mean(y_pred)
+
+    losses = {"Survival": "mse", "aux": "sparse_categorical_crossentropy"}
+    reference = survival_model()
+    reference.compile(optimizer=keras.optimizers.SGD(0.1), loss=losses,
+                      metrics={"Survival": [Cindex]})
+    expected = reference.fit(
+        x, [survival.astype("float32"), labels.astype("float32")],
+        sample_weight=[weights.astype("float32"), np.ones(24, "float32")],
+        batch_size=8, epochs=2, shuffle=False, verbose=0,
+        validation_data=(x, [survival.astype("float32"), labels.astype("float32")])).history
+
+    template = survival_model()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    parallel.compile(optimizer=keras.optimizers.SGD(0.1), loss=losses,
+                     metrics={"Survival": [Cindex, dtype_of_targets]})
+    targets = {"aux": labels, "Survival": survival}
+    dataset = tf.data.Dataset.from_tensor_slices(
+        (x, targets, {"Survival": weights})).batch(8)
+    checkpoint = parallel_keras.callbacks.ModelCheckpoint(
+        str(tmp_path / "{epoch:02d}-{val_Survival_Cindex:.4f}.weights.h5"),
+        save_weights_only=True)
+    history = parallel.fit(
+        dataset, epochs=2, verbose=0, callbacks=[checkpoint],
+        validation_data=tf.data.Dataset.from_tensor_slices((x, targets)).batch(8)).history
+
+    assert seen == {"float32"}  # Keras 2 fed targets in the output's dtype
+    assert "Survival_Cindex" in history and "val_Survival_Cindex" in history
+    assert "Survival_dtype_of_targets" in history
+    assert max_weight_difference(template, reference) < ATOL
+    for name, values in expected.items():
+        keras2_name = name.replace("_cindex", "_Cindex")
+        np.testing.assert_allclose(history[keras2_name], values, atol=ATOL, err_msg=name)
+    assert sorted(os.listdir(tmp_path)) == [
+        f"{epoch:02d}-{value:.4f}.weights.h5"
+        for epoch, value in enumerate(history["val_Survival_Cindex"], 1)]
+
+
+def test_dict_targets_may_leave_out_outputs_without_a_loss():
+    """Keras 2 fed targets only to outputs given a loss."""
+    a, b, score, label = two_io_data()
+    reference = two_input_two_output()
+    reference.compile(optimizer=keras.optimizers.SGD(0.1), loss={"score": "mse", "label": None})
+    reference.fit([a, b], [score, np.zeros_like(label)], batch_size=8, shuffle=False,
+                  verbose=0)
+    template = two_input_two_output()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    parallel.compile(optimizer=keras.optimizers.SGD(0.1), loss={"score": "mse", "label": None})
+    parallel.fit([a, b], {"score": score}, sample_weight={"score": np.ones(24)},
+                 batch_size=8, shuffle=False, verbose=0)
+    assert max_weight_difference(template, reference) < ATOL

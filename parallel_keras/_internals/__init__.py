@@ -12,7 +12,8 @@ them:
 - `collectives`: collective keys, which reduction a strategy performs, NCCL.
 - `multi_worker`: TensorFlow runtime start, MWMS construction, Keras's
   scalar-mean reduction under MWMS.
-- `optimizers`: Keras's optimizer, for gradient accumulation on replicas.
+- `optimizers`: Keras's optimizer: gradient accumulation on replicas, and
+  its variable index after relocation.
 - `placement`: device placement of functional layer calls.
 - `op_callbacks`: TensorFlow op callbacks (the op-device recorder).
 - `checkpoints`: `ModelCheckpoint`'s write and legacy HDF5 weights.
@@ -49,6 +50,9 @@ from parallel_keras._internals.optimizers import micro_step_counter
 from parallel_keras._internals.optimizers import overwrite_with_moving_average_here
 from parallel_keras._internals.optimizers import overwrites_with_gradient
 from parallel_keras._internals.optimizers import update_moving_average_here
+from parallel_keras._internals.optimizers import optimizer_built_variables
+from parallel_keras._internals.optimizers import optimizer_variable_keys
+from parallel_keras._internals.optimizers import rekey_optimizer_variables
 from parallel_keras._internals.placement import PlacementInternalsChanged
 from parallel_keras._internals.placement import functional_graph
 from parallel_keras._internals.placement import functional_layer_calls
@@ -72,6 +76,7 @@ from parallel_keras._internals.trainer import set_optimizer_strategy
 from parallel_keras._internals.trainer import skip_train_rows
 from parallel_keras._internals.trainer import skip_train_steps
 from parallel_keras._internals.trainer import symbolic_build_from_local_replica
+from parallel_keras._internals.variables import created_trainable
 from parallel_keras._internals.variables import keras_variable_value
 from parallel_keras._internals.variables import relocate_variables
 from parallel_keras._internals.variables import rnn_state_variables
@@ -86,6 +91,7 @@ __all__ = [
     "cancel_before_tf_starts",
     "clip_gradients",
     "collective_all_reduce",
+    "created_trainable",
     "cross_device_ops_kind",
     "filter_empty_gradients",
     "flatten_metrics_in_order",
@@ -109,10 +115,13 @@ __all__ = [
     "model_strategy",
     "multi_worker_mirrored_strategy",
     "nccl_kernels_registered",
+    "optimizer_built_variables",
     "optimizer_strategy",
+    "optimizer_variable_keys",
     "output_loss_trackers",
     "overwrite_with_moving_average_here",
     "overwrites_with_gradient",
+    "rekey_optimizer_variables",
     "relocate_variables",
     "remove_op_callback",
     "remove_symbolic_build",

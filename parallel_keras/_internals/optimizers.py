@@ -1,6 +1,7 @@
-"""Keras's optimizer: gradient accumulation, run on each replica.
+"""Keras's optimizer: gradient accumulation on each replica, and optimizers
+built before their variables were relocated.
 
-Upstream surface: Keras 3 `BaseOptimizer` (optimizers/base_optimizer.py:
+Gradient accumulation. Upstream surface: Keras 3 `BaseOptimizer` (optimizers/base_optimizer.py:
 `_iterations`, `_accumulated_gradients`, `_get_variable_index`,
 `_clip_gradients`, `_apply_weight_decay`, `_filter_empty_gradients`,
 `_update_model_variables_moving_average`) and `TFOptimizer`
@@ -17,10 +18,22 @@ runs the same steps in replica context with no merge call inside the
 condition: the optimizer's own variables (aggregation NONE) are updated on
 each replica's copy, from gradients every replica holds identically.
 
+Relocation. Upstream surface: `BaseOptimizer._trainable_variables` and
+`_trainable_variables_indices` (optimizers/base_optimizer.py), keyed by
+`_var_key` -- on the TF backend the `_unique_id` of the tf.Variable behind
+each Keras variable (backend/tensorflow/optimizer.py). Relocating a model's
+variables into a strategy (`variables.relocate_variables`) gives each Keras
+variable a new tf.Variable, so an optimizer built before (a template trained,
+or resumed from a checkpoint, before `multi_gpu_model`) no longer finds them:
+"Unknown variable ... This optimizer can only be called for the variables it
+was originally built with". The Keras variables are the same objects, in the
+same order, so the optimizer's slots (Adam moments) and `iterations` still
+belong to them: re-keying the index keeps that state.
+
 Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/
 test_optimizers.py` fails when an upgrade changes what this relies on, or
-when Keras's own accumulation starts working under a strategy (so this can
-go).
+when Keras's own accumulation starts working under a strategy (so that part
+can go).
 """
 
 from __future__ import annotations
@@ -88,3 +101,27 @@ def overwrite_with_moving_average_here(optimizer: keras.optimizers.Optimizer) ->
 def overwrites_with_gradient(optimizer: keras.optimizers.Optimizer, variable) -> bool:
     """Whether Keras assigns `variable` its gradient instead of updating it."""
     return optimizer._overwrite_variable_with_gradient(variable)
+
+def rekey_optimizer_variables(optimizer: keras.optimizers.Optimizer) -> None:
+    """Points a built optimizer's variable index at its variables' current values."""
+    for current in (optimizer, getattr(optimizer, "inner_optimizer", None)):
+        if current is None or not getattr(current, "built", False):
+            continue
+        variables = current._trainable_variables
+        current._trainable_variables_indices = {
+            current._var_key(variable): index for index, variable in enumerate(variables)
+        }
+
+
+def optimizer_variable_keys(optimizer: keras.optimizers.Optimizer) -> dict:
+    """The optimizer's index from variable key to slot position (for canaries)."""
+    return dict(optimizer._trainable_variables_indices)
+
+
+def optimizer_built_variables(optimizer: keras.optimizers.Optimizer) -> list:
+    """The variables the optimizer was built for, in slot order (a
+    `LossScaleOptimizer`'s are its inner optimizer's)."""
+    inner = getattr(optimizer, "inner_optimizer", None)
+    if inner is not None:
+        return list(inner._trainable_variables) if inner.built else []
+    return list(optimizer._trainable_variables)

@@ -77,7 +77,7 @@ def relocate_variables(
             variable._value = tf.Variable(
                 initial,
                 dtype=variable._dtype,
-                trainable=variable.trainable,
+                trainable=created_trainable(variable),
                 name=variable.name,
                 aggregation=variable._map_aggregation(variable.aggregation),
                 synchronization=variable._map_synchronization(
@@ -87,6 +87,23 @@ def relocate_variables(
         del initial
         moved += 1
     return moved
+
+
+def created_trainable(variable: keras.Variable) -> bool:
+    """Whether the variable was created trainable (its tf.Variable's flag).
+
+    Keras 3.15 sets `Variable.trainable` when a layer's `trainable` changes
+    (layers/layer.py), but the tf.Variable behind it keeps the flag it was
+    created with, which is what `tf.GradientTape` watches. A frozen layer's
+    weights (a GAN's discriminator while the combined model is wrapped) are
+    still weights: relocated with `trainable=False`, no gradient would ever
+    reach them again, even once the layer is unfrozen. Moving statistics
+    were created non-trainable.
+    """
+    value = getattr(variable, "_value", None)
+    if value is None:
+        return bool(variable.trainable)
+    return bool(value.trainable)
 
 
 def _lives_in(value: tf.Variable, strategy: tf.distribute.Strategy) -> bool:

@@ -208,11 +208,12 @@ def _synchronization(variable: keras.Variable) -> tuple[str, str] | None:
     """MEAN aggregation for non-trainable float state updated on each replica.
 
     Such variables (moving statistics) are assigned inside the forward pass
-    on every replica. Mean-aggregating them keeps the replicas identical (a
-    frozen layer's weights, never assigned, are unaffected).
+    on every replica. Mean-aggregating them keeps the replicas identical.
+    A frozen layer's weights are weights all the same (they train again
+    when the layer is unfrozen): what counts is how a variable was created.
     """
     if (
-        not variable.trainable
+        not _internals.created_trainable(variable)
         and variable.aggregation in ("none", "mean")
         and keras.backend.is_float_dtype(variable.dtype)
     ):

@@ -4,7 +4,10 @@ A `ParallelModel` holds no weights of its own. It calls the template, whose
 variables were moved into the replication strategy, so the two models share
 every variable: what one trains, the other sees, and what either saves is the
 template. It stands in for Keras 2's parallel model where scripts touch it
-(the inputs, outputs, their names, `layers`, `get_layer`, `metrics_names`).
+(the inputs, outputs, their names, `layers`, `get_layer`, `metrics_names`)
+and trains as Keras 2's did: the weights trainable at compile
+(`trainable_at_compile.py`), targets and metric names as Keras 2 took them
+(`targets.py`).
 """
 
 from __future__ import annotations
@@ -20,14 +23,17 @@ from parallel_keras import _internals
 from parallel_keras.data_parallel import endless
 from parallel_keras.data_parallel import accumulation
 from parallel_keras.data_parallel import execution as execution_lib
+from parallel_keras.data_parallel import keras2_layers
 from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import steps
+from parallel_keras.data_parallel import targets as targets_lib
 from parallel_keras.data_parallel import template as template_lib
+from parallel_keras.data_parallel import trainable_at_compile
 from parallel_keras.saving import atomic
 from parallel_keras.data_parallel import strategies
 
 
-class ParallelModel(atomic.SavesItsTemplate, keras.Model):
+class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.Model):
     """A data-parallel view of a template model.
 
     Built by `parallel_keras.multi_gpu_model`; not meant to be constructed
@@ -61,10 +67,11 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         self._cpu_relocation = bool(cpu_relocation)
         self._batch_loss = batch_loss
         self._global_loss = batch_loss == "global"
+        self._trained: trainable_at_compile.TrainableAtCompile | None = None
         self._execution = execution_lib.Execution(
             self, strategy, replicate_all=False, stateful_batch=stateful_batch
         )
-        template_names = getattr(template, "output_names", None)
+        template_names = keras2_layers.template_output_names(template)
         if template_names:
             self.output_names = losses_lib.unique_output_names(template_names)
         self.built = True
@@ -99,47 +106,6 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         return self._batch_loss
 
     @property
-    def inputs(self) -> list:
-        """The template's symbolic inputs."""
-        return self._symbolic("inputs")
-
-    @property
-    def outputs(self) -> list:
-        """The template's symbolic outputs."""
-        return self._symbolic("outputs")
-
-    @property
-    def input(self) -> Any:
-        """The template's symbolic input (a list for several inputs)."""
-        return self._symbolic("input")
-
-    @property
-    def output(self) -> Any:
-        """The template's symbolic output (a list for several outputs)."""
-        return self._symbolic("output")
-
-    @property
-    def input_names(self) -> list[str]:
-        """Names of the template's input layers, in order (as Keras 2 had them)."""
-        return [
-            _internals.keras_tensor_layer(tensor).name
-            for tensor in tf.nest.flatten(self.inputs)
-        ]
-
-    def _symbolic(self, attribute: str):
-        try:
-            return getattr(self._template, attribute)
-        except (AttributeError, ValueError) as error:
-            raise AttributeError(
-                f"The parallel model's `{attribute}` are its template's, and "
-                f"the template {self._template.name!r} has none: it is a "
-                "subclassed model that was never called on a symbolic input. "
-                f"Received: parallel_model.{attribute}. Build the template "
-                "with the functional API (keras.Model(inputs, outputs)) to "
-                "have symbolic inputs and outputs."
-            ) from error
-
-    @property
     def metrics_names(self) -> list[str]:
         """Names of the values `evaluate` and `*_on_batch` return, in order, as
         Keras 2 listed them (see `execution.metric_names`)."""
@@ -148,7 +114,8 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
     def get_layer(
         self, name: str | None = None, index: int | None = None
     ) -> keras.layers.Layer:
-        """A layer by name (the template, or one of its layers) or by index in `layers`.
+        """A layer by name (the template, or one of its layers) or by index in
+        `layers` (Keras 2's positions).
 
         Raises:
             ValueError: If no layer has that name or index.
@@ -186,6 +153,7 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
             losses_lib.check_output_keys(self, value, name)
         losses_lib.check_loss_scaling(self, optimizer)
         accumulation.check_optimizer(optimizer, self._strategy)
+        trainable_at_compile.check_optimizer(self, optimizer)
         if isinstance(optimizer, keras.optimizers.Optimizer):
             strategies.adopt_optimizer(optimizer, self._strategy)
         with self._strategy.scope():
@@ -193,18 +161,23 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
                 optimizer,
                 loss=losses_lib.scaled_for_replicas(loss),
                 loss_weights=loss_weights,
-                metrics=metrics,
-                weighted_metrics=weighted_metrics,
+                metrics=targets_lib.keras2_metric_names(metrics),
+                weighted_metrics=targets_lib.keras2_metric_names(weighted_metrics),
                 **kwargs,
             )
         if self._batch_loss == "auto":
             self._global_loss = not losses_lib.all_keras_builtins(
                 loss, metrics, weighted_metrics
             )
+        self._trained = trainable_at_compile.TrainableAtCompile(self)
 
     def train_step(self, data) -> dict[str, Any]:
-        """One replica's optimizer step (see `steps.py`); returns metric logs."""
-        return steps.train_step(self, data, global_loss=self._global_loss)
+        """One replica's optimizer step (see `steps.py`) on the weights
+        trainable at compile, as in Keras 2; returns metric logs."""
+        trained = None if self._trained is None else self._trained.variables
+        return steps.train_step(
+            self, data, global_loss=self._global_loss, trainable_weights=trained
+        )
 
     def test_step(self, data) -> dict[str, Any]:
         """One replica's loss and metrics (see `steps.py`); returns metric logs."""
@@ -214,10 +187,37 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         """One replica's outputs for the rows it reports."""
         return steps.predict_step(self, data)
 
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Keras's loss, targets and weights taken as Keras 2 took them."""
+        y, sample_weight = targets_lib.as_keras2_fed(self, y, y_pred, sample_weight)
+        return super().compute_loss(x, y, y_pred, sample_weight, training=training)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        """Keras's metrics, targets and weights taken as Keras 2 took them."""
+        y, sample_weight = targets_lib.as_keras2_fed(self, y, y_pred, sample_weight)
+        return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        _internals.symbolic_build_from_local_replica(
-            self, iterator, data_batch, execution_lib.select_keras_batch
+        if self._trained is not None:
+            with self._strategy.scope():
+                self._trained.build_optimizer(self.optimizer)
+
+        def select(batch):
+            batch = execution_lib.select_keras_batch(batch)
+            return targets_lib.symbolic_batch_in_output_order(self, batch)
+
+        _internals.symbolic_build_from_local_replica(self, iterator, data_batch, select)
+
+    def make_train_function(self, force=False):
+        """Keras's train function, run with frozen BatchNormalization layers
+        as Keras 2 trained them (see `trainable_at_compile.keras2_batchnorm`)."""
+        if self.train_function is not None and not force:
+            return self.train_function
+        super().make_train_function(force=force)
+        self.train_function = trainable_at_compile.with_keras2_batchnorm(
+            self.train_function, self._template
         )
+        return self.train_function
 
     def make_predict_function(self, force=False):
         """Keras's predict function, concatenating outputs where `cpu_merge` says."""
@@ -250,6 +250,8 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
                 again since this parallel model was made.
         """
         self._ensure_current()
+        if self._trained is not None:
+            self._trained.check(self)
         batch_size = self._execution.check_call(
             x, batch_size, "fit", callbacks=kwargs.get("callbacks")
         )
@@ -294,6 +296,8 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
                 or a stateful template is given another batch size.
         """
         self._ensure_current()
+        if self._trained is not None:
+            self._trained.check(self)
         return self._execution.train_on_batch(
             x, y, sample_weight, class_weight, return_dict
         )

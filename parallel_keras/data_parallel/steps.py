@@ -30,8 +30,12 @@ from parallel_keras.data_parallel import accumulation
 from parallel_keras.data_parallel import batches
 
 
-def train_step(model, data, global_loss: bool = False):
-    """One optimizer step on this replica's slice; returns the metric logs."""
+def train_step(model, data, global_loss: bool = False, trainable_weights=None):
+    """One optimizer step on this replica's slice; returns the metric logs.
+
+    `trainable_weights`: the weights to train (the parallel model's, fixed
+    at compile as in Keras 2); defaults to the model's trainable weights now.
+    """
     x, y, sample_weight, keep, batch_rows = batches.unpack(data)
     with tf.GradientTape() as tape:
         y_pred = model(x, training=True)
@@ -39,7 +43,8 @@ def train_step(model, data, global_loss: bool = False):
         loss = _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, True)
         if model.optimizer is not None:
             loss = model.optimizer.scale_loss(loss)
-    trainable_weights = model.trainable_weights
+    if trainable_weights is None:
+        trainable_weights = model.trainable_weights
     if trainable_weights:
         gradients = tape.gradient(loss, trainable_weights)
         accumulation.apply_gradients(model, gradients, trainable_weights)

@@ -186,7 +186,14 @@ def describe(strategy: tf.distribute.Strategy) -> str:
 def adopt_optimizer(
     optimizer: keras.optimizers.Optimizer, strategy: tf.distribute.Strategy
 ) -> None:
-    """Moves an optimizer (and any state it has) into `strategy`."""
+    """Moves an optimizer (and any state it has) into `strategy`.
+
+    An optimizer built before wrapping (a template trained, or resumed with
+    its optimizer, before `multi_gpu_model`) keeps its state: its slots
+    (e.g. Adam's moments) and `iterations` stay with the same variables,
+    which relocation gave new values (see `_internals.optimizers`).
+    """
+    _internals.rekey_optimizer_variables(optimizer)
     if _internals.optimizer_strategy(optimizer) is strategy:
         return
     _internals.relocate_variables(optimizer.variables, strategy)

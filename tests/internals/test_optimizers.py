@@ -1,9 +1,10 @@
 """Canaries for `parallel_keras._internals.optimizers` (TF 2.21 / Keras 3.15).
 
 They fail loudly when an upgrade changes the optimizer internals that
-gradient accumulation on replicas relies on, or when Keras's own
-accumulation starts working under a strategy (keras-team/keras#20582), so
-`data_parallel/accumulation.py` could go back to `apply_gradients`.
+gradient accumulation on replicas relies on, when Keras's own accumulation
+starts working under a strategy (keras-team/keras#20582), so
+`data_parallel/accumulation.py` could go back to `apply_gradients`, or when
+it changes how an optimizer finds the variables it was built for.
 """
 
 import keras
@@ -54,3 +55,19 @@ def test_accumulation_internals_keras_counts_batches_and_updates():
     _internals.overwrite_with_moving_average_here(optimizer)
     assert not _internals.overwrites_with_gradient(optimizer, model.trainable_variables[0])
     assert _internals.gradient_accumulators(keras.optimizers.SGD(), []) is None
+
+def test_relocated_variables_are_unknown_until_the_optimizer_is_rekeyed():
+    variable = keras.Variable(np.ones(2, "float32"))
+    optimizer = keras.optimizers.Adam(0.1)
+    optimizer.build([variable])
+    optimizer.apply_gradients([(tf.ones(2), variable)])
+    momentum = [v.numpy() for v in optimizer.variables]
+    assert _internals.optimizer_built_variables(optimizer) == [variable]
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    _internals.relocate_variables([variable], strategy)
+    with pytest.raises(ValueError, match="Unknown variable"):
+        optimizer.apply_gradients([(tf.ones(2), variable)])
+    _internals.rekey_optimizer_variables(optimizer)
+    assert list(_internals.optimizer_variable_keys(optimizer).values()) == [0]
+    for before, after in zip(momentum, optimizer.variables):
+        np.testing.assert_array_equal(before, after.numpy())

@@ -65,3 +65,20 @@ def test_stateful_rnn_states_are_outside_model_variables():
     states = _internals.rnn_state_variables(layer)
     assert len(states) == 1 and tuple(states[0].shape) == (2, 2)
     assert all(state is not variable for state in states for variable in model.variables)
+
+
+def test_freezing_a_layer_leaves_its_tf_variables_trainable_and_relocation_keeps_that():
+    # Keras 3.15 sets Variable.trainable on freezing; the tf.Variable keeps
+    # its creation flag, which GradientTape watches (`created_trainable`).
+    layer = keras.layers.Dense(2)
+    layer.build((None, 3))
+    layer.trainable = False
+    assert not layer.kernel.trainable
+    assert _internals.keras_variable_value(layer.kernel).trainable
+    assert _internals.created_trainable(layer.kernel)
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    _internals.relocate_variables(layer.variables, strategy, lambda v: ("mean", "auto"))
+    assert _internals.keras_variable_value(layer.kernel).trainable
+    moving = keras.layers.BatchNormalization()
+    moving.build((None, 3))
+    assert not _internals.created_trainable(moving.moving_mean)
