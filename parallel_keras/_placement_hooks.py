@@ -133,7 +133,7 @@ class _KerasImportFinder:
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in _WATCHED or getattr(self._searching, "active", False):
             return None
-        import importlib.util  # pylint: disable=g-import-not-at-top
+        import importlib.util
 
         self._searching.active = True
         try:

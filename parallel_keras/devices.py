@@ -109,7 +109,7 @@ def simulate_devices(
 
 def _simulate_on_cluster_worker(n: int) -> list[str] | None:
     """`simulate_devices(n)` on a cluster worker (see `cluster.strategy`)."""
-    from parallel_keras.cluster import strategy as cluster  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import strategy as cluster
 
     if not cluster.simulate_on_worker(n):
         return None
@@ -122,7 +122,7 @@ def _local_devices(device_type: str) -> list[str]:
     In a multi-worker cluster TensorFlow lists every worker's devices; only
     this worker's own (its job and task) are local.
     """
-    from parallel_keras.cluster import strategy as cluster  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import strategy as cluster
 
     names = [device.name for device in tf.config.list_logical_devices(device_type)]
     strategy = cluster.current_strategy()
@@ -138,8 +138,8 @@ def _local_devices(device_type: str) -> list[str]:
 
 
 def _is_multi_worker() -> bool:
-    from parallel_keras.cluster import membership  # pylint: disable=g-import-not-at-top
-    from parallel_keras.cluster import strategy as cluster  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import membership
+    from parallel_keras.cluster import strategy as cluster
 
     return cluster.current_strategy() is not None or membership.is_multi_worker()
 

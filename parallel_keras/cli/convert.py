@@ -52,11 +52,11 @@ def run(args) -> int:
     problem = _check_output(args.output, args.overwrite)
     if problem:
         return _fail(problem, usage=True)
-    from parallel_keras import quiet  # pylint: disable=g-import-not-at-top
+    from parallel_keras import quiet
 
     # The template's module may import TensorFlow: quiet it first.
     quiet.quiet_tensorflow(verbose=bool(getattr(args, "verbose", False)))
-    from parallel_keras.saving import files  # pylint: disable=g-import-not-at-top  (h5py only)
+    from parallel_keras.saving import files  # h5py only
 
     try:
         files.describe(args.legacy_file)
@@ -64,13 +64,13 @@ def run(args) -> int:
     except (ValueError, ImportError, AttributeError) as error:
         return _fail(str(error))
     # TensorFlow loads only now, so `--help` stays fast.
-    from parallel_keras.saving import atomic  # pylint: disable=g-import-not-at-top
-    from parallel_keras.saving import legacy  # pylint: disable=g-import-not-at-top
-    import keras  # pylint: disable=g-import-not-at-top
+    from parallel_keras.saving import atomic
+    from parallel_keras.saving import legacy
+    import keras
 
     try:
         template = build()
-    except Exception as error:  # pylint: disable=broad-except
+    except Exception as error:
         return _fail(
             f"--template {args.template} raised {type(error).__name__}: {error}. "
             "The function must build and return the template model with no "
@@ -112,7 +112,7 @@ def _check_output(output: str, overwrite: bool) -> str | None:
             f"Received: -o {output}, which exists. Pass --overwrite to "
             "replace it, or choose another -o."
         )
-    from parallel_keras.saving import paths  # pylint: disable=g-import-not-at-top
+    from parallel_keras.saving import paths
 
     try:
         paths.check_output_path(output, argument="-o", what="convert")
@@ -139,7 +139,7 @@ def _load_function(spec: str):
         module = importlib.util.module_from_spec(location)
         try:
             location.loader.exec_module(module)
-        except Exception as error:  # pylint: disable=broad-except
+        except Exception as error:
             raise ValueError(
                 f"--template file {module_name!r} failed to import: "
                 f"{type(error).__name__}: {error}. Fix the file, then run again."

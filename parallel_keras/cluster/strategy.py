@@ -42,8 +42,8 @@ _STRATEGY: tf.distribute.MultiWorkerMirroredStrategy | None = None
 
 def _start_watchdog(info: membership.WorkerInfo, cluster_resolver):
     """Starts `startup_watchdog.py` for this worker; close its stdin to stop."""
-    import subprocess  # pylint: disable=g-import-not-at-top
-    import sys  # pylint: disable=g-import-not-at-top
+    import subprocess
+    import sys
 
     return subprocess.Popen(
         [
@@ -109,10 +109,10 @@ def initialize(
             )
         if timeout_seconds is None:
             timeout_seconds = settings.current().collective_timeout
-        import tensorflow as tf  # pylint: disable=g-import-not-at-top
+        import tensorflow as tf
 
-        from parallel_keras import _internals  # pylint: disable=g-import-not-at-top
-        from parallel_keras.cluster import prepared  # pylint: disable=g-import-not-at-top
+        from parallel_keras import _internals
+        from parallel_keras.cluster import prepared
 
         # Creating the strategy starts TensorFlow: the bootstrap's deferred
         # creation (run_before_tf_starts) must not fire inside it.

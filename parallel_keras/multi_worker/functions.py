@@ -60,7 +60,7 @@ def dump_value(value: Any, where: str, _active: tuple = ()) -> tuple:
         )
     try:
         return ("pickle", pickle.dumps(value))
-    except Exception as error:  # pylint: disable=broad-except
+    except Exception as error:
         raise _unsendable(where, value, f"{type(error).__name__}: {error}") from None
 
 
@@ -106,7 +106,7 @@ def load_value(data: tuple, current: Callable | None = None) -> Any:
     """The value `dump_value` described."""
     kind = data[0]
     if kind == "module":
-        import importlib  # pylint: disable=g-import-not-at-top
+        import importlib
 
         return importlib.import_module(data[1])
     if kind == "self":

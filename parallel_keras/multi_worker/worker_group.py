@@ -245,7 +245,7 @@ def run_attempts(
                 env[worker_env.RESTART_ENV] = str(attempt)
                 log_file = None
                 if log_dir is not None:
-                    log_file = open(  # pylint: disable=consider-using-with
+                    log_file = open(
                         os.path.join(log_dir, f"worker-{worker_index}.log"),
                         "a" if attempt else "w",
                         encoding="utf-8",

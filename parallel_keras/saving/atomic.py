@@ -113,7 +113,7 @@ def _naming_user_path(error: BaseException, temporary: str, user_path: str, fina
         return None
     try:
         return type(error)(message.replace(temporary, user_path).replace(hidden, user_path))
-    except Exception:  # pylint: disable=broad-except
+    except Exception:
         return None
 
 

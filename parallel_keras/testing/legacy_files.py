@@ -217,7 +217,7 @@ def _snake_case(name: str) -> str:
 
 def sequential_template():
     """A Sequential: Dense(8, relu) -> Dense(3, softmax), input (6,)."""
-    import keras  # pylint: disable=g-import-not-at-top,redefined-outer-name,reimported
+    import keras
 
     return keras.Sequential([
         keras.Input((6,)),
@@ -228,7 +228,7 @@ def sequential_template():
 
 def functional_template():
     """Functional: Dense, BatchNormalization, a frozen Dense, Dense head."""
-    import keras  # pylint: disable=g-import-not-at-top,redefined-outer-name,reimported
+    import keras
 
     inputs = keras.Input((6,))
     hidden = keras.layers.Dense(8)(inputs)
@@ -242,7 +242,7 @@ def functional_template():
 
 def two_output_template():
     """Two outputs, `out_a` (2 units) and `out_b` (1 unit), on a shared Dense."""
-    import keras  # pylint: disable=g-import-not-at-top,redefined-outer-name,reimported
+    import keras
 
     inputs = keras.Input((6,))
     hidden = keras.layers.Dense(8, activation="relu")(inputs)
