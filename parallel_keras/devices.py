@@ -10,11 +10,11 @@ structure. `multi_gpu_model` and `parallel_keras.device` share this one rule.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import threading
+from collections.abc import Sequence
 
-from absl import logging
 import tensorflow as tf
+from absl import logging
 
 _LOGGED = set()
 _LOG_LOCK = threading.Lock()

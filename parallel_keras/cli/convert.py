@@ -64,9 +64,9 @@ def run(args) -> int:
     except (ValueError, ImportError, AttributeError) as error:
         return _fail(str(error))
     # TensorFlow loads only now, so `--help` stays fast.
-    from parallel_keras.saving import atomic
-    from parallel_keras.saving import legacy
     import keras
+
+    from parallel_keras.saving import atomic, legacy
 
     try:
         template = build()

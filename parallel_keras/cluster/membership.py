@@ -7,11 +7,10 @@ cluster and nothing multi-worker applies. TensorFlow-free.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import dataclasses
 import json
 import os
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import tensorflow as tf

@@ -10,9 +10,9 @@ state, because both one-machine and multi-worker replication build them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 import contextlib
 import contextvars
+from collections.abc import Callable, Iterator
 
 import tensorflow as tf
 

@@ -18,17 +18,14 @@ with an error instead of waiting for it forever.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import os
 import threading
-
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from absl import logging
 
-from parallel_keras.cluster import membership
-from parallel_keras.cluster import settings
+from parallel_keras.cluster import membership, settings
 
 if TYPE_CHECKING:
     import tensorflow as tf

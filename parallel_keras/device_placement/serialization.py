@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from absl import logging
 import keras
+from absl import logging
 
 from parallel_keras import _internals
 from parallel_keras.device_placement import runtime

@@ -44,8 +44,7 @@ def create_strategy_when_tf_starts(info) -> None:
     entry point configured.
     """
     from parallel_keras import _internals
-    from parallel_keras.cluster import settings
-    from parallel_keras.cluster import strategy
+    from parallel_keras.cluster import settings, strategy
 
     devices_per_worker = settings.current().devices_per_worker
 
@@ -75,8 +74,7 @@ def configure_worker(environ) -> None:
         ValueError: If a setting or the Slurm environment is invalid.
     """
     from parallel_keras.cluster import settings
-    from parallel_keras.multi_worker import slurm
-    from parallel_keras.multi_worker import worker_env
+    from parallel_keras.multi_worker import slurm, worker_env
 
     settings.configure(worker_env.settings_from_environ(environ))
     port_base = worker_env.slurm_port_base(environ)
@@ -93,9 +91,7 @@ def main(argv: list[str]) -> int:
         )
         return 2
     script, script_args = argv[1], argv[2:]
-    from parallel_keras.cluster import membership
-    from parallel_keras.cluster import settings
-    from parallel_keras.cluster import writes
+    from parallel_keras.cluster import membership, settings, writes
 
     try:
         configure_worker(os.environ)

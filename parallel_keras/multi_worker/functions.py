@@ -14,7 +14,8 @@ import builtins
 import marshal
 import pickle
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def _sent_by_code(function: types.FunctionType) -> bool:

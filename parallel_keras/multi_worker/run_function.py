@@ -17,10 +17,8 @@ import traceback
 
 def main(argv: list[str]) -> int:
     payload_path, folder = argv[1], argv[2]
-    from parallel_keras.cluster import membership
-    from parallel_keras.cluster import writes
-    from parallel_keras.multi_worker import bootstrap
-    from parallel_keras.multi_worker import functions
+    from parallel_keras.cluster import membership, writes
+    from parallel_keras.multi_worker import bootstrap, functions
 
     bootstrap.configure_worker(os.environ)
     info = membership.worker_info()

@@ -8,9 +8,9 @@ bootstrap turns it into `TF_CONFIG` with TensorFlow's `SlurmClusterResolver`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import json
 import shutil
+from collections.abc import Mapping
 
 SLURM_VARIABLES = (
     "SLURM_PROCID",

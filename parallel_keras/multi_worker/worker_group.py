@@ -27,9 +27,7 @@ import time
 
 from absl import logging
 
-from parallel_keras.multi_worker import bootstrap
-from parallel_keras.multi_worker import group_plan
-from parallel_keras.multi_worker import worker_env
+from parallel_keras.multi_worker import bootstrap, group_plan, worker_env
 
 _GUARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher_guard.py")
 
@@ -148,7 +146,7 @@ class _Worker:
             self.ended = time.monotonic()
         return code
 
-    def summary(self) -> "WorkerSummary":
+    def summary(self) -> WorkerSummary:
         code = self.poll()
         ended = self.ended if self.ended is not None else time.monotonic()
         return WorkerSummary(

@@ -32,17 +32,14 @@ import resource
 import secrets
 from collections.abc import Callable, Iterator
 
-from absl import logging
 import h5py
 import keras
+from absl import logging
 
-from parallel_keras import _files
-from parallel_keras import _internals
+from parallel_keras import _files, _internals
 from parallel_keras.cluster import writes
 from parallel_keras.saving import paths
-from parallel_keras.saving.paths import check_output_path
-from parallel_keras.saving.paths import remove_stale_temporaries
-from parallel_keras.saving.paths import temporary_path
+from parallel_keras.saving.paths import check_output_path, remove_stale_temporaries, temporary_path
 
 
 class SavesItsTemplate:

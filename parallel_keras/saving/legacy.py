@@ -23,15 +23,12 @@ import dataclasses
 import os
 import re
 
-from absl import logging
 import h5py
 import keras
 import numpy as np
+from absl import logging
 
-from parallel_keras.saving import atomic
-from parallel_keras.saving import cudnn_weights
-from parallel_keras.saving import files
-from parallel_keras.saving import matching
+from parallel_keras.saving import atomic, cudnn_weights, files, matching
 
 _SUFFIX_NUMBER = re.compile(r"^(.*?)(?:_(\d+))?$")
 _TENSOR_INDEX = re.compile(r":\d+$")

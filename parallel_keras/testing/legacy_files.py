@@ -36,11 +36,11 @@ Example:
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
 import json
 import marshal
 import os
 import re
+from collections.abc import Callable
 
 import h5py
 import keras

@@ -11,9 +11,9 @@ device it is pinned to in the graph handed to TensorFlow's placer.
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterator
 import contextlib
 import dataclasses
+from collections.abc import Iterator
 
 # TensorFlow is imported inside the functions so that importing
 # parallel_keras.testing (e.g. for run_python) stays light; so is
