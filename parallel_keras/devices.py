@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import tensorflow as tf
 from absl import logging
 
-_LOGGED = set()
+_LOGGED: set[str] = set()
 _LOG_LOCK = threading.Lock()
 
 
@@ -151,7 +151,12 @@ def gpus_are_simulated() -> bool:
 
 def available_devices() -> list[str]:
     """Every logical device of this process, as short lowercase names."""
-    return [short_device_name(device.name) for device in tf.config.list_logical_devices()]
+    # A logical device's name always has a device type, so none is skipped.
+    return [
+        short
+        for device in tf.config.list_logical_devices()
+        if (short := short_device_name(device.name)) is not None
+    ]
 
 
 def short_device_name(name: str | None) -> str | None:

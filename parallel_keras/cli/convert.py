@@ -70,7 +70,8 @@ def run(args) -> int:
 
     try:
         template = build()
-    except Exception as error:
+    # The user's function may raise anything; each becomes one error line.
+    except Exception as error:  # noqa: BLE001
         return _fail(
             f"--template {args.template} raised {type(error).__name__}: {error}. "
             "The function must build and return the template model with no "
@@ -130,7 +131,7 @@ def _load_function(spec: str):
         )
     if module_name.endswith(".py"):
         location = importlib.util.spec_from_file_location("template_module", module_name)
-        if location is None or not os.path.exists(module_name):
+        if location is None or location.loader is None or not os.path.exists(module_name):
             raise ValueError(
                 f"--template names a file that does not exist. Received: "
                 f"--template {spec} ({module_name!r} not found from "

@@ -134,7 +134,7 @@ def cluster_addresses(
         spec = cluster_resolver.cluster_spec().as_dict()
     else:
         spec = _from_tf_config()[0]
-    addresses = []
+    addresses: list[str] = []
     for job in ("chief", "worker"):
         tasks = spec.get(job) or []
         addresses.extend(tasks.values() if isinstance(tasks, dict) else tasks)

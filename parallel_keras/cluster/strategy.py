@@ -191,6 +191,12 @@ def multi_worker_strategy_or_none(
     if _STRATEGY is None and not membership.is_multi_worker(cluster_resolver):
         return None
     strategy = initialize(cluster_resolver=cluster_resolver)
+    if strategy is None:
+        raise RuntimeError(
+            "parallel_keras found a multi-worker cluster but created no strategy "
+            "for it. Received: a cluster description that changed between two "
+            "reads. Set TF_CONFIG (or the cluster resolver) once, before training."
+        )
     local = len(strategy.extended.worker_devices)
     if local_devices is not None and len(local_devices) != local:
         logging.info(

@@ -61,7 +61,8 @@ def dump_value(value: Any, where: str, _active: tuple = ()) -> tuple:
         )
     try:
         return ("pickle", pickle.dumps(value))
-    except Exception as error:
+    # An object's own __reduce__ may raise anything: all mean unsendable.
+    except Exception as error:  # noqa: BLE001
         raise _unsendable(where, value, f"{type(error).__name__}: {error}") from None
 
 

@@ -32,7 +32,8 @@ def main(argv: list[str]) -> int:
         value = function(*args)
         try:
             outcome = pickle.dumps(("ok", value))
-        except Exception as error:
+        # The value's own __reduce__ may raise anything: all mean unpicklable.
+        except Exception as error:  # noqa: BLE001
             raise TypeError(
                 "notebook_launcher returns each worker's return value to the "
                 "notebook, so it must be picklable. Received: "
@@ -40,7 +41,8 @@ def main(argv: list[str]) -> int:
                 "(numbers, lists, numpy arrays such as model.get_weights())."
             ) from None
         code = 0
-    except BaseException:
+    # Whatever ends the function (SystemExit too) goes back to the notebook.
+    except BaseException:  # noqa: BLE001
         text = traceback.format_exc()
         sys.stderr.write(text)
         outcome = pickle.dumps(("error", text))

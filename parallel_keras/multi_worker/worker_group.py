@@ -128,7 +128,10 @@ class _Worker:
 
     def _copy_output(self, output, output_lock):
         prefix = f"[worker {self.index}] ".encode()
-        for line in iter(self.process.stdout.readline, b""):
+        stdout = self.process.stdout
+        if stdout is None:  # Popen was given stdout=PIPE.
+            raise RuntimeError(f"worker {self.index}: its output pipe was not opened.")
+        for line in iter(stdout.readline, b""):
             text = (prefix + line).decode(errors="replace")
             if not text.endswith("\n"):
                 text += "\n"
@@ -138,7 +141,7 @@ class _Worker:
             if self._log_file is not None:
                 self._log_file.write(line.decode(errors="replace"))
                 self._log_file.flush()
-        self.process.stdout.close()
+        stdout.close()
 
     def poll(self):
         code = self.process.poll()

@@ -110,7 +110,9 @@ def _naming_user_path(error: BaseException, temporary: str, user_path: str, fina
         return None
     try:
         return type(error)(message.replace(temporary, user_path).replace(hidden, user_path))
-    except Exception:
+    # Any exception class may refuse one message argument, in any way; the
+    # original error is then raised unchanged.
+    except Exception:  # noqa: BLE001
         return None
 
 

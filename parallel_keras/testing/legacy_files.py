@@ -136,7 +136,7 @@ def write_parallel_model_file(
     trainable = [(w, layer) for layer in leaves for w in layer.trainable_weights]
     frozen = [(w, layer) for layer in leaves for w in layer.non_trainable_weights]
     outputs = [names.get(name, name) for name in _output_names(template)]
-    layers = (
+    layers: list[tuple[str, list]] = (
         [(name, []) for name in inputs + lambdas]
         + [(template_name, trainable + frozen)]
         + [(name, []) for name in outputs]
