@@ -87,7 +87,9 @@ def _install_after_import(finished: str | None = None) -> None:
         return
     try:
         install()
-    except Exception as error:  # Reported, and raised again at first use.
+    # Any failure of Keras internals to take the hooks is reported, and
+    # raised again at first use; an import must not fail because of it.
+    except Exception as error:  # noqa: BLE001
         warnings.warn(
             "parallel_keras could not install its device-placement hooks into "
             f"this Keras, so models loaded now lose their saved placement. "
@@ -133,7 +135,7 @@ class _KerasImportFinder:
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in _WATCHED or getattr(self._searching, "active", False):
             return None
-        import importlib.util  # pylint: disable=g-import-not-at-top
+        import importlib.util
 
         self._searching.active = True
         try:
@@ -142,7 +144,8 @@ class _KerasImportFinder:
             self._searching.active = False
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        spec.loader = _LoaderThenInstall(spec.loader)
+        # Duck-typed Loader (see _LoaderThenInstall): importlib.abc costs import time.
+        spec.loader = _LoaderThenInstall(spec.loader)  # type: ignore[assignment]
         return spec
 
 

@@ -10,13 +10,13 @@ structure. `multi_gpu_model` and `parallel_keras.device` share this one rule.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import threading
+from collections.abc import Sequence
 
-from absl import logging
 import tensorflow as tf
+from absl import logging
 
-_LOGGED = set()
+_LOGGED: set[str] = set()
 _LOG_LOCK = threading.Lock()
 
 
@@ -109,7 +109,7 @@ def simulate_devices(
 
 def _simulate_on_cluster_worker(n: int) -> list[str] | None:
     """`simulate_devices(n)` on a cluster worker (see `cluster.strategy`)."""
-    from parallel_keras.cluster import strategy as cluster  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import strategy as cluster
 
     if not cluster.simulate_on_worker(n):
         return None
@@ -122,7 +122,7 @@ def _local_devices(device_type: str) -> list[str]:
     In a multi-worker cluster TensorFlow lists every worker's devices; only
     this worker's own (its job and task) are local.
     """
-    from parallel_keras.cluster import strategy as cluster  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import strategy as cluster
 
     names = [device.name for device in tf.config.list_logical_devices(device_type)]
     strategy = cluster.current_strategy()
@@ -138,8 +138,8 @@ def _local_devices(device_type: str) -> list[str]:
 
 
 def _is_multi_worker() -> bool:
-    from parallel_keras.cluster import membership  # pylint: disable=g-import-not-at-top
-    from parallel_keras.cluster import strategy as cluster  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import membership
+    from parallel_keras.cluster import strategy as cluster
 
     return cluster.current_strategy() is not None or membership.is_multi_worker()
 
@@ -151,7 +151,12 @@ def gpus_are_simulated() -> bool:
 
 def available_devices() -> list[str]:
     """Every logical device of this process, as short lowercase names."""
-    return [short_device_name(device.name) for device in tf.config.list_logical_devices()]
+    # A logical device's name always has a device type, so none is skipped.
+    return [
+        short
+        for device in tf.config.list_logical_devices()
+        if (short := short_device_name(device.name)) is not None
+    ]
 
 
 def short_device_name(name: str | None) -> str | None:

@@ -23,9 +23,9 @@ ROWS = [
 ]
 
 
-def _model(seed):
+def _model(seed, shared_name="shared"):
     keras.utils.set_random_seed(seed)
-    shared = keras.layers.Dense(4, name="shared")
+    shared = keras.layers.Dense(4, name=shared_name)
     inner_input = keras.Input((3,))
     encoder = keras.Model(
         inner_input, keras.layers.Dense(3, name="inner_head")(shared(inner_input)), name="encoder"
@@ -77,3 +77,16 @@ def test_the_shared_layer_is_read_once(tmp_path):
     shared = {layer.name: layer for layer in legacy.read_legacy_file(path).layers}["shared"]
     assert shared.weight_names == ["kernel", "bias"]
     np.testing.assert_array_equal(shared.values[0], source.get_layer("shared").kernel.numpy())
+
+
+def test_layer_name_with_a_line_break_loads(tmp_path):
+    # A nested file whose names differ from the model's only in their `_N`
+    # is paired by name without it; that split must accept every name Keras
+    # accepts, line breaks included.
+    path = str(tmp_path / "shared.h5")
+    source = _model(seed=1, shared_name="shared\nlayer_1")
+    legacy_files.write_single_model_file(path, source)
+    assert legacy.read_legacy_file(path).nested
+    fresh = _model(seed=2, shared_name="shared\nlayer_2")
+    parallel_keras.load_weights(fresh, path)
+    np.testing.assert_allclose(np.asarray(fresh(ROWS)), np.asarray(source(ROWS)), atol=1e-6)

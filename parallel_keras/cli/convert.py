@@ -52,11 +52,11 @@ def run(args) -> int:
     problem = _check_output(args.output, args.overwrite)
     if problem:
         return _fail(problem, usage=True)
-    from parallel_keras import quiet  # pylint: disable=g-import-not-at-top
+    from parallel_keras import quiet
 
     # The template's module may import TensorFlow: quiet it first.
     quiet.quiet_tensorflow(verbose=bool(getattr(args, "verbose", False)))
-    from parallel_keras.saving import files  # pylint: disable=g-import-not-at-top  (h5py only)
+    from parallel_keras.saving import files  # h5py only
 
     try:
         files.describe(args.legacy_file)
@@ -64,13 +64,14 @@ def run(args) -> int:
     except (ValueError, ImportError, AttributeError) as error:
         return _fail(str(error))
     # TensorFlow loads only now, so `--help` stays fast.
-    from parallel_keras.saving import atomic  # pylint: disable=g-import-not-at-top
-    from parallel_keras.saving import legacy  # pylint: disable=g-import-not-at-top
-    import keras  # pylint: disable=g-import-not-at-top
+    import keras
+
+    from parallel_keras.saving import atomic, legacy
 
     try:
         template = build()
-    except Exception as error:  # pylint: disable=broad-except
+    # The user's function may raise anything; each becomes one error line.
+    except Exception as error:  # noqa: BLE001
         return _fail(
             f"--template {args.template} raised {type(error).__name__}: {error}. "
             "The function must build and return the template model with no "
@@ -112,7 +113,7 @@ def _check_output(output: str, overwrite: bool) -> str | None:
             f"Received: -o {output}, which exists. Pass --overwrite to "
             "replace it, or choose another -o."
         )
-    from parallel_keras.saving import paths  # pylint: disable=g-import-not-at-top
+    from parallel_keras.saving import paths
 
     try:
         paths.check_output_path(output, argument="-o", what="convert")
@@ -130,7 +131,7 @@ def _load_function(spec: str):
         )
     if module_name.endswith(".py"):
         location = importlib.util.spec_from_file_location("template_module", module_name)
-        if location is None or not os.path.exists(module_name):
+        if location is None or location.loader is None or not os.path.exists(module_name):
             raise ValueError(
                 f"--template names a file that does not exist. Received: "
                 f"--template {spec} ({module_name!r} not found from "
@@ -139,7 +140,7 @@ def _load_function(spec: str):
         module = importlib.util.module_from_spec(location)
         try:
             location.loader.exec_module(module)
-        except Exception as error:  # pylint: disable=broad-except
+        except Exception as error:
             raise ValueError(
                 f"--template file {module_name!r} failed to import: "
                 f"{type(error).__name__}: {error}. Fix the file, then run again."

@@ -135,8 +135,8 @@ def device_plan(physical_gpus: int, gpus: int | None) -> tuple[str | None, int, 
 
 def run(args) -> int:
     # Here, not at the top: `parallel-keras --help` imports this module.
-    import shutil  # pylint: disable=g-import-not-at-top
-    import tempfile  # pylint: disable=g-import-not-at-top
+    import shutil
+    import tempfile
 
     problem = _output_dir_problem(args.output_dir)
     if problem:
@@ -202,7 +202,7 @@ def _train_save_reload(np, keras, tf, parallel_keras, args, replicas, output_dir
     ]
     # Keras's TensorBoard callback needs the `tensorboard` package, which
     # TF 2.21 no longer installs and the library does not need.
-    import importlib.util  # pylint: disable=g-import-not-at-top
+    import importlib.util
 
     if importlib.util.find_spec("tensorboard") is not None:
         log_dir = os.path.join(output_dir, "logs")

@@ -8,9 +8,8 @@ Prints the report (and with --diff the diff before it). Exit codes: see
 
 from __future__ import annotations
 
-import sys
-
 import argparse
+import sys
 import textwrap
 
 EXIT_FAILED_FILE = 1

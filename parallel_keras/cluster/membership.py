@@ -7,11 +7,10 @@ cluster and nothing multi-worker applies. TensorFlow-free.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import dataclasses
 import json
 import os
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -135,7 +134,7 @@ def cluster_addresses(
         spec = cluster_resolver.cluster_spec().as_dict()
     else:
         spec = _from_tf_config()[0]
-    addresses = []
+    addresses: list[str] = []
     for job in ("chief", "worker"):
         tasks = spec.get(job) or []
         addresses.extend(tasks.values() if isinstance(tasks, dict) else tasks)

@@ -10,9 +10,9 @@ state, because both one-machine and multi-worker replication build them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 import contextlib
 import contextvars
+from collections.abc import Callable, Iterator
 
 import tensorflow as tf
 
@@ -38,7 +38,8 @@ class _PreparesBatches:
         prepare = _PREPARATION.get()
         if prepare is not None and isinstance(dataset, tf.data.Dataset):
             dataset = prepare(dataset)
-        return super().experimental_distribute_dataset(dataset, options)
+        # A mixin: the tf.distribute strategy follows it in each class's MRO.
+        return super().experimental_distribute_dataset(dataset, options)  # type: ignore[misc]
 
 
 class PreparedMirroredStrategy(_PreparesBatches, tf.distribute.MirroredStrategy):

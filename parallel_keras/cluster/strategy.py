@@ -18,17 +18,14 @@ with an error instead of waiting for it forever.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import os
 import threading
-
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from absl import logging
 
-from parallel_keras.cluster import membership
-from parallel_keras.cluster import settings
+from parallel_keras.cluster import membership, settings
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -42,8 +39,8 @@ _STRATEGY: tf.distribute.MultiWorkerMirroredStrategy | None = None
 
 def _start_watchdog(info: membership.WorkerInfo, cluster_resolver):
     """Starts `startup_watchdog.py` for this worker; close its stdin to stop."""
-    import subprocess  # pylint: disable=g-import-not-at-top
-    import sys  # pylint: disable=g-import-not-at-top
+    import subprocess
+    import sys
 
     return subprocess.Popen(
         [
@@ -109,10 +106,10 @@ def initialize(
             )
         if timeout_seconds is None:
             timeout_seconds = settings.current().collective_timeout
-        import tensorflow as tf  # pylint: disable=g-import-not-at-top
+        import tensorflow as tf
 
-        from parallel_keras import _internals  # pylint: disable=g-import-not-at-top
-        from parallel_keras.cluster import prepared  # pylint: disable=g-import-not-at-top
+        from parallel_keras import _internals
+        from parallel_keras.cluster import prepared
 
         # Creating the strategy starts TensorFlow: the bootstrap's deferred
         # creation (run_before_tf_starts) must not fire inside it.
@@ -194,6 +191,12 @@ def multi_worker_strategy_or_none(
     if _STRATEGY is None and not membership.is_multi_worker(cluster_resolver):
         return None
     strategy = initialize(cluster_resolver=cluster_resolver)
+    if strategy is None:
+        raise RuntimeError(
+            "parallel_keras found a multi-worker cluster but created no strategy "
+            "for it. Received: a cluster description that changed between two "
+            "reads. Set TF_CONFIG (or the cluster resolver) once, before training."
+        )
     local = len(strategy.extended.worker_devices)
     if local_devices is not None and len(local_devices) != local:
         logging.info(

@@ -26,8 +26,7 @@ import threading
 
 from absl import logging
 
-from parallel_keras.cluster import membership
-from parallel_keras.cluster import settings
+from parallel_keras.cluster import membership, settings
 from parallel_keras.cluster import strategy as cluster_strategy
 
 _LOCK = threading.Lock()

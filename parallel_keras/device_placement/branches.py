@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from absl import logging
 import keras
+from absl import logging
 
 from parallel_keras import _internals
 from parallel_keras import devices as devices_lib

@@ -25,9 +25,9 @@ purpose gets a warning naming them when it is wrapped.
 
 from __future__ import annotations
 
-from absl import logging
 import keras
 import tensorflow as tf
+from absl import logging
 
 from parallel_keras import _internals
 from parallel_keras.device_placement import runtime

@@ -16,14 +16,13 @@ names GPUs and still rehearses on simulated CPU devices.
 
 from __future__ import annotations
 
-from typing import Any
 import weakref
+from typing import Any
 
 import keras
 import tensorflow as tf
 
-from parallel_keras import _internals
-from parallel_keras import devices
+from parallel_keras import _internals, devices
 
 # node -> device name as written by the user. Weak, so a discarded model's
 # records go with it.

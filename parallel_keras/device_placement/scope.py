@@ -10,14 +10,13 @@ functional model is built, which `runtime` then replays on that device.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 import contextlib
 import threading
+from collections.abc import Iterator
 
 import tensorflow as tf
 
-from parallel_keras import _internals
-from parallel_keras import devices
+from parallel_keras import _internals, devices
 from parallel_keras.device_placement import runtime
 
 _scopes = threading.local()

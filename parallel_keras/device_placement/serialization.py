@@ -11,10 +11,10 @@ loads the model on default placement.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from absl import logging
 import keras
+from absl import logging
 
 from parallel_keras import _internals
 from parallel_keras.device_placement import runtime
@@ -29,7 +29,8 @@ def placement_config(model: keras.Model) -> dict[str, list[str | None]] | None:
     for layer, call_index, node in _internals.functional_layer_calls(model):
         name = runtime.requested_device(node)
         placed = placed or name is not None
-        calls = by_layer.setdefault(layer.name, [])
+        # functional_layer_calls yields Keras layers (typed `object` there).
+        calls = by_layer.setdefault(cast(keras.layers.Layer, layer).name, [])
         calls.extend([None] * (call_index + 1 - len(calls)))
         calls[call_index] = name
     if not placed:
@@ -59,7 +60,7 @@ def apply_placement_config(model: keras.Model, value: Any) -> None:
             "key from the config to load the model on default placement."
         )
     nodes = {
-        (layer.name, call_index): node
+        (cast(keras.layers.Layer, layer).name, call_index): node
         for layer, call_index, node in _internals.functional_layer_calls(model)
     }
     placed = {}

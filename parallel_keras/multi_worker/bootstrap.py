@@ -27,7 +27,7 @@ def _lost_peer_errors():
     # TensorFlow here would only delay its own error by seconds.
     if "tensorflow" not in sys.modules:
         return ()
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
 
     return (
         tf.errors.DeadlineExceededError,
@@ -43,9 +43,8 @@ def create_strategy_when_tf_starts(info) -> None:
     Uses the devices per worker of `cluster.settings.current()`, which the
     entry point configured.
     """
-    from parallel_keras import _internals  # pylint: disable=g-import-not-at-top
-    from parallel_keras.cluster import settings  # pylint: disable=g-import-not-at-top
-    from parallel_keras.cluster import strategy  # pylint: disable=g-import-not-at-top
+    from parallel_keras import _internals
+    from parallel_keras.cluster import settings, strategy
 
     devices_per_worker = settings.current().devices_per_worker
 
@@ -54,7 +53,7 @@ def create_strategy_when_tf_starts(info) -> None:
             strategy.initialize()
             return
         if devices_per_worker and devices_per_worker > 1:
-            import tensorflow as tf  # pylint: disable=g-import-not-at-top
+            import tensorflow as tf
 
             physical = tf.config.list_physical_devices("CPU")[0]
             if tf.config.get_logical_device_configuration(physical) is None:
@@ -74,9 +73,8 @@ def configure_worker(environ) -> None:
     Raises:
         ValueError: If a setting or the Slurm environment is invalid.
     """
-    from parallel_keras.cluster import settings  # pylint: disable=g-import-not-at-top
-    from parallel_keras.multi_worker import slurm  # pylint: disable=g-import-not-at-top
-    from parallel_keras.multi_worker import worker_env  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import settings
+    from parallel_keras.multi_worker import slurm, worker_env
 
     settings.configure(worker_env.settings_from_environ(environ))
     port_base = worker_env.slurm_port_base(environ)
@@ -93,9 +91,7 @@ def main(argv: list[str]) -> int:
         )
         return 2
     script, script_args = argv[1], argv[2:]
-    from parallel_keras.cluster import membership  # pylint: disable=g-import-not-at-top
-    from parallel_keras.cluster import settings  # pylint: disable=g-import-not-at-top
-    from parallel_keras.cluster import writes  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import membership, settings, writes
 
     try:
         configure_worker(os.environ)

@@ -14,7 +14,8 @@ import builtins
 import marshal
 import pickle
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def _sent_by_code(function: types.FunctionType) -> bool:
@@ -60,7 +61,8 @@ def dump_value(value: Any, where: str, _active: tuple = ()) -> tuple:
         )
     try:
         return ("pickle", pickle.dumps(value))
-    except Exception as error:  # pylint: disable=broad-except
+    # An object's own __reduce__ may raise anything: all mean unsendable.
+    except Exception as error:  # noqa: BLE001
         raise _unsendable(where, value, f"{type(error).__name__}: {error}") from None
 
 
@@ -106,7 +108,7 @@ def load_value(data: tuple, current: Callable | None = None) -> Any:
     """The value `dump_value` described."""
     kind = data[0]
     if kind == "module":
-        import importlib  # pylint: disable=g-import-not-at-top
+        import importlib
 
         return importlib.import_module(data[1])
     if kind == "self":

@@ -15,11 +15,11 @@ Three modes, like `torchrun --nnodes/--node_rank`:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
 import dataclasses
 import errno
 import json
 import socket
+from collections.abc import Callable, Mapping, Sequence
 
 from parallel_keras.multi_worker import slurm as slurm_lib
 

@@ -19,18 +19,16 @@ runs is `bootstrap`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from typing import TextIO
 
 from absl import logging
 
-from parallel_keras.multi_worker import group_plan
-from parallel_keras.multi_worker import worker_env
-from parallel_keras.multi_worker import worker_group
+from parallel_keras.multi_worker import group_plan, worker_env, worker_group
 
 LaunchResult = worker_group.LaunchResult
 WorkerSummary = worker_group.WorkerSummary

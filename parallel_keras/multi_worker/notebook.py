@@ -9,12 +9,12 @@ in the workers: the kernel keeps no state of theirs and can launch again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 import os
 import pickle
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from parallel_keras.multi_worker import functions

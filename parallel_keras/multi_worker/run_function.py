@@ -17,10 +17,8 @@ import traceback
 
 def main(argv: list[str]) -> int:
     payload_path, folder = argv[1], argv[2]
-    from parallel_keras.cluster import membership  # pylint: disable=g-import-not-at-top
-    from parallel_keras.cluster import writes  # pylint: disable=g-import-not-at-top
-    from parallel_keras.multi_worker import bootstrap  # pylint: disable=g-import-not-at-top
-    from parallel_keras.multi_worker import functions  # pylint: disable=g-import-not-at-top
+    from parallel_keras.cluster import membership, writes
+    from parallel_keras.multi_worker import bootstrap, functions
 
     bootstrap.configure_worker(os.environ)
     info = membership.worker_info()
@@ -34,7 +32,8 @@ def main(argv: list[str]) -> int:
         value = function(*args)
         try:
             outcome = pickle.dumps(("ok", value))
-        except Exception as error:  # pylint: disable=broad-except
+        # The value's own __reduce__ may raise anything: all mean unpicklable.
+        except Exception as error:  # noqa: BLE001
             raise TypeError(
                 "notebook_launcher returns each worker's return value to the "
                 "notebook, so it must be picklable. Received: "
@@ -42,7 +41,8 @@ def main(argv: list[str]) -> int:
                 "(numbers, lists, numpy arrays such as model.get_weights())."
             ) from None
         code = 0
-    except BaseException:  # pylint: disable=broad-except
+    # Whatever ends the function (SystemExit too) goes back to the notebook.
+    except BaseException:  # noqa: BLE001
         text = traceback.format_exc()
         sys.stderr.write(text)
         outcome = pickle.dumps(("error", text))

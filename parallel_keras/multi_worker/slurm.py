@@ -8,9 +8,9 @@ bootstrap turns it into `TF_CONFIG` with TensorFlow's `SlurmClusterResolver`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import json
 import shutil
+from collections.abc import Mapping
 
 SLURM_VARIABLES = (
     "SLURM_PROCID",
@@ -40,7 +40,7 @@ def tf_config_from_slurm(port_base: int, environ: Mapping[str, str]) -> str:
     `port_base` and, by default, GPUs by `nvidia-smi`; on nodes without
     GPUs (and to rehearse on CPUs) every task gets no GPU.
     """
-    from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver  # pylint: disable=g-direct-tensorflow-import
+    from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver
 
     kwargs = {"port_base": port_base}
     if not environ.get("CUDA_VISIBLE_DEVICES") and not shutil.which("nvidia-smi"):

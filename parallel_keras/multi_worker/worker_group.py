@@ -27,9 +27,7 @@ import time
 
 from absl import logging
 
-from parallel_keras.multi_worker import bootstrap
-from parallel_keras.multi_worker import group_plan
-from parallel_keras.multi_worker import worker_env
+from parallel_keras.multi_worker import bootstrap, group_plan, worker_env
 
 _GUARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher_guard.py")
 
@@ -130,7 +128,10 @@ class _Worker:
 
     def _copy_output(self, output, output_lock):
         prefix = f"[worker {self.index}] ".encode()
-        for line in iter(self.process.stdout.readline, b""):
+        stdout = self.process.stdout
+        if stdout is None:  # Popen was given stdout=PIPE.
+            raise RuntimeError(f"worker {self.index}: its output pipe was not opened.")
+        for line in iter(stdout.readline, b""):
             text = (prefix + line).decode(errors="replace")
             if not text.endswith("\n"):
                 text += "\n"
@@ -140,7 +141,7 @@ class _Worker:
             if self._log_file is not None:
                 self._log_file.write(line.decode(errors="replace"))
                 self._log_file.flush()
-        self.process.stdout.close()
+        stdout.close()
 
     def poll(self):
         code = self.process.poll()
@@ -148,7 +149,7 @@ class _Worker:
             self.ended = time.monotonic()
         return code
 
-    def summary(self) -> "WorkerSummary":
+    def summary(self) -> WorkerSummary:
         code = self.poll()
         ended = self.ended if self.ended is not None else time.monotonic()
         return WorkerSummary(
@@ -245,7 +246,7 @@ def run_attempts(
                 env[worker_env.RESTART_ENV] = str(attempt)
                 log_file = None
                 if log_dir is not None:
-                    log_file = open(  # pylint: disable=consider-using-with
+                    log_file = open(
                         os.path.join(log_dir, f"worker-{worker_index}.log"),
                         "a" if attempt else "w",
                         encoding="utf-8",

@@ -32,17 +32,14 @@ import resource
 import secrets
 from collections.abc import Callable, Iterator
 
-from absl import logging
 import h5py
 import keras
+from absl import logging
 
-from parallel_keras import _files
-from parallel_keras import _internals
+from parallel_keras import _files, _internals
 from parallel_keras.cluster import writes
 from parallel_keras.saving import paths
-from parallel_keras.saving.paths import check_output_path
-from parallel_keras.saving.paths import remove_stale_temporaries
-from parallel_keras.saving.paths import temporary_path
+from parallel_keras.saving.paths import check_output_path, remove_stale_temporaries, temporary_path
 
 
 class SavesItsTemplate:
@@ -113,7 +110,9 @@ def _naming_user_path(error: BaseException, temporary: str, user_path: str, fina
         return None
     try:
         return type(error)(message.replace(temporary, user_path).replace(hidden, user_path))
-    except Exception:  # pylint: disable=broad-except
+    # Any exception class may refuse one message argument, in any way; the
+    # original error is then raised unchanged.
+    except Exception:  # noqa: BLE001
         return None
 
 

@@ -23,17 +23,15 @@ import dataclasses
 import os
 import re
 
-from absl import logging
 import h5py
 import keras
 import numpy as np
+from absl import logging
 
-from parallel_keras.saving import atomic
-from parallel_keras.saving import cudnn_weights
-from parallel_keras.saving import files
-from parallel_keras.saving import matching
+from parallel_keras.saving import atomic, cudnn_weights, files, matching
 
-_SUFFIX_NUMBER = re.compile(r"^(.*?)(?:_(\d+))?$")
+# DOTALL: a layer name may hold a line break; the pattern matches every name.
+_SUFFIX_NUMBER = re.compile(r"(.*?)(?:_(\d+))?", re.DOTALL)
 _TENSOR_INDEX = re.compile(r":\d+$")
 
 
@@ -246,7 +244,7 @@ def _pair_layers(legacy: LegacyWeightsFile, model: keras.Model, by_name: bool):
         _raise_first_unpaired(legacy, model, list(zip(legacy.layers, layers)), layers)
     stored_buckets = _buckets(legacy.layers)
     model_buckets = _buckets(layers)
-    pairs = []
+    pairs: list[tuple[LegacyLayer, keras.layers.Layer]] = []
     for base in dict.fromkeys([*model_buckets, *stored_buckets]):
         pairs.extend(zip(stored_buckets.get(base, []), model_buckets.get(base, [])))
         if len(stored_buckets.get(base, [])) != len(model_buckets.get(base, [])):
@@ -292,7 +290,12 @@ def _buckets(layers) -> dict[str, list]:
     """Layers by name without its number, each list in numbering order."""
     buckets: dict[str, list] = {}
     for layer in layers:
-        base, number = _SUFFIX_NUMBER.match(layer.name).groups()
+        match = _SUFFIX_NUMBER.fullmatch(layer.name)
+        if match is None:
+            raise RuntimeError(  # The pattern matches every string: a bug here.
+                f"parallel_keras could not split a layer name. Received: {layer.name!r}."
+            )
+        base, number = match.groups()
         # Keras 2's `cu_dnnlstm_1` is the `lstm` of a migrated template.
         base = cudnn_weights.keras3_base_name(base)
         buckets.setdefault(base, []).append((int(number or 0), layer))
@@ -339,7 +342,8 @@ def _split_weight_name(weight_name: str, group_name: str) -> tuple[str, str]:
 def _attribute_list(group: h5py.Group, name: str) -> list[str]:
     if name in group.attrs:
         return [_text(item) for item in group.attrs[name]]
-    values, chunk = [], 0
+    values: list[str] = []
+    chunk = 0
     while f"{name}{chunk}" in group.attrs:
         values.extend(_text(item) for item in group.attrs[f"{name}{chunk}"])
         chunk += 1

@@ -59,7 +59,7 @@ def remove_stale_temporaries(filepath: str | os.PathLike) -> list[str]:
     pattern = re.compile(
         rf"\.{re.escape(stem)}\.tmp-(\d+)-{_HOST_TAG}[0-9a-f]{{4}}{re.escape(suffix)}"
     )
-    removed = []
+    removed: list[str] = []
     try:
         entries = os.listdir(folder or ".")
     except OSError:

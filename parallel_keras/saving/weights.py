@@ -15,18 +15,13 @@ from __future__ import annotations
 import io
 import os
 
-from absl import logging
 import h5py
 import keras
+from absl import logging
 
 from parallel_keras import _internals
-from parallel_keras.saving import atomic
-from parallel_keras.saving import files
-from parallel_keras.saving import legacy
-from parallel_keras.saving import matching
-from parallel_keras.saving.matching import MismatchError
-from parallel_keras.saving.matching import mismatch_message
-from parallel_keras.saving.matching import weighted_layers
+from parallel_keras.saving import atomic, files, legacy, matching
+from parallel_keras.saving.matching import MismatchError, mismatch_message, weighted_layers
 
 
 def load_weights(

@@ -36,11 +36,11 @@ Example:
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
 import json
 import marshal
 import os
 import re
+from collections.abc import Callable
 
 import h5py
 import keras
@@ -136,7 +136,7 @@ def write_parallel_model_file(
     trainable = [(w, layer) for layer in leaves for w in layer.trainable_weights]
     frozen = [(w, layer) for layer in leaves for w in layer.non_trainable_weights]
     outputs = [names.get(name, name) for name in _output_names(template)]
-    layers = (
+    layers: list[tuple[str, list]] = (
         [(name, []) for name in inputs + lambdas]
         + [(template_name, trainable + frozen)]
         + [(name, []) for name in outputs]
@@ -217,7 +217,7 @@ def _snake_case(name: str) -> str:
 
 def sequential_template():
     """A Sequential: Dense(8, relu) -> Dense(3, softmax), input (6,)."""
-    import keras  # pylint: disable=g-import-not-at-top,redefined-outer-name,reimported
+    import keras
 
     return keras.Sequential([
         keras.Input((6,)),
@@ -228,7 +228,7 @@ def sequential_template():
 
 def functional_template():
     """Functional: Dense, BatchNormalization, a frozen Dense, Dense head."""
-    import keras  # pylint: disable=g-import-not-at-top,redefined-outer-name,reimported
+    import keras
 
     inputs = keras.Input((6,))
     hidden = keras.layers.Dense(8)(inputs)
@@ -242,7 +242,7 @@ def functional_template():
 
 def two_output_template():
     """Two outputs, `out_a` (2 units) and `out_b` (1 unit), on a shared Dense."""
-    import keras  # pylint: disable=g-import-not-at-top,redefined-outer-name,reimported
+    import keras
 
     inputs = keras.Input((6,))
     hidden = keras.layers.Dense(8, activation="relu")(inputs)

@@ -11,9 +11,13 @@ device it is pinned to in the graph handed to TensorFlow's placer.
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterator
 import contextlib
 import dataclasses
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 # TensorFlow is imported inside the functions so that importing
 # parallel_keras.testing (e.g. for run_python) stays light; so is
@@ -46,7 +50,7 @@ class OpDeviceRecorder:
 
     def __init__(self):
         self._eager: list[OpRecord] = []
-        self._traced_ops: list[tuple[str, object]] = []
+        self._traced_ops: list[tuple[str, tf.Operation]] = []
 
     @property
     def eager(self) -> list[OpRecord]:
