@@ -17,7 +17,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
 
 
 def _run(argv: list[str], tmp_path: pathlib.Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, TMPDIR=str(tmp_path))
+    # As a user runs them: no TF_CPP_MIN_LOG_LEVEL of the test session's.
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    env["TMPDIR"] = str(tmp_path)
     return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -76,6 +78,11 @@ def _launch_example(tmp_path, name, *flags):
 def test_multi_worker_example_recovers_from_a_killed_worker_to_the_uninterrupted_loss(tmp_path):
     killed_output, killed_loss = _launch_example(tmp_path, "killed", "--kill-once")
     assert "attempts: 2" in killed_output
+    # As quiet as the commands: no TensorFlow start-up lines from the workers,
+    # and the restart line without absl's log prefix, like the launcher's others.
+    assert "cuInit" not in killed_output and "oneDNN" not in killed_output
+    restart = next(line for line in killed_output.splitlines() if "restarting the group" in line)
+    assert restart.startswith("parallel-keras launch: worker 1 "), restart
     uninterrupted_output, uninterrupted_loss = _launch_example(tmp_path, "uninterrupted")
     assert "attempts: 1" in uninterrupted_output
     assert killed_loss == uninterrupted_loss

@@ -132,6 +132,12 @@ def configure_logging(verbose: int) -> None:
     else:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         logging.set_verbosity(logging.WARNING)
+        # The library's warnings (a restarted launch group, a changed batch)
+        # read like the command's other lines, without absl's
+        # `W1124 07:04:40.207 140472 file.py:241]` prefix; -v keeps it.
+        import logging as std_logging  # pylint: disable=g-import-not-at-top
+
+        logging.get_absl_handler().setFormatter(std_logging.Formatter("%(message)s"))
 
 
 def main(args: argparse.Namespace) -> int:
