@@ -13,6 +13,8 @@ import pytest
 
 from parallel_keras.cli import main as cli_main
 
+pytestmark = pytest.mark.subprocess
+
 _ENTRY = [sys.executable, "-c", "from parallel_keras.cli.main import run; run()"]
 
 
