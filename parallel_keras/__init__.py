@@ -1,7 +1,8 @@
 """parallel_keras: legacy Keras multi-GPU training on modern TensorFlow.
 
 The public API is what this module exports, listed once in `__init__.pyi`
-(the stub type checkers read). Names load on first use, and
+(the stub type checkers read; every public package exports this way, see
+`_exports`). Names load on first use, and
 `import parallel_keras` imports neither TensorFlow nor Keras: the hooks that
 restore a saved device placement on `keras.models.load_model` are installed
 when the process imports Keras (see `parallel_keras._placement_hooks`), so
@@ -13,14 +14,13 @@ from __future__ import annotations
 
 import importlib
 
-import lazy_loader
-
+from parallel_keras import _exports
 from parallel_keras import _placement_hooks
 
 __version__ = "0.1.0"
 
 # The exports are the imports of `__init__.pyi`, the one list of them.
-_getattr_export, _dir_exports, __all__ = lazy_loader.attach_stub(__name__, __file__)
+_getattr_export, _dir_exports, __all__ = _exports.attach_stub(__name__, __file__)
 
 # Subpackages documented by their dotted names (`parallel_keras.testing.
 # record_op_devices()`) resolve after a bare `import parallel_keras`; they

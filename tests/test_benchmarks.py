@@ -10,8 +10,10 @@ the TFDS input path.
 import json
 import math
 import os
+import re
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -41,10 +43,11 @@ TINY = config_lib.SuiteConfig(
 
 
 def _run_benchmarks(*flags, timeout=240):
+    """`python REPO/benchmarks FLAGS`, from another folder: it runs from anywhere."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.run(
-        [sys.executable, "-m", "benchmarks", *flags],
-        cwd=REPO_ROOT,
+        [sys.executable, os.path.join(REPO_ROOT, "benchmarks"), *flags],
+        cwd=tempfile.gettempdir(),
         env=env,
         capture_output=True,
         text=True,
@@ -165,6 +168,13 @@ def test_a_run_that_times_out_is_recorded_as_failed_and_the_exit_code_says_so(tm
     (run,) = json.loads(output.read_text())["runs"]
     assert run["status"] == "error" and "run_timeout_s" in run["error"]
     assert run["samples_per_s"] is None and run["vs_single"] is None
+    # The error holds what went wrong, not TensorFlow's start-up lines.
+    assert not re.search(r"^[IWEF]\d{4} ", run["error"], re.M), run["error"]
+    # The last lines say what failed, why, and what the exit code means.
+    closing = process.stdout.strip().splitlines()[-3:]
+    assert closing[0].startswith("0 of 1 runs measured in ")
+    assert closing[1].startswith("  FAILED mlp / single / 1 replicas: Timed out after 5s")
+    assert closing[2] == "exit code 2: a run failed (above)."
 
 
 def test_missing_tfds_data_fails_before_any_run_with_the_fix(tmp_path):
@@ -388,12 +398,45 @@ def test_plot_gives_each_mode_one_style_in_every_panel_with_a_legend():
                     if colors.to_rgba(patch.get_facecolor()) == wanted]
             assert lines and bars, f"{mode} missing from a panel"
             assert {line.get_marker() for line in lines} == {plot_lib.style(mode)["marker"]}
+        # Simulated devices: no "ideal" line (they share the cores), so every
+        # line on the left is a measured mode's.
+        assert len(left.get_lines()) == len(measured)
+        # On the right, only the bars and the named "mirrored = 1" line: no
+        # markers that could read as a second series.
+        assert [line.get_linestyle() for line in right.get_lines()] == [":"]
         # No two points of different modes share a position.
-        positions = [(x, y) for line in left.get_lines()[1:] for x, y in line.get_xydata()]
+        positions = [(x, y) for line in left.get_lines() for x, y in line.get_xydata()]
         assert len(positions) == len(set(positions))
         # Bar labels fit under the top of the frame.
         assert max(patch.get_height() for patch in right.patches) < right.get_ylim()[1] / 1.1
         assert "input 784" in left.get_title() and "input 784" in right.get_title()
+    finally:
+        pyplot.close(figure)
+
+
+def test_plot_draws_the_ideal_line_only_on_real_devices_and_names_failed_runs():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    from benchmarks.suite import plot as plot_lib
+
+    runs = [
+        _run(mode="single", replicas=1, samples_per_s=100.0),
+        _run(mode="mirrored", replicas=2, samples_per_s=None, error="Timed out"),
+        _run(mode="multi_gpu_model", replicas=2, samples_per_s=150.0),
+    ]
+    results_lib.derive(runs)
+    figure = plot_lib.plot(_results(runs, devices_simulated=False))
+    try:
+        left, right = figure.axes[:2]
+        legend_labels = [text.get_text() for text in figure.legends[0].get_texts()]
+        assert "ideal (1 device x N), left" in legend_labels
+        assert "--" in [line.get_linestyle() for line in left.get_lines()]
+        texts = [text.get_text() for axis in (left, right) for text in axis.texts]
+        assert "failed (see the table): mirrored x2" in texts
+        assert "no mirrored run to compare with" not in texts
     finally:
         pyplot.close(figure)
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import parallel_keras
-from parallel_keras import device_placement
+from parallel_keras.device_placement import branches as branches_lib
 from parallel_keras.testing import record_op_devices
 
 
@@ -59,7 +59,7 @@ def test_seed_model_branches_go_to_one_device_each_and_run_there():
 
 def test_towers_are_balanced_by_parameter_count():
     model = towers_model()
-    branches = device_placement.find_branches(model)
+    branches = branches_lib.find_branches(model)
     assert len(branches) == 3
     parallel_keras.place_branches(model, ["/cpu:1", "/cpu:2"])
     placed = devices_by_layer(model)

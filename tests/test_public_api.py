@@ -139,3 +139,48 @@ def test_docstring_example_runs(name):
     output = []
     runner.run(test, out=output.append, clear_globs=True)
     assert runner.failures == 0, "".join(output)
+
+
+PUBLIC_PACKAGES = ("parallel_keras", "parallel_keras.migrate", "parallel_keras.multi_worker",
+                   "parallel_keras.testing")
+INTERNAL_PACKAGES = ("parallel_keras.cli", "parallel_keras.cluster", "parallel_keras.data_parallel",
+                     "parallel_keras.device_placement", "parallel_keras.saving")
+
+
+@pytest.mark.parametrize("package_name", PUBLIC_PACKAGES)
+def test_every_public_package_exports_one_way_from_its_stub(package_name):
+    package = importlib.import_module(package_name)
+    stub = pathlib.Path(package.__file__).with_suffix(".pyi")
+    listed = set(re.findall(r"^from \S+ import (\w+) as \1$", stub.read_text(), re.M))
+    assert listed and set(package.__all__) == listed
+    for name in package.__all__:
+        assert getattr(package, name) is not None
+        assert name in dir(package)
+
+
+@pytest.mark.parametrize("package_name", INTERNAL_PACKAGES)
+def test_internal_packages_export_nothing(package_name):
+    package = importlib.import_module(package_name)
+    assert getattr(package, "__all__", []) == []
+
+
+def test_each_public_name_is_at_one_path():
+    paths_of = {}
+    for package_name in PUBLIC_PACKAGES:
+        package = importlib.import_module(package_name)
+        for name in package.__all__:
+            value = getattr(package, name)
+            if inspect.ismodule(value):
+                continue  # `parallel_keras.testing` is a package, reached by its name.
+            paths_of.setdefault(id(value), []).append(f"{package_name}.{name}")
+    assert [paths for paths in paths_of.values() if len(paths) > 1] == []
+
+
+@pytest.mark.parametrize("name", ["BackupAndRestore", "notebook_launcher", "write_path"])
+def test_the_0_1_0_multi_worker_spellings_still_work_with_a_deprecation_warning(name):
+    from parallel_keras import multi_worker
+
+    with pytest.warns(DeprecationWarning, match=f"use parallel_keras.{name}"):
+        value = getattr(multi_worker, name)
+    assert value is getattr(parallel_keras, name)
+    assert name not in multi_worker.__all__

@@ -7,15 +7,22 @@ Examples:
         --replicas=1,2,4,8 --global-batch-size=256 --steps=50
     python -m benchmarks --quick --baseline=benchmarks/results/quick.json
 
+Run it from the repository root as `python -m benchmarks`, or from any
+folder as `python path/to/repo/benchmarks` (the folder's `__main__.py`);
+results go to `benchmarks/results/` beside the code unless --output and
+--plot say otherwise.
+
 Exit codes: 0 all runs measured; 1 a regression against --baseline; 2 a run
-failed (its error is in the table and the JSON), a flag is wrong, or what
-the run needs is not installed (`python3 -m pip install ".[bench]"`; checked
-before anything is measured).
+failed (its error is in the table and the JSON, and the last lines name each
+failed run with its reason), a flag is wrong, or what the run needs is not
+installed (`python3 -m pip install ".[bench]"`; checked before anything is
+measured).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import signal
 import sys
 
@@ -32,6 +39,8 @@ from benchmarks.suite import results as results_lib
 from benchmarks.suite import runner
 
 _DEFAULT = config_lib.SuiteConfig()
+# Beside the code, so a run started from any folder writes to the same place.
+_RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 
 _MODELS = flags.DEFINE_list(
     "models", list(_DEFAULT.models), f"Models to train, from {sorted(models.MODELS)}."
@@ -57,15 +66,16 @@ _DATA_DIR = flags.DEFINE_string(
     "data-dir", None, "TFDS data directory for --dataset=tfds:NAME."
 )
 _OUTPUT = flags.DEFINE_string(
-    "output", "benchmarks/results/latest.json", "Where to write the JSON results."
+    "output", os.path.join(_RESULTS_DIR, "latest.json"), "Where to write the JSON results."
 )
 _PLOT = flags.DEFINE_string(
-    "plot", "benchmarks/results/latest.png", "Where to write the PNG plot ('' for none)."
+    "plot", os.path.join(_RESULTS_DIR, "latest.png"),
+    "Where to write the PNG plot ('' for none).",
 )
 _QUICK = flags.DEFINE_bool(
     "quick", False,
-    "Preset that finishes in under 10 minutes on 2 CPU cores "
-    "(mlp, cnn, resnet50 at 32x32, two_branch_lstm; 1 and 2 replicas; 10 steps). "
+    "Preset for a 2-core machine, loaded or not (mlp, cnn, two_branch_lstm; "
+    "1 and 2 replicas; 10 steps; see the README for measured times). "
     "Flags given explicitly override it.",
 )
 _BASELINE = flags.DEFINE_string(
@@ -177,4 +187,22 @@ def main(argv: list[str]) -> int:
         print(comparison.report())
         if comparison.regressed:
             exit_code = 1
+    print()
+    print(closing_line(suite_results, exit_code))
     return exit_code
+
+
+def closing_line(suite_results: results_lib.SuiteResults, exit_code: int) -> str:
+    """The run's last line(s): what was measured, what failed and why, the exit code."""
+    runs = suite_results.runs
+    failed = [run for run in runs if run.get("status") != "ok"]
+    elapsed = suite_results.header.get("elapsed_s")
+    took = f" in {elapsed:.0f} s" if isinstance(elapsed, (int, float)) else ""
+    lines = [f"{len(runs) - len(failed)} of {len(runs)} runs measured{took}."]
+    for run in failed:
+        reason = (run.get("error") or "no reason recorded").strip().splitlines()[-1][:200]
+        lines.append(f"  FAILED {run['model']} / {run['mode']} / {run['replicas']} replicas: {reason}")
+    meaning = {0: "every run measured", 1: "a regression against --baseline",
+               2: "a run failed (above)"}[exit_code]
+    lines.append(f"exit code {exit_code}: {meaning}.")
+    return "\n".join(lines)

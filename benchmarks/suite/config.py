@@ -83,10 +83,13 @@ class SuiteConfig:
         return dataclasses.replace(self, **changes)
 
 
-# Under 10 minutes on 2 CPU cores: the models that say something at small
-# size, the modes that run in one process, 1 and 2 replicas, few steps.
+# Small enough for a loaded 2-core machine: the three models that say
+# something at small size (ResNet-50, even at 32x32, took most of the time
+# and timed out at load average 7-18, so it is left to the full suite), the
+# modes that run in one process, 1 and 2 replicas, few steps. The timeout is
+# generous: a quick run is never stopped for being slow, only for hanging.
 QUICK = SuiteConfig(
-    models=("mlp", "cnn", "resnet50", "two_branch_lstm"),
+    models=("mlp", "cnn", "two_branch_lstm"),
     modes=(modes.SINGLE, modes.MIRRORED, modes.MULTI_GPU_MODEL,
            modes.CPU_RELOCATION, modes.DEVICE_PARALLEL),
     replicas=(1, 2),
@@ -94,7 +97,7 @@ QUICK = SuiteConfig(
     steps=10,
     warmup_steps=3,
     quick=True,
-    run_timeout_s=300.0,
+    run_timeout_s=900.0,
 )
 
 

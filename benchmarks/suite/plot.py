@@ -1,14 +1,18 @@
 """The suite's plot: throughput against replicas, and throughput vs mirrored.
 
 One row per model, its input size in both titles. Left: samples/s against
-replicas for every mode measured, with the ideal line (the one-device
-throughput times N). Right: each mode's throughput over the hand-written
-`MirroredStrategy` at the same replica count (1.0 = the native baseline;
-below 1 slower), as grouped bars with their values.
+replicas for every mode measured; on real devices also the ideal line (the
+one-device throughput times N), which simulated devices sharing the same
+cores cannot reach, so it is not drawn for them. Right: each mode's
+throughput over the hand-written `MirroredStrategy` at the same replica
+count (1.0 = the native baseline; below 1 slower), as grouped bars with
+their values.
 
-Every mode keeps one colour and one marker in every panel, and one legend
-(for the whole figure) names them. Modes measured at the same replica count
-are drawn side by side (offset on the x axis), so no point hides another.
+Every mode keeps one colour, one marker (left) and one hatch (right) in every
+panel, and one legend (for the whole figure) names them; nothing is drawn
+that is not a measured value or a named reference line. Modes measured at
+the same replica count are drawn side by side (offset on the x axis), so no
+point hides another. A panel with failed runs says so, naming them.
 """
 
 from __future__ import annotations
@@ -22,11 +26,16 @@ from benchmarks.suite import modes as modes_lib
 # same in every panel and in every plot the suite draws.
 _COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
 _MARKERS = ("o", "s", "D", "^", "v", "P")
+_HATCHES = ("", "//", "..", "xx", "\\\\", "--")
 STYLES = {
-    mode: {"color": _COLOURS[index % len(_COLOURS)], "marker": _MARKERS[index % len(_MARKERS)]}
+    mode: {
+        "color": _COLOURS[index % len(_COLOURS)],
+        "marker": _MARKERS[index % len(_MARKERS)],
+        "hatch": _HATCHES[index % len(_HATCHES)],
+    }
     for index, mode in enumerate(modes_lib.MODES)
 }
-_UNKNOWN_STYLE = {"color": "#7f7f7f", "marker": "X"}
+_UNKNOWN_STYLE = {"color": "#7f7f7f", "marker": "X", "hatch": "++"}
 _OFFSET = 0.06  # x offset between modes at one replica count, in replicas.
 
 
@@ -47,8 +56,11 @@ def plot(results, path: str | None = None):
     """
     from matplotlib import pyplot
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     runs = [run for run in results.runs if run.get("samples_per_s")]
+    failed = [run for run in results.runs if run.get("status") != "ok"]
+    simulated = bool(results.header.get("devices_simulated"))
     model_names = list(dict.fromkeys(run["model"] for run in results.runs)) or ["(none)"]
     measured = _ordered_modes({run["mode"] for run in runs})
     figure, axes = pyplot.subplots(
@@ -58,12 +70,19 @@ def plot(results, path: str | None = None):
     for row, model in enumerate(model_names):
         model_runs = [run for run in runs if run["model"] == model]
         label = f"{model}, input {_input_size(model, model_runs, results.header)}"
-        _throughput_panel(axes[row][0], label, model_runs, measured)
+        model_failed = [run for run in failed if run["model"] == model]
+        _throughput_panel(axes[row][0], label, model_runs, measured, ideal=not simulated)
         _relative_panel(axes[row][1], label, model_runs, measured)
+        if model_failed:
+            _note_failures(axes[row][0], model_failed)
+            _note_failures(axes[row][1], model_failed)
     handles = [
-        Line2D([], [], linestyle="-", label=mode, **_line_style(mode)) for mode in measured
-    ] + [
+        Patch(facecolor=style(mode)["color"], hatch=style(mode)["hatch"], edgecolor="white",
+              label=mode)
+        for mode in measured
+    ] + ([] if simulated else [
         Line2D([], [], color="k", linestyle="--", label="ideal (1 device x N), left"),
+    ]) + [
         Line2D([], [], color="k", linestyle=":", label="mirrored = 1, right"),
     ]
     figure.legend(
@@ -71,7 +90,7 @@ def plot(results, path: str | None = None):
         fontsize="small", frameon=False,
     )
     title = "parallel_keras benchmark suite"
-    if results.header.get("devices_simulated"):
+    if simulated:
         title += " (simulated CPU devices: overhead, not speedup)"
     figure.suptitle(title)
     if path is not None:
@@ -105,7 +124,17 @@ def _offsets(modes: list[str]) -> dict[str, float]:
     return {mode: (index - middle) * _OFFSET for index, mode in enumerate(modes)}
 
 
-def _throughput_panel(axis, label: str, runs: list[dict[str, Any]], measured: list[str]) -> None:
+def _note_failures(axis, failed: list[dict[str, Any]]) -> None:
+    names = ", ".join(f"{run['mode']} x{run['replicas']}" for run in failed)
+    axis.text(
+        0.02, 0.98, f"failed (see the table): {names}", transform=axis.transAxes,
+        ha="left", va="top", fontsize="x-small", color="#c44e52", wrap=True,
+    )
+
+
+def _throughput_panel(
+    axis, label: str, runs: list[dict[str, Any]], measured: list[str], ideal: bool
+) -> None:
     by_mode: dict[str, list[tuple[int, float]]] = {}
     for run in runs:
         by_mode.setdefault(run["mode"], []).append((run["replicas"], run["samples_per_s"]))
@@ -113,7 +142,7 @@ def _throughput_panel(axis, label: str, runs: list[dict[str, Any]], measured: li
     single = next(
         (value for replicas, value in by_mode.get("single", []) if replicas == 1), None
     )
-    if single:
+    if single and ideal:
         axis.plot(counts, [single * n for n in counts], "k--", linewidth=1)
     present = [mode for mode in measured if mode in by_mode]
     offsets = _offsets(present)
@@ -147,16 +176,10 @@ def _relative_panel(axis, label: str, runs: list[dict[str, Any]], measured: list
         bars = axis.bar(
             [index + shift for index, count in enumerate(counts) if count in values[mode]],
             [values[mode][count] for count in counts if count in values[mode]],
-            width, color=style(mode)["color"], edgecolor="white",
+            width, color=style(mode)["color"], hatch=style(mode)["hatch"], edgecolor="white",
         )
         highest = max([highest, *values[mode].values()])
         axis.bar_label(bars, fmt="%.2f", fontsize="x-small", padding=2)
-        # The mode's marker on its bar, so the panels read alike in grey too.
-        axis.plot(
-            [bar.get_x() + bar.get_width() / 2 for bar in bars],
-            [bar.get_height() / 2 for bar in bars],
-            linestyle="none", markeredgecolor="white", **_line_style(mode),
-        )
     axis.axhline(1.0, color="k", linestyle=":", linewidth=1)
     axis.set_xticks(range(len(counts)), [str(count) for count in counts])
     axis.set_xlim(-0.6, max(len(counts), 1) - 0.4)
@@ -165,5 +188,6 @@ def _relative_panel(axis, label: str, runs: list[dict[str, Any]], measured: list
     axis.set_xlabel("replicas")
     axis.set_ylabel("relative to mirrored")
     if not present:
-        axis.text(0.5, 0.5, "no mirrored run to compare with", transform=axis.transAxes,
-                  ha="center")
+        mirrored = [run for run in runs if run["mode"] == modes_lib.MIRRORED]
+        reason = "mirrored was not measured" if not mirrored else "nothing to compare"
+        axis.text(0.5, 0.5, reason, transform=axis.transAxes, ha="center")

@@ -14,6 +14,7 @@ import dataclasses
 import datetime
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -234,6 +235,18 @@ def _read(path: str) -> dict[str, Any] | None:
         return None
 
 
+# TensorFlow's C++ log lines (`I0000 00:00:17.5 123 file.cc:31] ...`) and
+# absl's notice before it initializes: start-up noise, never the error.
+_TF_LOG_LINE = re.compile(
+    r"^(\[worker \d+\] )?([IWEF]\d{4} \d\d:\d\d:[\d.]+\s+\d+ \S+:\d+\]|"
+    r"WARNING: All log messages before absl::InitializeLog)"
+)
+
+
 def _tail(output: str, lines: int = 15) -> str:
-    kept = [line for line in output.strip().splitlines() if line.strip()]
+    """The last lines of a failed run's output, without TensorFlow's log lines."""
+    kept = [
+        line for line in output.strip().splitlines()
+        if line.strip() and not _TF_LOG_LINE.match(line)
+    ]
     return "\n".join(kept[-lines:])

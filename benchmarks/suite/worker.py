@@ -47,10 +47,13 @@ def percentile(values: list[float], fraction: float) -> float:
 
 def measure(spec: dict) -> dict:
     """Runs one measurement described by `spec`; returns the raw record."""
+    import parallel_keras
+
+    # An entry point: TensorFlow's start-up lines would only bury a failed
+    # run's error in the suite's output and JSON.
+    parallel_keras.quiet_tensorflow()
     import keras
     import tensorflow as tf
-
-    import parallel_keras
 
     has_gpus = bool(tf.config.list_physical_devices("GPU"))
     if spec["mode"] != modes.MULTI_WORKER and not has_gpus:

@@ -66,6 +66,22 @@ def _output_dir_problem(output_dir: str | None) -> str | None:
             f"--output-dir {output_dir}, but {current} is a regular file. "
             "Pass a folder path."
         )
+    try:
+        # Created here, before TensorFlow starts, so a folder that cannot be
+        # made costs no start-up and shows no traceback.
+        os.makedirs(output_dir, exist_ok=True)
+    except OSError as error:
+        return (
+            "--output-dir must be a folder this process can create and write. "
+            f"Received: --output-dir {output_dir} ({error.strerror or error}). "
+            "Pass a folder you can write to, or leave --output-dir out."
+        )
+    if not os.access(output_dir, os.W_OK | os.X_OK):
+        return (
+            "--output-dir must be a folder this process can write. Received: "
+            f"--output-dir {output_dir}, which is read-only for this user. "
+            "Pass a folder you can write to, or leave --output-dir out."
+        )
     return None
 
 

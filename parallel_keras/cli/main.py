@@ -36,25 +36,60 @@ _USE_TENSORFLOW = frozenset({"demo"})
 _VERBOSE_HELP = "Show TensorFlow's own logging (C++ start-up lines, INFO logs)."
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps descriptions as written and shows each flag's default.
+
+    argparse's own `ArgumentDefaultsHelpFormatter` also prints
+    "(default: None)" and "(default: False)", which say nothing; those are
+    left out.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            "%(default)" in text
+            or default in (None, False, argparse.SUPPRESS)
+            or not action.option_strings
+            or isinstance(action, (argparse._HelpAction, argparse._VersionAction))  # noqa: SLF001
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+# The exit codes every subcommand uses (also in `parallel-keras --help`).
+EXIT_CODES_HELP = """exit codes:
+  0  success
+  1  the command ran and failed (training, a check, a worker)
+  2  usage error: an unknown flag, a bad value, a missing or unusable file
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line; each subcommand's --help lists only its flags."""
     parser = argparse.ArgumentParser(
         prog="parallel-keras",
         description="Legacy Keras multi-GPU training on modern TensorFlow.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument(
-        "--version", action="version", version=f"parallel-keras {parallel_keras.__version__}"
+        "-V", "--version", action="version",
+        version=f"parallel-keras {parallel_keras.__version__}",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help=_VERBOSE_HELP)
     # Plain argparse below the top level: absl's ArgumentParser would add
-    # every absl flag (--helpfull) to each subcommand.
+    # every absl flag (--helpfull) to each subcommand. Not `required`: with
+    # no command the full help (which lists the commands) is printed, and an
+    # unknown top-level flag is reported as such, not as a missing COMMAND.
     subparsers = parser.add_subparsers(
-        dest="subcommand", required=True, metavar="COMMAND",
+        dest="subcommand", metavar="COMMAND", title="commands",
         parser_class=argparse.ArgumentParser,
     )
     for module in SUBCOMMANDS.values():
         importlib.import_module(module).add_parser(subparsers)
     for subparser in subparsers.choices.values():
+        subparser.formatter_class = HelpFormatter
         # SUPPRESS: without -v here, the top-level count stands.
         subparser.add_argument(
             "-v", "--verbose", action="count", default=argparse.SUPPRESS, help=_VERBOSE_HELP
@@ -63,7 +98,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_flags(argv: list[str]) -> argparse.Namespace:
-    return build_parser().parse_args(argv[1:])
+    """Parses `argv` (with the program name first), as pip and git do.
+
+    No command prints the help and exits 0; an unknown flag is reported by
+    the parser it was given to (`parallel-keras demo --bogus` shows the
+    demo's usage), exit code 2.
+    """
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv[1:])
+    command = getattr(args, "subcommand", None)
+    if unknown:
+        owner = parser._subparsers._group_actions[0].choices[command] if command else parser  # noqa: SLF001
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if command is None:
+        parser.print_help()
+        parser.exit(0)
+    return args
 
 
 def configure_logging(verbose: int) -> None:
@@ -82,6 +132,12 @@ def configure_logging(verbose: int) -> None:
     else:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         logging.set_verbosity(logging.WARNING)
+        # The library's warnings (a restarted launch group, a changed batch)
+        # read like the command's other lines, without absl's
+        # `W1124 07:04:40.207 140472 file.py:241]` prefix; -v keeps it.
+        import logging as std_logging  # pylint: disable=g-import-not-at-top
+
+        logging.get_absl_handler().setFormatter(std_logging.Formatter("%(message)s"))
 
 
 def main(args: argparse.Namespace) -> int:

@@ -1,4 +1,7 @@
-"""Data parallelism: `multi_gpu_model` on tf.distribute."""
+"""Data parallelism: `multi_gpu_model` on tf.distribute.
 
-from parallel_keras.data_parallel.multi_gpu_model import multi_gpu_model
-from parallel_keras.data_parallel.parallel_model import ParallelModel
+An internal package: its public names (`multi_gpu_model`, `ParallelModel`)
+are exported by `parallel_keras`.
+"""
+
+__all__: list[str] = []

@@ -18,19 +18,6 @@ TensorFlow being loaded at `import parallel_keras`.
 from __future__ import annotations
 
 from parallel_keras.device_placement import serialization as _serialization  # noqa: F401  (installs the save/load hooks)
-from parallel_keras.device_placement.branches import find_branches
-from parallel_keras.device_placement.branches import place_branches
-from parallel_keras.device_placement.report import LayerCallPlacement
-from parallel_keras.device_placement.report import placement
-from parallel_keras.device_placement.runtime import clear_placement
-from parallel_keras.device_placement.scope import device
 
-__all__ = [
-    "LayerCallPlacement",
-    "clear_placement",
-    "device",
-    "find_branches",
-    "place_branches",
-    "placement",
-]
-
+# An internal package: its public names are exported by `parallel_keras`.
+__all__: list[str] = []

@@ -20,33 +20,29 @@ Names load on first use: the launcher process never imports TensorFlow.
 from __future__ import annotations
 
 import importlib
+import warnings
 
-_EXPORTS = {
+from parallel_keras import _exports
+
+# The exports are the imports of `__init__.pyi`, the one list of them.
+_getattr_export, __dir__, __all__ = _exports.attach_stub(__name__, __file__)
+
+# Exported at the top level (`parallel_keras.X`), their one public path;
+# these spellings of 0.1.0 still work, with a DeprecationWarning.
+_MOVED = {
     "BackupAndRestore": "parallel_keras.multi_worker.backup",
-    "initialize": "parallel_keras.cluster.strategy",
-    "is_multi_worker": "parallel_keras.cluster.membership",
     "notebook_launcher": "parallel_keras.multi_worker.notebook",
-    "WorkerError": "parallel_keras.multi_worker.notebook",
-    "worker_info": "parallel_keras.cluster.membership",
-    "WorkerInfo": "parallel_keras.cluster.membership",
-    "shard_by_data": "parallel_keras.multi_worker.sharding",
-    "is_chief": "parallel_keras.cluster.writes",
     "write_path": "parallel_keras.cluster.writes",
 }
 
-__all__ = sorted(_EXPORTS)
-
 
 def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(
-            f"module 'parallel_keras.multi_worker' has no attribute {name!r}"
+    if name in _MOVED:
+        warnings.warn(
+            f"parallel_keras.multi_worker.{name} is deprecated and will be removed; "
+            f"use parallel_keras.{name}, the same object.",
+            DeprecationWarning,
+            stacklevel=2,
         )
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    return _getattr_export(name)

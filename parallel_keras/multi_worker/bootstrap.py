@@ -37,6 +37,23 @@ def _lost_peer_errors():
     )
 
 
+def quiet_tensorflow_unless_verbose(environ) -> None:
+    """Keeps TensorFlow's start-up lines out of a worker's output.
+
+    The launcher (`parallel-keras launch`, `notebook_launcher`) passes its
+    verbosity as `TF_CPP_MIN_LOG_LEVEL`: "0" only with `-v`. The workers are
+    entry points of their own, so they import TensorFlow the way the
+    commands do (`quiet_tensorflow`); the script's own `quiet_tensorflow()`
+    call would come too late, since the strategy hook below imports
+    TensorFlow before the script runs.
+    """
+    if environ.get("TF_CPP_MIN_LOG_LEVEL", "0") in ("", "0"):
+        return
+    from parallel_keras import quiet  # pylint: disable=g-import-not-at-top
+
+    quiet.quiet_tensorflow()
+
+
 def create_strategy_when_tf_starts(info) -> None:
     """Creates the strategy (or the simulated devices) as TensorFlow starts.
 
@@ -99,6 +116,7 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"parallel_keras: {error}\n")
         return 2
     info = membership.worker_info()
+    quiet_tensorflow_unless_verbose(os.environ)
     create_strategy_when_tf_starts(info)
     sys.argv = [script, *script_args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))

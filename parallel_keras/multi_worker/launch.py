@@ -145,7 +145,10 @@ def launch(
         _warn_about_group_size(workers, devices_per_worker)
     output = output or sys.stdout
     base_env = dict(os.environ)
-    base_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # Fatal only, as the commands: at 2, a worker without a GPU still logs
+    # "failed call to cuInit" at ERROR although nothing is wrong. A level the
+    # user set is kept (`-v` sets 0).
+    base_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     base_env["PYTHONUNBUFFERED"] = "1"
     command = [python, "-u", "-m", bootstrap_module, *script_args]
     if log_dir is not None:

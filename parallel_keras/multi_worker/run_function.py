@@ -22,6 +22,7 @@ def main(argv: list[str]) -> int:
 
     bootstrap.configure_worker(os.environ)
     info = membership.worker_info()
+    bootstrap.quiet_tensorflow_unless_verbose(os.environ)
     bootstrap.create_strategy_when_tf_starts(info)
     result_path = os.path.join(folder, f"result-{info.worker_index}.pkl")
     try:

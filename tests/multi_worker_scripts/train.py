@@ -35,13 +35,13 @@ parallel.compile(optimizer=common.optimizer(), loss="mse", metrics=["mae"])
 
 callbacks = [
     keras.callbacks.ModelCheckpoint(
-        multi_worker.write_path(os.path.join(args.out, "checkpoints", "epoch{epoch}.weights.h5")),
+        parallel_keras.write_path(os.path.join(args.out, "checkpoints", "epoch{epoch}.weights.h5")),
         save_weights_only=True,
     ),
-    keras.callbacks.CSVLogger(multi_worker.write_path(os.path.join(args.out, "log.csv"))),
+    keras.callbacks.CSVLogger(parallel_keras.write_path(os.path.join(args.out, "log.csv"))),
 ]
 if args.backup:
-    callbacks.append(multi_worker.BackupAndRestore(os.path.join(args.out, "backup")))
+    callbacks.append(parallel_keras.BackupAndRestore(os.path.join(args.out, "backup")))
 if args.kill_worker == info.worker_index and restart == 0:
     callbacks.append(common.kill_mid_epoch(args.kill_epoch, args.kill_batch, info.worker_index))
 
@@ -51,7 +51,7 @@ history = parallel.fit(
 )
 evaluation = parallel.evaluate(x, y, batch_size=common.GLOBAL_BATCH, verbose=0)
 predictions = parallel.predict(x, batch_size=common.GLOBAL_BATCH, verbose=0)
-parallel.save(multi_worker.write_path(os.path.join(args.out, "model.keras")))
+parallel.save(parallel_keras.write_path(os.path.join(args.out, "model.keras")))
 print(
     "RESULT "
     + json.dumps(

@@ -1,0 +1,6 @@
+# The public testing helpers, listed once; `__init__.py` loads them lazily.
+
+from . import legacy_files as legacy_files
+from .op_devices import OpDeviceRecorder as OpDeviceRecorder
+from .op_devices import record_op_devices as record_op_devices
+from .processes import run_python as run_python

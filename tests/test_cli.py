@@ -1,0 +1,90 @@
+"""The `parallel-keras` command line follows argparse's and pip's conventions.
+
+Each case runs the real console entry point in a subprocess; none of them
+starts TensorFlow.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from parallel_keras.cli import main as cli_main
+
+pytestmark = pytest.mark.subprocess
+
+_ENTRY = [sys.executable, "-c", "from parallel_keras.cli.main import run; run()"]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*_ENTRY, *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_no_arguments_prints_the_help_with_every_command():
+    result = _run()
+    assert result.returncode == 0
+    for command in cli_main.SUBCOMMANDS:
+        assert f"\n    {command}" in result.stdout, result.stdout
+    assert "exit codes:" in result.stdout
+
+
+def test_an_unknown_top_level_flag_is_named_not_taken_for_a_missing_command():
+    result = _run("--bogus")
+    assert result.returncode == 2
+    assert "parallel-keras: error: unrecognized arguments: --bogus" in result.stderr
+    assert "required" not in result.stderr
+
+
+# The smallest argv each command parses, so the unknown flag is what fails.
+_VALID_ARGV = {
+    "demo": [],
+    "convert": ["legacy.h5", "--template", "t.py:build", "-o", "out.keras"],
+    "launch": ["--workers", "2"],
+    "migrate": ["script.py"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(_VALID_ARGV))
+def test_an_unknown_flag_after_a_command_shows_that_commands_usage(command):
+    argv = [command, *_VALID_ARGV[command], "--bogus"]
+    if command == "launch":
+        # Everything after the script belongs to the script.
+        argv = [command, "--bogus", *_VALID_ARGV[command], "train.py"]
+    result = _run(*argv)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"usage: parallel-keras {command} ")
+    assert f"parallel-keras {command}: error: unrecognized arguments: --bogus" in result.stderr
+
+
+def test_every_command_is_covered_by_the_unknown_flag_test():
+    assert set(_VALID_ARGV) == set(cli_main.SUBCOMMANDS)
+
+
+def test_dash_capital_v_prints_the_version():
+    import parallel_keras
+
+    result = _run("-V")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"parallel-keras {parallel_keras.__version__}"
+
+
+def test_command_help_shows_defaults_but_not_empty_ones():
+    result = _run("demo", "--help")
+    assert result.returncode == 0
+    assert "Training epochs. (default: 3)" in result.stdout
+    assert "(default: None)" not in result.stdout
+    assert "(default: False)" not in result.stdout
+
+
+def test_demo_output_dir_that_cannot_be_created_is_a_usage_error_without_traceback(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = _run("demo", "--output-dir", str(blocker / "sub" / "out"))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("parallel-keras demo: error: --output-dir must be a folder")
+    assert str(blocker) in result.stderr
