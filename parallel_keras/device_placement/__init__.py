@@ -17,7 +17,12 @@ TensorFlow being loaded at `import parallel_keras`.
 
 from __future__ import annotations
 
-from parallel_keras.device_placement import serialization as _serialization  # noqa: F401  (installs the save/load hooks)
+# Imported for the hooks they install: `scope` records each layer call's
+# device as it is made, `runtime` replays it there, `serialization` keeps it
+# through save and load.
+from parallel_keras.device_placement import runtime as _runtime  # noqa: F401
+from parallel_keras.device_placement import scope as _scope  # noqa: F401
+from parallel_keras.device_placement import serialization as _serialization  # noqa: F401
 
 # An internal package: its public names are exported by `parallel_keras`.
 __all__: list[str] = []
