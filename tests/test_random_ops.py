@@ -52,15 +52,13 @@ def vae(seed=0, dropout=True):
 @pytest.mark.parametrize("cpu_relocation", [False, True])
 def test_a_vae_with_seedless_sampling_trains_and_predicts_like_one_device(cpu_relocation):
     x = np.random.RandomState(0).rand(32, 6).astype("float32")
-    # Layers with a SeedGenerator of their own (Dropout, GaussianNoise) cannot
-    # advance it on CentralStorageStrategy's replicas (aggregation "none").
-    template = vae(dropout=not cpu_relocation)
+    template = vae()
     parallel = parallel_keras.multi_gpu_model(template, gpus=4, cpu_relocation=cpu_relocation)
     parallel.compile(keras.optimizers.Adam(0.01), "mse")
     history = parallel.fit(x, x, batch_size=8, epochs=3, verbose=0).history
     assert np.all(np.isfinite(history["loss"]))
     # Inference is deterministic: the same weights give one device's outputs.
-    reference = vae(dropout=not cpu_relocation)
+    reference = vae()
     reference.set_weights(template.get_weights())
     np.testing.assert_allclose(
         parallel.predict(x, batch_size=8, verbose=0), reference.predict(x, verbose=0), atol=1e-5
@@ -92,3 +90,21 @@ def test_each_replica_draws_its_own_noise():
 
     draws = strategy.experimental_local_results(tf.function(lambda: strategy.run(replica_draw))())
     assert len({tuple(np.round(np.asarray(draw), 6)) for draw in draws}) == 4
+
+
+@pytest.mark.parametrize("cpu_relocation", [False, True])
+def test_dropout_draws_its_own_mask_on_each_replica(cpu_relocation):
+    inputs = keras.Input((64,))
+    template = keras.Model(inputs, keras.layers.Dropout(0.5)(keras.layers.Dense(64)(inputs)))
+    parallel = parallel_keras.multi_gpu_model(template, gpus=4, cpu_relocation=cpu_relocation)
+    parallel.compile(keras.optimizers.SGD(0.0), "mse")
+    rows = np.ones((8, 64), "float32")
+    parallel.fit(rows, rows, batch_size=8, verbose=0)  # runs, and prepares the layers
+    strategy = parallel.strategy
+    batch = next(iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(rows))))
+    masks = strategy.experimental_local_results(
+        tf.function(lambda batch: strategy.run(lambda rows: template(rows, training=True) != 0, args=(batch,)))(batch)
+    )
+    masks = [np.asarray(mask)[0] for mask in masks]
+    assert len({mask.tobytes() for mask in masks}) == 4
+    assert all(0.3 < mask.mean() < 0.7 for mask in masks)

@@ -411,3 +411,44 @@ def correct_summed_assigns(before, num_replicas: int) -> None:
         for variable, old in zip((metric.total, metric.count), old_values):
             old = tf.distribute.get_strategy().experimental_local_results(old)[0]
             variable.assign(variable.value - (num_replicas - 1) * old)
+
+
+# --- Layers' own seed generators on replicas --------------------------------
+#
+# A layer that draws random numbers with a seed (Dropout, GaussianNoise, a
+# custom layer holding `keras.random.SeedGenerator`) keeps it in the private
+# `Layer._seed_generators` (layers/layer.py, Keras 3.15); `SeedGenerator.next`
+# assigns its `state` variable, created with aggregation "none". On
+# CentralStorageStrategy's replicas an assign to such a variable raises ("You
+# must specify an aggregation method to update a AggregatingVariable in
+# Replica Context"); on MirroredStrategy's every replica draws the same seed.
+# The state is given ONLY_FIRST_REPLICA aggregation (every replica advances
+# it alike) and each replica's seed is offset by its id, so each replica
+# draws its own noise, as Keras 2's towers did.
+
+
+def replicate_seed_generators(model: keras.Model, strategy: tf.distribute.Strategy) -> None:
+    """Makes the seed generators of `model`'s layers draw per replica on `strategy`."""
+    from parallel_keras._internals import variables  # pylint: disable=g-import-not-at-top
+
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        for generator in getattr(layer, "_seed_generators", ()):
+            variables.relocate_variables(
+                [generator.state],
+                strategy,
+                synchronize=lambda variable: ("only_first_replica", "on_write"),
+            )
+            if "next" not in generator.__dict__:
+                generator.__dict__["next"] = _next_per_replica(generator.next)
+
+
+def _next_per_replica(next_seed):
+    def next_per_replica(ordered=True):
+        seed = next_seed(ordered)
+        context = tf.distribute.get_replica_context()
+        if context is None or context.num_replicas_in_sync == 1:
+            return seed
+        replica = tf.cast(context.replica_id_in_sync_group, seed.dtype)
+        return seed + tf.stack([replica * 104729, tf.zeros([], seed.dtype)])
+
+    return next_per_replica

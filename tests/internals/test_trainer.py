@@ -191,3 +191,14 @@ def test_evaluate_resets_the_cached_validation_iterator():
     source = inspect.getsource(keras_tf_trainer.TensorFlowTrainer.evaluate)
     assert "_eval_epoch_iterator" in source and "epoch_iterator.reset()" in source
     assert "self._current_iterator = None" in inspect.getsource(epoch_iterator.EpochIterator.reset)
+
+
+def test_layers_keep_their_seed_generators_with_an_unaggregated_state():
+    """Dropout's `SeedGenerator` sits in `Layer._seed_generators`, its state
+    created with aggregation "none" (what `replicate_seed_generators` changes)."""
+    layer = keras.layers.Dropout(0.5)
+    (generator,) = layer._seed_generators
+    assert isinstance(generator, keras.random.SeedGenerator)
+    assert generator.state.aggregation == "none"
+    model = keras.Sequential([keras.Input((2,)), layer])
+    assert layer in model._flatten_layers(include_self=True, recursive=True)
