@@ -126,3 +126,31 @@ def test_cpu_relocation_trains_and_logs_like_one_device(inputs, loss, metric):
     assert sorted(history) == sorted(expected)
     for name in expected:
         np.testing.assert_allclose(history[name], expected[name], atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("batch_size", [8, 10])  # 10 rows on 4 replicas: 3/3/3/1
+def test_cpu_relocation_logs_each_outputs_loss_like_one_device(batch_size):
+    x = np.random.RandomState(0).rand(30, 5).astype("float32")
+    y = [x.sum(axis=1, keepdims=True), x[:, :2]]
+
+    def model():
+        keras.utils.set_random_seed(1)
+        inputs = keras.Input((5,))
+        hidden = keras.layers.Dense(4, activation="tanh")(inputs)
+        return keras.Model(
+            inputs, [keras.layers.Dense(1, name="a")(hidden), keras.layers.Dense(2, name="b")(hidden)]
+        )
+
+    histories = []
+    for relocated in (False, True):
+        template = model()
+        network = (
+            parallel_keras.multi_gpu_model(template, gpus=4, cpu_relocation=True)
+            if relocated else template
+        )
+        network.compile(keras.optimizers.SGD(0.05), ["mse", "mae"], metrics=[["mae"], []])
+        histories.append(network.fit(x, y, batch_size=batch_size, epochs=2, shuffle=False, verbose=0).history)
+    expected, history = histories
+    assert sorted(history) == sorted(expected) == ["a_loss", "a_mae", "b_loss", "loss"]
+    for name in expected:
+        np.testing.assert_allclose(history[name], expected[name], atol=1e-5, err_msg=name)

@@ -59,6 +59,7 @@ from parallel_keras._internals.trainer import model_strategy
 from parallel_keras._internals.trainer import optimizer_strategy
 from parallel_keras._internals.trainer import output_loss_trackers
 from parallel_keras._internals.trainer import remove_symbolic_build
+from parallel_keras._internals.trainer import recount_output_losses
 from parallel_keras._internals.trainer import replicate_seed_generators
 from parallel_keras._internals.trainer import reset_compiled_functions
 from parallel_keras._internals.trainer import set_initial_epoch

@@ -452,3 +452,17 @@ def _next_per_replica(next_seed):
         return seed + tf.stack([replica * 104729, tf.zeros([], seed.dtype)])
 
     return next_per_replica
+
+
+def recount_output_losses(model: keras.Model, before, y, y_pred, sample_weight) -> None:
+    """The per-output loss trackers as one update on the whole batch.
+
+    `before` as in `correct_summed_assigns`; called in cross-replica context
+    with the batch's targets, outputs and sample weights. For replicas whose
+    per-output losses differ (unequal slices), where the sum of their
+    assigns cannot be split back into each replica's share.
+    """
+    for metric, (total, count) in before:
+        metric.total.assign(total)
+        metric.count.assign(count)
+    model._compile_loss(y, y_pred, sample_weight)

@@ -1,7 +1,7 @@
 """The train, test and predict steps a replica runs on its prepared slice.
 
 They follow Keras's own TensorFlow steps (`keras/src/backend/tensorflow/
-trainer.py`, Keras 3.15) and differ in three ways:
+trainer.py`, Keras 3.15) and differ in these ways:
 
 * Rows a replica holds only as a copy (see `batches.py`) are left out of
   metrics and predictions, so every row of a batch counts once.
@@ -17,6 +17,13 @@ trainer.py`, Keras 3.15) and differ in three ways:
   batch-hard triplet loss) then gives one device's value. Gradients reach
   each replica through the gather (`ReplicaContext.all_gather` sums them
   across replicas and hands each its slice).
+* Where replicas report unequal parts of the batch (either of the two
+  above), and always under `CentralStorageStrategy`, the loss tracker and
+  metrics are updated once per batch in cross-replica context, on the
+  batch's rows in order: every per-batch log is one device's.
+* The optimizer clips the summed gradient, not each replica's share, and
+  random ops draw per replica (`_internals.clip_after_all_reduce`,
+  `use_replica_seed_generator`).
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ def train_step(model, data, global_loss: bool = False):
         warnings.warn("The model does not have any trainable weights.")
     if merged:
         return _merged_metrics(model, y, y_pred, sample_weight, keep, gathered, tracked, central)
-    return model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+    return _local_metrics(model, x, y, y_pred, sample_weight, keep, gathered)
 
 
 def test_step(model, data, global_loss: bool = False):
@@ -69,7 +76,7 @@ def test_step(model, data, global_loss: bool = False):
     )
     if merged:
         return _merged_metrics(model, y, y_pred, sample_weight, keep, gathered, tracked, central)
-    return model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+    return _local_metrics(model, x, y, y_pred, sample_weight, keep, gathered)
 
 
 def predict_step(model, data):
@@ -174,6 +181,9 @@ def _merges_metrics(model, keep, global_loss: bool) -> bool:
     context = tf.distribute.get_replica_context()
     if context is None or context.num_replicas_in_sync == 1:
         return False
+    if isinstance(model.distribute_strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        # A merge sees only this worker's replicas: see `_local_metrics`.
+        return False
     return (
         keep is not None
         or global_loss
@@ -213,25 +223,57 @@ def _merged_metrics(model, y, y_pred, sample_weight, keep, gathered, tracked, ce
         reported = (y, y_pred, sample_weight)
 
     def merge(strategy, reported, tracked):
-        num_replicas = strategy.num_replicas_in_sync
-        if central:
-            _internals.correct_summed_assigns(central, num_replicas)
         local = strategy.experimental_local_results
         if gathered is not None:
             # Every replica holds the global batch: the first one's is it.
             targets, outputs, weights = tf.nest.map_structure(
                 lambda value: local(value)[0], reported
             )
+            if central:
+                # Every replica added the same values: N - 1 times too many.
+                _internals.correct_summed_assigns(central, strategy.num_replicas_in_sync)
         else:
             targets, outputs, weights = tf.nest.map_structure(
                 lambda value: _concatenated(local(value)), reported
             )
+            if central:
+                _internals.recount_output_losses(model, central, targets, outputs, weights)
         values, rows = (tf.stack(local(part)) for part in tracked)
         _update_loss_tracker(model, values, rows)
         return model.compute_metrics(None, targets, outputs, sample_weight=weights)
 
     context = tf.distribute.get_replica_context()
     return context.merge_call(merge, args=(reported, tracked))
+
+
+def _local_metrics(model, x, y, y_pred, sample_weight, keep, gathered):
+    """Each replica updates its own (ON_READ) metrics with the rows it reports.
+
+    Under MultiWorkerMirroredStrategy, where a `merge_call` would see only
+    this worker's replicas. Keras's per-batch logs are then the mean of the
+    replicas' own results (the epoch logs are the batch's).
+    """
+    if gathered is not None:
+        # Every replica holds the whole batch: the first one reports it.
+        y, y_pred, sample_weight = gathered
+        context = tf.distribute.get_replica_context()
+        reports = context.replica_id_in_sync_group == 0
+    elif keep is not None:
+        y, y_pred, sample_weight = tf.nest.map_structure(
+            lambda value: _kept(value, keep), (y, y_pred, sample_weight)
+        )
+        reports = tf.reduce_sum(keep) > 0
+    else:
+        return model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    # A replica with no rows of its own skips the update: a custom metric
+    # that returns the mean of an empty batch would record NaN.
+    def update():
+        model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+        return tf.constant(True)
+
+    tf.cond(reports, update, lambda: tf.constant(False))
+    return model.get_metrics_result()
 
 
 def _concatenated(values):
