@@ -140,3 +140,32 @@ def test_a_validation_generator_is_one_stream_across_epochs():
         validation_data=validation(), validation_steps=2,
     ).history
     np.testing.assert_allclose(history["val_loss"], expected, atol=1e-5)
+
+
+def test_a_validation_pydataset_gives_one_devices_val_loss_every_epoch():
+    """A PyDataset (Keras 2's Sequence) restarts at its first batch each
+    evaluation, on one device as on the replicas, whatever they read ahead."""
+    rng = np.random.RandomState(0)
+    x, y = rng.rand(16, 5).astype("float32"), rng.rand(16, 1).astype("float32")
+    x_val, y_val = rng.rand(40, 5).astype("float32"), rng.rand(40, 1).astype("float32")
+
+    class Validation(keras.utils.PyDataset):
+        def __len__(self):
+            return 5
+
+        def __getitem__(self, index):
+            return x_val[index * 8:(index + 1) * 8], y_val[index * 8:(index + 1) * 8]
+
+    histories = []
+    for replicated in (False, True):
+        keras.utils.set_random_seed(2)
+        template = keras.Sequential(
+            [keras.Input((5,)), keras.layers.Dense(3, activation="tanh"), keras.layers.Dense(1)]
+        )
+        network = parallel_keras.multi_gpu_model(template, gpus=4) if replicated else template
+        network.compile(keras.optimizers.SGD(0.1), "mse")
+        histories.append(network.fit(
+            x, y, batch_size=8, epochs=3, shuffle=False, verbose=0,
+            validation_data=Validation(), validation_steps=2,
+        ).history["val_loss"])
+    np.testing.assert_allclose(histories[1], histories[0], atol=1e-5)
