@@ -1,7 +1,11 @@
-"""Gradient reduction chosen per device type (selection logic, no GPU needed)."""
+"""Gradient reduction chosen per device type (selection logic, no GPU needed),
+and the CPU-relocation strategy training like one device."""
 
+import keras
+import numpy as np
 import pytest
 
+import parallel_keras
 from parallel_keras.data_parallel import strategies
 
 GPUS = [f"/job:localhost/replica:0/task:0/device:GPU:{index}" for index in range(4)]
@@ -49,11 +53,6 @@ def test_each_reduction_builds_a_strategy_that_reports_it(kind):
 
 # --- cpu_relocation=True (CentralStorageStrategy) trains like one device ------
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-import parallel_keras  # noqa: E402
-
 
 def _absolute_error(y_true, y_pred):
     return keras.ops.mean(keras.ops.abs(y_true - y_pred), axis=-1)
@@ -69,7 +68,7 @@ class _Rows(keras.utils.PyDataset):
         self.x, self.y, self.batch_size = x, y, batch_size
 
     def __len__(self):
-        return -(-len(self.x) // self.batch_size)
+        return (len(self.x) + self.batch_size - 1) // self.batch_size
 
     def __getitem__(self, index):
         rows = slice(index * self.batch_size, (index + 1) * self.batch_size)

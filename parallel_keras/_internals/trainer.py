@@ -1,10 +1,15 @@
 """Keras's trainer: loss trackers, metric order, default steps, the strategy
-captured at construction, the first-batch symbolic build, and resuming `fit`.
+captured at construction, the first-batch symbolic build, resuming `fit`,
+and what a step on replicas needs: clipping after the all-reduce, random
+ops per replica, a validation generator read as one stream, and metrics
+under CentralStorageStrategy.
 
 Upstream surface: Keras 3 `Trainer` / `TensorFlowTrainer`
 (trainers/trainer.py, trainers/compile_utils.py,
-backend/tensorflow/trainer.py) and `TFOptimizer` (`_distribution_strategy`).
-Works around Keras's `_maybe_symbolic_build` reducing the first distributed
+backend/tensorflow/trainer.py), `TFOptimizer` (`_distribution_strategy`,
+`_clip_gradients`, `_all_reduce_sum_gradients`), the global and layer-owned
+`SeedGenerator`s (random/seed_generator.py, `Layer._seed_generators`) and
+`EpochIterator.reset` (trainers/epoch_iterator.py). Works around Keras's `_maybe_symbolic_build` reducing the first distributed
 batch across replicas (keras-team/keras#20585, tensorflow/tensorflow#72388).
 
 Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/

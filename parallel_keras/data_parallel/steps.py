@@ -113,8 +113,9 @@ def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, traini
     # (`batches.prepare_dataset`): Keras's own averaging, of the loss and of
     # per-output losses, is then one device's.
     equal_slices = batch_rows is None and _static_rows(x) is not None
+    # Under CentralStorageStrategy the merge recounts them instead.
     trackers = (
-        [] if equal_slices or _central_output_losses(model)
+        [] if equal_slices or _internals.sums_replica_assigns(model.distribute_strategy)
         else _internals.output_loss_trackers(model)
     )
     before = [_read(tracker.total, tracker.count) for tracker in trackers]
