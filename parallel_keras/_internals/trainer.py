@@ -305,7 +305,12 @@ class _ReplicaSeeds:
             )
 
 
+_REPLICA_SEED_GENERATOR_CLASS = []
+
+
 def _replica_seed_generator_class():
+    if _REPLICA_SEED_GENERATOR_CLASS:
+        return _REPLICA_SEED_GENERATOR_CLASS[0]
     from keras.src.random import seed_generator  # pylint: disable=g-direct-keras-import
 
     class ReplicaSeedGenerator(seed_generator.SeedGenerator):
@@ -329,9 +334,13 @@ def _replica_seed_generator_class():
             # Distinct streams per replica: the replica offsets the first word.
             return value + tf.constant([self._replica * 104729, 0], "int32")
 
+    _REPLICA_SEED_GENERATOR_CLASS.append(ReplicaSeedGenerator)
     return ReplicaSeedGenerator
 
 
+# Python-level bookkeeping run while a step is traced: not converted (Keras's
+# own step functions are not either).
+@tf.autograph.experimental.do_not_convert
 def use_replica_seed_generator() -> None:
     """In a replica's step: seedless random ops draw from this replica's stream."""
     context = tf.distribute.get_replica_context()
