@@ -129,3 +129,42 @@ def test_auto_keeps_the_fast_path_for_keras_losses(loss, metrics, expected):
     assert parallel.batch_loss == "auto"
     parallel.compile("sgd", loss, metrics=metrics)
     assert parallel.batch_loss == expected
+
+
+class _BatchLogs(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.train, self.test = [], []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.train.append(dict(logs))
+
+    def on_test_batch_end(self, batch, logs=None):
+        self.test.append(dict(logs))
+
+
+@pytest.mark.parametrize("batch_size", [16, 6])
+def test_per_batch_logs_are_one_devices(batch_size):
+    """Every on_*_batch_end log (the progress bar's numbers), not only the epoch's."""
+    x, y = survival_data()
+    logs = []
+    for replicated in (False, True):
+        template = model(1, seed=9)
+        network = (
+            parallel_keras.multi_gpu_model(template, gpus=4, batch_loss="global")
+            if replicated else template
+        )
+        network.compile(keras.optimizers.SGD(0.05), cox_partial_likelihood, metrics=[concordance_index])
+        callback = _BatchLogs()
+        network.fit(
+            x, y, batch_size=batch_size, shuffle=False, verbose=0,
+            validation_data=(x, y), callbacks=[callback],
+        )
+        logs.append(callback)
+    expected, got = logs
+    assert len(got.train) == len(expected.train) and len(got.test) == len(expected.test)
+    for kind in ("train", "test"):
+        for step, (a, b) in enumerate(zip(getattr(got, kind), getattr(expected, kind))):
+            assert sorted(a) == sorted(b)
+            for name in b:
+                np.testing.assert_allclose(a[name], b[name], atol=1e-4, err_msg=f"{kind} {step} {name}")

@@ -8,7 +8,9 @@ them:
 
 - `variables`: Keras variables relocated onto a strategy; stateful RNN state.
 - `trainer`: Keras's trainer (loss trackers, metric order, default steps,
-  strategy captured at construction, first-batch symbolic build, resume).
+  strategy captured at construction, first-batch symbolic build, resume,
+  clipping after the all-reduce, seedless random ops per replica, the
+  validation generator as one stream, metrics under central storage).
 - `collectives`: collective keys, which reduction a strategy performs, NCCL.
 - `multi_worker`: TensorFlow runtime start, MWMS construction, Keras's
   scalar-mean reduction under MWMS.
@@ -61,6 +63,9 @@ from parallel_keras._internals.placement import install_node_created_hook
 from parallel_keras._internals.placement import install_operation_for_node_hook
 from parallel_keras._internals.placement import is_functional
 from parallel_keras._internals.placement import keras_tensor_layer
+from parallel_keras._internals.trainer import clip_after_all_reduce
+from parallel_keras._internals.trainer import clips_gradients
+from parallel_keras._internals.trainer import correct_summed_assigns
 from parallel_keras._internals.trainer import flatten_metrics_in_order
 from parallel_keras._internals.trainer import install_symbolic_build
 from parallel_keras._internals.trainer import is_keras_default_step
@@ -69,14 +74,18 @@ from parallel_keras._internals.trainer import model_strategy
 from parallel_keras._internals.trainer import optimizer_strategy
 from parallel_keras._internals.trainer import output_loss_trackers
 from parallel_keras._internals.trainer import remove_symbolic_build
+from parallel_keras._internals.trainer import recount_output_losses
+from parallel_keras._internals.trainer import replicate_seed_generators
 from parallel_keras._internals.trainer import reset_compiled_functions
 from parallel_keras._internals.trainer import set_initial_epoch
 from parallel_keras._internals.trainer import set_model_strategy
 from parallel_keras._internals.trainer import set_optimizer_strategy
 from parallel_keras._internals.trainer import skip_train_rows
 from parallel_keras._internals.trainer import skip_train_steps
+from parallel_keras._internals.trainer import sums_replica_assigns
 from parallel_keras._internals.trainer import symbolic_build_from_local_replica
 from parallel_keras._internals.variables import created_trainable
+from parallel_keras._internals.trainer import use_replica_seed_generator
 from parallel_keras._internals.variables import keras_variable_value
 from parallel_keras._internals.variables import relocate_variables
 from parallel_keras._internals.variables import rnn_state_variables

@@ -70,8 +70,12 @@ def filter_empty_gradients(optimizer: keras.optimizers.Optimizer, grads, variabl
 
 
 def clip_gradients(optimizer: keras.optimizers.Optimizer, grads) -> list:
-    """`clipnorm`/`clipvalue`/`global_clipnorm` as Keras applies them."""
-    return optimizer._clip_gradients(grads)
+    """`clipnorm`/`clipvalue`/`global_clipnorm` as Keras applies them.
+
+    Keras's own clip, also where `trainer.clip_after_all_reduce` moved it
+    after the all-reduce for steps that do not accumulate.
+    """
+    return optimizer.__dict__.get("_parallel_keras_clip", optimizer._clip_gradients)(grads)
 
 
 def apply_weight_decay_here(optimizer: keras.optimizers.Optimizer, variables) -> None:

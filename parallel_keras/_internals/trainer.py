@@ -1,10 +1,15 @@
 """Keras's trainer: loss trackers, metric order, default steps, the strategy
-captured at construction, the first-batch symbolic build, and resuming `fit`.
+captured at construction, the first-batch symbolic build, resuming `fit`,
+and what a step on replicas needs: clipping after the all-reduce, random
+ops per replica, a validation generator read as one stream, and metrics
+under CentralStorageStrategy.
 
 Upstream surface: Keras 3 `Trainer` / `TensorFlowTrainer`
 (trainers/trainer.py, trainers/compile_utils.py,
-backend/tensorflow/trainer.py) and `TFOptimizer` (`_distribution_strategy`).
-Works around Keras's `_maybe_symbolic_build` reducing the first distributed
+backend/tensorflow/trainer.py), `TFOptimizer` (`_distribution_strategy`,
+`_clip_gradients`, `_all_reduce_sum_gradients`), the global and layer-owned
+`SeedGenerator`s (random/seed_generator.py, `Layer._seed_generators`) and
+`EpochIterator.reset` (trainers/epoch_iterator.py). Works around Keras's `_maybe_symbolic_build` reducing the first distributed
 batch across replicas (keras-team/keras#20585, tensorflow/tensorflow#72388).
 
 Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+import weakref
 
 import keras
 import tensorflow as tf
@@ -137,6 +143,7 @@ def symbolic_build_from_local_replica(
     """
     strategy = model._distribute_strategy
     if iterator is not None:
+        keep_validation_stream(model, iterator)
         data_batch = _local_element_spec(iterator)
     data_batch = tf.nest.map_structure(
         lambda value: strategy.experimental_local_results(value)[0]
@@ -254,3 +261,254 @@ def skip_train_rows(
         return {}
 
     model.train_function = skip_then_train
+
+
+# --- Gradient clipping over the all-reduced gradient ------------------------
+#
+# Keras 3.15's `BaseOptimizer._backend_apply_gradients` clips with
+# `_clip_gradients` and then calls `_backend_update_step`, whose TF version
+# (`TFOptimizer`, backend/tensorflow/optimizer.py) sums the replicas'
+# gradients in `_all_reduce_sum_gradients`: under tf.distribute each replica
+# clips its share before the sum. One device, and Keras 2's merged towers,
+# clipped the batch's gradient. Moving the clip after the sum (on this
+# optimizer instance only) gives one device's update; outside a strategy the
+# sum is the identity, so the order changes nothing there.
+
+
+def clip_after_all_reduce(optimizer) -> None:
+    """Makes `optimizer` clip the summed gradient, not each replica's share."""
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+    if optimizer is None or "_parallel_keras_clip" in optimizer.__dict__:
+        return
+    clip = optimizer._clip_gradients
+    all_reduce = optimizer._all_reduce_sum_gradients
+
+    def all_reduce_then_clip(grads_and_vars):
+        grads_and_vars = list(all_reduce(grads_and_vars))
+        clipped = clip([gradient for gradient, _ in grads_and_vars])
+        return [(gradient, variable) for gradient, (_, variable) in zip(clipped, grads_and_vars)]
+
+    optimizer.__dict__["_parallel_keras_clip"] = clip
+    optimizer.__dict__["_clip_gradients"] = lambda grads: grads
+    optimizer.__dict__["_all_reduce_sum_gradients"] = all_reduce_then_clip
+
+
+def clips_gradients(optimizer) -> bool:
+    """Whether `optimizer` (or the one a LossScaleOptimizer wraps) clips."""
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+    return any(
+        getattr(optimizer, name, None) for name in ("clipnorm", "clipvalue", "global_clipnorm")
+    )
+
+
+# --- Seedless random ops on replicas ----------------------------------------
+#
+# Keras 3.15 draws the seed of a random op called without one
+# (`keras.random.normal(shape)`, the form of Keras 2's `K.random_normal`)
+# from a global `SeedGenerator` kept in `global_state`, a `threading.local`
+# (random/seed_generator.py `global_seed_generator`). tf.distribute runs each
+# replica in a thread of its own, freshly made each time a step is traced, so
+# each trace creates new generator variables inside the function: "tf.function
+# only supports singleton tf.Variables created on the first call". Each
+# replica thread is given a generator instead, drawing from one counter
+# variable shared by the replicas (created once, on the first trace) mixed
+# with the replica's id: every replica draws its own noise, as Keras 2's
+# towers (one random op per tower) did.
+
+_REPLICA_SEEDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _ReplicaSeeds:
+    """State shared by the replicas' seed generators of one strategy."""
+
+    def __init__(self):
+        from keras.src.random import seed_generator  # pylint: disable=g-direct-keras-import
+
+        seed = seed_generator.make_default_seed()
+        # Created in the replica context on the first trace, lifted out of the
+        # function; ONLY_FIRST_REPLICA: every replica advances it alike.
+        with tf.init_scope():
+            self.counter = tf.Variable(
+                [seed, 0],
+                dtype="int32",
+                trainable=False,
+                name="parallel_keras_replica_seed",
+                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+            )
+
+
+_REPLICA_SEED_GENERATOR_CLASS = []
+
+
+def _replica_seed_generator_class():
+    if _REPLICA_SEED_GENERATOR_CLASS:
+        return _REPLICA_SEED_GENERATOR_CLASS[0]
+    from keras.src.random import seed_generator  # pylint: disable=g-direct-keras-import
+
+    class ReplicaSeedGenerator(seed_generator.SeedGenerator):
+        """A `SeedGenerator` whose seeds differ per replica (no variable of its own)."""
+
+        def __init__(self, shared: _ReplicaSeeds, replica: int):  # pylint: disable=super-init-not-called
+            self.name = f"replica_{replica}_seed_generator"
+            self.backend = keras.backend
+            self._initial_seed = None
+            self._shared = shared
+            self._replica = replica
+
+        @property
+        def state(self):
+            return self._shared.counter
+
+        def next(self, ordered=True):
+            counter = self._shared.counter
+            value = tf.identity(counter)
+            counter.assign_add(tf.constant([0, 1], "int32"))
+            # Distinct streams per replica: the replica offsets the first word.
+            return value + tf.constant([self._replica * 104729, 0], "int32")
+
+    _REPLICA_SEED_GENERATOR_CLASS.append(ReplicaSeedGenerator)
+    return ReplicaSeedGenerator
+
+
+# Python-level bookkeeping run while a step is traced: not converted (Keras's
+# own step functions are not either).
+@tf.autograph.experimental.do_not_convert
+def use_replica_seed_generator() -> None:
+    """In a replica's step: seedless random ops draw from this replica's stream."""
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return
+    replica = tf.get_static_value(context.replica_id_in_sync_group)
+    if replica is None:
+        return
+    from keras.src.backend.common import global_state  # pylint: disable=g-direct-keras-import
+    from keras.src.random import seed_generator  # pylint: disable=g-direct-keras-import
+
+    strategy = tf.distribute.get_strategy()
+    shared = _REPLICA_SEEDS.get(strategy)
+    if shared is None:
+        shared = _REPLICA_SEEDS[strategy] = _ReplicaSeeds()
+    generator = _replica_seed_generator_class()(shared, int(replica))
+    global_state.set_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR, generator)
+
+
+# --- A validation generator read as one stream ------------------------------
+#
+# Keras 3.15's `fit` evaluates each epoch on one cached `TFEpochIterator`
+# (`_eval_epoch_iterator`) and `evaluate` calls its `reset()`, which drops the
+# iterator; with `validation_steps` the next evaluation starts a new one on
+# the same Python generator. Every batch the old iterator had read ahead is
+# lost: tf.data's prefetch on one device, and on replicas also
+# tf.distribute's per-device prefetch (several batches), so each epoch
+# validates on other batches than one device. Keras 2 (`fit_generator`) read
+# the validation generator as one stream across epochs. For a generator with
+# `validation_steps`, `reset` keeps the iterator.
+
+
+def keep_validation_stream(model: keras.Model, iterator) -> None:
+    """Makes `iterator`, if it is `fit`'s validation iterator over a Python
+    generator with a step count, continue across evaluations."""
+    if iterator is None or iterator is not getattr(model, "_eval_epoch_iterator", None):
+        return
+    if "reset" in iterator.__dict__ or not getattr(iterator, "steps_per_epoch", None):
+        return
+    from keras.src.trainers.data_adapters import generator_data_adapter  # pylint: disable=g-direct-keras-import
+
+    if not isinstance(
+        getattr(iterator, "data_adapter", None), generator_data_adapter.GeneratorDataAdapter
+    ):
+        return
+    reset = iterator.reset
+
+    def reset_keeping_stream():
+        current = iterator._current_iterator
+        reset()
+        iterator._current_iterator = current
+
+    iterator.__dict__["reset"] = reset_keeping_stream
+
+
+# --- Metric variables under CentralStorageStrategy --------------------------
+#
+# `CentralStorageStrategy` (TF 2.21) keeps one copy of every variable, an
+# `AggregatingVariable` (distribute/ps_values.py): an assign made in replica
+# context is a `merge_call` that assigns the replicas' values combined by the
+# variable's aggregation (SUM for Keras's metric variables). Keras 3.15's
+# `Variable.assign_add(value)` is `assign(self + value)`
+# (backend/common/variables.py), so every replica's update adds the old
+# total once more: N * old + the replicas' values, from the second batch on.
+# parallel_keras updates the loss tracker and compiled metrics in
+# cross-replica context instead (assigned once), and corrects the per-output
+# loss trackers that Keras's `compute_loss` updates on each replica.
+
+
+def sums_replica_assigns(strategy) -> bool:
+    """Whether an assign in replica context sums the replicas' assigned values."""
+    return isinstance(strategy, tf.distribute.experimental.CentralStorageStrategy)
+
+
+def correct_summed_assigns(before, num_replicas: int) -> None:
+    """Undoes the extra `(N - 1) * old` of replica-context `assign_add`s.
+
+    `before` holds `(metric, (total, count))`: a `Mean`'s values read before
+    its replicas' updates. Called in cross-replica context, after them.
+    """
+    for metric, old_values in before:
+        for variable, old in zip((metric.total, metric.count), old_values):
+            old = tf.distribute.get_strategy().experimental_local_results(old)[0]
+            variable.assign(variable.value - (num_replicas - 1) * old)
+
+
+# --- Layers' own seed generators on replicas --------------------------------
+#
+# A layer that draws random numbers with a seed (Dropout, GaussianNoise, a
+# custom layer holding `keras.random.SeedGenerator`) keeps it in the private
+# `Layer._seed_generators` (layers/layer.py, Keras 3.15); `SeedGenerator.next`
+# assigns its `state` variable, created with aggregation "none". On
+# CentralStorageStrategy's replicas an assign to such a variable raises ("You
+# must specify an aggregation method to update a AggregatingVariable in
+# Replica Context"); on MirroredStrategy's every replica draws the same seed.
+# The state is given ONLY_FIRST_REPLICA aggregation (every replica advances
+# it alike) and each replica's seed is offset by its id, so each replica
+# draws its own noise, as Keras 2's towers did.
+
+
+def replicate_seed_generators(model: keras.Model, strategy: tf.distribute.Strategy) -> None:
+    """Makes the seed generators of `model`'s layers draw per replica on `strategy`."""
+    from parallel_keras._internals import variables  # pylint: disable=g-import-not-at-top
+
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        for generator in getattr(layer, "_seed_generators", ()):
+            variables.relocate_variables(
+                [generator.state],
+                strategy,
+                synchronize=lambda variable: ("only_first_replica", "on_write"),
+            )
+            if "next" not in generator.__dict__:
+                generator.__dict__["next"] = _next_per_replica(generator.next)
+
+
+def _next_per_replica(next_seed):
+    def next_per_replica(ordered=True):
+        seed = next_seed(ordered)
+        context = tf.distribute.get_replica_context()
+        if context is None or context.num_replicas_in_sync == 1:
+            return seed
+        replica = tf.cast(context.replica_id_in_sync_group, seed.dtype)
+        return seed + tf.stack([replica * 104729, tf.zeros([], seed.dtype)])
+
+    return next_per_replica
+
+
+def recount_output_losses(model: keras.Model, before, y, y_pred, sample_weight) -> None:
+    """The per-output loss trackers as one update on the whole batch.
+
+    `before` as in `correct_summed_assigns`; called in cross-replica context
+    with the batch's targets, outputs and sample weights. For replicas whose
+    per-output losses differ (unequal slices), where the sum of their
+    assigns cannot be split back into each replica's share.
+    """
+    for metric, (total, count) in before:
+        metric.total.assign(total)
+        metric.count.assign(count)
+    model._compile_loss(y, y_pred, sample_weight)

@@ -71,7 +71,13 @@ class Execution:
 
     def running(self):
         """Context in which Keras's datasets for this model are prepared."""
+        self._replicate_seed_generators()
         return prepared.preparing_batches(self.prepare)
+
+    def _replicate_seed_generators(self) -> None:
+        # Layers' own seed generators (Dropout, GaussianNoise) must advance
+        # on the replicas, each replica drawing its own noise.
+        _internals.replicate_seed_generators(self.model, self.strategy)
 
     # --- Stateful templates ------------------------------------------------
 
@@ -221,6 +227,7 @@ class Execution:
     def _on_batch(self, kind: str, x, y, sample_weight, return_dict: bool):
         """Runs Keras's train or test function on one prepared global batch."""
         model = self.model
+        self._replicate_seed_generators()
         batch = self.distributed_batch(x, y, sample_weight)
         model._maybe_symbolic_build(data_batch=batch)
         getattr(model, f"make_{kind}_function")()
@@ -230,6 +237,7 @@ class Execution:
 
     def predict_on_batch(self, x):
         model = self.model
+        self._replicate_seed_generators()
         batch = self.distributed_batch(x)
         model.make_predict_function()
         outputs = model.predict_function([batch])

@@ -1,7 +1,7 @@
 """The train, test and predict steps a replica runs on its prepared slice.
 
 They follow Keras's own TensorFlow steps (`keras/src/backend/tensorflow/
-trainer.py`, Keras 3.15) and differ in three ways:
+trainer.py`, Keras 3.15) and differ in these ways:
 
 * Rows a replica holds only as a copy (see `batches.py`) are left out of
   metrics and predictions, so every row of a batch counts once.
@@ -17,6 +17,13 @@ trainer.py`, Keras 3.15) and differ in three ways:
   batch-hard triplet loss) then gives one device's value. Gradients reach
   each replica through the gather (`ReplicaContext.all_gather` sums them
   across replicas and hands each its slice).
+* Where replicas report unequal parts of the batch (either of the two
+  above), and always under `CentralStorageStrategy`, the loss tracker and
+  metrics are updated once per batch in cross-replica context, on the
+  batch's rows in order: every per-batch log is one device's.
+* The optimizer clips the summed gradient, not each replica's share, and
+  random ops draw per replica (`_internals.clip_after_all_reduce`,
+  `use_replica_seed_generator`).
 """
 
 from __future__ import annotations
@@ -37,42 +44,63 @@ def train_step(model, data, global_loss: bool = False, trainable_weights=None):
     at compile as in Keras 2); defaults to the model's trainable weights now.
     """
     x, y, sample_weight, keep, batch_rows = batches.unpack(data)
+    _internals.use_replica_seed_generator()
+    merged = _merges_metrics(model, keep, global_loss)
+    central = _central_output_losses(model)
     with tf.GradientTape() as tape:
         y_pred = model(x, training=True)
         gathered = _gathered_if(global_loss, (y, y_pred, sample_weight), keep)
-        loss = _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, True)
+        loss, tracked = _loss(
+            model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, True, merged
+        )
         if model.optimizer is not None:
             loss = model.optimizer.scale_loss(loss)
     if trainable_weights is None:
         trainable_weights = model.trainable_weights
     if trainable_weights:
         gradients = tape.gradient(loss, trainable_weights)
+        if accumulation.accumulation_steps(model.optimizer) is None and (
+            _internals.clips_gradients(model.optimizer)
+        ):
+            # Accumulation clips the summed, accumulated gradient itself.
+            _internals.clip_after_all_reduce(model.optimizer)
         accumulation.apply_gradients(model, gradients, trainable_weights)
     else:
         warnings.warn("The model does not have any trainable weights.")
-    return _metrics(model, x, y, y_pred, sample_weight, keep, gathered)
+    if merged:
+        return _merged_metrics(model, y, y_pred, sample_weight, keep, gathered, tracked, central)
+    return _local_metrics(model, x, y, y_pred, sample_weight, keep, gathered)
 
 
 def test_step(model, data, global_loss: bool = False):
     """Loss and metrics on this replica's slice; returns the metric logs."""
     x, y, sample_weight, keep, batch_rows = batches.unpack(data)
+    _internals.use_replica_seed_generator()
+    merged = _merges_metrics(model, keep, global_loss)
+    central = _central_output_losses(model)
     y_pred = model(x, training=False)
     gathered = _gathered_if(global_loss, (y, y_pred, sample_weight), keep)
-    _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, False)
-    return _metrics(model, x, y, y_pred, sample_weight, keep, gathered)
+    _, tracked = _loss(
+        model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, False, merged
+    )
+    if merged:
+        return _merged_metrics(model, y, y_pred, sample_weight, keep, gathered, tracked, central)
+    return _local_metrics(model, x, y, y_pred, sample_weight, keep, gathered)
 
 
 def predict_step(model, data):
     """The model's outputs for the rows this replica reports."""
     x, _, _, keep, _ = batches.unpack(data)
+    _internals.use_replica_seed_generator()
     y_pred = model(x, training=False)
     if keep is None:
         return y_pred
     return tf.nest.map_structure(lambda value: _kept(value, keep), y_pred)
 
 
-def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, training):
-    """The loss to differentiate; updates the model's loss tracker."""
+def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, training, merged):
+    """The loss to differentiate, and `(value, rows)` for the loss tracker,
+    which is updated here unless the metrics are `merged`."""
     context = tf.distribute.get_replica_context()
     num_replicas = context.num_replicas_in_sync
     local_rows = _rows(x)
@@ -85,22 +113,30 @@ def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, traini
         reported = tf.cast(_rows(outputs), loss.dtype) * tf.cast(
             on_first_replica, loss.dtype
         )
-        _update_loss_tracker(model, loss, num_replicas, reported)
-        return loss
+        tracked = (loss * num_replicas, reported)
+        if not merged:
+            _update_loss_tracker(model, *tracked)
+        return loss, tracked
     # Every replica holds 1/N of the batch when the batch was left
     # unprepared because it splits into equal static slices
     # (`batches.prepare_dataset`): Keras's own averaging, of the loss and of
     # per-output losses, is then one device's.
     equal_slices = batch_rows is None and _static_rows(x) is not None
-    trackers = [] if equal_slices else _internals.output_loss_trackers(model)
+    # Under CentralStorageStrategy the merge recounts them instead.
+    trackers = (
+        [] if equal_slices or _internals.sums_replica_assigns(model.distribute_strategy)
+        else _internals.output_loss_trackers(model)
+    )
     before = [_read(tracker.total, tracker.count) for tracker in trackers]
     loss = model.compute_loss(
         x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=training
     )
     reported = tf.cast(local_rows if keep is None else tf.reduce_sum(keep), loss.dtype)
-    _update_loss_tracker(model, loss, num_replicas, reported)
+    tracked = (loss * num_replicas, reported)
+    if not merged:
+        _update_loss_tracker(model, *tracked)
     if num_replicas == 1 or equal_slices:
-        return loss
+        return loss, tracked
     local = tf.cast(local_rows, loss.dtype)
     if batch_rows is not None:
         split, batch = tf.unstack(tf.cast(batch_rows, loss.dtype))
@@ -109,7 +145,7 @@ def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, traini
     _reweight_output_losses(trackers, before, reported / batch)
     share = tf.math.divide_no_nan(local * num_replicas, split)
     weighted = loss * share
-    return weighted + tf.stop_gradient(loss - weighted)
+    return weighted + tf.stop_gradient(loss - weighted), tracked
 
 
 def _reweight_output_losses(trackers, before, share) -> None:
@@ -133,15 +169,100 @@ def _read(*variables):
     return tuple(tf.identity(variable.value) for variable in variables)
 
 
-def _update_loss_tracker(model, loss, num_replicas, rows) -> None:
+def _update_loss_tracker(model, value, rows) -> None:
     tracker = _internals.loss_tracker(model)
     if tracker is not None:
         # Keras scales each replica's loss by 1 / replicas for the gradient
         # sum; the tracker records the unscaled value, weighted by rows.
-        tracker.update_state(loss * num_replicas, sample_weight=rows)
+        tracker.update_state(value, sample_weight=rows)
 
 
-def _metrics(model, x, y, y_pred, sample_weight, keep, gathered):
+def _merges_metrics(model, keep, global_loss: bool) -> bool:
+    """Whether the loss tracker and metrics are updated once per batch, in
+    cross-replica context (`_merged_metrics`), rather than on each replica.
+
+    Needed where replicas report unequal parts of the batch (a `keep` mask,
+    or the global batch on the first replica only): each replica's own
+    metrics would then hold different rows, and Keras's per-batch logs (the
+    mean of the replicas' results) would be wrong, e.g. divided by the
+    replica count. And under `CentralStorageStrategy` always: its metric
+    variables are not per replica (see `_internals.sums_replica_assigns`).
+    """
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return False
+    if isinstance(model.distribute_strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        # A merge sees only this worker's replicas: see `_local_metrics`.
+        return False
+    return (
+        keep is not None
+        or global_loss
+        or _internals.sums_replica_assigns(model.distribute_strategy)
+    )
+
+
+def _central_output_losses(model):
+    """Under `CentralStorageStrategy`, the per-output loss trackers and their
+    values before this step's update (read on every replica alike)."""
+    context = tf.distribute.get_replica_context()
+    if (
+        context is None
+        or context.num_replicas_in_sync == 1
+        or not _internals.sums_replica_assigns(model.distribute_strategy)
+    ):
+        return None
+    trackers = _internals.output_loss_trackers(model)
+    return [(tracker, _read(tracker.total, tracker.count)) for tracker in trackers]
+
+
+def _merged_metrics(model, y, y_pred, sample_weight, keep, gathered, tracked, central):
+    """Updates the loss tracker and metrics once, on the batch's reported rows.
+
+    Runs in cross-replica context (`merge_call`, at the step's top level:
+    never inside a `tf.cond`, where `CentralStorageStrategy`'s variables
+    cannot synchronize). Every replica then returns the batch's logs, so
+    Keras's mean over replicas is one device's per-batch log.
+    """
+    if gathered is not None:
+        reported = gathered
+    elif keep is not None:
+        reported = tf.nest.map_structure(
+            lambda value: _kept(value, keep), (y, y_pred, sample_weight)
+        )
+    else:
+        reported = (y, y_pred, sample_weight)
+
+    def merge(strategy, reported, tracked):
+        local = strategy.experimental_local_results
+        if gathered is not None:
+            # Every replica holds the global batch: the first one's is it.
+            targets, outputs, weights = tf.nest.map_structure(
+                lambda value: local(value)[0], reported
+            )
+            if central:
+                # Every replica added the same values: N - 1 times too many.
+                _internals.correct_summed_assigns(central, strategy.num_replicas_in_sync)
+        else:
+            targets, outputs, weights = tf.nest.map_structure(
+                lambda value: _concatenated(local(value)), reported
+            )
+            if central:
+                _internals.recount_output_losses(model, central, targets, outputs, weights)
+        values, rows = (tf.stack(local(part)) for part in tracked)
+        _update_loss_tracker(model, values, rows)
+        return model.compute_metrics(None, targets, outputs, sample_weight=weights)
+
+    context = tf.distribute.get_replica_context()
+    return context.merge_call(merge, args=(reported, tracked))
+
+
+def _local_metrics(model, x, y, y_pred, sample_weight, keep, gathered):
+    """Each replica updates its own (ON_READ) metrics with the rows it reports.
+
+    Under MultiWorkerMirroredStrategy, where a `merge_call` would see only
+    this worker's replicas. Keras's per-batch logs are then the mean of the
+    replicas' own results (the epoch logs are the batch's).
+    """
     if gathered is not None:
         # Every replica holds the whole batch: the first one reports it.
         y, y_pred, sample_weight = gathered
@@ -155,16 +276,23 @@ def _metrics(model, x, y, y_pred, sample_weight, keep, gathered):
     else:
         return model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
-    # Metric variables are per-replica (ON_READ) in Keras, so updating them
-    # on some replicas only needs no cross-replica synchronization. A replica
-    # with no rows of its own skips the update: a custom metric that returns
-    # the mean of an empty batch would record NaN.
+    # A replica with no rows of its own skips the update: a custom metric
+    # that returns the mean of an empty batch would record NaN.
     def update():
         model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
         return tf.constant(True)
 
     tf.cond(reports, update, lambda: tf.constant(False))
     return model.get_metrics_result()
+
+
+def _concatenated(values):
+    """One replica's values per replica, as one tensor in replica order."""
+    if values[0] is None:
+        return None
+    if not values[0].shape.rank:
+        return values[0]
+    return tf.concat(values, axis=0)
 
 
 def _gathered_if(global_loss: bool, structure, keep):

@@ -5,6 +5,8 @@ Each fails loudly when an upgrade changes what Keras's trainer does that
 defect it works around is fixed (so the workaround can go).
 """
 
+import inspect
+
 import keras
 from keras.src.backend.tensorflow import trainer as keras_tf_trainer
 import numpy as np
@@ -133,3 +135,70 @@ def test_keras_metrics_names_still_lump_compiled_metrics():
     model.compile("sgd", "categorical_crossentropy", metrics=["accuracy"])
     model.evaluate(np.ones((4, 2), "float32"), np.full((4, 3), 1 / 3, "float32"), verbose=0)
     assert model.metrics_names == ["loss", "compile_metrics"]
+
+
+def test_keras_clips_before_the_optimizers_all_reduce():
+    """`_clip_gradients` and `_all_reduce_sum_gradients` still exist on the TF
+    optimizer; `clip_after_all_reduce` moves the clip after the sum."""
+    optimizer = keras.optimizers.SGD(1.0, clipvalue=2.0)
+    assert callable(optimizer._clip_gradients) and callable(optimizer._all_reduce_sum_gradients)
+    _internals.clip_after_all_reduce(optimizer)
+    variable = keras.Variable([1.0, 1.0])
+    optimizer.apply_gradients([(tf.constant([-3.0, 3.0]), variable)])
+    np.testing.assert_allclose(variable.numpy(), [3.0, -1.0])
+
+
+def test_keras_global_seed_generator_is_per_thread():
+    """Seedless random ops draw from a thread-local generator (so each replica
+    thread would make its own inside the traced step)."""
+    import threading
+
+    from keras.src.random import seed_generator
+
+    generators = []
+    thread = threading.Thread(target=lambda: generators.append(seed_generator.global_seed_generator()))
+    thread.start()
+    thread.join()
+    assert generators[0] is not seed_generator.global_seed_generator()
+
+
+def test_central_storage_metric_updates_in_replica_context_double_count():
+    """Keras's `assign_add` is `assign(self + value)`: on CentralStorageStrategy's
+    replicas a second update adds N * old. When this fails, upstream changed
+    and `correct_summed_assigns` must go."""
+    strategy = tf.distribute.experimental.CentralStorageStrategy(
+        compute_devices=["/cpu:0", "/cpu:1"], parameter_device="/cpu:0"
+    )
+    assert _internals.sums_replica_assigns(strategy)
+    with strategy.scope():
+        mean = keras.metrics.Sum()
+        mean.update_state(0.0)
+
+    @tf.function
+    def update():
+        strategy.run(lambda: mean.update_state(1.0))
+
+    update()
+    update()
+    assert float(mean.result()) == 2.0 * 2.0 + 2.0  # one device of sums: 4.0
+
+
+def test_evaluate_resets_the_cached_validation_iterator():
+    """`fit` caches `_eval_epoch_iterator` and `evaluate` calls its `reset()`,
+    which drops `_current_iterator` (what `keep_validation_stream` keeps)."""
+    from keras.src.trainers import epoch_iterator
+
+    source = inspect.getsource(keras_tf_trainer.TensorFlowTrainer.evaluate)
+    assert "_eval_epoch_iterator" in source and "epoch_iterator.reset()" in source
+    assert "self._current_iterator = None" in inspect.getsource(epoch_iterator.EpochIterator.reset)
+
+
+def test_layers_keep_their_seed_generators_with_an_unaggregated_state():
+    """Dropout's `SeedGenerator` sits in `Layer._seed_generators`, its state
+    created with aggregation "none" (what `replicate_seed_generators` changes)."""
+    layer = keras.layers.Dropout(0.5)
+    (generator,) = layer._seed_generators
+    assert isinstance(generator, keras.random.SeedGenerator)
+    assert generator.state.aggregation == "none"
+    model = keras.Sequential([keras.Input((2,)), layer])
+    assert layer in model._flatten_layers(include_self=True, recursive=True)
