@@ -19,7 +19,7 @@ class (`call`, `train_step`, ...), so a `keras.Model` subclass holding a
 copied `__dict__` has no `call` and fails at `fit`. `multi_gpu_model`
 therefore recognizes that it is called from the `__init__` of a Keras model
 not yet initialized by Keras (the wrapper; Keras's `Layer.__init__` sets
-`_name`), and makes that instance's class a subclass of both the user's
+`built`), and makes that instance's class a subclass of both the user's
 class and `ParallelModel`. The adopted `__dict__` then makes the wrapper a
 second parallel model over the same template, as in Keras 2: its own
 compile state, the template's variables, and the user's `__getattribute__`
@@ -91,7 +91,7 @@ def adopt_calling_wrapper(frame: types.FrameType | None) -> None:
     if (
         not isinstance(instance, keras.Model)
         or isinstance(instance, parallel_model_lib.ParallelModel)
-        or "_name" in vars(instance)
+        or "built" in vars(instance)
     ):
         return
     cls = type(instance)
