@@ -26,7 +26,7 @@ class ClassicMGPU(keras.models.Model):
     def __getattribute__(self, attrname):
         if "load" in attrname or "save" in attrname:
             return getattr(self._smodel, attrname)
-        return super(ClassicMGPU, self).__getattribute__(attrname)
+        return super(ClassicMGPU, self).__getattribute__(attrname)  # noqa: UP008
 
 
 class Py3MGPU(keras.Model):
@@ -128,12 +128,22 @@ def test_wrapper_summary_is_the_templates(capsys):
     assert '"serial"' in capsys.readouterr().out
 
 
-def test_model_initialized_by_keras_holding_a_parallel_model_is_left_alone():
-    class Holder(keras.Model):
-        def __init__(self, serial):
-            super().__init__()
-            self.parallel = parallel_keras.multi_gpu_model(serial, 2)
+class HolderInitFirst(keras.Model):
+    def __init__(self, serial):
+        super().__init__()
+        self.parallel = parallel_keras.multi_gpu_model(serial, 2)
 
-    holder = Holder(template())
-    assert type(holder) is Holder
+
+class HolderInitAfter(keras.Model):
+    def __init__(self, serial):
+        parallel = parallel_keras.multi_gpu_model(serial, 2)
+        super().__init__(name="holder")
+        self.parallel = parallel
+
+
+@pytest.mark.parametrize("holder_class", [HolderInitFirst, HolderInitAfter])
+def test_model_holding_a_parallel_model_is_left_alone(holder_class):
+    holder = holder_class(template())
+    assert type(holder) is holder_class
     assert not isinstance(holder, parallel_model.ParallelModel)
+    assert holder.built is False and isinstance(holder.parallel, parallel_model.ParallelModel)

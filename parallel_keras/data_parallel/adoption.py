@@ -28,7 +28,6 @@ still sending `save*`/`load*` to the serial model.
 
 from __future__ import annotations
 
-import functools
 import types
 
 from absl import logging
@@ -41,9 +40,15 @@ class _Adopted:
     """What an adopting wrapper needs beyond `ParallelModel`'s methods."""
 
     def __init__(self, *args, **kwargs):
-        # Some wrappers call `super().__init__()` after adopting the
-        # `__dict__`; that resolves here, and must not reset what was adopted.
-        del args, kwargs
+        # `super().__init__()` in the user's `__init__` resolves here. After
+        # adopting the `__dict__` (some wrappers do that) it must not reset
+        # what was adopted. Without it, the model only held the parallel
+        # model: undo, and let Keras initialize it as the user's class.
+        if "_template" in vars(self):
+            return
+        user_class = type(self).__bases__[0]
+        self.__class__ = user_class
+        super(user_class, self).__init__(*args, **kwargs)
 
     @property
     def _execution(self):
@@ -65,16 +70,22 @@ class _Adopted:
         vars(self)["_execution"] = value
 
 
-@functools.cache
+_ADOPTED_CLASSES: dict[type, type] = {}
+
+
 def _adopted_class(cls: type) -> type:
-    """`cls` (the user's wrapper class) that is also a `ParallelModel`."""
-    return types.new_class(
-        cls.__name__,
-        (cls, _Adopted, parallel_model_lib.ParallelModel),
-        exec_body=lambda namespace: namespace.update(
-            __module__=cls.__module__, __qualname__=cls.__qualname__
-        ),
-    )
+    """`cls` (the user's wrapper class) that is also a `ParallelModel`; one
+    per wrapper class, named as it, so `repr`, `isinstance` and errors read
+    as the user's class."""
+    if cls not in _ADOPTED_CLASSES:
+        _ADOPTED_CLASSES[cls] = types.new_class(
+            cls.__name__,
+            (cls, _Adopted, parallel_model_lib.ParallelModel),
+            exec_body=lambda namespace: namespace.update(
+                __module__=cls.__module__, __qualname__=cls.__qualname__
+            ),
+        )
+    return _ADOPTED_CLASSES[cls]
 
 
 def adopt_calling_wrapper(frame: types.FrameType | None) -> None:
