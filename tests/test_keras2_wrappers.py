@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import parallel_keras
+import parallel_keras.callbacks
 from parallel_keras.data_parallel import parallel_model
 
 ATOL = 1e-5
@@ -78,9 +79,15 @@ def test_wrapper_trains_as_one_device_and_saves_the_template(wrapper_class, tmp_
     assert type(wrapper).__name__ == wrapper_class.__name__
     compile_sgd(wrapper)
     checkpoint = tmp_path / "checkpoint.h5"
+    legacy_checkpoint = tmp_path / "legacy_checkpoint.h5"
     history = wrapper.fit(
         x, y, batch_size=8, epochs=2, shuffle=False, verbose=0,
-        callbacks=[keras.callbacks.ModelCheckpoint(str(checkpoint))],
+        callbacks=[
+            keras.callbacks.ModelCheckpoint(str(checkpoint)),
+            parallel_keras.callbacks.ModelCheckpoint(
+                str(legacy_checkpoint), monitor="loss", save_best_only=True, period=1
+            ),
+        ],
     )
 
     assert max_weight_difference(serial, single) < ATOL
@@ -107,7 +114,7 @@ def test_wrapper_trains_as_one_device_and_saves_the_template(wrapper_class, tmp_
     # ModelCheckpoint on the wrapper and wrapper.save write the template.
     final = tmp_path / "final.h5"
     wrapper.save(str(final))
-    for path in (checkpoint, final):
+    for path in (checkpoint, legacy_checkpoint, final):
         with h5py.File(path, "r") as handle:
             config = json.loads(handle.attrs["model_config"])
         assert config["class_name"] == "Sequential"
