@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+import sys
 
 from absl import logging
 import keras
@@ -10,6 +11,7 @@ import keras
 from parallel_keras import _internals
 from parallel_keras import devices as devices_lib
 from parallel_keras.device_placement import replicas as placement_replicas
+from parallel_keras.data_parallel import adoption
 from parallel_keras.data_parallel import template as template_lib
 from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import parallel_model as parallel_model_lib
@@ -156,6 +158,8 @@ def multi_gpu_model(
     stateful_batch = _stateful_batch(model)
 
     # Everything above only validated; from here the template is changed.
+    # Keras 2's `ModelMGPU(Model)` wrapper calls us from its `__init__`.
+    adoption.adopt_calling_wrapper(sys._getframe(1))  # pylint: disable=protected-access
     if sync_batchnorm:
         for layer in template_lib.all_layers(model):
             if isinstance(layer, keras.layers.BatchNormalization):

@@ -1,0 +1,123 @@
+"""Keras 2's `ModelMGPU` idiom: a `Model` subclass adopting the parallel model.
+
+A very common Keras 2 wrapper (keras-team/keras#2436, #8123) makes the
+parallel model save its template:
+
+    class ModelMGPU(Model):
+        def __init__(self, ser_model, gpus):
+            pmodel = multi_gpu_model(ser_model, gpus)
+            self.__dict__.update(pmodel.__dict__)
+            self._smodel = ser_model
+        def __getattribute__(self, attrname):
+            if 'load' in attrname or 'save' in attrname:
+                return getattr(self._smodel, attrname)
+            return super(ModelMGPU, self).__getattribute__(attrname)
+
+In Keras 2 the copied `__dict__` was the whole parallel graph, so the
+wrapper trained as the parallel model. In Keras 3 behaviour lives in the
+class (`call`, `train_step`, ...), so a `keras.Model` subclass holding a
+copied `__dict__` has no `call` and fails at `fit`. `multi_gpu_model`
+therefore recognizes that it is called from the `__init__` of a Keras model
+not yet initialized by Keras (the wrapper; Keras's `Layer.__init__` sets
+`built`), and makes that instance's class a subclass of both the user's
+class and `ParallelModel`. The adopted `__dict__` then makes the wrapper a
+second parallel model over the same template, as in Keras 2: its own
+compile state, the template's variables, and the user's `__getattribute__`
+still sending `save*`/`load*` to the serial model.
+"""
+
+from __future__ import annotations
+
+import types
+
+from absl import logging
+import keras
+
+from parallel_keras.data_parallel import parallel_model as parallel_model_lib
+
+
+class _Adopted:
+    """What an adopting wrapper needs beyond `ParallelModel`'s methods."""
+
+    def __init__(self, *args, **kwargs):
+        # `super().__init__()` in the user's `__init__` resolves here. After
+        # adopting the `__dict__` (some wrappers do that) it must not reset
+        # what was adopted. Without it, the model only held the parallel
+        # model: undo, and let Keras initialize it as the user's class.
+        if "_template" in vars(self):
+            return
+        user_class = type(self).__bases__[0]
+        self.__class__ = user_class
+        super(user_class, self).__init__(*args, **kwargs)
+
+    @property
+    def _execution(self):
+        # The copied `__dict__` holds the parallel model's `Execution`, which
+        # runs *that* model's batches; give the wrapper its own.
+        execution = vars(self)["_execution"]
+        if execution.model is not self:
+            execution = type(execution)(
+                self,
+                execution.strategy,
+                replicate_all=execution.replicate_all,
+                stateful_batch=execution.stateful_batch,
+            )
+            vars(self)["_execution"] = execution
+        return execution
+
+    @_execution.setter
+    def _execution(self, value) -> None:
+        vars(self)["_execution"] = value
+
+
+_ADOPTED_CLASSES: dict[type, type] = {}
+
+
+def _adopted_class(cls: type) -> type:
+    """`cls` (the user's wrapper class) that is also a `ParallelModel`; one
+    per wrapper class, named as it, so `repr`, `isinstance` and errors read
+    as the user's class."""
+    if cls not in _ADOPTED_CLASSES:
+        _ADOPTED_CLASSES[cls] = types.new_class(
+            cls.__name__,
+            (cls, _Adopted, parallel_model_lib.ParallelModel),
+            exec_body=lambda namespace: namespace.update(
+                __module__=cls.__module__, __qualname__=cls.__qualname__
+            ),
+        )
+    return _ADOPTED_CLASSES[cls]
+
+
+def adopt_calling_wrapper(frame: types.FrameType | None) -> None:
+    """Makes the model whose `__init__` is `frame` a `ParallelModel` subclass.
+
+    Does nothing unless `frame` is the `__init__` of a `keras.Model` that
+    Keras has not initialized (the `ModelMGPU` idiom); a model that called
+    `super().__init__()` first holds the parallel model as an attribute, and
+    is left alone.
+    """
+    if frame is None or frame.f_code.co_name != "__init__" or not frame.f_code.co_argcount:
+        return
+    instance = frame.f_locals.get(frame.f_code.co_varnames[0])
+    if (
+        not isinstance(instance, keras.Model)
+        or isinstance(instance, parallel_model_lib.ParallelModel)
+        or "built" in vars(instance)
+    ):
+        return
+    cls = type(instance)
+    try:
+        instance.__class__ = _adopted_class(cls)
+    except TypeError as error:  # An incompatible MRO or layout: Keras's own error later.
+        logging.warning(
+            "multi_gpu_model: %s adopts the parallel model's __dict__ but cannot "
+            "also be a ParallelModel (%s); use the parallel model directly.",
+            cls.__name__,
+            error,
+        )
+        return
+    logging.info(
+        "multi_gpu_model: %s adopts the parallel model (Keras 2's ModelMGPU "
+        "idiom); it trains as the parallel model.",
+        cls.__name__,
+    )
