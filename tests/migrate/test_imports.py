@@ -53,7 +53,7 @@ FLAGS = {
     "image_iterator": ("from keras.preprocessing.image import load_img, random_rotation\n",
                        "RandomRotation"),
     "tf_path_without_keras3_module": (
-        "from tensorflow.python.keras.layers.recurrent_v2 import LSTM\n", "public Keras 3"),
+        "from tensorflow.python.keras.utils.tf_utils import smart_cond\n", "public Keras 3"),
 }
 
 
