@@ -144,13 +144,13 @@ REMOVED_NAMES = {
     "or model.get_layer(...) instead of the graph nodes.",
     "keras.layers.LocallyConnected1D": _LOCALLY,
     "keras.layers.LocallyConnected2D": _LOCALLY,
-    "keras.layers.SyncBatchNormalization": "use keras.layers.BatchNormalization("
-    "synchronized=True).",
+    "keras.layers.SyncBatchNormalization": "use keras.layers.BatchNormalization with "
+    "synchronized=True.",
     "keras.models.model_from_yaml": "Keras 3 dropped YAML model configs: save the "
     "architecture with model.to_json() and load it with keras.models.model_from_json.",
     "keras.models.Functional": "use keras.Model (Keras 3 functional models are "
     "keras.Model instances; the Functional class is private).",
-    "keras.models.model_from_config": "use keras.saving.deserialize_keras_object(config) "
+    "keras.models.model_from_config": "use keras.saving.deserialize_keras_object on the config "
     "or keras.Model.from_config(config['config']).",
     **{f"keras.models.{name}": _LOAD_WEIGHTS for name in (
         "load_weights_from_hdf5_group", "load_weights_from_hdf5_group_by_name",
@@ -158,8 +158,9 @@ REMOVED_NAMES = {
 }
 _SKLEARN = (
     "Keras 3 has no keras.wrappers.scikit_learn: pip install scikeras and use "
-    "scikeras.wrappers.KerasClassifier/KerasRegressor (build_fn= became model=), or "
-    "keras.wrappers.SKLearnClassifier/SKLearnRegressor(model=build_fn, model_kwargs={...})."
+    "scikeras.wrappers.KerasClassifier or KerasRegressor (build_fn= became model=), or "
+    "keras.wrappers.SKLearnClassifier or SKLearnRegressor (model=build_fn, "
+    "model_kwargs={...})."
 )
 # Keras 2 modules with no Keras 3 home at all -> the fix (flagged where imported).
 GONE_MODULES = {
