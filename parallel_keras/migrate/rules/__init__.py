@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from parallel_keras.migrate import context
 from parallel_keras.migrate.rules import backend_ops
+from parallel_keras.migrate.rules import batch_shapes
 from parallel_keras.migrate.rules import callback_args
 from parallel_keras.migrate.rules import checkpoints
 from parallel_keras.migrate.rules import devices
@@ -62,4 +63,6 @@ def default_rules() -> list[context.Rule]:
         model_api.ModelApiRule(),
         callback_args.CallbackArgsRule(),
         requirements.RequirementsRule(),
+        # Tester findings on issue 20 (branch mig2).
+        batch_shapes.BatchInputShapeRule(),
     ]
