@@ -17,6 +17,7 @@ from parallel_keras.migrate.rules import generators
 from parallel_keras.migrate.rules import gpu_count
 from parallel_keras.migrate.rules import image_data
 from parallel_keras.migrate.rules import imports
+from parallel_keras.migrate.rules import keras1_merge
 from parallel_keras.migrate.rules import layer_api
 from parallel_keras.migrate.rules import legacy_api
 from parallel_keras.migrate.rules import model_api
@@ -65,4 +66,5 @@ def default_rules() -> list[context.Rule]:
         requirements.RequirementsRule(),
         # Tester findings on issue 20 (branch mig2).
         batch_shapes.BatchInputShapeRule(),
+        keras1_merge.Keras1MergeRule(),
     ]

@@ -34,6 +34,7 @@ from libcst import matchers as m
 
 from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
+from parallel_keras.migrate.rules import keras1_merge
 
 RULE = "imports"
 
@@ -445,9 +446,17 @@ class ImportPathRule(context.Rule):
         new = []
         if kept:
             kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            new.append(statement.with_changes(names=kept))
+            new.append(statement.with_changes(names=_commas(kept)))
+        called = ctx.shared.get(keras1_merge.SHARED_KEY, set()) - ctx.shared.get(
+            keras1_merge.KEPT_KEY, set())
         for alias in moved:
             full = f"{old_module}.{syntax.dotted(alias.name)}"
+            if _alias_name(alias) in called and syntax.canonical_name(full) == "keras.layers.merge":
+                # Keras 1's merge() function: its calls are rewritten by
+                # rules/keras1_merge.py, so the name is no longer imported.
+                ctx.change(line, RULE, f"`from {old_module} import merge` removed: Keras 1's "
+                           "merge() calls become the keras.layers function of their mode")
+                continue
             parent, last = _split(_moved(full))
             local = _alias_name(alias)
             new.append(cst.ImportFrom(
