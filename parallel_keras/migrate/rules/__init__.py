@@ -25,6 +25,7 @@ from parallel_keras.migrate.rules import multi_gpu
 from parallel_keras.migrate.rules import numpy2
 from parallel_keras.migrate.rules import optimizers
 from parallel_keras.migrate.rules import requirements
+from parallel_keras.migrate.rules import reset_states
 from parallel_keras.migrate.rules import saving
 from parallel_keras.migrate.rules import sessions
 from parallel_keras.migrate.rules import template_access
@@ -67,4 +68,5 @@ def default_rules() -> list[context.Rule]:
         # Tester findings on issue 20 (branch mig2).
         batch_shapes.BatchInputShapeRule(),
         keras1_merge.Keras1MergeRule(),
+        reset_states.ResetStatesRule(),
     ]
