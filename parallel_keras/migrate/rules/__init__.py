@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from parallel_keras.migrate import context
 from parallel_keras.migrate.rules import backend_ops
+from parallel_keras.migrate.rules import batch_shapes
 from parallel_keras.migrate.rules import callback_args
 from parallel_keras.migrate.rules import checkpoints
 from parallel_keras.migrate.rules import devices
@@ -16,6 +17,7 @@ from parallel_keras.migrate.rules import generators
 from parallel_keras.migrate.rules import gpu_count
 from parallel_keras.migrate.rules import image_data
 from parallel_keras.migrate.rules import imports
+from parallel_keras.migrate.rules import keras1_merge
 from parallel_keras.migrate.rules import layer_api
 from parallel_keras.migrate.rules import legacy_api
 from parallel_keras.migrate.rules import model_api
@@ -24,6 +26,7 @@ from parallel_keras.migrate.rules import multi_gpu
 from parallel_keras.migrate.rules import numpy2
 from parallel_keras.migrate.rules import optimizers
 from parallel_keras.migrate.rules import requirements
+from parallel_keras.migrate.rules import reset_states
 from parallel_keras.migrate.rules import saving
 from parallel_keras.migrate.rules import sessions
 from parallel_keras.migrate.rules import template_access
@@ -64,4 +67,8 @@ def default_rules() -> list[context.Rule]:
         model_api.ModelApiRule(),
         callback_args.CallbackArgsRule(),
         requirements.RequirementsRule(),
+        # Tester findings on issue 20 (branch mig2).
+        batch_shapes.BatchInputShapeRule(),
+        keras1_merge.Keras1MergeRule(),
+        reset_states.ResetStatesRule(),
     ]

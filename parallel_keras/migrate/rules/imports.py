@@ -18,6 +18,13 @@ moved: Keras 3 has no public twin, so the import stays and is flagged with
 the Keras 3 way. `keras.preprocessing.text` and most of
 `keras.preprocessing.sequence` are gone: flagged with the nearest Keras 3
 name or the `tf_keras` package.
+
+Names of the old modules that Keras 3 dropped (`HDF5Matrix`, the enqueuers,
+`Network`, `LocallyConnected2D`, ...; `REMOVED_NAMES`) and whole modules with
+no Keras 3 home (`keras.wrappers.scikit_learn`; `GONE_MODULES`) stay as they
+were and are flagged with the Keras 3 way, in imports and in dotted uses.
+A from-import another rule split first (`from keras.utils import
+multi_gpu_model, np_utils`) is rewritten when its block is left.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from libcst import matchers as m
 
 from parallel_keras.migrate import context
 from parallel_keras.migrate import syntax
+from parallel_keras.migrate.rules import keras1_merge
 
 RULE = "imports"
 
@@ -53,12 +61,115 @@ MOVED_MODULES = {
     "keras.utils.vis_utils": "keras.utils",
     "keras.utils.layer_utils": "keras.utils",
     "keras.backend.tensorflow_backend": "keras.backend",
+    # Found by `parallel-keras migrate` testers in 2017-2021 scripts (Keras
+    # 2.0-2.3 module files, tf.keras 2.x implementation modules, Keras 1).
+    "keras.layers.cudnn_recurrent": "keras.layers",
+    "keras.layers.convolutional_recurrent": "keras.layers",
+    "keras.layers.local": "keras.layers",
+    "keras.layers.normalization_v2": "keras.layers",
+    "keras.layers.recurrent_v2": "keras.layers",
+    "keras.layers.dense_attention": "keras.layers",
+    "keras.layers.experimental": "keras.layers",
+    "keras.layers.experimental.preprocessing": "keras.layers",
+    "keras.engine.sequential": "keras.models",
+    "keras.engine.network": "keras.models",
+    "keras.engine.functional": "keras.models",
+    "keras.engine.saving": "keras.models",
+    "keras.engine.input_spec": "keras.layers",
+    "keras.utils.io_utils": "keras.utils",
+    "keras.utils.conv_utils": "keras.utils",
+    "keras.utils.all_utils": "keras.utils",
+    "keras.utils.dataset_utils": "keras.utils",
+    "keras.utils.visualize_util": "keras.utils",
+    "keras.applications.mobilenetv2": "keras.applications.mobilenet_v2",
+    "keras.objectives": "keras.losses",
 }
 # Names that live elsewhere than their module's new home.
 _NAME_HOMES = {
     "Model": "keras.models",
     "Sequential": "keras.models",
+    "load_model": "keras.models",
+    "save_model": "keras.models",
+    "model_from_json": "keras.models",
+    "Input": "keras.layers",
+    "InputLayer": "keras.layers",
+    "InputSpec": "keras.layers",
+    "Layer": "keras.layers",
     "get_source_inputs": "keras.utils",
+    "to_categorical": "keras.utils",
+    "Progbar": "keras.utils",
+}
+_GONE_HELPER = (
+    "Keras 3 has no public twin of this Keras 2 helper: inline what it did "
+    "(most were a few lines of NumPy), or pip install tf_keras and import it from there."
+)
+_ENQUEUER = (
+    "Keras 3 dropped the enqueuers: give fit() a keras.utils.PyDataset (its "
+    "workers=/use_multiprocessing= replace the enqueuer's) or a tf.data.Dataset."
+)
+_LOAD_WEIGHTS = (
+    "call model.load_weights(path) (Keras 3 reads Keras 2 .h5 weight files; "
+    "by_name=True became skip_mismatch=True)."
+)
+_LOCALLY = (
+    "Keras 3 removed LocallyConnected1D/2D: pip install tf_keras and import it from "
+    "tf_keras.layers, or replace it with a Conv layer (shared weights: retrain)."
+)
+# Public Keras 2 names of the moved modules (and of keras.layers) that Keras 3
+# does not have, by their Keras 3 spelling -> the fix. Flagged, never moved
+# (tests/migrate/test_imports.py checks each is absent from Keras 3).
+# `print_summary` is not here: rules/model_api.py rewrites it.
+REMOVED_NAMES = {
+    "keras.utils.HDF5Matrix": "Keras 3 has no HDF5Matrix: read the arrays with h5py "
+    "(h5py.File(path)['x'][...]) or stream them through a keras.utils.PyDataset.",
+    "keras.utils.GeneratorEnqueuer": _ENQUEUER,
+    "keras.utils.OrderedEnqueuer": _ENQUEUER,
+    "keras.utils.SequenceEnqueuer": _ENQUEUER,
+    "keras.utils.count_params": "call layer.count_params() or model.count_params().",
+    "keras.utils.plot": "use keras.utils.plot_model (Keras 1's plot, renamed in Keras 2).",
+    "keras.utils.probas_to_classes": "use np.argmax(probas, axis=-1) (Keras 1 helper).",
+    "keras.utils.categorical_probas_to_classes": "use np.argmax(probas, axis=-1) "
+    "(Keras 1 helper).",
+    **{f"keras.utils.{name}": _GONE_HELPER for name in (
+        "func_dump", "func_load", "has_arg", "to_list", "unpack_singleton", "validate_file",
+        "ask_to_proceed_with_overwrite", "convert_all_kernels_in_model",
+        "convert_dense_weights_data_format", "convert_kernel", "conv_output_length",
+        "conv_input_length", "deconv_length", "normalize_tuple", "normalize_padding",
+        "H5Dict", "slice_arrays", "object_list_uid")},
+    "keras.layers.Network": "subclass or build keras.Model (Keras 2's Network was a "
+    "Model without compile/fit; Keras 3 has only Model).",
+    "keras.models.Network": "subclass or build keras.Model (Keras 2's Network was a "
+    "Model without compile/fit; Keras 3 has only Model).",
+    "keras.layers.Container": "use keras.Model(inputs, outputs) (Keras 1's Container).",
+    "keras.layers.Node": "Keras 3 has no public Node: read layer.input / layer.output "
+    "or model.get_layer(...) instead of the graph nodes.",
+    "keras.layers.LocallyConnected1D": _LOCALLY,
+    "keras.layers.LocallyConnected2D": _LOCALLY,
+    "keras.layers.SyncBatchNormalization": "use keras.layers.BatchNormalization with "
+    "synchronized=True.",
+    "keras.models.model_from_yaml": "Keras 3 dropped YAML model configs: save the "
+    "architecture with model.to_json() and load it with keras.models.model_from_json.",
+    "keras.models.Functional": "use keras.Model (Keras 3 functional models are "
+    "keras.Model instances; the Functional class is private).",
+    "keras.models.model_from_config": "use keras.saving.deserialize_keras_object on the config "
+    "or keras.Model.from_config(config['config']).",
+    **{f"keras.models.{name}": _LOAD_WEIGHTS for name in (
+        "load_weights_from_hdf5_group", "load_weights_from_hdf5_group_by_name",
+        "preprocess_weights_for_loading", "save_weights_to_hdf5_group")},
+}
+_SKLEARN = (
+    "Keras 3 has no keras.wrappers.scikit_learn: pip install scikeras and use "
+    "scikeras.wrappers.KerasClassifier or KerasRegressor (build_fn= became model=), or "
+    "keras.wrappers.SKLearnClassifier or SKLearnRegressor (model=build_fn, "
+    "model_kwargs={...})."
+)
+# Keras 2 modules with no Keras 3 home at all -> the fix (flagged where imported).
+GONE_MODULES = {
+    "keras.wrappers.scikit_learn": _SKLEARN,
+    "keras.legacy.interfaces": "Keras 3 has no keras.legacy.interfaces (Keras 2's "
+    "argument-renaming decorators): drop the @interfaces.legacy_* decorators.",
+    "keras.legacy.layers": "Keras 3 has no keras.legacy.layers: use the Keras 3 layer "
+    "of the same role from keras.layers (Merge -> keras.layers.Concatenate/Add/...).",
 }
 # Keras 3.15's public packages (tests/migrate/test_imports.py checks the list
 # against the installed Keras).
@@ -89,6 +200,8 @@ TF_KERAS_PATHS = (
     "tensorflow.compat.v2.keras", "tensorflow.python.keras",
 )
 _PRIVATE_ACTIONS = {
+    "_obtain_input_shape": "Keras 3 has no public _obtain_input_shape: pass input_shape "
+    "explicitly (e.g. (224, 224, 3)) and drop the call, or copy its checks into the script.",
     "_Merge": "Keras 3 has no public _Merge: subclass keras.layers.Layer instead, with "
     "call(self, inputs) returning what your _merge_function(inputs) computed from "
     "the list of input tensors (and compute_output_shape(self, input_shapes) "
@@ -138,6 +251,17 @@ def _moved(module: str | None) -> str | None:
     return None
 
 
+def _removed_fix(qualified: str) -> str | None:
+    """The fix for a Keras 2 name Keras 3 lacks (any spelling), else None."""
+    canonical = syntax.canonical_name(qualified) or ""
+    for module, fix in GONE_MODULES.items():
+        if canonical == module or canonical.startswith(module + "."):
+            return fix
+    module, _, name = canonical.rpartition(".")
+    target = _moved(module) or module
+    return REMOVED_NAMES.get(f"{_NAME_HOMES.get(name, target) if target != module else module}.{name}")
+
+
 def _preprocessing_fix(qualified: str) -> str | None:
     for name, fix in PREPROCESSING_FLAGS.items():
         if qualified == name or qualified.startswith(name + "."):
@@ -169,6 +293,11 @@ class ImportPathRule(context.Rule):
     def __init__(self):
         self._in_imports: set[int] = set()
         self._flagged_lines: set[int] = set()
+        # Lines this rule saw, and the original of each from-import by module:
+        # a line another rule split first (`from keras.utils import
+        # multi_gpu_model, np_utils`) is only seen in its block (see _block).
+        self._seen: list[cst.CSTNode] = []  # statements, kept alive for `is`
+        self._originals: list[cst.ImportFrom] = []
 
     def visit_ImportFrom(self, ctx, node):
         self._in_imports.update(id(n) for n in m.findall(node, m.Attribute()))
@@ -183,6 +312,7 @@ class ImportPathRule(context.Rule):
                 updated.names, cst.ImportStar):
             return updated
         old_module = syntax.dotted(updated.module)
+        self._originals.append(original)
         canonical = syntax.canonical_name(old_module) or ""
         if not old_module.startswith(TF_KERAS_PATHS) or canonical not in KERAS3_MODULES:
             return updated
@@ -195,6 +325,58 @@ class ImportPathRule(context.Rule):
         return updated.with_changes(module=syntax.expression(canonical))
 
     def leave_SimpleStatementLine(self, ctx, original, updated):
+        new = self._line(ctx, original, updated)
+        for line in (original, updated, *(
+                new.nodes if isinstance(new, cst.FlattenSentinel) else [new])):
+            self._seen.extend(getattr(line, "body", ()))
+        return new
+
+    def leave_IndentedBlock(self, ctx, original, updated):
+        return self._block(ctx, updated)
+
+    def leave_Module(self, ctx, original, updated):
+        return self._block(ctx, updated)
+
+    def _block(self, ctx, updated):
+        # Import lines an earlier rule replaced by several lines (the engine
+        # stops a node's hooks there): rewritten here, reported at the
+        # original statement's line.
+        unseen = [
+            line for line in updated.body
+            if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1
+            and isinstance(line.body[0], cst.ImportFrom) and line.body[0].module is not None
+            and not any(line.body[0] is seen for seen in self._seen)
+        ]
+        if not unseen:
+            return updated
+        body = []
+        for line in updated.body:
+            if any(line is other for other in unseen):
+                original = self._original_of(line.body[0])
+                if original is not None:
+                    new = self._line(ctx, original, line)
+                    self._seen.append(line.body[0])
+                    if isinstance(new, cst.FlattenSentinel):
+                        body.extend(new.nodes)
+                    elif not isinstance(new, cst.RemovalSentinel):
+                        body.append(new)
+                    continue
+            body.append(line)
+        return updated.with_changes(body=body)
+
+    def _original_of(self, statement):
+        # The first from-import of the same module, not yet rewritten, that
+        # held all of `statement`'s names.
+        names = {syntax.dotted(alias.name) for alias in statement.names}
+        for original in self._originals:
+            if (syntax.dotted(original.module) == syntax.dotted(statement.module)
+                    and not any(original is seen for seen in self._seen)
+                    and names <= {syntax.dotted(alias.name) for alias in original.names}):
+                self._seen.append(original)
+                return original
+        return None
+
+    def _line(self, ctx, original, updated):
         if len(updated.body) != 1:
             return updated
         statement = updated.body[0]
@@ -227,6 +409,22 @@ class ImportPathRule(context.Rule):
             if fix is not None:
                 ctx.flag(line, RULE, f"`{canonical}.{syntax.dotted(alias.name)}` does not "
                          "exist in Keras 3", fix)
+        if canonical.startswith("keras.") and _moved(old_module) is None:
+            # `from keras.wrappers.scikit_learn import KerasClassifier`,
+            # `from keras.layers import LocallyConnected2D`, `from
+            # keras.applications.imagenet_utils import _obtain_input_shape`.
+            gone = False
+            for alias in statement.names:
+                name = syntax.dotted(alias.name)
+                fix = _removed_fix(f"{canonical}.{name}")
+                if fix is None and name.startswith("_"):
+                    fix = _PRIVATE_ACTIONS.get(name, _PRIVATE_ACTION)
+                if fix is not None:
+                    gone = True
+                    ctx.flag(line, RULE, f"`{canonical}.{name}` does not exist in Keras 3",
+                             fix)
+            if gone:
+                return None
         target = _moved(old_module)
         if target is None and old_module.startswith(TF_KERAS_PATHS):
             ctx.flag(line, RULE, f"`{old_module}` is TensorFlow's copy of Keras 2; Keras 3 "
@@ -248,9 +446,17 @@ class ImportPathRule(context.Rule):
         new = []
         if kept:
             kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            new.append(statement.with_changes(names=kept))
+            new.append(statement.with_changes(names=_commas(kept)))
+        called = ctx.shared.get(keras1_merge.SHARED_KEY, set()) - ctx.shared.get(
+            keras1_merge.KEPT_KEY, set())
         for alias in moved:
             full = f"{old_module}.{syntax.dotted(alias.name)}"
+            if _alias_name(alias) in called and syntax.canonical_name(full) == "keras.layers.merge":
+                # Keras 1's merge() function: its calls are rewritten by
+                # rules/keras1_merge.py, so the name is no longer imported.
+                ctx.change(line, RULE, f"`from {old_module} import merge` removed: Keras 1's "
+                           "merge() calls become the keras.layers function of their mode")
+                continue
             parent, last = _split(_moved(full))
             local = _alias_name(alias)
             new.append(cst.ImportFrom(
@@ -276,10 +482,25 @@ class ImportPathRule(context.Rule):
             if name in DROPPED_NAMES:
                 dropped.append(name)
                 continue
+            fix = REMOVED_NAMES.get(f"{_NAME_HOMES.get(name, target)}.{name}")
+            if fix is not None:  # `from keras.utils.io_utils import HDF5Matrix`
+                private.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+                ctx.flag(line, RULE, f"`{old_module}.{name}` has no Keras 3 twin", fix)
+                continue
             if name.startswith("_"):
                 private.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
                 ctx.flag(line, RULE, f"`{name}` is private to Keras 2's `{old_module}`",
                          _PRIVATE_ACTIONS.get(name, _PRIVATE_ACTION))
+                continue
+            submodule = _moved(f"{old_module}.{name}")
+            if submodule is not None:
+                # `from tf.keras.layers.experimental import preprocessing`:
+                # a moved module imported by name, bound under its old name.
+                parent, last = _split(submodule)
+                local = _alias_name(alias)
+                groups.setdefault(parent, []).append(cst.ImportAlias(
+                    name=cst.Name(last),
+                    asname=None if local == last else cst.AsName(name=cst.Name(local))))
                 continue
             home = _NAME_HOMES.get(name, target)
             groups.setdefault(home, []).append(
@@ -312,6 +533,10 @@ class ImportPathRule(context.Rule):
         touched = False
         for index, alias in enumerate(names):
             full = syntax.dotted(alias.name)
+            fix = _removed_fix(full)
+            if fix is not None:  # `import keras.wrappers.scikit_learn`
+                ctx.flag(line, RULE, f"`{full}` does not exist in Keras 3", fix)
+                return None
             target = _moved(full)
             if target is None:
                 continue
@@ -334,6 +559,8 @@ class ImportPathRule(context.Rule):
             return updated
         qualified = ctx.qualified_name(original) or ""
         fix = _preprocessing_fix(qualified)
+        if fix is None and qualified.startswith(("keras.", "tensorflow.keras.")):
+            fix = _removed_fix(qualified)  # `keras.utils.io_utils.HDF5Matrix(...)`
         # `keras.preprocessing.text.Tokenizer(...)`: flagged once per line.
         if fix is not None:
             if ctx.line(original) not in self._flagged_lines:
@@ -343,16 +570,18 @@ class ImportPathRule(context.Rule):
         if text is None or not isinstance(original.value, cst.Attribute):
             return updated
         module_text = syntax.dotted(original.value)
-        target = _moved(module_text)
-        if target is None or not module_text.startswith(("keras.", "tf.keras.", "tensorflow.keras.")):
+        roots = [root for root in ("keras.", "tf.keras.", "tensorflow.keras.")
+                 if module_text.startswith(root)]
+        target = _moved(ctx.qualified_name(original.value) or module_text)
+        if target is None or not roots:
             return updated
         if original.attr.value in DROPPED_NAMES:
             return updated
-        ctx.change(
-            original, RULE,
-            f"`{text}` -> `{target}.{original.attr.value}`: the module does not exist in Keras 3",
-        )
-        return syntax.expression(f"{target}.{original.attr.value}")
+        # `tf.keras.layers.experimental.preprocessing.RandomFlip` ->
+        # `tf.keras.layers.RandomFlip`: the script's own root stays bound.
+        new = f"{roots[0][:-len('keras.')]}{target}.{original.attr.value}"
+        ctx.change(original, RULE, f"`{text}` -> `{new}`: the module does not exist in Keras 3")
+        return syntax.expression(new)
 
 
 AUDIT = [
@@ -369,4 +598,7 @@ AUDIT = [
      "Keras 3 still has it (also as keras.utils.pad_sequences)"),
     *((f"keras.backend.{name}", "(import dropped)", "TF1 session helper; its uses are "
        "rewritten by the sessions/GPU-count rules") for name in sorted(DROPPED_NAMES)),
+    *((f"{module}.*", None, fix) for module, fix in sorted(GONE_MODULES.items())),
+    *((name, None, fix) for name, fix in sorted(REMOVED_NAMES.items())),
+    ("from keras.<module> import _private (any Keras module)", None, _PRIVATE_ACTION),
 ]
