@@ -149,6 +149,23 @@ _GENERIC_ACTION = (
 )
 
 
+# TF1's global seed. Keras 2 built its initializers from TF ops, so this seed
+# made the initial weights (and dropout) reproducible; Keras 3 initializers
+# draw from Keras's own seed generator, which only keras.utils.set_random_seed
+# seeds (with Python's `random`, NumPy and TF's global seed).
+_TF_SEEDS = frozenset(
+    f"tensorflow.{prefix}{name}" for prefix in ("", "compat.v1.")
+    for name in ("set_random_seed", "random.set_random_seed")
+)
+_SEED_REASON = (
+    "Keras 2 built initializers from TF ops, so TF's graph seed made the initial "
+    "weights reproducible; Keras 3 initializers draw from Keras's seed generator, "
+    "which keras.utils.set_random_seed seeds, together with TF's global seed, "
+    "Python's `random` and NumPy (the same value: np.random.seed/random.seed calls "
+    "with it, or after this line, see no difference)"
+)
+
+
 def _signature_text(op: Op) -> str:
     passed = [f"{name}={value}" for name, _, value in op.explicit]
     passed += [f"{name}={value}" for name, value in op.extra]
@@ -174,6 +191,8 @@ AUDIT: list[tuple[str, str | None, str]] = [
     ("keras.backend.int_shape", "tuple(x.shape)", "no int_shape in Keras 3"),
     ("keras.backend.set_value", "variable.assign(value)", "no set_value in Keras 3"),
     ("optimizer.lr", "optimizer.learning_rate", "Keras 3 optimizers have no `lr`"),
+    ("tf.set_random_seed (and tf.random.set_random_seed, tf.compat.v1's)",
+     "keras.utils.set_random_seed(seed)", _SEED_REASON),
     *((f"keras.backend.{name}", None, action) for name, action in sorted(_ACTIONS.items())),
     ("keras.backend.<other>", None, _GENERIC_ACTION),
 ]
@@ -209,6 +228,11 @@ class BackendOpsRule(context.Rule):
 
     def leave_Call(self, ctx, original, updated):
         qualified = ctx.qualified_name(original.func) or ""
+        # `from tensorflow import set_random_seed`: the import itself is
+        # flagged by the TF1 names rule; the call stays as it is written.
+        if (qualified in _TF_SEEDS and isinstance(original.func, cst.Attribute)
+                and not syntax.has_star(updated)):
+            return self._seed(ctx, original, updated)
         module, _, name = qualified.rpartition(".")
         if module != "keras.backend" or name in KEPT or name in _ELSEWHERE:
             return updated
@@ -357,6 +381,23 @@ class BackendOpsRule(context.Rule):
             return cst.Call(syntax.expression(f"{ops}.clip"), args=[
                 _comma(cst.Arg(x)), _comma(cst.Arg(low)), cst.Arg(low)])
         return None
+
+    def _seed(self, ctx, original, updated):
+        """`tf.set_random_seed(s)` -> `keras.utils.set_random_seed(s)`.
+
+        The TF1 names rule (which runs later) renames the function to
+        tf.random.set_seed; its report entry for this call is replaced by
+        this one, since the call no longer is what it describes.
+        """
+        text = syntax.dotted(original.func)
+        target = f"{ctx.keras_module()}.utils.set_random_seed"
+        line = ctx.line(original)
+        ctx.report.changes[:] = [
+            change for change in ctx.report.changes
+            if not (change.line == line and f"{text.rpartition('.')[2]}` -> `" in change.message)
+        ]
+        ctx.change(original, RULE, f"`{text}(seed)` -> `{target}(seed)`: {_SEED_REASON}")
+        return updated.with_changes(func=syntax.expression(target))
 
     @staticmethod
     def _ctc_rewritable(call) -> bool:
