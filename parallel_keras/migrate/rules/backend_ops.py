@@ -186,8 +186,8 @@ AUDIT: list[tuple[str, str | None, str]] = [
     ("keras.backend.flatten", "keras.ops.reshape(x, (-1,))", "no flatten in keras.ops"),
     ("keras.backend.get_value", "keras.ops.convert_to_numpy(x)", "no get_value in Keras 3"),
     ("keras.backend.clip(x, lo, None)", "keras.ops.maximum(x, lo)",
-     "Keras 2 read a None bound as +inf (keras.ops.clip fails on None); "
-     "None min: keras.ops.minimum(x, hi)"),
+     ("Keras 2 read a None bound as +inf (keras.ops.clip fails on None); "
+      "None min: keras.ops.minimum(x, hi)")),
     ("keras.backend.int_shape", "tuple(x.shape)", "no int_shape in Keras 3"),
     ("keras.backend.set_value", "variable.assign(value)", "no set_value in Keras 3"),
     ("optimizer.lr", "optimizer.learning_rate", "Keras 3 optimizers have no `lr`"),
