@@ -139,14 +139,7 @@ class _Transformer(cst.CSTTransformer):
     def on_leave(self, original_node, updated_node):
         ctx = self._ctx
         ctx._owner = self
-        node_type = type(original_node)
-        name = f"leave_{node_type.__name__}"
-        for rule in ctx.rules:
-            if not isinstance(updated_node, node_type):
-                break
-            hook = getattr(rule, name, None)
-            if hook is not None:
-                updated_node = hook(ctx, original_node, updated_node)
+        updated_node = _leave(ctx, ctx.rules, original_node, updated_node)
         if original_node in ctx.literal_renames and isinstance(
             updated_node, (cst.SimpleString, cst.FormattedString)
         ):
@@ -156,6 +149,39 @@ class _Transformer(cst.CSTTransformer):
             notes = ctx._notes.pop()
             updated_node = _with_notes(updated_node, notes, ctx.header_comments)
         return updated_node
+
+
+def _leave(ctx, rules, original_node, updated_node):
+    """Runs each rule's `leave_<Node>` hook on `updated_node`, in order.
+
+    A rule that splits a statement (`from keras.utils import
+    multi_gpu_model, np_utils` -> two import lines) returns a
+    FlattenSentinel; the later rules then see each piece of the node's type,
+    so the leftover `from keras.utils import np_utils` is rewritten in the
+    same run (a second run changes nothing). Reports still name the
+    original line.
+    """
+    node_type = type(original_node)
+    name = f"leave_{node_type.__name__}"
+    for index, rule in enumerate(rules):
+        if isinstance(updated_node, cst.FlattenSentinel):
+            pieces = []
+            for piece in updated_node.nodes:
+                if isinstance(piece, node_type):
+                    piece = _leave(ctx, rules[index:], original_node, piece)
+                if isinstance(piece, cst.FlattenSentinel):
+                    pieces.extend(piece.nodes)
+                elif not isinstance(piece, cst.RemovalSentinel):
+                    pieces.append(piece)
+            if not pieces:
+                return cst.RemoveFromParent()
+            return cst.FlattenSentinel(pieces) if len(pieces) > 1 else pieces[0]
+        if not isinstance(updated_node, node_type):
+            break
+        hook = getattr(rule, name, None)
+        if hook is not None:
+            updated_node = hook(ctx, original_node, updated_node)
+    return updated_node
 
 
 def _with_notes(statement, notes: list[str], header_comments: frozenset = frozenset()):
@@ -170,7 +196,10 @@ def _with_notes(statement, notes: list[str], header_comments: frozenset = frozen
     existing |= header_comments  # The first statement's notes live there.
     for note in dict.fromkeys(notes):
         wrapped = textwrap.wrap(
-            note, width=72, initial_indent=NOTE_PREFIX, subsequent_indent="#   "
+            note, width=72, initial_indent=NOTE_PREFIX, subsequent_indent="#   ",
+            # A path or name longer than a line stays whole, so a second run
+            # reads back the same words (and recognizes its own note).
+            break_long_words=False, break_on_hyphens=False,
         )
         if wrapped[0] in existing:
             continue

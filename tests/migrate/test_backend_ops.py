@@ -146,6 +146,24 @@ def test_every_rewritten_name_is_a_keras2_backend_function():
      "tensorflow.random.uniform((2,), seed=1, maxval=1.0, dtype=keras.backend.floatx())"),
     ("K.sqrt(p)", "keras.ops.sqrt(keras.ops.maximum(p, 0.0))"),
     ("K.get_uid('dense')", "K.get_uid('dense')"),
+    # Keras 2 read a None clip bound as -inf/+inf; keras.ops.clip fails on None.
+    ("K.clip(K.abs(p), K.epsilon(), None)",
+     "keras.ops.maximum(keras.ops.abs(p), K.epsilon())"),
+    ("K.clip(p, None, 1.0)", "keras.ops.minimum(p, 1.0)"),
+    ("K.clip(p, max_value=None, min_value=lo)", "keras.ops.maximum(p, lo)"),
+    ("K.clip(p, None, None)", "keras.ops.convert_to_tensor(p)"),
+    ("K.clip(p, 1.0, 0.5)", "keras.ops.clip(p, 1.0, 1.0)"),
+    ("K.clip(p, lo, hi)", "keras.ops.clip(p, lo, hi)"),
+    ("K.ones_like(p, dtype=None)", "keras.ops.ones_like(p, dtype=keras.backend.floatx())"),
+    ("K.zeros_like(p, None)", "keras.ops.zeros_like(p, keras.backend.floatx())"),
+    ("K.random_normal((2,), 0.0, 1.0, None)",
+     "tensorflow.random.normal((2,), 0.0, 1.0, keras.backend.floatx())"),
+    ("K.argmax(p, axis=None)", "keras.ops.argmax(p, axis=0)"),
+    ("K.one_hot(p, 3)", "keras.ops.one_hot(p, 3)"),
+    ("K.permute_dimensions(p, (1, 0))", "keras.ops.transpose(p, (1, 0))"),
+    ("K.repeat_elements(p, rep=2, axis=1)", "keras.ops.repeat(p, repeats=2, axis=1)"),
+    ("K.int_shape(p)[-1]", "tuple(p.shape)[-1]"),
+    ("K.int_shape(p + p)", "tuple((p + p).shape)"),
 ])
 def test_before_after(before, after):
     result = migrate.migrate_source(f"import keras\nfrom keras import backend as K\ny = {before}\n")
@@ -159,6 +177,7 @@ def test_before_after(before, after):
     ("K.gradients(loss, [x])[0]", "tf.GradientTape"),
     ("K.ctc_batch_cost(a, model(b), c, d)", "mask_index=y_pred.shape[-1] - 1"),
     ("K.hard_sigmoid(p)", "keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)"),
+    ("K.switch(p > 0, a, b)", "keras.ops.where"),
 ])
 def test_flagged_with_the_keras3_way(before, words):
     result = migrate.migrate_source(f"import keras\nfrom keras import backend as K\ny = {before}\n")
@@ -177,6 +196,23 @@ def _keras2_values(name, *args, **kwargs):
         return tf.sqrt(tf.clip_by_value(args[0], 0.0, np.inf))
     if name == "cumsum":
         return tf.cumsum(args[0], axis=kwargs.get("axis", 0))
+    if name == "clip":
+        low, high = kwargs["min_value"], kwargs["max_value"]
+        if low is not None and high is not None and high < low:
+            high = low
+        return tf.clip_by_value(args[0], -np.inf if low is None else low,
+                                np.inf if high is None else high)
+    if name == "argmax_none":
+        return tf.argmax(args[0], axis=None)
+    if name == "permute_dimensions":
+        return tf.transpose(args[0], perm=(1, 0))
+    if name == "repeat_elements":  # Keras 2: split along the axis, repeat, concat.
+        splits = tf.split(args[0], args[0].shape[1], axis=1)
+        return tf.concat([piece for piece in splits for _ in range(2)], axis=1)
+    if name == "one_hot":
+        return tf.one_hot(np.array([0, 2]), depth=3, axis=-1)
+    if name == "int_shape":
+        return tf.constant(tuple(args[0].shape))
     raise KeyError(name)
 
 
@@ -186,6 +222,15 @@ def _keras2_values(name, *args, **kwargs):
     ("K.l2_normalize(p, axis=1)", "l2_normalize", {"axis": 1}),
     ("K.sqrt(p)", "sqrt", {}),
     ("K.cumsum(p)", "cumsum", {}),
+    ("K.clip(p, K.epsilon(), None)", "clip", {"min_value": 1e-7, "max_value": None}),
+    ("K.clip(p, None, 0.4)", "clip", {"min_value": None, "max_value": 0.4}),
+    ("K.clip(p, None, None)", "clip", {"min_value": None, "max_value": None}),
+    ("K.clip(p, 0.5, 0.1)", "clip", {"min_value": 0.5, "max_value": 0.1}),
+    ("K.argmax(p, axis=None)", "argmax_none", {}),
+    ("K.permute_dimensions(p, (1, 0))", "permute_dimensions", {}),
+    ("K.repeat_elements(p, 2, 1)", "repeat_elements", {}),
+    ("K.one_hot(K.cast([0, 2], 'int32'), 3)", "one_hot", {}),
+    ("K.int_shape(p)", "int_shape", {}),
 ])
 def test_rewritten_call_computes_keras2_numbers(call, name, kwargs):
     p = np.array([[0.3, -2.0, 1e-4], [4.0, 0.5, -0.2]], "float32")
@@ -222,3 +267,86 @@ def test_ctc_rewrite_computes_keras2_ctc_batch_cost():
         sequence_length=input_length[:, 0])[:, None]
     np.testing.assert_allclose(keras.ops.convert_to_numpy(namespace["y"]),
                                expected.numpy(), rtol=1e-5)
+
+
+def _keras2_dot(x, y):
+    """Keras 2.3.1's `K.dot` (TF backend), as its source computes it."""
+    if len(x.shape) > 2 or len(y.shape) > 2:
+        permute = list(range(len(y.shape)))
+        permute = [permute.pop(-2)] + permute
+        xt = tf.reshape(x, [-1, x.shape[-1]])
+        yt = tf.reshape(tf.transpose(y, perm=permute), [y.shape[-2], -1])
+        return tf.reshape(tf.matmul(xt, yt),
+                          tuple(x.shape[:-1]) + tuple(y.shape[:-2]) + tuple(y.shape[-1:]))
+    return tf.matmul(x, y)
+
+
+@pytest.mark.parametrize("x_shape, y_shape", [
+    ((2, 3), (3, 4)), ((5, 2, 3), (3, 4)), ((5, 2, 3), (6, 3, 4)), ((3,), (2, 3, 4)),
+])
+def test_dot_rewrite_computes_keras2_dot_on_nd_tensors(x_shape, y_shape):
+    # Keras 2's K.dot on ND tensors is numpy's dot (not matmul's batching).
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=x_shape).astype("float32")
+    y = rng.normal(size=y_shape).astype("float32")
+    code = migrate.migrate_source("import keras\nfrom keras import backend as K\nz = K.dot(x, y)\n")
+    namespace = {"x": x, "y": y}
+    exec(code.migrated, namespace)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(namespace["z"]),
+                               _keras2_dot(tf.constant(x), tf.constant(y)).numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name, param", sorted(
+    (name, param) for name in backend_ops.OPS
+    for param, meaning in KERAS2[name].get("none_means", {}).items()
+    if "np.random" not in meaning))  # A seed of None means no seed: kept.
+def test_a_literal_none_lands_on_what_keras2_read_it_as(name, param):
+    params = KERAS2[name]["params"]
+    args = [f"{p}=None" if p == param else f"{p}=p_{p}"
+            for p, default in params if default is None or p == param]
+    call, result = _migrated_call(f"K.{name}({', '.join(args)})")
+    assert not result.report.flags, result.report.flags
+    meaning = KERAS2[name]["none_means"][param]
+    code = ast.unparse(call)
+    if name == "clip":  # No bound at all: not keras.ops.clip with None.
+        assert "None" not in code, code
+        return
+    keras3 = _bind(call)
+    landed = [value for value in keras3.values() if _same_value(value, meaning)]
+    assert landed, f"K.{name}({param}=None) -> {code}: Keras 2 read None as {meaning}"
+
+
+@pytest.mark.parametrize("before, after", [
+    ("tf.set_random_seed(7)", "keras.utils.set_random_seed(7)"),
+    ("tf.random.set_random_seed(seed=s)", "keras.utils.set_random_seed(seed=s)"),
+    ("tf.compat.v1.set_random_seed(s)", "keras.utils.set_random_seed(s)"),
+])
+def test_tf1_seed_becomes_keras_set_random_seed(before, after):
+    source = f"import numpy as np\nimport keras\nimport tensorflow as tf\nnp.random.seed(7)\n{before}\n"
+    result = migrate.migrate_source(source)
+
+    assert result.migrated.splitlines()[-1] == after
+    assert [change.rule for change in result.report.changes] == [backend_ops.RULE]
+    assert "NumPy" in result.report.changes[0].message
+    again = migrate.migrate_source(result.migrated)
+    assert again.migrated == result.migrated and not again.report.changes
+
+
+def test_migrated_tf1_seed_gives_the_same_initial_weights_every_run():
+    # Keras 2: TF's graph seed fixed every initializer. Keras 3 initializers
+    # ignore tf.random.set_seed; the rewrite must make reruns agree again.
+    source = textwrap.dedent("""\
+        import numpy as np
+        import tensorflow as tf
+        import keras
+        np.random.seed(7)
+        tf.set_random_seed(7)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+        """)
+    code = migrate.migrate_source(source).migrated
+    weights = []
+    for _ in range(2):
+        namespace = {}
+        exec(code, namespace)
+        weights.append(namespace["model"].get_weights()[0])
+    np.testing.assert_array_equal(weights[0], weights[1])

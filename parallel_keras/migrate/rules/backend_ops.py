@@ -14,6 +14,7 @@ no exact Keras 3 equivalent is flagged with the Keras 3 way.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 
 import libcst as cst
@@ -36,6 +37,9 @@ class Op:
         extra: (keyword, value) always passed: Keras 2 behaviour that is no
             parameter there (`l2_normalize`'s epsilon).
         dropped: Keras 2 keywords without effect on values (`name=`).
+        none_means: (Keras 2 parameter, position, value) written instead of
+            a literal `None` there: Keras 2 read None as that value
+            (`dtype=None`: floatx()), keras.ops reads it otherwise.
     """
 
     target: str
@@ -43,6 +47,7 @@ class Op:
     explicit: tuple[tuple[str, int, str], ...] = ()
     extra: tuple[tuple[str, str], ...] = ()
     dropped: frozenset[str] = frozenset()
+    none_means: tuple[tuple[str, int, str], ...] = ()
 
 
 def _same(names: str, **kwargs) -> dict[str, Op]:
@@ -53,6 +58,7 @@ _BINARY = (("x", "x1"), ("y", "x2"))
 # Keras 2's `dtype=None` meant this.
 _FLOATX = "keras.backend.floatx()"
 _AXIS_LAST = (("axis", 1, "-1"),)
+_DTYPE_NONE = (("dtype", 1, _FLOATX),)
 OPS: dict[str, Op] = {
     **_same("sum mean max min prod any all std var abs square exp log round sign "
             "cast squeeze stack transpose softmax sigmoid tanh shape "
@@ -60,14 +66,20 @@ OPS: dict[str, Op] = {
             "binary_crossentropy"),
     **_same("maximum minimum equal not_equal greater greater_equal less "
             "less_equal dot", renames=_BINARY),
-    **_same("argmax argmin expand_dims", explicit=_AXIS_LAST),
+    **_same("expand_dims", explicit=_AXIS_LAST),
+    # Keras 2 called tf.argmax, whose axis=None is axis 0; keras.ops'
+    # axis=None is the index in the flattened tensor.
+    **_same("argmax argmin", explicit=_AXIS_LAST, none_means=(("axis", 1, "0"),)),
     **_same("cumsum cumprod", explicit=(("axis", 1, "0"),)),
     # Keras 2: dtype=None meant floatx(); keras.ops: the input's dtype.
     **_same("ones_like zeros_like", dropped=frozenset({"name"}),
-            explicit=(("dtype", 1, _FLOATX),)),
+            explicit=_DTYPE_NONE, none_means=_DTYPE_NONE),
     "clip": Op("ops.clip", renames=(("min_value", "x_min"), ("max_value", "x_max"))),
     "reshape": Op("ops.reshape", renames=(("shape", "newshape"),)),
     "pow": Op("ops.power", renames=(("x", "x1"), ("a", "x2"))),
+    "one_hot": Op("ops.one_hot", renames=(("indices", "x"),)),
+    "permute_dimensions": Op("ops.transpose", renames=(("pattern", "axes"),)),
+    "repeat_elements": Op("ops.repeat", renames=(("rep", "repeats"),)),
     "concatenate": Op("ops.concatenate", renames=(("tensors", "xs"),), explicit=_AXIS_LAST),
     "relu": Op("activations.relu", renames=(("alpha", "negative_slope"),)),
     # tf.nn.l2_normalize: x * rsqrt(max(sum(x**2), 1e-12)); keras.ops.normalize:
@@ -79,9 +91,10 @@ OPS: dict[str, Op] = {
     # bakes one seed into a compiled function (keras-team/keras#20569) and
     # creates its global seed variable inside the traced step (a ValueError
     # under tf.function), so the rewrite keeps TF's ops.
-    "random_normal": Op("tf.random.normal", explicit=(("dtype", 3, _FLOATX),)),
+    "random_normal": Op("tf.random.normal", explicit=(("dtype", 3, _FLOATX),),
+                        none_means=(("dtype", 3, _FLOATX),)),
     "random_uniform": Op("tf.random.uniform", explicit=(
-        ("maxval", 2, "1.0"), ("dtype", 3, _FLOATX))),
+        ("maxval", 2, "1.0"), ("dtype", 3, _FLOATX)), none_means=(("dtype", 3, _FLOATX),)),
 }
 # Keras 2 parameters before `name` (only for functions that drop it).
 _KERAS2_ARITY = {"ones_like": ("x", "dtype"), "zeros_like": ("x", "dtype")}
@@ -118,7 +131,12 @@ _ACTIONS = {
         "Keras 3's hard_sigmoid is relu6(x + 3) / 6; Keras 2's was "
         "`keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)`: write that."
     ),
-    "int_shape": "use `tuple(x.shape)` (static shape, None where unknown).",
+    "switch": (
+        "use `keras.ops.where(condition, then, else)` for a tensor condition "
+        "(both branches are computed; call them first if they are functions), "
+        "or `keras.ops.cond(condition, then_fn, else_fn)` for a scalar one; "
+        "Keras 2 chose between the two by the condition's rank."
+    ),
     "batch_dot": "use `keras.ops.einsum` with the axes spelled out (Keras 2's "
                  "batch_dot axes rules differ from keras.ops.matmul).",
     "variable": "use `keras.Variable(value)`.",
@@ -128,6 +146,23 @@ _GENERIC_ACTION = (
     "Keras 3 has no such backend function: write it with keras.ops "
     "(https://keras.io/api/ops/) or tf.*, keeping Keras 2's defaults "
     "(axis, epsilon) explicit."
+)
+
+
+# TF1's global seed. Keras 2 built its initializers from TF ops, so this seed
+# made the initial weights (and dropout) reproducible; Keras 3 initializers
+# draw from Keras's own seed generator, which only keras.utils.set_random_seed
+# seeds (with Python's `random`, NumPy and TF's global seed).
+_TF_SEEDS = frozenset(
+    f"tensorflow.{prefix}{name}" for prefix in ("", "compat.v1.")
+    for name in ("set_random_seed", "random.set_random_seed")
+)
+_SEED_REASON = (
+    "Keras 2 built initializers from TF ops, so TF's graph seed made the initial "
+    "weights reproducible; Keras 3 initializers draw from Keras's seed generator, "
+    "which keras.utils.set_random_seed seeds, together with TF's global seed, "
+    "Python's `random` and NumPy (the same value: np.random.seed/random.seed calls "
+    "with it, or after this line, see no difference)"
 )
 
 
@@ -150,11 +185,30 @@ AUDIT: list[tuple[str, str | None, str]] = [
      "Keras 2 clipped negative inputs to 0 before the square root"),
     ("keras.backend.flatten", "keras.ops.reshape(x, (-1,))", "no flatten in keras.ops"),
     ("keras.backend.get_value", "keras.ops.convert_to_numpy(x)", "no get_value in Keras 3"),
+    ("keras.backend.clip(x, lo, None)", "keras.ops.maximum(x, lo)",
+     ("Keras 2 read a None bound as +inf (keras.ops.clip fails on None); "
+      "None min: keras.ops.minimum(x, hi)")),
+    ("keras.backend.int_shape", "tuple(x.shape)", "no int_shape in Keras 3"),
     ("keras.backend.set_value", "variable.assign(value)", "no set_value in Keras 3"),
     ("optimizer.lr", "optimizer.learning_rate", "Keras 3 optimizers have no `lr`"),
+    ("tf.set_random_seed (and tf.random.set_random_seed, tf.compat.v1's)",
+     "keras.utils.set_random_seed(seed)", _SEED_REASON),
     *((f"keras.backend.{name}", None, action) for name, action in sorted(_ACTIONS.items())),
     ("keras.backend.<other>", None, _GENERIC_ACTION),
 ]
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _number(node: cst.BaseExpression) -> float | None:
+    """The value of a number literal (`1e-7`, `-1`), else None."""
+    try:
+        value = ast.literal_eval(syntax.code(node))
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _comma(arg: cst.Arg) -> cst.Arg:
@@ -174,6 +228,11 @@ class BackendOpsRule(context.Rule):
 
     def leave_Call(self, ctx, original, updated):
         qualified = ctx.qualified_name(original.func) or ""
+        # `from tensorflow import set_random_seed`: the import itself is
+        # flagged by the TF1 names rule; the call stays as it is written.
+        if (qualified in _TF_SEEDS and isinstance(original.func, cst.Attribute)
+                and not syntax.has_star(updated)):
+            return self._seed(ctx, original, updated)
         module, _, name = qualified.rpartition(".")
         if module != "keras.backend" or name in KEPT or name in _ELSEWHERE:
             return updated
@@ -181,6 +240,10 @@ class BackendOpsRule(context.Rule):
         keras_name = ctx.keras_module()
         if name == "ctc_batch_cost" and self._ctc_rewritable(updated):
             return self._ctc(ctx, original, updated, keras_name)
+        if name == "clip" and not syntax.has_star(updated):
+            clipped = self._clip(ctx, original, updated, keras_name)
+            if clipped is not None:
+                return clipped
         if name in OPS and not syntax.has_star(updated):
             return self._rewrite(ctx, original, updated, name, OPS[name], keras_name)
         ops = f"{keras_name}.ops"
@@ -198,6 +261,15 @@ class BackendOpsRule(context.Rule):
                 func=syntax.expression(f"{ops}.reshape"),
                 args=[_comma(updated.args[0]), cst.Arg(syntax.expression("(-1,)"))],
             )
+        if name == "int_shape" and len(updated.args) == 1 and not updated.args[0].keyword:
+            # Keras 2: tuple(x.get_shape().as_list()), None where unknown.
+            ctx.change(original, RULE, f"`{text}(x)` -> `tuple(x.shape)` (the static shape, "
+                       "None where unknown, as Keras 2 gave it)")
+            value = updated.args[0].value
+            if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            return cst.Call(cst.Name("tuple"), args=[cst.Arg(
+                cst.Attribute(value=value, attr=cst.Name("shape")))])
         if name == "get_value" and len(updated.args) == 1:
             ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.convert_to_numpy(x)`")
             return updated.with_changes(func=syntax.expression(f"{ops}.convert_to_numpy"))
@@ -225,8 +297,16 @@ class BackendOpsRule(context.Rule):
                      f"pass name= by keyword (or drop it) and migrate again; "
                      f"`keras.{op.target}` has no name parameter.")
             return updated
+        none_means = {}
+        for parameter, position, value in op.none_means:
+            given = (positional[position] if len(positional) > position
+                     else syntax.keyword(updated, parameter))
+            if given is not None and _is_none(given.value):
+                none_means[id(given)] = value.replace("keras.", f"{keras_name}.", 1)
         args = []
         for arg in updated.args:
+            if id(arg) in none_means:
+                arg = arg.with_changes(value=syntax.expression(none_means[id(arg)]))
             if arg.keyword is None:
                 args.append(arg)
                 continue
@@ -254,10 +334,70 @@ class BackendOpsRule(context.Rule):
                   else f"Keras 3 moved backend math to keras.{module}")
         if defaults:
             reason += f"; Keras 2's {', '.join(defaults)} passed explicitly (keras.ops differs)"
+        if none_means:
+            reason += (f"; Keras 2 read None as {', '.join(sorted(set(none_means.values())))}"
+                       ", written out (keras.ops reads None otherwise)")
         if op.dropped & {arg.keyword.value for arg in updated.args if arg.keyword}:
             reason += f"; dropped {', '.join(sorted(op.dropped))}= (no effect on values)"
         ctx.change(original, RULE, f"`{text}` -> `{target}` ({reason})")
         return updated.with_changes(func=syntax.expression(target), args=args)
+
+    def _clip(self, ctx, original, updated, keras_name):
+        """`K.clip(x, lo, None)` -> `keras.ops.maximum(x, lo)`.
+
+        Keras 2 read a None bound as -inf/+inf (no bound) and, for number
+        bounds, `max < min` as `max = min`; keras.ops.clip fails on None.
+        Returns None when the bounds are neither: the plain rename is exact.
+        """
+        bound = {}
+        for index, parameter in enumerate(("x", "min_value", "max_value")):
+            arg = syntax.keyword(updated, parameter)
+            if arg is None:
+                positional = syntax.positional(updated)
+                arg = positional[index] if len(positional) > index else None
+            if arg is None:
+                return None
+            bound[parameter] = arg.value
+        low, high = bound["min_value"], bound["max_value"]
+        text = syntax.dotted(original.func)
+        ops = f"{keras_name}.ops"
+        x = bound["x"]
+        if _is_none(low) or _is_none(high):
+            if _is_none(low) and _is_none(high):
+                call = cst.Call(syntax.expression(f"{ops}.convert_to_tensor"), args=[cst.Arg(x)])
+                what = f"`{ops}.convert_to_tensor(x)`"
+            else:
+                func, limit = ("minimum", high) if _is_none(low) else ("maximum", low)
+                call = cst.Call(syntax.expression(f"{ops}.{func}"),
+                                args=[_comma(cst.Arg(x)), cst.Arg(limit)])
+                what = f"`{ops}.{func}(x, {syntax.code(limit)})`"
+            ctx.change(original, RULE, f"`{text}` with a None bound -> {what}: Keras 2 read "
+                       "None as -inf/+inf (keras.ops.clip fails on None)")
+            return call
+        numbers = [_number(low), _number(high)]
+        if None not in numbers and numbers[1] < numbers[0]:
+            ctx.change(original, RULE, f"`{text}` -> `{ops}.clip` with max = min: Keras 2 "
+                       "raised a max below the min to the min")
+            return cst.Call(syntax.expression(f"{ops}.clip"), args=[
+                _comma(cst.Arg(x)), _comma(cst.Arg(low)), cst.Arg(low)])
+        return None
+
+    def _seed(self, ctx, original, updated):
+        """`tf.set_random_seed(s)` -> `keras.utils.set_random_seed(s)`.
+
+        The TF1 names rule (which runs later) renames the function to
+        tf.random.set_seed; its report entry for this call is replaced by
+        this one, since the call no longer is what it describes.
+        """
+        text = syntax.dotted(original.func)
+        target = f"{ctx.keras_module()}.utils.set_random_seed"
+        line = ctx.line(original)
+        ctx.report.changes[:] = [
+            change for change in ctx.report.changes
+            if not (change.line == line and f"{text.rpartition('.')[2]}` -> `" in change.message)
+        ]
+        ctx.change(original, RULE, f"`{text}(seed)` -> `{target}(seed)`: {_SEED_REASON}")
+        return updated.with_changes(func=syntax.expression(target))
 
     @staticmethod
     def _ctc_rewritable(call) -> bool:
