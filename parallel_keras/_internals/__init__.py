@@ -15,21 +15,35 @@ them:
 - `placement`: device placement of functional layer calls.
 - `op_callbacks`: TensorFlow op callbacks (the op-device recorder).
 - `checkpoints`: `ModelCheckpoint`'s write and legacy HDF5 weights.
-- `versions`: the versions checked; a warning when the installed differ.
+- `versions`: the tested TensorFlow/Keras range; an error for an environment
+  below it or not Keras 3 on TensorFlow, a warning above it.
 
 Callers use `from parallel_keras import _internals; _internals.name`: every
 public name is re-exported here. Only modules that already import TensorFlow
 import this package (`import parallel_keras` stays TensorFlow-free).
 
-Checked on TensorFlow 2.21.0 with Keras 3.15.1.
+Each module lists the Keras versions each of its upstream shapes was checked
+on (Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3, 3.15.1 with TensorFlow 2.16 to 2.21,
+the pairs of noxfile.py); where an upstream form differs between versions,
+one implementation per form is chosen once, at first use.
 """
+
+# Before anything else imports Keras's internals or patches anything: an
+# environment parallel_keras cannot run on is refused here, so Keras and the
+# user's models stay as they were.
+from parallel_keras._internals import versions as _versions
+
+_versions.check_environment()
+
 
 from parallel_keras._internals.checkpoints import ModelCheckpointWriteHook
 from parallel_keras._internals.checkpoints import save_legacy_h5_weights
 from parallel_keras._internals.collectives import collective_all_reduce
+from parallel_keras._internals.collectives import collective_reductions_in_traced_function
 from parallel_keras._internals.collectives import cross_device_ops_kind
 from parallel_keras._internals.collectives import nccl_kernels_registered
 from parallel_keras._internals.multi_worker import cancel_before_tf_starts
+from parallel_keras._internals.multi_worker import expand_slurm_tasks_per_node
 from parallel_keras._internals.multi_worker import install_scalar_mean_reduction_workaround
 from parallel_keras._internals.multi_worker import keras_scalar_mean_reduction_fails
 from parallel_keras._internals.multi_worker import multi_worker_mirrored_strategy
@@ -47,9 +61,11 @@ from parallel_keras._internals.placement import install_operation_for_node_hook
 from parallel_keras._internals.placement import is_functional
 from parallel_keras._internals.placement import keras_tensor_layer
 from parallel_keras._internals.trainer import flatten_metrics_in_order
+from parallel_keras._internals.trainer import install_class_symbolic_build
 from parallel_keras._internals.trainer import install_symbolic_build
 from parallel_keras._internals.trainer import is_keras_default_step
 from parallel_keras._internals.trainer import loss_tracker
+from parallel_keras._internals.trainer import maybe_symbolic_build
 from parallel_keras._internals.trainer import model_strategy
 from parallel_keras._internals.trainer import optimizer_strategy
 from parallel_keras._internals.trainer import output_loss_trackers
@@ -63,19 +79,28 @@ from parallel_keras._internals.trainer import symbolic_build_from_local_replica
 from parallel_keras._internals.variables import keras_variable_value
 from parallel_keras._internals.variables import relocate_variables
 from parallel_keras._internals.variables import rnn_state_variables
+from parallel_keras._internals.variables import variable_synchronization
 from parallel_keras._internals.versions import CHECKED_VERSIONS
-from parallel_keras._internals.versions import warn_if_versions_differ
+from parallel_keras._internals.versions import TESTED_RANGE
+from parallel_keras._internals.versions import UnsupportedEnvironment
+from parallel_keras._internals.versions import check_environment
 __all__ = [
     "CHECKED_VERSIONS",
     "ModelCheckpointWriteHook",
     "PlacementInternalsChanged",
+    "TESTED_RANGE",
+    "UnsupportedEnvironment",
     "add_op_callback",
     "cancel_before_tf_starts",
+    "check_environment",
     "collective_all_reduce",
+    "collective_reductions_in_traced_function",
     "cross_device_ops_kind",
+    "expand_slurm_tasks_per_node",
     "flatten_metrics_in_order",
     "functional_graph",
     "functional_layer_calls",
+    "install_class_symbolic_build",
     "install_functional_config_hooks",
     "install_node_created_hook",
     "install_operation_for_node_hook",
@@ -87,6 +112,7 @@ __all__ = [
     "keras_tensor_layer",
     "keras_variable_value",
     "loss_tracker",
+    "maybe_symbolic_build",
     "model_strategy",
     "multi_worker_mirrored_strategy",
     "nccl_kernels_registered",
@@ -106,7 +132,5 @@ __all__ = [
     "skip_train_steps",
     "symbolic_build_from_local_replica",
     "tf_runtime_initialized",
-    "warn_if_versions_differ",
+    "variable_synchronization",
 ]
-
-warn_if_versions_differ()

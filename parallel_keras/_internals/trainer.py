@@ -7,8 +7,8 @@ backend/tensorflow/trainer.py) and `TFOptimizer` (`_distribution_strategy`).
 Works around Keras's `_maybe_symbolic_build` reducing the first distributed
 batch across replicas (keras-team/keras#20585, tensorflow/tensorflow#72388).
 
-Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/
-test_trainer.py` fails when an upgrade changes what this relies on, or when
+Checked on Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 (one shape of each
+touch on all of them); `tests/internals/test_trainer.py` fails when an upgrade changes what this relies on, or when
 the symbolic-build defect is fixed upstream (so the workaround can go).
 """
 
@@ -180,6 +180,29 @@ def install_symbolic_build(model: keras.Model, select: Callable[[object], object
 def remove_symbolic_build(model: keras.Model) -> None:
     """Undoes `install_symbolic_build`."""
     model.__dict__.pop("_maybe_symbolic_build", None)
+
+
+def install_class_symbolic_build(model_class: type, select: Callable[[object], object]) -> None:
+    """Makes every `model_class` build its compile state from one replica.
+
+    For a model class whose instances always have a replication strategy
+    (`ParallelModel`): its `_maybe_symbolic_build` is
+    `symbolic_build_from_local_replica`, with `select`.
+    """
+
+    def _maybe_symbolic_build(model, iterator=None, data_batch=None):
+        symbolic_build_from_local_replica(model, iterator, data_batch, select)
+
+    model_class._maybe_symbolic_build = _maybe_symbolic_build
+
+
+def maybe_symbolic_build(model: keras.Model, data_batch: object) -> None:
+    """Keras's `_maybe_symbolic_build(data_batch=...)`: compile state, built once.
+
+    What `fit` runs before its first step; `train_on_batch` & co. call it the
+    same way. Same signature on Keras 3.5 to 3.15.
+    """
+    model._maybe_symbolic_build(data_batch=data_batch)
 
 
 # `multi_worker.BackupAndRestore` resumes a restarted run where its last

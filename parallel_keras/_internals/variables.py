@@ -1,18 +1,21 @@
 """Keras variables on a strategy: relocation and stateful RNN state.
 
-Upstream surface: Keras's TF backend `Variable` (`_value`, `_initialize`,
-`_map_aggregation`, `_map_synchronization`, backend/tensorflow/core.py) and
+Upstream surface: Keras's TF backend `Variable` (`_value`, `_dtype`,
+`_aggregation`, what `_initialize` passes to `tf.Variable`,
+backend/tensorflow/core.py) and
 `RNN._create_state_variables` (layers/rnn/rnn.py). Also works around
 tensorflow/tensorflow#46488 (BatchNormalization moving statistics drifting
 apart across replicas) by giving such variables MEAN aggregation.
 
-Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/
-test_variables.py` fails when an upgrade changes what this relies on.
+Checked on Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 (each shape below
+lists its own); `tests/internals/test_variables.py` fails when an upgrade changes what this relies on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+import functools
+from typing import NamedTuple
 
 import keras
 import tensorflow as tf
@@ -21,14 +24,95 @@ import tensorflow as tf
 # --- Variable relocation --------------------------------------------------
 #
 # Keras 3's TF backend `Variable` wraps a `tf.Variable` in `_value`, created
-# by `Variable._initialize` with the aggregation mapped by `_map_aggregation`.
-# A variable created outside `strategy.scope()` is a plain tf.Variable and
-# `fit` under the strategy fails (bare AssertionError in Keras 3.15). Creating
-# a new tf.Variable inside the scope, from the old value and with the same
-# arguments `_initialize` uses, gives the same MirroredVariable a native build
-# would; the Keras Variable object (what layers, the template and the user
-# hold) stays the same, so weights are shared, not copied, and the old
-# host copy is released.
+# by `Variable._initialize`. A variable created outside `strategy.scope()` is
+# a plain tf.Variable and `fit` under the strategy fails (bare AssertionError
+# in Keras 3.15). Creating a new tf.Variable inside the scope, from the old
+# value and with the arguments `_initialize` passes, gives the same
+# MirroredVariable a native build would; the Keras Variable object (what
+# layers, the template and the user hold) stays the same, so weights are
+# shared, not copied, and the old host copy is released.
+#
+# Which arguments `_initialize` passes changed twice; one shape per upstream
+# form, chosen once at first use (`_initialize_shape`). The Keras names map
+# to TensorFlow's public enums here, not through Keras's private
+# `_map_aggregation` / `_map_synchronization` (absent before 3.8 / 3.10).
+
+
+class _InitializeShape(NamedTuple):
+    """What Keras's TF `Variable._initialize` passes to `tf.Variable`."""
+
+    description: str
+    passes_aggregation: bool
+    passes_synchronization: bool
+    checked_on: tuple[str, ...]
+
+
+_INITIALIZE_SHAPES = (
+    # keras/src/backend/tensorflow/core.py: `tf.Variable(value, dtype=,
+    # trainable=, name=)`; `KerasVariable` has `aggregation` (default "mean",
+    # never passed on) and no `synchronization`.
+    _InitializeShape("name, dtype, trainable", False, False, ("3.5.0",)),
+    # Adds `aggregation=self._map_aggregation(self.aggregation)` (default
+    # "none"); still no `synchronization`.
+    _InitializeShape("+ aggregation", True, False, ("3.8.0",)),
+    # Adds `synchronization=self._map_synchronization(...)` (default "auto").
+    _InitializeShape(
+        "+ aggregation, synchronization", True, True, ("3.10.0", "3.11.3", "3.15.1")
+    ),
+)
+
+_AGGREGATIONS = {
+    "none": tf.VariableAggregation.NONE,
+    "sum": tf.VariableAggregation.SUM,
+    "mean": tf.VariableAggregation.MEAN,
+    "only_first_replica": tf.VariableAggregation.ONLY_FIRST_REPLICA,
+}
+_SYNCHRONIZATIONS = {
+    "none": tf.VariableSynchronization.NONE,
+    "on_read": tf.VariableSynchronization.ON_READ,
+    "on_write": tf.VariableSynchronization.ON_WRITE,
+    "auto": tf.VariableSynchronization.AUTO,
+}
+
+
+@functools.cache
+def _initialize_shape() -> _InitializeShape:
+    """The shape of this Keras's `Variable._initialize` (detected once)."""
+    # `keras.Variable` is the backend's class (backend/tensorflow/core.py).
+    passes_synchronization = hasattr(keras.Variable, "_map_synchronization")
+    passes_aggregation = hasattr(keras.Variable, "_map_aggregation")
+    for shape in _INITIALIZE_SHAPES:
+        if (shape.passes_aggregation, shape.passes_synchronization) == (
+            passes_aggregation, passes_synchronization
+        ):
+            return shape
+    raise RuntimeError(  # _map_synchronization without _map_aggregation.
+        "parallel_keras relocates Keras variables the way Keras's TensorFlow "
+        "backend creates them, and this Keras creates them in a form it does "
+        f"not know. Received: keras=={keras.__version__}. Install a Keras "
+        "in the tested range: pip install 'keras>=3.5,<3.16'."
+    )
+
+
+def variable_synchronization(variable: keras.Variable) -> str:
+    """A Keras variable's synchronization ("auto", "on_read", ...).
+
+    The `synchronization` property arrived with Keras 3.10; before, Keras
+    never set one (AUTO) unless parallel_keras relocated the variable (and
+    recorded it in the same private `_synchronization`).
+    """
+    return getattr(variable, "_synchronization", "auto")
+
+
+def _tf_variable_arguments(variable: keras.Variable) -> dict[str, object]:
+    """What this Keras's `_initialize` passes besides the initial value."""
+    shape = _initialize_shape()
+    arguments = {"dtype": variable._dtype, "trainable": variable.trainable, "name": variable.name}
+    if shape.passes_aggregation:
+        arguments["aggregation"] = _AGGREGATIONS[variable.aggregation or "none"]
+    if shape.passes_synchronization:
+        arguments["synchronization"] = _SYNCHRONIZATIONS[variable_synchronization(variable)]
+    return arguments
 
 
 def keras_variable_value(variable: keras.Variable) -> tf.Variable:
@@ -45,7 +129,8 @@ def relocate_variables(
 
     `synchronize(variable)` may return `(aggregation, synchronization)` (Keras
     names: "mean", "on_write", "on_read", "only_first_replica") to give the
-    relocated variable. Used for state assigned on each replica:
+    relocated variable, on every Keras shape (also where Keras itself would
+    not pass them on). Used for state assigned on each replica:
     BatchNormalization's moving statistics get MEAN aggregation, so they are
     averaged across replicas instead of drifting apart
     (tensorflow/tensorflow#46488: the saved file disagrees with what was
@@ -62,28 +147,21 @@ def relocate_variables(
             continue  # Not initialized yet: it will be built in scope.
         wanted = synchronize(variable)
         if _lives_in(current, strategy) and (
-            wanted is None
-            or (variable.aggregation, variable.synchronization) == wanted
+            wanted is None or (variable.aggregation, variable_synchronization(variable)) == wanted
         ):
             continue
+        arguments = _tf_variable_arguments(variable)
         if wanted is not None:
             variable._aggregation, variable._synchronization = wanted
+            arguments["aggregation"] = _AGGREGATIONS[wanted[0]]
+            arguments["synchronization"] = _SYNCHRONIZATIONS[wanted[1]]
         # Read outside the scope: a variable of another strategy can only be
         # read in its own scope or in none. One variable at a time, so the
         # host never holds a second copy of the whole model.
         with tf.init_scope():
             initial = tf.identity(current.read_value())
         with strategy.scope(), tf.init_scope():
-            variable._value = tf.Variable(
-                initial,
-                dtype=variable._dtype,
-                trainable=variable.trainable,
-                name=variable.name,
-                aggregation=variable._map_aggregation(variable.aggregation),
-                synchronization=variable._map_synchronization(
-                    variable.synchronization
-                ),
-            )
+            variable._value = tf.Variable(initial, **arguments)
         del initial
         moved += 1
     return moved

@@ -222,17 +222,18 @@ class Execution:
         """Runs Keras's train or test function on one prepared global batch."""
         model = self.model
         batch = self.distributed_batch(x, y, sample_weight)
-        model._maybe_symbolic_build(data_batch=batch)
+        _internals.maybe_symbolic_build(model, data_batch=batch)
         getattr(model, f"make_{kind}_function")()
         model.reset_metrics()
-        getattr(model, f"{kind}_function")([batch])
+        # An iterator, as Keras's own `*_on_batch` pass (Keras 3.5 calls `next`).
+        getattr(model, f"{kind}_function")(iter([batch]))
         return self._logs(return_dict)
 
     def predict_on_batch(self, x):
         model = self.model
         batch = self.distributed_batch(x)
         model.make_predict_function()
-        outputs = model.predict_function([batch])
+        outputs = model.predict_function(iter([batch]))
         return tf.nest.map_structure(np.asarray, outputs)
 
     def _logs(self, return_dict: bool):

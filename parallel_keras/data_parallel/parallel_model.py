@@ -211,11 +211,6 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
         """One replica's outputs for the rows it reports."""
         return steps.predict_step(self, data)
 
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        _internals.symbolic_build_from_local_replica(
-            self, iterator, data_batch, execution_lib.select_keras_batch
-        )
-
     def make_predict_function(self, force=False):
         """Keras's predict function, concatenating outputs where `cpu_merge` says."""
         if self.predict_function is not None and not force:
@@ -398,3 +393,8 @@ class ParallelModel(atomic.SavesItsTemplate, keras.Model):
             f"strategy={strategies.describe(self._strategy)} "
             f"params={self._template.count_params():,}>"
         )
+
+
+# Keras's first-batch symbolic build reads one replica's batch (see
+# `_internals.trainer`).
+_internals.install_class_symbolic_build(ParallelModel, execution_lib.select_keras_batch)
