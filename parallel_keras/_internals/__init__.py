@@ -53,6 +53,8 @@ from parallel_keras._internals.multi_worker import tf_runtime_initialized
 from parallel_keras._internals.op_callbacks import add_op_callback
 from parallel_keras._internals.op_callbacks import remove_op_callback
 from parallel_keras._internals.placement import PlacementInternalsChanged
+from parallel_keras._internals.placement import PlacementNeedsNewerKeras
+from parallel_keras._internals.placement import require_placement_support
 from parallel_keras._internals.placement import functional_graph
 from parallel_keras._internals.placement import functional_layer_calls
 from parallel_keras._internals.placement import install_functional_config_hooks
@@ -64,6 +66,7 @@ from parallel_keras._internals.trainer import flatten_metrics_in_order
 from parallel_keras._internals.trainer import install_class_symbolic_build
 from parallel_keras._internals.trainer import install_symbolic_build
 from parallel_keras._internals.trainer import is_keras_default_step
+from parallel_keras._internals.trainer import loss_scaled_for_replicas
 from parallel_keras._internals.trainer import loss_tracker
 from parallel_keras._internals.trainer import maybe_symbolic_build
 from parallel_keras._internals.trainer import model_strategy
@@ -88,6 +91,7 @@ __all__ = [
     "CHECKED_VERSIONS",
     "ModelCheckpointWriteHook",
     "PlacementInternalsChanged",
+    "PlacementNeedsNewerKeras",
     "TESTED_RANGE",
     "UnsupportedEnvironment",
     "add_op_callback",
@@ -111,6 +115,7 @@ __all__ = [
     "keras_scalar_mean_reduction_fails",
     "keras_tensor_layer",
     "keras_variable_value",
+    "loss_scaled_for_replicas",
     "loss_tracker",
     "maybe_symbolic_build",
     "model_strategy",
@@ -121,6 +126,7 @@ __all__ = [
     "relocate_variables",
     "remove_op_callback",
     "remove_symbolic_build",
+    "require_placement_support",
     "reset_compiled_functions",
     "rnn_state_variables",
     "run_before_tf_starts",

@@ -15,6 +15,7 @@ the symbolic-build defect is fixed upstream (so the workaround can go).
 from __future__ import annotations
 
 from collections.abc import Callable
+import functools
 from typing import Any
 
 import keras
@@ -60,6 +61,37 @@ def is_keras_default_step(model_class: type, name: str) -> bool:
     from keras.src.backend.tensorflow import trainer  # pylint: disable=g-direct-keras-import
 
     return getattr(model_class, name) is getattr(trainer.TensorFlowTrainer, name)
+
+
+# --- The loss under a strategy: scaled per replica or not ----------------
+#
+# Under tf.distribute the replicas' gradients are summed, so each replica's
+# loss must be 1/replicas of its mean for the sum to be one device's
+# gradient. Two upstream shapes, chosen once:
+# 1. Keras 3.8+ (checked 3.8.0, 3.10.0, 3.11.3, 3.15.1): `compute_loss`
+#    scales it itself (`losses/loss.py` `scale_loss_for_distribution`, in
+#    `reduce_values` and `_aggregate_additional_loss`; keras-team/keras#19891,
+#    fixed by keras-team/keras#20609), and unscales what the trackers record.
+# 2. Keras 3.5-3.7 (checked 3.5.0): `compute_loss` returns the replica's
+#    plain mean, so gradients come out `replicas` times one device's (native
+#    MirroredStrategy `fit` too); parallel_keras's steps scale it.
+
+
+@functools.cache
+def _compute_loss_scales_for_distribution() -> bool:
+    from keras.src.losses import loss as loss_module  # pylint: disable=g-direct-keras-import
+
+    return callable(getattr(loss_module, "scale_loss_for_distribution", None))
+
+
+def loss_scaled_for_replicas(loss: tf.Tensor, num_replicas: int) -> tf.Tensor:
+    """`model.compute_loss`'s value as Keras 3.8+ returns it under a strategy.
+
+    That is, 1/`num_replicas` of the replica's loss, on every Keras shape.
+    """
+    if num_replicas == 1 or _compute_loss_scales_for_distribution():
+        return loss
+    return loss * tf.cast(1.0 / num_replicas, loss.dtype)
 
 
 # --- Strategy captured at construction ------------------------------------

@@ -1,5 +1,8 @@
 """The tested TensorFlow/Keras range, and what an environment outside it gets.
 
+The range and the environment-variable rules are in the TensorFlow-free
+`parallel_keras._environment`; this module adds the installed versions.
+
 parallel_keras is tested (`nox -s core`, noxfile.py) on TensorFlow 2.16 to
 2.21 with Keras 3.5 to 3.15, Keras on its TensorFlow backend; that is also
 what `pyproject.toml` declares. On import of `parallel_keras._internals`
@@ -19,68 +22,23 @@ Each message states the rule, what was found and the fix.
 from __future__ import annotations
 
 from collections.abc import Mapping
-import os
 import re
 
 from absl import logging
 
-# The tested range, inclusive, by major.minor: keep in step with
-# `pyproject.toml` `dependencies` and noxfile.py PAIRS (tests/test_versions.py
-# checks both).
-TESTED_RANGE = {"tensorflow": ((2, 16), (2, 21)), "keras": ((3, 5), (3, 15))}
-# The newest tested pair: what the private touches were last checked on.
-CHECKED_VERSIONS = {"tensorflow": "2.21.0", "keras": "3.15.1"}
-
-_LEGACY_KERAS_VALUES = ("1", "true", "True")  # What TensorFlow's keras loader accepts.
+from parallel_keras._environment import CHECKED_VERSIONS  # noqa: F401  (re-exported)
+from parallel_keras._environment import TESTED_RANGE
+from parallel_keras._environment import UnsupportedEnvironment
+from parallel_keras._environment import check_environment_variables
+from parallel_keras._environment import tested_range_sentence
+from parallel_keras._environment import tested_requirements
 
 _warned = False
-
-
-class UnsupportedEnvironment(RuntimeError):
-    """TensorFlow/Keras that parallel_keras cannot run on."""
 
 
 def _major_minor(version: str) -> tuple[int, int]:
     numbers = re.findall(r"\d+", version)[:2]
     return tuple(int(number) for number in numbers) + (0,) * (2 - len(numbers))
-
-
-def _range_text(name: str) -> str:
-    (low_major, low_minor), (high_major, high_minor) = TESTED_RANGE[name]
-    return f"{name}>={low_major}.{low_minor},<{high_major}.{high_minor + 1}"
-
-
-def tested_requirements() -> str:
-    """`'tensorflow>=2.16,<2.22' 'keras>=3.5,<3.16'`: pip's spelling of the range."""
-    return " ".join(f"'{_range_text(name)}'" for name in sorted(TESTED_RANGE, reverse=True))
-
-
-def _tested_range_sentence() -> str:
-    return (
-        "parallel_keras is tested on TensorFlow 2.16 to 2.21 with Keras 3.5 to 3.15 "
-        "(Keras 3 on its TensorFlow backend)."
-    )
-
-
-def environment_problems(environ: Mapping[str, str]) -> list[str]:
-    """What, before Keras is imported, rules this process out (with the fix)."""
-    problems = []
-    legacy = environ.get("TF_USE_LEGACY_KERAS")
-    if legacy in _LEGACY_KERAS_VALUES:
-        problems.append(
-            f"Received: TF_USE_LEGACY_KERAS={legacy!r}, which makes tf.keras the "
-            "Keras 2 package tf_keras. parallel_keras runs Keras 2 scripts on "
-            "Keras 3: unset TF_USE_LEGACY_KERAS (and run `parallel-keras migrate` "
-            "on scripts that import tf_keras)."
-        )
-    backend = environ.get("KERAS_BACKEND")
-    if backend and backend != "tensorflow":
-        problems.append(
-            f"Received: KERAS_BACKEND={backend!r}. parallel_keras distributes with "
-            "tf.distribute: unset KERAS_BACKEND or set KERAS_BACKEND=tensorflow "
-            "before Keras is imported."
-        )
-    return problems
 
 
 def version_problems(installed: Mapping[str, str]) -> list[str]:
@@ -124,16 +82,14 @@ def check_environment(
         UnsupportedEnvironment: TF_USE_LEGACY_KERAS, a non-TensorFlow Keras
             backend, or a TensorFlow/Keras below the tested floor.
     """
-    problems = environment_problems(os.environ if environ is None else environ)
-    if problems:
-        raise UnsupportedEnvironment(" ".join([_tested_range_sentence(), *problems]))
+    check_environment_variables(environ)
     if installed is None:
         import keras  # pylint: disable=g-import-not-at-top
 
         backend = keras.backend.backend()
         if backend != "tensorflow":  # Set in ~/.keras/keras.json.
             raise UnsupportedEnvironment(
-                f"{_tested_range_sentence()} Received: keras.backend.backend()="
+                f"{tested_range_sentence()} Received: keras.backend.backend()="
                 f"{backend!r} (from ~/.keras/keras.json). Set \"backend\": "
                 "\"tensorflow\" there, or KERAS_BACKEND=tensorflow before Keras "
                 "is imported."
@@ -142,7 +98,7 @@ def check_environment(
     too_old = version_problems(installed)
     if too_old:
         raise UnsupportedEnvironment(
-            f"{_tested_range_sentence()} Received: {', '.join(too_old)}, below the "
+            f"{tested_range_sentence()} Received: {', '.join(too_old)}, below the "
             f"tested floor. Upgrade: pip install {tested_requirements()}"
         )
     warn_if_newer_than_tested(installed)
@@ -169,6 +125,6 @@ def warn_if_newer_than_tested(installed: Mapping[str, str] | None = None) -> boo
         "%s Received: %s, newer than tested; parallel_keras relies on private "
         "TensorFlow/Keras behaviour that a new release may change. If training "
         "or loading fails, install the tested range: pip install %s",
-        _tested_range_sentence(), ", ".join(newer), tested_requirements(),
+        tested_range_sentence(), ", ".join(newer), tested_requirements(),
     )
     return True

@@ -225,7 +225,8 @@ class Execution:
         _internals.maybe_symbolic_build(model, data_batch=batch)
         getattr(model, f"make_{kind}_function")()
         model.reset_metrics()
-        # An iterator, as Keras's own `*_on_batch` pass (Keras 3.5 calls `next`).
+        # An iterator, as Keras's own `train_on_batch`/`test_on_batch` pass
+        # (Keras 3.5 calls `next` on it; predict takes a list in every version).
         getattr(model, f"{kind}_function")(iter([batch]))
         return self._logs(return_dict)
 
@@ -233,7 +234,7 @@ class Execution:
         model = self.model
         batch = self.distributed_batch(x)
         model.make_predict_function()
-        outputs = model.predict_function(iter([batch]))
+        outputs = model.predict_function([batch])
         return tf.nest.map_structure(np.asarray, outputs)
 
     def _logs(self, return_dict: bool):
