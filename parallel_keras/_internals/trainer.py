@@ -21,6 +21,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from parallel_keras._internals import variables
+
 
 # --- Keras's loss tracker ---------------------------------------------------
 #
@@ -178,6 +180,12 @@ def symbolic_build_from_local_replica(
     )
     with strategy.scope():
         model._symbolic_build(data_batch=select(data_batch))
+    # The metrics now exist (compiled ones are built just above); on Keras
+    # 3.5-3.7 their counters were created without their "sum" aggregation
+    # (see `variables._INITIALIZE_SHAPES`). A no-op from Keras 3.8.
+    variables.relocate_variables(
+        [variable for metric in model.metrics for variable in metric.variables], strategy
+    )
 
 
 def _local_element_spec(iterator):

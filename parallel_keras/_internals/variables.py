@@ -49,8 +49,13 @@ class _InitializeShape(NamedTuple):
 
 _INITIALIZE_SHAPES = (
     # keras/src/backend/tensorflow/core.py: `tf.Variable(value, dtype=,
-    # trainable=, name=)`; `KerasVariable` has `aggregation` (default "mean",
-    # never passed on) and no `synchronization`.
+    # trainable=, name=)`; `KerasVariable` has `aggregation` (default "mean")
+    # but never passes it on, and no `synchronization`. A metric's "sum"
+    # counters then become NONE MirroredVariables, each replica adding to its
+    # own copy and reads seeing the first replica's rows only (native
+    # MirroredStrategy too). parallel_keras passes an aggregation other than
+    # the default, as 3.8+ does itself; the default "mean" (every weight)
+    # stays NONE, as 3.8+'s default "none".
     _InitializeShape("name, dtype, trainable", False, False, ("3.5.0",)),
     # Adds `aggregation=self._map_aggregation(self.aggregation)` (default
     # "none"); still no `synchronization`.
@@ -110,6 +115,8 @@ def _tf_variable_arguments(variable: keras.Variable) -> dict[str, object]:
     arguments = {"dtype": variable._dtype, "trainable": variable.trainable, "name": variable.name}
     if shape.passes_aggregation:
         arguments["aggregation"] = _AGGREGATIONS[variable.aggregation or "none"]
+    elif variable.aggregation not in (None, "mean"):
+        arguments["aggregation"] = _AGGREGATIONS[variable.aggregation]
     if shape.passes_synchronization:
         arguments["synchronization"] = _SYNCHRONIZATIONS[variable_synchronization(variable)]
     return arguments
@@ -146,11 +153,13 @@ def relocate_variables(
         if current is None:
             continue  # Not initialized yet: it will be built in scope.
         wanted = synchronize(variable)
+        arguments = _tf_variable_arguments(variable)
         if _lives_in(current, strategy) and (
-            wanted is None or (variable.aggregation, variable_synchronization(variable)) == wanted
+            (variable.aggregation, variable_synchronization(variable)) == wanted
+            if wanted is not None
+            else current.aggregation == arguments.get("aggregation", current.aggregation)
         ):
             continue
-        arguments = _tf_variable_arguments(variable)
         if wanted is not None:
             variable._aggregation, variable._synchronization = wanted
             arguments["aggregation"] = _AGGREGATIONS[wanted[0]]
