@@ -79,6 +79,7 @@ from parallel_keras._internals.trainer import set_model_strategy
 from parallel_keras._internals.trainer import set_optimizer_strategy
 from parallel_keras._internals.trainer import skip_train_steps
 from parallel_keras._internals.trainer import symbolic_build_from_local_replica
+from parallel_keras._internals.variables import is_keras_variable
 from parallel_keras._internals.variables import keras_variable_value
 from parallel_keras._internals.variables import relocate_variables
 from parallel_keras._internals.variables import rnn_state_variables
@@ -114,6 +115,7 @@ __all__ = [
     "is_keras_default_step",
     "keras_scalar_mean_reduction_fails",
     "keras_tensor_layer",
+    "is_keras_variable",
     "keras_variable_value",
     "loss_scaled_for_replicas",
     "loss_tracker",

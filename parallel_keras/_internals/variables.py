@@ -80,12 +80,30 @@ _SYNCHRONIZATIONS = {
 }
 
 
+def _backend_variable_class() -> type:
+    """The class of every Keras variable on the TensorFlow backend.
+
+    `keras.src.backend.Variable` (backend/tensorflow/core.py, on Keras 3.8+
+    wrapped once more in backend/__init__.py). Not the public
+    `keras.Variable`: on Keras 3.5-3.7 that is an export class
+    (backend/exports.py) no backend variable is an instance of.
+    """
+    from keras.src import backend  # pylint: disable=g-direct-keras-import
+
+    return backend.Variable
+
+
+def is_keras_variable(value: object) -> bool:
+    """`isinstance(value, keras.Variable)`, right on every Keras 3.5+."""
+    return isinstance(value, _backend_variable_class())
+
+
 @functools.cache
 def _initialize_shape() -> _InitializeShape:
     """The shape of this Keras's `Variable._initialize` (detected once)."""
-    # `keras.Variable` is the backend's class (backend/tensorflow/core.py).
-    passes_synchronization = hasattr(keras.Variable, "_map_synchronization")
-    passes_aggregation = hasattr(keras.Variable, "_map_aggregation")
+    backend_variable = _backend_variable_class()
+    passes_synchronization = hasattr(backend_variable, "_map_synchronization")
+    passes_aggregation = hasattr(backend_variable, "_map_aggregation")
     for shape in _INITIALIZE_SHAPES:
         if (shape.passes_aggregation, shape.passes_synchronization) == (
             passes_aggregation, passes_synchronization
@@ -194,4 +212,4 @@ def rnn_state_variables(layer: keras.layers.Layer) -> list[keras.Variable]:
     states = getattr(layer, "states", None)
     if not getattr(layer, "stateful", False) or states is None:
         return []
-    return [state for state in tf.nest.flatten(states) if isinstance(state, keras.Variable)]
+    return [state for state in tf.nest.flatten(states) if is_keras_variable(state)]

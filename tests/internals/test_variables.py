@@ -27,6 +27,15 @@ def _variable_devices(variable: keras.Variable) -> list[str]:
     return [value.device]
 
 
+def test_every_keras_variable_is_an_instance_of_the_backend_class():
+    layer = keras.layers.Dense(2)
+    layer.build((None, 3))
+    assert all(_internals.is_keras_variable(weight) for weight in layer.weights)
+    assert not _internals.is_keras_variable(tf.Variable(1.0))
+    # Keras 3.5-3.7's public `keras.Variable` is an export class, not the base.
+    assert isinstance(layer.kernel, keras.Variable) == (_keras_version() >= (3, 8))
+
+
 def test_keras_variable_wraps_a_tf_variable_created_by_initialize():
     variable = keras.Variable(np.ones(3, "float32"), trainable=False)
     assert isinstance(variable._value, tf.Variable)
@@ -40,7 +49,7 @@ def test_the_initialize_shape_is_the_one_this_keras_has():
     assert shape.passes_aggregation == (version >= (3, 8)), shape
     assert shape.passes_synchronization == (version >= (3, 10)), shape
     # What `_initialize` passes is what the shape says.
-    source = inspect.getsource(type(keras.Variable(0.0))._initialize)
+    source = inspect.getsource(variables._backend_variable_class()._initialize)
     assert ("aggregation=" in source) == shape.passes_aggregation
     assert ("synchronization=" in source) == shape.passes_synchronization
 
