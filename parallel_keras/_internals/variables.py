@@ -53,9 +53,8 @@ _INITIALIZE_SHAPES = (
     # but never passes it on, and no `synchronization`. A metric's "sum"
     # counters then become NONE MirroredVariables, each replica adding to its
     # own copy and reads seeing the first replica's rows only (native
-    # MirroredStrategy too). parallel_keras passes an aggregation other than
-    # the default, as 3.8+ does itself; the default "mean" (every weight)
-    # stays NONE, as 3.8+'s default "none".
+    # MirroredStrategy too); `trainer.symbolic_build_from_local_replica`
+    # makes them per-replica counters summed on read.
     _InitializeShape("name, dtype, trainable", False, False, ("3.5.0",)),
     # Adds `aggregation=self._map_aggregation(self.aggregation)` (default
     # "none"); still no `synchronization`.
@@ -117,6 +116,11 @@ def _initialize_shape() -> _InitializeShape:
     )
 
 
+def initialize_passes_aggregation() -> bool:
+    """Whether this Keras creates tf.Variables with their aggregation (3.8+)."""
+    return _initialize_shape().passes_aggregation
+
+
 def variable_synchronization(variable: keras.Variable) -> str:
     """A Keras variable's synchronization ("auto", "on_read", ...).
 
@@ -133,8 +137,6 @@ def _tf_variable_arguments(variable: keras.Variable) -> dict[str, object]:
     arguments = {"dtype": variable._dtype, "trainable": variable.trainable, "name": variable.name}
     if shape.passes_aggregation:
         arguments["aggregation"] = _AGGREGATIONS[variable.aggregation or "none"]
-    elif variable.aggregation not in (None, "mean"):
-        arguments["aggregation"] = _AGGREGATIONS[variable.aggregation]
     if shape.passes_synchronization:
         arguments["synchronization"] = _SYNCHRONIZATIONS[variable_synchronization(variable)]
     return arguments
