@@ -4,7 +4,7 @@ Upstream surface: `keras.callbacks.ModelCheckpoint`'s private `_save_model`,
 `_get_file_path` and `_should_save_model` (3.10+), Callback's `_model`, and
 `keras.src.legacy.saving.legacy_h5_format.save_weights_to_hdf5_group`.
 
-Checked on Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 (each shape lists
+Read in the Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 sources (each shape lists
 its own); `tests/internals/
 test_checkpoints.py` fails when an upgrade changes what this relies on.
 """

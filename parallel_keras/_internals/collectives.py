@@ -7,7 +7,7 @@ private `MirroredStrategy.extended._cross_device_ops` and
 (`tensorflow.python.framework.kernels`). Works around
 tensorflow/tensorflow#61314 (collective keys shared across strategies).
 
-Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/
+Checked on TensorFlow 2.16.2 to 2.21.0 (noxfile.py pairs); `tests/internals/
 test_collectives.py` fails when an upgrade changes what this relies on, or
 when #61314 is fixed (so the fresh keys can go).
 """

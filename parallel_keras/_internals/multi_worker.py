@@ -7,7 +7,7 @@ Upstream surface: TensorFlow's eager `Context` (`_context_handle`,
 (backend/tensorflow/trainer.py). Works around keras-team/keras#20585 and
 tensorflow/tensorflow#72388 (`fit` under MWMS fails reducing 0-d metrics).
 
-Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/
+Checked on TensorFlow 2.16.2 to 2.21.0 (noxfile.py pairs); `tests/internals/
 test_multi_worker.py` fails when an upgrade changes what this relies on;
 `tests/test_multi_worker.py` reports whether the workaround is still needed.
 """

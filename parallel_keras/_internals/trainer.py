@@ -7,7 +7,7 @@ backend/tensorflow/trainer.py) and `TFOptimizer` (`_distribution_strategy`).
 Works around Keras's `_maybe_symbolic_build` reducing the first distributed
 batch across replicas (keras-team/keras#20585, tensorflow/tensorflow#72388).
 
-Checked on Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 (one shape of each
+Read in the Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 sources (one shape of each
 touch on all of them); `tests/internals/test_trainer.py` fails when an upgrade changes what this relies on, or when
 the symbolic-build defect is fixed upstream (so the workaround can go).
 """

@@ -7,7 +7,7 @@ backend/tensorflow/core.py) and
 tensorflow/tensorflow#46488 (BatchNormalization moving statistics drifting
 apart across replicas) by giving such variables MEAN aggregation.
 
-Checked on Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 (each shape below
+Read in the Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 sources (each shape below
 lists its own); `tests/internals/test_variables.py` fails when an upgrade changes what this relies on.
 """
 
