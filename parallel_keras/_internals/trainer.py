@@ -181,19 +181,13 @@ def symbolic_build_from_local_replica(
     with strategy.scope():
         model._symbolic_build(data_batch=select(data_batch))
     # The metrics now exist (compiled ones are built just above). On Keras
-    # 3.5-3.7 their "sum" counters were created as plain NONE mirrored
-    # variables (see `variables._INITIALIZE_SHAPES`): each replica counted
-    # into its own copy. They become per-replica counters summed on read,
-    # as Keras 2's metrics were, since Keras 3's `assign_add` is an
-    # `assign(self + value)` that an on-write SUM would add up once per
-    # replica. A no-op from Keras 3.8.
+    # 3.5-3.7 Keras created their "sum" counters without an aggregation
+    # (see `variables._INITIALIZE_SHAPES`): each replica counted into its
+    # own copy. Relocated, they count per replica and sum on read. Skipped
+    # from Keras 3.8, which creates them right.
     if not variables.initialize_passes_aggregation():
         variables.relocate_variables(
-            [variable for metric in model.metrics for variable in metric.variables],
-            strategy,
-            synchronize=lambda variable: (
-                ("sum", "on_read") if variable.aggregation == "sum" else None
-            ),
+            [variable for metric in model.metrics for variable in metric.variables], strategy
         )
 
 

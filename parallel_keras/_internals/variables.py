@@ -53,8 +53,10 @@ _INITIALIZE_SHAPES = (
     # but never passes it on, and no `synchronization`. A metric's "sum"
     # counters then become NONE MirroredVariables, each replica adding to its
     # own copy and reads seeing the first replica's rows only (native
-    # MirroredStrategy too); `trainer.symbolic_build_from_local_replica`
-    # makes them per-replica counters summed on read.
+    # MirroredStrategy too), and the optimizer's "only_first_replica"
+    # `iterations` fails on a parameter-server layout. parallel_keras passes
+    # every aggregation but the default "mean" (every weight, NONE as 3.8+'s
+    # default "none"); "sum" counters become per-replica, summed on read.
     _InitializeShape("name, dtype, trainable", False, False, ("3.5.0",)),
     # Adds `aggregation=self._map_aggregation(self.aggregation)` (default
     # "none"); still no `synchronization`.
@@ -137,6 +139,15 @@ def _tf_variable_arguments(variable: keras.Variable) -> dict[str, object]:
     arguments = {"dtype": variable._dtype, "trainable": variable.trainable, "name": variable.name}
     if shape.passes_aggregation:
         arguments["aggregation"] = _AGGREGATIONS[variable.aggregation or "none"]
+    elif variable.aggregation == "sum":
+        # Keras < 3.8's `assign_add` is `assign(self + value)`: an on-write
+        # SUM would add the old value up once per replica. Per-replica
+        # counters summed on read (Keras 2's metrics) count each row once.
+        arguments["aggregation"] = tf.VariableAggregation.SUM
+        arguments["synchronization"] = tf.VariableSynchronization.ON_READ
+    elif variable.aggregation not in (None, "mean"):
+        # e.g. the optimizer's `iterations` ("only_first_replica").
+        arguments["aggregation"] = _AGGREGATIONS[variable.aggregation]
     if shape.passes_synchronization:
         arguments["synchronization"] = _SYNCHRONIZATIONS[variable_synchronization(variable)]
     return arguments
@@ -177,7 +188,7 @@ def relocate_variables(
         if _lives_in(current, strategy) and (
             (variable.aggregation, variable_synchronization(variable)) == wanted
             if wanted is not None
-            else current.aggregation == arguments.get("aggregation", current.aggregation)
+            else _created_as(current, arguments)
         ):
             continue
         if wanted is not None:
@@ -194,6 +205,15 @@ def relocate_variables(
         del initial
         moved += 1
     return moved
+
+
+def _created_as(value: tf.Variable, arguments: dict[str, object]) -> bool:
+    """Whether `value` already has the aggregation (and ON_READ) `arguments` give."""
+    aggregation = arguments.get("aggregation")
+    if aggregation is not None and value.aggregation != aggregation:
+        return False
+    on_read = tf.VariableSynchronization.ON_READ
+    return arguments.get("synchronization") != on_read or value.synchronization == on_read
 
 
 def _lives_in(value: tf.Variable, strategy: tf.distribute.Strategy) -> bool:
