@@ -117,28 +117,10 @@ def _train_and_time(gpus):
 
 
 def _collectives_per_step():
-    """Collective all-reduce ops in the traced training step, by op type.
+    """Collective all-reduce ops in the traced training step, by op type."""
+    from parallel_keras import _internals  # pylint: disable=g-import-not-at-top
 
-    Reads the step's function from the eager context's function library
-    (private TensorFlow API: benchmark only, the library never does this).
-    """
-    import collections  # pylint: disable=g-import-not-at-top
-
-    from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
-
-    ctx = context.context()
-    best = collections.Counter()
-    for name in ctx.list_function_names():
-        if "one_step_on_data" not in name:
-            continue
-        counts = collections.Counter(
-            node.op
-            for node in ctx.get_function_def(name).node_def
-            if node.op.startswith("Collective") and "Reduce" in node.op
-        )
-        if sum(counts.values()) > sum(best.values()):
-            best = counts
-    return dict(best)
+    return _internals.collective_reductions_in_traced_function("one_step_on_data")
 
 
 def _all_reduce_ms(strategy, elements, repeats=20):

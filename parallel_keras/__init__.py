@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import importlib
 
+from parallel_keras import _environment
 from parallel_keras import _exports
 from parallel_keras import _placement_hooks
 
+# The one source of the version: pyproject.toml reads it (setuptools
+# `dynamic`, statically, without importing the package).
 __version__ = "0.1.0"
 
 # The exports are the imports of `__init__.pyi`, the one list of them.
@@ -39,6 +42,10 @@ _SUBMODULES = frozenset({
 def __getattr__(name: str):
     if name in _SUBMODULES:
         return importlib.import_module(f"{__name__}.{name}")
+    if name in __all__:
+        # Before the export imports Keras: Keras on JAX, or tf.keras as Keras
+        # 2, is refused with the rule and the fix, not a failure inside Keras.
+        _environment.check_environment_variables()
     try:
         return _getattr_export(name)
     except AttributeError:

@@ -46,7 +46,7 @@ def installed_wheel(tmp_path_factory) -> pathlib.Path:
     source = root / "source"
     source.mkdir()
     # A copy, so the build's scratch files stay out of the checkout.
-    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
     shutil.copytree(REPO / "parallel_keras", source / "parallel_keras",
                     ignore=shutil.ignore_patterns("__pycache__"))

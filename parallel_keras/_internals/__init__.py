@@ -19,23 +19,37 @@ them:
 - `placement`: device placement of functional layer calls.
 - `op_callbacks`: TensorFlow op callbacks (the op-device recorder).
 - `checkpoints`: `ModelCheckpoint`'s write and legacy HDF5 weights.
-- `versions`: the versions checked; a warning when the installed differ.
+- `versions`: the tested TensorFlow/Keras range; an error for an environment
+  below it or not Keras 3 on TensorFlow, a warning above it.
 
 Callers use `from parallel_keras import _internals; _internals.name`: every
 public name is re-exported here. Only modules that already import TensorFlow
 import this package (`import parallel_keras` stays TensorFlow-free).
 
-Checked on TensorFlow 2.21.0 with Keras 3.15.1.
+Each module lists the Keras versions each of its upstream shapes was checked
+on (Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3, 3.15.1 with TensorFlow 2.16 to 2.21,
+the pairs of noxfile.py); where an upstream form differs between versions,
+one implementation per form is chosen once, at first use.
 """
+
+# Before anything else imports Keras's internals or patches anything: an
+# environment parallel_keras cannot run on is refused here, so Keras and the
+# user's models stay as they were.
+from parallel_keras._internals import versions as _versions
+
+_versions.check_environment()
+
 
 from parallel_keras._internals.checkpoints import ModelCheckpointWriteHook
 from parallel_keras._internals.checkpoints import keras_weights_image
 from parallel_keras._internals.checkpoints import legacy_h5_model_to
 from parallel_keras._internals.checkpoints import save_legacy_h5_weights
 from parallel_keras._internals.collectives import collective_all_reduce
+from parallel_keras._internals.collectives import collective_reductions_in_traced_function
 from parallel_keras._internals.collectives import cross_device_ops_kind
 from parallel_keras._internals.collectives import nccl_kernels_registered
 from parallel_keras._internals.multi_worker import cancel_before_tf_starts
+from parallel_keras._internals.multi_worker import expand_slurm_tasks_per_node
 from parallel_keras._internals.multi_worker import install_scalar_mean_reduction_workaround
 from parallel_keras._internals.multi_worker import keras_scalar_mean_reduction_fails
 from parallel_keras._internals.multi_worker import multi_worker_mirrored_strategy
@@ -56,6 +70,8 @@ from parallel_keras._internals.optimizers import optimizer_built_variables
 from parallel_keras._internals.optimizers import optimizer_variable_keys
 from parallel_keras._internals.optimizers import rekey_optimizer_variables
 from parallel_keras._internals.placement import PlacementInternalsChanged
+from parallel_keras._internals.placement import PlacementNeedsNewerKeras
+from parallel_keras._internals.placement import require_placement_support
 from parallel_keras._internals.placement import functional_graph
 from parallel_keras._internals.placement import functional_layer_calls
 from parallel_keras._internals.placement import install_functional_config_hooks
@@ -67,9 +83,12 @@ from parallel_keras._internals.trainer import clip_after_all_reduce
 from parallel_keras._internals.trainer import clips_gradients
 from parallel_keras._internals.trainer import correct_summed_assigns
 from parallel_keras._internals.trainer import flatten_metrics_in_order
+from parallel_keras._internals.trainer import install_class_symbolic_build
 from parallel_keras._internals.trainer import install_symbolic_build
 from parallel_keras._internals.trainer import is_keras_default_step
+from parallel_keras._internals.trainer import loss_scaled_for_replicas
 from parallel_keras._internals.trainer import loss_tracker
+from parallel_keras._internals.trainer import maybe_symbolic_build
 from parallel_keras._internals.trainer import model_strategy
 from parallel_keras._internals.trainer import optimizer_strategy
 from parallel_keras._internals.trainer import output_loss_trackers
@@ -86,27 +105,36 @@ from parallel_keras._internals.trainer import sums_replica_assigns
 from parallel_keras._internals.trainer import symbolic_build_from_local_replica
 from parallel_keras._internals.variables import created_trainable
 from parallel_keras._internals.trainer import use_replica_seed_generator
+from parallel_keras._internals.variables import is_keras_variable
 from parallel_keras._internals.variables import keras_variable_value
 from parallel_keras._internals.variables import relocate_variables
 from parallel_keras._internals.variables import rnn_state_variables
+from parallel_keras._internals.variables import variable_synchronization
 from parallel_keras._internals.versions import CHECKED_VERSIONS
-from parallel_keras._internals.versions import warn_if_versions_differ
+from parallel_keras._internals.versions import TESTED_RANGE
+from parallel_keras._internals.versions import UnsupportedEnvironment
+from parallel_keras._internals.versions import check_environment
 __all__ = [
-    "CHECKED_VERSIONS",
-    "ModelCheckpointWriteHook",
-    "PlacementInternalsChanged",
     "add_op_callback",
     "apply_weight_decay_here",
     "cancel_before_tf_starts",
+    "check_environment",
+    "CHECKED_VERSIONS",
+    "clip_after_all_reduce",
     "clip_gradients",
+    "clips_gradients",
     "collective_all_reduce",
+    "collective_reductions_in_traced_function",
+    "correct_summed_assigns",
     "created_trainable",
     "cross_device_ops_kind",
+    "expand_slurm_tasks_per_node",
     "filter_empty_gradients",
     "flatten_metrics_in_order",
     "functional_graph",
     "functional_layer_calls",
     "gradient_accumulators",
+    "install_class_symbolic_build",
     "install_functional_config_hooks",
     "install_node_created_hook",
     "install_operation_for_node_hook",
@@ -114,14 +142,18 @@ __all__ = [
     "install_symbolic_build",
     "is_functional",
     "is_keras_default_step",
+    "is_keras_variable",
     "keras_scalar_mean_reduction_fails",
     "keras_tensor_layer",
     "keras_variable_value",
     "keras_weights_image",
     "legacy_h5_model_to",
+    "loss_scaled_for_replicas",
     "loss_tracker",
+    "maybe_symbolic_build",
     "micro_step_counter",
     "model_strategy",
+    "ModelCheckpointWriteHook",
     "multi_worker_mirrored_strategy",
     "nccl_kernels_registered",
     "optimizer_built_variables",
@@ -130,10 +162,15 @@ __all__ = [
     "output_loss_trackers",
     "overwrite_with_moving_average_here",
     "overwrites_with_gradient",
+    "PlacementInternalsChanged",
+    "PlacementNeedsNewerKeras",
+    "recount_output_losses",
     "rekey_optimizer_variables",
     "relocate_variables",
     "remove_op_callback",
     "remove_symbolic_build",
+    "replicate_seed_generators",
+    "require_placement_support",
     "reset_compiled_functions",
     "rnn_state_variables",
     "run_before_tf_starts",
@@ -144,10 +181,12 @@ __all__ = [
     "set_optimizer_strategy",
     "skip_train_rows",
     "skip_train_steps",
+    "sums_replica_assigns",
     "symbolic_build_from_local_replica",
+    "TESTED_RANGE",
     "tf_runtime_initialized",
+    "UnsupportedEnvironment",
     "update_moving_average_here",
-    "warn_if_versions_differ",
+    "use_replica_seed_generator",
+    "variable_synchronization",
 ]
-
-warn_if_versions_differ()

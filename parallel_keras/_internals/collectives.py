@@ -7,7 +7,7 @@ private `MirroredStrategy.extended._cross_device_ops` and
 (`tensorflow.python.framework.kernels`). Works around
 tensorflow/tensorflow#61314 (collective keys shared across strategies).
 
-Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/
+Checked on TensorFlow 2.16.2 to 2.21.0 (noxfile.py pairs); `tests/internals/
 test_collectives.py` fails when an upgrade changes what this relies on, or
 when #61314 is fixed (so the fresh keys can go).
 """
@@ -84,3 +84,36 @@ def nccl_kernels_registered() -> bool:
     from tensorflow.python.framework import kernels  # pylint: disable=g-direct-tensorflow-import
 
     return bool(kernels.get_registered_kernels_for_op("NcclAllReduce").kernel)
+
+
+# --- Collectives in traced functions (benchmarks) -------------------------
+#
+# The eager context's function library (`context.context()
+# .list_function_names()` / `get_function_def`, tensorflow/python/eager/
+# context.py) holds every traced function's FunctionDef. The multi-worker
+# benchmark counts the all-reduce ops Keras's traced step issues; the library
+# itself never reads it. Checked on TF 2.16.2 and 2.21.0.
+
+
+def collective_reductions_in_traced_function(name_contains: str) -> dict[str, int]:
+    """Collective reduce ops by type, in the traced function with the most.
+
+    Among the functions whose name contains `name_contains`; empty if none.
+    """
+    import collections  # pylint: disable=g-import-not-at-top
+
+    from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
+
+    eager_context = context.context()
+    best = collections.Counter()
+    for name in eager_context.list_function_names():
+        if name_contains not in name:
+            continue
+        counts = collections.Counter(
+            node.op
+            for node in eager_context.get_function_def(name).node_def
+            if node.op.startswith("Collective") and "Reduce" in node.op
+        )
+        if sum(counts.values()) > sum(best.values()):
+            best = counts
+    return dict(best)

@@ -7,7 +7,7 @@ Upstream surface: TensorFlow's eager `Context` (`_context_handle`,
 (backend/tensorflow/trainer.py). Works around keras-team/keras#20585 and
 tensorflow/tensorflow#72388 (`fit` under MWMS fails reducing 0-d metrics).
 
-Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/
+Checked on TensorFlow 2.16.2 to 2.21.0 (noxfile.py pairs); `tests/internals/
 test_multi_worker.py` fails when an upgrade changes what this relies on;
 `tests/test_multi_worker.py` reports whether the workaround is still needed.
 """
@@ -188,3 +188,20 @@ def install_scalar_mean_reduction_workaround(
 def scalar_mean_reduction_workaround_active() -> bool:
     """Whether `install_scalar_mean_reduction_workaround` replaced Keras's."""
     return _original_reduce_per_replica is not None
+
+
+# --- Slurm task counts ------------------------------------------------------
+#
+# `tf.distribute.cluster_resolver.SlurmClusterResolver` is public, but the
+# parser of Slurm's compressed task counts ("2(x3),1" -> [2, 2, 2, 1]) that it
+# uses is the private module function
+# `tensorflow.python.distribute.cluster_resolver.slurm_cluster_resolver.
+# expand_tasks_per_node`. Reusing it keeps our count of tasks per node the
+# same as the resolver's. Checked identical on TF 2.16.2 and 2.21.0.
+
+
+def expand_slurm_tasks_per_node(tasks_per_node: str) -> list[int]:
+    """Slurm's `SLURM_STEP_TASKS_PER_NODE`, one count per node."""
+    from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver  # pylint: disable=g-direct-tensorflow-import
+
+    return slurm_cluster_resolver.expand_tasks_per_node(tasks_per_node)

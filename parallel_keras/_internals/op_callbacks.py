@@ -4,7 +4,7 @@ Upstream surface: `tensorflow.python.framework.op_callbacks`
 (`add_op_callback` / `remove_op_callback`), the hook
 `tf.debugging.experimental.enable_check_numerics` is built on.
 
-Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/
+Checked on TensorFlow 2.16.2 to 2.21.0 (noxfile.py pairs); `tests/internals/
 test_op_callbacks.py` fails when an upgrade changes what this relies on.
 """
 

@@ -7,7 +7,9 @@ Upstream surface: Keras's `keras.src.ops.node.Node`,
 `functional_from_config`). A moved attribute raises
 `PlacementInternalsChanged` naming the checked versions.
 
-Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/
+Checked on Keras 3.11.3 and 3.15.1 (one shape); on Keras 3.5.0, 3.8.0 and
+3.10.0, which lack `Function._get_operation_for_node`, device placement
+raises `PlacementNeedsNewerKeras` at first use. `tests/internals/
 test_placement.py` fails when an upgrade changes what this relies on.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import importlib
+import re
 
 import keras
 import tensorflow as tf
@@ -52,8 +55,35 @@ class PlacementInternalsChanged(RuntimeError):
     """This Keras moved what the device-placement hooks patch."""
 
 
+class PlacementNeedsNewerKeras(PlacementInternalsChanged):
+    """This Keras is older than the first with what device placement needs."""
+
+
+# `Function._get_operation_for_node` (hook 2 above) arrived in Keras 3.11:
+# on 3.5.0, 3.8.0 and 3.10.0 `_run_through_graph` calls `operation_fn(
+# node.operation)` with no node to look the placement up by, so a placed
+# call cannot run inside its `tf.device`. Device placement is then refused
+# at first use, before anything is patched; the rest of parallel_keras works.
+PLACEMENT_MIN_KERAS = (3, 11)
+
+
+def _keras_major_minor() -> tuple[int, int]:
+    numbers = re.findall(r"\d+", keras.__version__)[:2]
+    return tuple(int(number) for number in numbers)
+
+
 def _internals_changed(what: str) -> PlacementInternalsChanged:
     """The error for a Keras that no longer has `what`, naming the versions."""
+    if _keras_major_minor() < PLACEMENT_MIN_KERAS:
+        low = ".".join(map(str, PLACEMENT_MIN_KERAS))
+        return PlacementNeedsNewerKeras(
+            f"Device placement (parallel_keras.device, place_branches, and a "
+            f"placement saved in a model file) needs Keras {low} or newer, the "
+            f"first whose functional models run each layer call through "
+            f"{what}. Received: keras=={keras.__version__}. Upgrade: pip install "
+            f"'keras>={low},<3.16'. Everything else in parallel_keras works on "
+            "this Keras."
+        )
     return PlacementInternalsChanged(
         f"parallel_keras's device placement patches {what}, which this "
         f"Keras does not have. Received: keras=={keras.__version__}, "
@@ -84,8 +114,25 @@ def _placement_module(name: str):
         raise _internals_changed(name) from error
 
 
+def require_placement_support() -> None:
+    """Raises `PlacementNeedsNewerKeras` on a Keras without what placement needs.
+
+    Called first by every hook installer, so that nothing is patched on such
+    a Keras.
+    """
+    function_module = _placement_module("keras.src.ops.function")
+    function_class = _placement_internal(
+        function_module, "Function", "keras.src.ops.function.Function"
+    )
+    _placement_internal(
+        function_class, "_get_operation_for_node",
+        "keras.src.ops.function.Function._get_operation_for_node",
+    )
+
+
 def install_node_created_hook(hook: Callable[[object], None]) -> None:
     """Calls `hook(node)` after every non-input Keras `Node` is created."""
+    require_placement_support()
     node_module = _placement_module("keras.src.ops.node")
     node_class = _placement_internal(node_module, "Node", "keras.src.ops.node.Node")
     if "node_created" in _placement_hooks:
@@ -105,6 +152,7 @@ def install_node_created_hook(hook: Callable[[object], None]) -> None:
 
 def install_operation_for_node_hook(hook: Callable[[object, object], object]) -> None:
     """Lets `hook(node, operation)` replace the callable run for each node."""
+    require_placement_support()
     function_module = _placement_module("keras.src.ops.function")
     function_class = _placement_internal(
         function_module, "Function", "keras.src.ops.function.Function"
@@ -137,6 +185,7 @@ def install_functional_config_hooks(
     (and so `.keras` loading, `Functional.from_config` and
     `keras.Model.from_config`) imports at call time.
     """
+    require_placement_support()
     functional_module = _placement_module("keras.src.models.functional")
     functional_class = _placement_internal(
         functional_module, "Functional", "keras.src.models.functional.Functional"

@@ -12,19 +12,22 @@ backend/tensorflow/trainer.py), `TFOptimizer` (`_distribution_strategy`,
 `EpochIterator.reset` (trainers/epoch_iterator.py). Works around Keras's `_maybe_symbolic_build` reducing the first distributed
 batch across replicas (keras-team/keras#20585, tensorflow/tensorflow#72388).
 
-Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/
-test_trainer.py` fails when an upgrade changes what this relies on, or when
+Read in the Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 sources (one shape of each
+touch on all of them); `tests/internals/test_trainer.py` fails when an upgrade changes what this relies on, or when
 the symbolic-build defect is fixed upstream (so the workaround can go).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+import functools
 from typing import Any
 import weakref
 
 import keras
 import tensorflow as tf
+
+from parallel_keras._internals import variables
 
 
 # --- Keras's loss tracker ---------------------------------------------------
@@ -66,6 +69,37 @@ def is_keras_default_step(model_class: type, name: str) -> bool:
     from keras.src.backend.tensorflow import trainer  # pylint: disable=g-direct-keras-import
 
     return getattr(model_class, name) is getattr(trainer.TensorFlowTrainer, name)
+
+
+# --- The loss under a strategy: scaled per replica or not ----------------
+#
+# Under tf.distribute the replicas' gradients are summed, so each replica's
+# loss must be 1/replicas of its mean for the sum to be one device's
+# gradient. Two upstream shapes, chosen once:
+# 1. Keras 3.8+ (checked 3.8.0, 3.10.0, 3.11.3, 3.15.1): `compute_loss`
+#    scales it itself (`losses/loss.py` `scale_loss_for_distribution`, in
+#    `reduce_values` and `_aggregate_additional_loss`; keras-team/keras#19891,
+#    fixed by keras-team/keras#20609), and unscales what the trackers record.
+# 2. Keras 3.5-3.7 (checked 3.5.0): `compute_loss` returns the replica's
+#    plain mean, so gradients come out `replicas` times one device's (native
+#    MirroredStrategy `fit` too); parallel_keras's steps scale it.
+
+
+@functools.cache
+def _compute_loss_scales_for_distribution() -> bool:
+    from keras.src.losses import loss as loss_module  # pylint: disable=g-direct-keras-import
+
+    return callable(getattr(loss_module, "scale_loss_for_distribution", None))
+
+
+def loss_scaled_for_replicas(loss: tf.Tensor, num_replicas: int) -> tf.Tensor:
+    """`model.compute_loss`'s value as Keras 3.8+ returns it under a strategy.
+
+    That is, 1/`num_replicas` of the replica's loss, on every Keras shape.
+    """
+    if num_replicas == 1 or _compute_loss_scales_for_distribution():
+        return loss
+    return loss * tf.cast(1.0 / num_replicas, loss.dtype)
 
 
 # --- Strategy captured at construction ------------------------------------
@@ -153,6 +187,15 @@ def symbolic_build_from_local_replica(
     )
     with strategy.scope():
         model._symbolic_build(data_batch=select(data_batch))
+    # The metrics now exist (compiled ones are built just above). On Keras
+    # 3.5-3.7 Keras created their "sum" counters without an aggregation
+    # (see `variables._INITIALIZE_SHAPES`): each replica counted into its
+    # own copy. Relocated, they count per replica and sum on read. Skipped
+    # from Keras 3.8, which creates them right.
+    if not variables.initialize_passes_aggregation():
+        variables.relocate_variables(
+            [variable for metric in model.metrics for variable in metric.variables], strategy
+        )
 
 
 def _local_element_spec(iterator):
@@ -187,6 +230,37 @@ def install_symbolic_build(model: keras.Model, select: Callable[[object], object
 def remove_symbolic_build(model: keras.Model) -> None:
     """Undoes `install_symbolic_build`."""
     model.__dict__.pop("_maybe_symbolic_build", None)
+
+
+def install_class_symbolic_build(
+    model_class: type,
+    select: Callable[..., object],
+    before: Callable[[keras.Model], None] | None = None,
+) -> None:
+    """Makes every `model_class` build its compile state from one replica.
+
+    For a model class whose instances always have a replication strategy
+    (`ParallelModel`): its `_maybe_symbolic_build` runs `before(model)`, then
+    `symbolic_build_from_local_replica` with `select(model, batch)`.
+    """
+
+    def _maybe_symbolic_build(model, iterator=None, data_batch=None):
+        if before is not None:
+            before(model)
+        symbolic_build_from_local_replica(
+            model, iterator, data_batch, lambda batch: select(model, batch)
+        )
+
+    model_class._maybe_symbolic_build = _maybe_symbolic_build
+
+
+def maybe_symbolic_build(model: keras.Model, data_batch: object) -> None:
+    """Keras's `_maybe_symbolic_build(data_batch=...)`: compile state, built once.
+
+    What `fit` runs before its first step; `train_on_batch` & co. call it the
+    same way. Same signature on Keras 3.5 to 3.15.
+    """
+    model._maybe_symbolic_build(data_batch=data_batch)
 
 
 # `multi_worker.BackupAndRestore` resumes a restarted run where its last

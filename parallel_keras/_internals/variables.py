@@ -1,18 +1,21 @@
 """Keras variables on a strategy: relocation and stateful RNN state.
 
-Upstream surface: Keras's TF backend `Variable` (`_value`, `_initialize`,
-`_map_aggregation`, `_map_synchronization`, backend/tensorflow/core.py) and
+Upstream surface: Keras's TF backend `Variable` (`_value`, `_dtype`,
+`_aggregation`, what `_initialize` passes to `tf.Variable`,
+backend/tensorflow/core.py) and
 `RNN._create_state_variables` (layers/rnn/rnn.py). Also works around
 tensorflow/tensorflow#46488 (BatchNormalization moving statistics drifting
 apart across replicas) by giving such variables MEAN aggregation.
 
-Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/
-test_variables.py` fails when an upgrade changes what this relies on.
+Read in the Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 sources (each shape below
+lists its own); `tests/internals/test_variables.py` fails when an upgrade changes what this relies on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+import functools
+from typing import NamedTuple
 
 import keras
 import tensorflow as tf
@@ -21,14 +24,137 @@ import tensorflow as tf
 # --- Variable relocation --------------------------------------------------
 #
 # Keras 3's TF backend `Variable` wraps a `tf.Variable` in `_value`, created
-# by `Variable._initialize` with the aggregation mapped by `_map_aggregation`.
-# A variable created outside `strategy.scope()` is a plain tf.Variable and
-# `fit` under the strategy fails (bare AssertionError in Keras 3.15). Creating
-# a new tf.Variable inside the scope, from the old value and with the same
-# arguments `_initialize` uses, gives the same MirroredVariable a native build
-# would; the Keras Variable object (what layers, the template and the user
-# hold) stays the same, so weights are shared, not copied, and the old
-# host copy is released.
+# by `Variable._initialize`. A variable created outside `strategy.scope()` is
+# a plain tf.Variable and `fit` under the strategy fails (bare AssertionError
+# in Keras 3.15). Creating a new tf.Variable inside the scope, from the old
+# value and with the arguments `_initialize` passes, gives the same
+# MirroredVariable a native build would; the Keras Variable object (what
+# layers, the template and the user hold) stays the same, so weights are
+# shared, not copied, and the old host copy is released.
+#
+# Which arguments `_initialize` passes changed twice; one shape per upstream
+# form, chosen once at first use (`_initialize_shape`). The Keras names map
+# to TensorFlow's public enums here, not through Keras's private
+# `_map_aggregation` / `_map_synchronization` (absent before 3.8 / 3.10).
+
+
+class _InitializeShape(NamedTuple):
+    """What Keras's TF `Variable._initialize` passes to `tf.Variable`."""
+
+    description: str
+    passes_aggregation: bool
+    passes_synchronization: bool
+    checked_on: tuple[str, ...]
+
+
+_INITIALIZE_SHAPES = (
+    # keras/src/backend/tensorflow/core.py: `tf.Variable(value, dtype=,
+    # trainable=, name=)`; `KerasVariable` has `aggregation` (default "mean")
+    # but never passes it on, and no `synchronization`. A metric's "sum"
+    # counters then become NONE MirroredVariables, each replica adding to its
+    # own copy and reads seeing the first replica's rows only (native
+    # MirroredStrategy too), and the optimizer's "only_first_replica"
+    # `iterations` fails on a parameter-server layout. parallel_keras passes
+    # every aggregation but the default "mean" (every weight, NONE as 3.8+'s
+    # default "none"); "sum" counters become per-replica, summed on read.
+    _InitializeShape("name, dtype, trainable", False, False, ("3.5.0",)),
+    # Adds `aggregation=self._map_aggregation(self.aggregation)` (default
+    # "none"); still no `synchronization`.
+    _InitializeShape("+ aggregation", True, False, ("3.8.0",)),
+    # Adds `synchronization=self._map_synchronization(...)` (default "auto").
+    _InitializeShape(
+        "+ aggregation, synchronization", True, True, ("3.10.0", "3.11.3", "3.15.1")
+    ),
+)
+
+_AGGREGATIONS = {
+    "none": tf.VariableAggregation.NONE,
+    "sum": tf.VariableAggregation.SUM,
+    "mean": tf.VariableAggregation.MEAN,
+    "only_first_replica": tf.VariableAggregation.ONLY_FIRST_REPLICA,
+}
+_SYNCHRONIZATIONS = {
+    "none": tf.VariableSynchronization.NONE,
+    "on_read": tf.VariableSynchronization.ON_READ,
+    "on_write": tf.VariableSynchronization.ON_WRITE,
+    "auto": tf.VariableSynchronization.AUTO,
+}
+
+
+def _backend_variable_class() -> type:
+    """The class of every Keras variable on the TensorFlow backend.
+
+    `keras.src.backend.Variable` (backend/tensorflow/core.py, on Keras 3.8+
+    wrapped once more in backend/__init__.py). Not the public
+    `keras.Variable`: on Keras 3.5-3.7 that is an export class
+    (backend/exports.py) no backend variable is an instance of.
+    """
+    from keras.src import backend  # pylint: disable=g-direct-keras-import
+
+    return backend.Variable
+
+
+def is_keras_variable(value: object) -> bool:
+    """`isinstance(value, keras.Variable)`, right on every Keras 3.5+."""
+    return isinstance(value, _backend_variable_class())
+
+
+@functools.cache
+def _initialize_shape() -> _InitializeShape:
+    """The shape of this Keras's `Variable._initialize` (detected once)."""
+    backend_variable = _backend_variable_class()
+    passes_synchronization = hasattr(backend_variable, "_map_synchronization")
+    passes_aggregation = hasattr(backend_variable, "_map_aggregation")
+    for shape in _INITIALIZE_SHAPES:
+        if (shape.passes_aggregation, shape.passes_synchronization) == (
+            passes_aggregation, passes_synchronization
+        ):
+            return shape
+    raise RuntimeError(  # _map_synchronization without _map_aggregation.
+        "parallel_keras relocates Keras variables the way Keras's TensorFlow "
+        "backend creates them, and this Keras creates them in a form it does "
+        f"not know. Received: keras=={keras.__version__}. Install a Keras "
+        "in the tested range: pip install 'keras>=3.5,<3.16'."
+    )
+
+
+def initialize_passes_aggregation() -> bool:
+    """Whether this Keras creates tf.Variables with their aggregation (3.8+)."""
+    return _initialize_shape().passes_aggregation
+
+
+def variable_synchronization(variable: keras.Variable) -> str:
+    """A Keras variable's synchronization ("auto", "on_read", ...).
+
+    The `synchronization` property arrived with Keras 3.10; before, Keras
+    never set one (AUTO) unless parallel_keras relocated the variable (and
+    recorded it in the same private `_synchronization`).
+    """
+    return getattr(variable, "_synchronization", "auto")
+
+
+def _tf_variable_arguments(variable: keras.Variable) -> dict[str, object]:
+    """What this Keras's `_initialize` passes besides the initial value."""
+    shape = _initialize_shape()
+    arguments = {
+        "dtype": variable._dtype,
+        "trainable": created_trainable(variable),
+        "name": variable.name,
+    }
+    if shape.passes_aggregation:
+        arguments["aggregation"] = _AGGREGATIONS[variable.aggregation or "none"]
+    elif variable.aggregation == "sum":
+        # Keras < 3.8's `assign_add` is `assign(self + value)`: an on-write
+        # SUM would add the old value up once per replica. Per-replica
+        # counters summed on read (Keras 2's metrics) count each row once.
+        arguments["aggregation"] = tf.VariableAggregation.SUM
+        arguments["synchronization"] = tf.VariableSynchronization.ON_READ
+    elif variable.aggregation not in (None, "mean"):
+        # e.g. the optimizer's `iterations` ("only_first_replica").
+        arguments["aggregation"] = _AGGREGATIONS[variable.aggregation]
+    if shape.passes_synchronization:
+        arguments["synchronization"] = _SYNCHRONIZATIONS[variable_synchronization(variable)]
+    return arguments
 
 
 def keras_variable_value(variable: keras.Variable) -> tf.Variable:
@@ -45,7 +171,8 @@ def relocate_variables(
 
     `synchronize(variable)` may return `(aggregation, synchronization)` (Keras
     names: "mean", "on_write", "on_read", "only_first_replica") to give the
-    relocated variable. Used for state assigned on each replica:
+    relocated variable, on every Keras shape (also where Keras itself would
+    not pass them on). Used for state assigned on each replica:
     BatchNormalization's moving statistics get MEAN aggregation, so they are
     averaged across replicas instead of drifting apart
     (tensorflow/tensorflow#46488: the saved file disagrees with what was
@@ -61,29 +188,24 @@ def relocate_variables(
         if current is None:
             continue  # Not initialized yet: it will be built in scope.
         wanted = synchronize(variable)
+        arguments = _tf_variable_arguments(variable)
         if _lives_in(current, strategy) and (
-            wanted is None
-            or (variable.aggregation, variable.synchronization) == wanted
+            (variable.aggregation, variable_synchronization(variable)) == wanted
+            if wanted is not None
+            else _created_as(current, arguments)
         ):
             continue
         if wanted is not None:
             variable._aggregation, variable._synchronization = wanted
+            arguments["aggregation"] = _AGGREGATIONS[wanted[0]]
+            arguments["synchronization"] = _SYNCHRONIZATIONS[wanted[1]]
         # Read outside the scope: a variable of another strategy can only be
         # read in its own scope or in none. One variable at a time, so the
         # host never holds a second copy of the whole model.
         with tf.init_scope():
             initial = tf.identity(current.read_value())
         with strategy.scope(), tf.init_scope():
-            variable._value = tf.Variable(
-                initial,
-                dtype=variable._dtype,
-                trainable=created_trainable(variable),
-                name=variable.name,
-                aggregation=variable._map_aggregation(variable.aggregation),
-                synchronization=variable._map_synchronization(
-                    variable.synchronization
-                ),
-            )
+            variable._value = tf.Variable(initial, **arguments)
         del initial
         moved += 1
     return moved
@@ -106,6 +228,15 @@ def created_trainable(variable: keras.Variable) -> bool:
     return bool(value.trainable)
 
 
+def _created_as(value: tf.Variable, arguments: dict[str, object]) -> bool:
+    """Whether `value` already has the aggregation (and ON_READ) `arguments` give."""
+    aggregation = arguments.get("aggregation")
+    if aggregation is not None and value.aggregation != aggregation:
+        return False
+    on_read = tf.VariableSynchronization.ON_READ
+    return arguments.get("synchronization") != on_read or value.synchronization == on_read
+
+
 def _lives_in(value: tf.Variable, strategy: tf.distribute.Strategy) -> bool:
     distributed = getattr(value, "_distribute_strategy", None)
     return distributed is strategy
@@ -124,4 +255,4 @@ def rnn_state_variables(layer: keras.layers.Layer) -> list[keras.Variable]:
     states = getattr(layer, "states", None)
     if not getattr(layer, "stateful", False) or states is None:
         return []
-    return [state for state in tf.nest.flatten(states) if isinstance(state, keras.Variable)]
+    return [state for state in tf.nest.flatten(states) if is_keras_variable(state)]

@@ -1,39 +1,61 @@
-"""The TensorFlow and Keras versions the internals were checked on.
+"""The tested TensorFlow/Keras range, and what an environment outside it gets.
 
-Every module of this package relies on private TensorFlow/Keras behaviour
-checked on exactly these versions. On import of `parallel_keras._internals`
-(which only modules that already import TensorFlow do), `warn_if_versions_differ`
-logs one absl warning when the installed major.minor versions differ, so an
-upgrade that changes something shows up next to its cause.
+The range and the environment-variable rules are in the TensorFlow-free
+`parallel_keras._environment`; this module adds the installed versions.
 
-Checked on TensorFlow 2.21.0 with Keras 3.15.1; `tests/internals/
-test_versions.py` checks the warning.
+parallel_keras is tested (`nox -s core`, noxfile.py) on TensorFlow 2.16 to
+2.21 with Keras 3.5 to 3.15, Keras on its TensorFlow backend; that is also
+what `pyproject.toml` declares. On import of `parallel_keras._internals`
+(the first use of any API that runs TensorFlow), `check_environment`:
+
+- raises `UnsupportedEnvironment` for what cannot work: a TensorFlow or
+  Keras below the floor (a Keras 2), `tf.keras` switched to Keras 2
+  (`TF_USE_LEGACY_KERAS`), Keras on another backend (`KERAS_BACKEND`). It
+  runs before anything is patched, so after the error Keras and the user's
+  models behave as without parallel_keras;
+- logs one absl warning for a TensorFlow or Keras newer than tested: it may
+  work, and the warning names the range and how to get into it.
+
+Each message states the rule, what was found and the fix.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+import re
 
 from absl import logging
 
-CHECKED_VERSIONS = {"tensorflow": "2.21.0", "keras": "3.15.1"}
+from parallel_keras._environment import CHECKED_VERSIONS  # noqa: F401  (re-exported)
+from parallel_keras._environment import TESTED_RANGE
+from parallel_keras._environment import UnsupportedEnvironment
+from parallel_keras._environment import check_environment_variables
+from parallel_keras._environment import tested_range_sentence
+from parallel_keras._environment import tested_requirements
 
 _warned = False
 
 
-def _major_minor(version: str) -> tuple[str, ...]:
-    return tuple(version.split("+")[0].split(".")[:2])
+def _major_minor(version: str) -> tuple[int, int]:
+    numbers = re.findall(r"\d+", version)[:2]
+    return tuple(int(number) for number in numbers) + (0,) * (2 - len(numbers))
 
 
-def version_mismatches(
-    installed: Mapping[str, str],
-    checked: Mapping[str, str] = CHECKED_VERSIONS,
-) -> list[str]:
-    """`"name installed (checked X)"` for each package whose major.minor differs."""
+def version_problems(installed: Mapping[str, str]) -> list[str]:
+    """`"name==version (below the tested floor)"` for each too-old package."""
     return [
-        f"{name}=={installed[name]} (checked {checked[name]})"
-        for name in sorted(checked)
-        if name in installed and _major_minor(installed[name]) != _major_minor(checked[name])
+        f"{name}=={installed[name]}"
+        for name in sorted(TESTED_RANGE, reverse=True)
+        if name in installed and _major_minor(installed[name]) < TESTED_RANGE[name][0]
+    ]
+
+
+def newer_than_tested(installed: Mapping[str, str]) -> list[str]:
+    """`"name==version"` for each package newer than the newest tested."""
+    return [
+        f"{name}=={installed[name]}"
+        for name in sorted(TESTED_RANGE, reverse=True)
+        if name in installed and _major_minor(installed[name]) > TESTED_RANGE[name][1]
     ]
 
 
@@ -45,8 +67,45 @@ def installed_versions() -> dict[str, str]:
     return {"tensorflow": tf.__version__, "keras": keras.__version__}
 
 
-def warn_if_versions_differ(installed: Mapping[str, str] | None = None) -> bool:
-    """Logs one warning per process if the installed versions were not checked.
+def check_environment(
+    environ: Mapping[str, str] | None = None,
+    installed: Mapping[str, str] | None = None,
+) -> None:
+    """Raises for an environment parallel_keras cannot run on; warns if newer.
+
+    Args:
+        environ: The environment variables. Defaults to None (`os.environ`).
+        installed: Package name to version. Defaults to None (the installed
+            TensorFlow and Keras).
+
+    Raises:
+        UnsupportedEnvironment: TF_USE_LEGACY_KERAS, a non-TensorFlow Keras
+            backend, or a TensorFlow/Keras below the tested floor.
+    """
+    check_environment_variables(environ)
+    if installed is None:
+        import keras  # pylint: disable=g-import-not-at-top
+
+        backend = keras.backend.backend()
+        if backend != "tensorflow":  # Set in ~/.keras/keras.json.
+            raise UnsupportedEnvironment(
+                f"{tested_range_sentence()} Received: keras.backend.backend()="
+                f"{backend!r} (from ~/.keras/keras.json). Set \"backend\": "
+                "\"tensorflow\" there, or KERAS_BACKEND=tensorflow before Keras "
+                "is imported."
+            )
+        installed = installed_versions()
+    too_old = version_problems(installed)
+    if too_old:
+        raise UnsupportedEnvironment(
+            f"{tested_range_sentence()} Received: {', '.join(too_old)}, below the "
+            f"tested floor. Upgrade: pip install {tested_requirements()}"
+        )
+    warn_if_newer_than_tested(installed)
+
+
+def warn_if_newer_than_tested(installed: Mapping[str, str] | None = None) -> bool:
+    """Logs one warning per process for a TensorFlow/Keras newer than tested.
 
     Args:
         installed: Package name to version. Defaults to None (the installed
@@ -58,15 +117,14 @@ def warn_if_versions_differ(installed: Mapping[str, str] | None = None) -> bool:
     global _warned
     if _warned:
         return False
-    mismatches = version_mismatches(installed_versions() if installed is None else installed)
-    if not mismatches:
+    newer = newer_than_tested(installed_versions() if installed is None else installed)
+    if not newer:
         return False
     _warned = True
     logging.warning(
-        "parallel_keras relies on private TensorFlow/Keras behaviour checked on "
-        "tensorflow==%s, keras==%s. Received: %s. If training or loading "
-        "fails, install the checked versions or a parallel_keras release that "
-        "supports these; tests/internals shows what changed.",
-        CHECKED_VERSIONS["tensorflow"], CHECKED_VERSIONS["keras"], ", ".join(mismatches),
+        "%s Received: %s, newer than tested; parallel_keras relies on private "
+        "TensorFlow/Keras behaviour that a new release may change. If training "
+        "or loading fails, install the tested range: pip install %s",
+        tested_range_sentence(), ", ".join(newer), tested_requirements(),
     )
     return True

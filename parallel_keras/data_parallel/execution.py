@@ -229,10 +229,12 @@ class Execution:
         model = self.model
         self._replicate_seed_generators()
         batch = self.distributed_batch(x, y, sample_weight)
-        model._maybe_symbolic_build(data_batch=batch)
+        _internals.maybe_symbolic_build(model, data_batch=batch)
         getattr(model, f"make_{kind}_function")()
         model.reset_metrics()
-        getattr(model, f"{kind}_function")([batch])
+        # An iterator, as Keras's own `train_on_batch`/`test_on_batch` pass
+        # (Keras 3.5 calls `next` on it; predict takes a list in every version).
+        getattr(model, f"{kind}_function")(iter([batch]))
         return self._logs(return_dict)
 
     def predict_on_batch(self, x):

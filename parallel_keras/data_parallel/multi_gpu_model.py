@@ -221,5 +221,5 @@ def _synchronization(variable: keras.Variable) -> tuple[str, str] | None:
         and variable.aggregation in ("none", "mean")
         and keras.backend.is_float_dtype(variable.dtype)
     ):
-        return "mean", variable.synchronization
+        return "mean", _internals.variable_synchronization(variable)
     return None

@@ -197,17 +197,6 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         y, sample_weight = targets_lib.as_keras2_fed(self, y, y_pred, sample_weight)
         return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        if self._trained is not None:
-            with self._strategy.scope():
-                self._trained.build_optimizer(self.optimizer)
-
-        def select(batch):
-            batch = execution_lib.select_keras_batch(batch)
-            return targets_lib.symbolic_batch_in_output_order(self, batch)
-
-        _internals.symbolic_build_from_local_replica(self, iterator, data_batch, select)
-
     def make_train_function(self, force=False):
         """Keras's train function, run with frozen BatchNormalization layers
         as Keras 2 trained them (see `trainable_at_compile.keras2_batchnorm`)."""
@@ -408,3 +397,22 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
             f"strategy={strategies.describe(self._strategy)} "
             f"params={self._template.count_params():,}>"
         )
+
+
+# Keras's first-batch symbolic build reads one replica's batch (see
+# `_internals.trainer`).
+def _build_trained_optimizer(model: ParallelModel) -> None:
+    # The optimizer is built for the weights trainable at compile (Keras 2).
+    if model._trained is not None:
+        with model._strategy.scope():
+            model._trained.build_optimizer(model.optimizer)
+
+
+def _symbolic_batch(model: ParallelModel, batch):
+    batch = execution_lib.select_keras_batch(batch)
+    return targets_lib.symbolic_batch_in_output_order(model, batch)
+
+
+_internals.install_class_symbolic_build(
+    ParallelModel, _symbolic_batch, before=_build_trained_optimizer
+)

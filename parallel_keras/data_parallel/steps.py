@@ -109,6 +109,7 @@ def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, traini
         loss = model.compute_loss(
             x=x, y=targets, y_pred=outputs, sample_weight=weights, training=training
         )
+        loss = _internals.loss_scaled_for_replicas(loss, num_replicas)
         on_first_replica = tf.equal(context.replica_id_in_sync_group, 0)
         reported = tf.cast(_rows(outputs), loss.dtype) * tf.cast(
             on_first_replica, loss.dtype
@@ -131,6 +132,7 @@ def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, traini
     loss = model.compute_loss(
         x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=training
     )
+    loss = _internals.loss_scaled_for_replicas(loss, num_replicas)
     reported = tf.cast(local_rows if keep is None else tf.reduce_sum(keep), loss.dtype)
     tracked = (loss * num_replicas, reported)
     if not merged:

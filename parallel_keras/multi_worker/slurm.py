@@ -40,15 +40,15 @@ def tf_config_from_slurm(port_base: int, environ: Mapping[str, str]) -> str:
     `port_base` and, by default, GPUs by `nvidia-smi`; on nodes without
     GPUs (and to rehearse on CPUs) every task gets no GPU.
     """
-    from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    from parallel_keras import _internals  # pylint: disable=g-import-not-at-top
 
     kwargs = {"port_base": port_base}
     if not environ.get("CUDA_VISIBLE_DEVICES") and not shutil.which("nvidia-smi"):
-        tasks = slurm_cluster_resolver.expand_tasks_per_node(
-            environ["SLURM_STEP_TASKS_PER_NODE"]
-        )
+        tasks = _internals.expand_slurm_tasks_per_node(environ["SLURM_STEP_TASKS_PER_NODE"])
         kwargs.update(gpus_per_node=max(tasks), gpus_per_task=1, auto_set_gpu=False)
-    resolver = slurm_cluster_resolver.SlurmClusterResolver(**kwargs)
+    resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(**kwargs)
     spec = resolver.cluster_spec().as_dict()
     return json.dumps(
         {"cluster": spec, "task": {"type": resolver.task_type, "index": resolver.task_id}}

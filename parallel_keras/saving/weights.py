@@ -131,7 +131,33 @@ def _expected_layout(model: keras.Model):
     # In memory: a reference file on a full disk (or past the file-size
     # limit) would crash HDF5 at the next save (see `atomic`).
     with h5py.File(io.BytesIO(_internals.keras_weights_image(model)), "r") as file:
-        return _layout(file)
+        layout = _layout(file)
+        _name_unnamed_groups(model, file, layout)
+        return layout
+
+
+def _name_unnamed_groups(model, file, layout) -> None:
+    """Names each group by the layer whose weights it holds.
+
+    Keras 3.8+ writes each layer's name on its group; 3.5-3.7 write none,
+    and the group path (`layers/dense_1`) is all `_layout` finds. The file
+    was just saved from `model`, so a group's arrays equal its layer's
+    weights; layers are taken in order, each once.
+    """
+    unclaimed = list(weighted_layers(model))
+    for key, (name, shapes) in layout.items():
+        if name != key + "/vars" and name != key:
+            continue  # Named by Keras.
+        group = file[key + "/vars"] if key + "/vars" in file else file[key]
+        arrays = [group[index][()] for index in sorted(group.keys(), key=_index)]
+        for layer in unclaimed:
+            weights = [w.numpy() if hasattr(w, "numpy") else w for w in layer.get_weights()]
+            if len(weights) == len(arrays) and all(
+                a.shape == b.shape and (a == b).all() for a, b in zip(weights, arrays)
+            ):
+                layout[key] = (layer.name, shapes)
+                unclaimed.remove(layer)
+                break
 
 
 def _layout(file) -> dict[str, tuple[str, list[tuple[int, ...]]]]:

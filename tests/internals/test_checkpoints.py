@@ -1,15 +1,24 @@
-"""Canaries for `parallel_keras._internals.checkpoints` (TF 2.21 / Keras 3.15).
+"""Canaries for `parallel_keras._internals.checkpoints` (Keras 3.5 to 3.15).
 
 Each fails loudly when an upgrade changes how `keras.callbacks.ModelCheckpoint`
-writes (`_save_model` after `_get_file_path` and `_should_save_model`) or the
-legacy HDF5 weights layout Keras 3 still loads.
+writes (`_save_model` after `_get_file_path`, deciding in
+`_should_save_model` from Keras 3.10, inline with `self.model.save` before)
+or the legacy HDF5 weights layout Keras 3 still loads.
 """
+
+import inspect
+import re
 
 import h5py
 import keras
 import numpy as np
 
 from parallel_keras import _internals
+from parallel_keras._internals import checkpoints
+
+
+def _keras_version() -> tuple[int, int]:
+    return tuple(int(part) for part in re.findall(r"\d+", keras.__version__)[:2])
 
 
 class _RecordingHook(_internals.ModelCheckpointWriteHook):
@@ -24,11 +33,6 @@ class _RecordingHook(_internals.ModelCheckpointWriteHook):
         self.calls.append(("_get_file_path", epoch))
         return super()._get_file_path(epoch, batch, logs)
 
-    def _should_save_model(self, epoch, batch, logs, filepath):
-        decision = super()._should_save_model(epoch, batch, logs, filepath)
-        self.calls.append(("_should_save_model", epoch, decision))
-        return decision
-
     def write_checkpoint(self, filepath: str, epoch: int) -> None:
         self.writes.append((filepath, epoch))
 
@@ -40,8 +44,22 @@ def _model() -> keras.Model:
 
 
 def test_model_checkpoint_still_has_the_methods_the_hook_uses():
-    for name in ("_save_model", "_get_file_path", "_should_save_model"):
+    for name in ("_save_model", "_get_file_path"):
         assert callable(getattr(keras.callbacks.ModelCheckpoint, name, None)), name
+
+
+def test_the_hook_shape_is_the_one_this_keras_has():
+    decides_in_a_method = _keras_version() >= (3, 10)
+    assert callable(getattr(keras.callbacks.ModelCheckpoint, "_should_save_model", None)) == (
+        decides_in_a_method)
+    expected = (
+        checkpoints._DecisionMethodHook if decides_in_a_method
+        else checkpoints._InlineDecisionHook)
+    assert _internals.ModelCheckpointWriteHook is expected
+    if not decides_in_a_method:  # The inline shape answers these two calls.
+        source = inspect.getsource(keras.callbacks.ModelCheckpoint._save_model)
+        assert "self.model.save(filepath, overwrite=True)" in source
+        assert "self.model.save_weights(filepath, overwrite=True)" in source
 
 
 def test_fit_writes_through_save_model_with_keras_path_and_decision(tmp_path):
@@ -52,10 +70,7 @@ def test_fit_writes_through_save_model_with_keras_path_and_decision(tmp_path):
         (str(tmp_path / "model_1.keras"), 0),
         (str(tmp_path / "model_2.keras"), 1),
     ]
-    assert hook.calls == [
-        ("_get_file_path", 0), ("_should_save_model", 0, True),
-        ("_get_file_path", 1), ("_should_save_model", 1, True),
-    ]
+    assert hook.calls == [("_get_file_path", 0), ("_get_file_path", 1)]
     assert list(tmp_path.iterdir()) == []  # Keras itself wrote nothing.
 
 
@@ -65,9 +80,8 @@ def test_save_best_only_is_decided_by_keras(tmp_path):
     )
     x, y = np.zeros((4, 2), "float32"), np.ones((4, 1), "float32")
     _model().fit(x, y, epochs=3, verbose=0, callbacks=[hook])  # The loss falls.
-    assert [call[2] for call in hook.calls if call[0] == "_should_save_model"] == [
-        True, False, False]
     assert [epoch for _, epoch in hook.writes] == [0]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_legacy_h5_weights_load_in_keras_3(tmp_path):

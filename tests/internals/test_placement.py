@@ -1,19 +1,56 @@
-"""Canaries for `parallel_keras._internals.placement` (TF 2.21 / Keras 3.15).
+"""Canaries for `parallel_keras._internals.placement` (Keras 3.5 to 3.15).
 
 A failure here means an upgrade changed the private Keras behaviour
 `parallel_keras.device` relies on: see parallel_keras/_internals/placement.py.
+From Keras 3.11 the hooks are installed and place calls; below, placement is
+refused at first use with the feature error and nothing is patched.
 """
 
 import inspect
+import re
 
 import keras
 import numpy as np
+import pytest
 
 import parallel_keras
 from parallel_keras import _internals
 from parallel_keras.testing import record_op_devices
 
+_KERAS = tuple(int(part) for part in re.findall(r"\d+", keras.__version__)[:2])
+_HAS_PLACEMENT = _KERAS >= (3, 11)
+needs_placement = pytest.mark.skipif(
+    not _HAS_PLACEMENT,
+    reason=f"Keras {keras.__version__} has no Function._get_operation_for_node (3.11+); "
+    "test_placement_is_refused_below_keras_3_11 covers it",
+)
 
+
+def test_the_placement_shape_is_the_one_this_keras_has():
+    from keras.src.ops import function as function_module
+
+    assert hasattr(function_module.Function, "_get_operation_for_node") == _HAS_PLACEMENT
+
+
+@pytest.mark.skipif(_HAS_PLACEMENT, reason=f"Keras {keras.__version__} has placement")
+def test_placement_is_refused_below_keras_3_11():
+    """At first use: the feature, this Keras, the lowest with it, the fix."""
+    from keras.src.models import functional as functional_module
+    from keras.src.ops import node as node_module
+
+    with pytest.raises(_internals.PlacementNeedsNewerKeras) as raised:
+        parallel_keras.device("/cpu:1")
+    message = str(raised.value)
+    for part in ("Device placement", f"keras=={keras.__version__}", "Keras 3.11 or newer",
+                 "pip install 'keras>=3.11,<3.16'"):
+        assert part in message, message
+    # Nothing half-patched: Keras's own classes are untouched.
+    assert not hasattr(node_module.Node.__init__, "__wrapped__")
+    assert not hasattr(functional_module.functional_from_config, "__wrapped__")
+    assert not hasattr(functional_module.Functional.get_config, "__wrapped__")
+
+
+@needs_placement
 def test_node_init_is_wrapped_and_fires_once_per_symbolic_call():
     from keras.src.ops import node as node_module
 
@@ -29,6 +66,7 @@ def test_node_init_is_wrapped_and_fires_once_per_symbolic_call():
     assert runtime.requested_device(layer._inbound_nodes[0]) == "/cpu:1"
 
 
+@needs_placement
 def test_run_through_graph_asks_get_operation_for_node_for_each_call():
     from keras.src.ops import function as function_module
 
@@ -56,11 +94,13 @@ def test_functional_init_ignores_unknown_config_keys():
     config["some_future_key"] = {"x": 1}
     from keras.src.models import functional as functional_module
 
-    original = functional_module.functional_from_config.__wrapped__
+    hooked = functional_module.functional_from_config
+    original = getattr(hooked, "__wrapped__", hooked)
     model = original(functional_module.Functional, config)
     assert model(np.ones((1, 3), np.float32)).shape == (1, 2)
 
 
+@needs_placement
 def test_layer_call_indices_match_get_config_renumbering():
     input_a, input_b = keras.Input((3,)), keras.Input((3,))
     shared = keras.layers.Dense(2, name="shared")
@@ -72,6 +112,7 @@ def test_layer_call_indices_match_get_config_renumbering():
     assert len(layer_config["inbound_nodes"]) == 2
 
 
+@needs_placement
 def test_hooks_install_when_importing_internals_is_what_imports_keras():
     """The hooks use `_internals`; they wait for it instead of failing on a
     partially imported package."""

@@ -1,14 +1,22 @@
-"""Canaries for `parallel_keras._internals.variables` (TF 2.21 / Keras 3.15).
+"""Canaries for `parallel_keras._internals.variables` (Keras 3.5 to 3.15).
 
 Each fails loudly when an upgrade changes how Keras wraps a tf.Variable or
 where a stateful RNN keeps its states.
 """
+
+import inspect
+import re
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from parallel_keras import _internals
+from parallel_keras._internals import variables
+
+
+def _keras_version() -> tuple[int, int]:
+    return tuple(int(part) for part in re.findall(r"\d+", keras.__version__)[:2])
 
 
 def _variable_devices(variable: keras.Variable) -> list[str]:
@@ -19,12 +27,42 @@ def _variable_devices(variable: keras.Variable) -> list[str]:
     return [value.device]
 
 
+def test_every_keras_variable_is_an_instance_of_the_backend_class():
+    layer = keras.layers.Dense(2)
+    layer.build((None, 3))
+    assert all(_internals.is_keras_variable(weight) for weight in layer.weights)
+    assert not _internals.is_keras_variable(tf.Variable(1.0))
+    # Keras 3.5-3.7's public `keras.Variable` is an export class, not the base.
+    assert isinstance(layer.kernel, keras.Variable) == (_keras_version() >= (3, 8))
+
+
 def test_keras_variable_wraps_a_tf_variable_created_by_initialize():
     variable = keras.Variable(np.ones(3, "float32"), trainable=False)
     assert isinstance(variable._value, tf.Variable)
-    for attribute in ("_aggregation", "_dtype", "_map_aggregation", "_map_synchronization"):
+    for attribute in ("_aggregation", "_dtype", "aggregation"):
         assert hasattr(variable, attribute), attribute
-    assert variable._map_aggregation("mean") == tf.VariableAggregation.MEAN
+
+
+def test_the_initialize_shape_is_the_one_this_keras_has():
+    version = _keras_version()
+    shape = variables._initialize_shape()
+    assert shape.passes_aggregation == (version >= (3, 8)), shape
+    assert shape.passes_synchronization == (version >= (3, 10)), shape
+    # What `_initialize` passes is what the shape says.
+    source = inspect.getsource(variables._backend_variable_class()._initialize)
+    assert ("aggregation=" in source) == shape.passes_aggregation
+    assert ("synchronization=" in source) == shape.passes_synchronization
+
+
+def test_relocation_keeps_what_keras_gives_a_native_variable():
+    """A variable relocated without a wish matches one Keras builds in scope."""
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        native = keras.Variable(np.ones(2, "float32"), trainable=True)
+    relocated = keras.Variable(np.ones(2, "float32"), trainable=True)
+    assert _internals.relocate_variables([relocated], strategy) == 1
+    for attribute in ("aggregation", "synchronization", "trainable", "dtype"):
+        assert getattr(relocated.value, attribute) == getattr(native.value, attribute), attribute
 
 
 def test_relocation_gives_the_variable_a_copy_per_replica():

@@ -1,42 +1,36 @@
-"""Canaries for `parallel_keras._internals.versions`: one absl warning when
-the installed TensorFlow/Keras major.minor differ from those checked."""
+"""Canaries for `parallel_keras._internals.versions`: the tested range, the
+installed versions read from TensorFlow and Keras, and which fall outside.
+(tests/test_versions.py runs the environments outside it in fresh processes.)"""
 
-from parallel_keras import _internals, testing
+import keras
+import tensorflow as tf
+
+from parallel_keras import _internals
 from parallel_keras._internals import versions
 
 
-def test_checked_versions_are_tensorflow_and_keras():
-    assert set(_internals.CHECKED_VERSIONS) == {"tensorflow", "keras"}
+def test_the_installed_versions_are_tensorflow_and_keras_own():
+    assert versions.installed_versions() == {
+        "tensorflow": tf.__version__, "keras": keras.__version__}
 
 
-def test_only_a_different_major_minor_is_a_mismatch():
-    checked = {"tensorflow": "2.21.0", "keras": "3.15.1"}
-    assert versions.version_mismatches({"tensorflow": "2.21.3", "keras": "3.15.0"}, checked) == []
-    assert versions.version_mismatches({"tensorflow": "2.22.0", "keras": "3.15.1"}, checked) == [
-        "tensorflow==2.22.0 (checked 2.21.0)"]
-    assert versions.version_mismatches({"tensorflow": "2.21.0", "keras": "4.0.0"}, checked) == [
-        "keras==4.0.0 (checked 3.15.1)"]
+def test_the_installed_pair_is_inside_the_tested_range():
+    installed = versions.installed_versions()
+    assert versions.version_problems(installed) == []
+    assert versions.newer_than_tested(installed) == []
+    _internals.check_environment(environ={}, installed=installed)  # No error.
 
 
-def test_a_different_keras_is_warned_about_once_on_import():
-    process = testing.run_python(
-        """
-        import keras
-        keras.__version__ = "3.99.0"
-        from parallel_keras import _internals
-        print("AGAIN", _internals.warn_if_versions_differ())
-        """,
-    )
-    assert process.stdout.split()[-2:] == ["AGAIN", "False"], process.stderr[-3000:]
-    assert process.stderr.count("keras==3.99.0 (checked 3.15.1)") == 1, process.stderr[-3000:]
-    assert "tensorflow==" not in process.stderr.split("Received:")[-1].split("\n")[0]
+def test_below_and_above_the_range_by_major_minor():
+    assert versions.version_problems({"tensorflow": "2.16.0", "keras": "3.5.0"}) == []
+    assert versions.version_problems({"tensorflow": "2.15.1", "keras": "3.4.9"}) == [
+        "tensorflow==2.15.1", "keras==3.4.9"]
+    assert versions.version_problems({"tensorflow": "2.21.0", "keras": "2.15.0"}) == [
+        "keras==2.15.0"]
+    assert versions.newer_than_tested({"tensorflow": "2.21.9", "keras": "3.15.7"}) == []
+    assert versions.newer_than_tested({"tensorflow": "2.22.0rc0", "keras": "4.0.0"}) == [
+        "tensorflow==2.22.0rc0", "keras==4.0.0"]
 
 
-def test_the_checked_versions_are_not_warned_about():
-    process = testing.run_python(
-        """
-        from parallel_keras import _internals
-        print("INSTALLED", _internals.versions.installed_versions())
-        """,
-    )
-    assert "relies on private TensorFlow/Keras behaviour" not in process.stderr
+def test_the_pip_command_spells_the_range():
+    assert versions.tested_requirements() == "'tensorflow>=2.16,<2.22' 'keras>=3.5,<3.16'"
