@@ -22,7 +22,8 @@ import pytest
 import parallel_keras
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-DOCUMENTS = [REPO / "README.md", *sorted((REPO / "notebooks").glob("*.ipynb"))]
+DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
+             *sorted((REPO / "notebooks").glob("*.ipynb")), *sorted((REPO / "examples").glob("*.py"))]
 _NAME = re.compile(r"(?P<context>(?:-m|import|from)\s+)?\b(?P<name>parallel_keras(?:\.[A-Za-z_]\w*)+)")
 
 
