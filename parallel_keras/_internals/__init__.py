@@ -79,6 +79,7 @@ from parallel_keras._internals.placement import install_node_created_hook
 from parallel_keras._internals.placement import install_operation_for_node_hook
 from parallel_keras._internals.placement import is_functional
 from parallel_keras._internals.placement import keras_tensor_layer
+from parallel_keras._internals.trainer import child_layers
 from parallel_keras._internals.trainer import clip_after_all_reduce
 from parallel_keras._internals.trainer import clips_gradients
 from parallel_keras._internals.trainer import correct_summed_assigns
@@ -120,6 +121,7 @@ __all__ = [
     "cancel_before_tf_starts",
     "check_environment",
     "CHECKED_VERSIONS",
+    "child_layers",
     "clip_after_all_reduce",
     "clip_gradients",
     "clips_gradients",

@@ -161,7 +161,7 @@ def _batchnorm_chains(layer, enclosing: tuple) -> list:
     """(BatchNormalization layer, the layers enclosing it) for every one
     inside `layer`."""
     chains = []
-    for child in getattr(layer, "layers", None) or getattr(layer, "_layers", []):
+    for child in _internals.child_layers(layer):
         if isinstance(child, keras.layers.BatchNormalization):
             chains.append((child, enclosing))
         else:

@@ -202,3 +202,13 @@ def test_layers_keep_their_seed_generators_with_an_unaggregated_state():
     assert generator.state.aggregation == "none"
     model = keras.Sequential([keras.Input((2,)), layer])
     assert layer in model._flatten_layers(include_self=True, recursive=True)
+
+
+def test_child_layers_of_a_model_and_of_a_wrapper_layer():
+    inner = keras.layers.LSTM(2)
+    wrapper = keras.layers.Bidirectional(inner)
+    model = keras.Sequential([keras.Input((3, 2)), wrapper])
+    assert _internals.child_layers(model) == [wrapper]
+    # Keras tracks a wrapper's sublayers only privately (`Layer._layers`).
+    assert len(_internals.child_layers(wrapper)) == 2
+    assert all(isinstance(child, keras.layers.LSTM) for child in _internals.child_layers(wrapper))
