@@ -72,6 +72,9 @@ from parallel_keras.testing import legacy_files
 import faults  # pylint: disable=g-bad-import-order
 from helpers import file_size_limit  # pylint: disable=g-bad-import-order
 
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = os.path.join(REPO, "tests", "multi_worker_scripts")
 ROWS_X = np.random.default_rng(0).normal(size=(8, 6)).astype("float32")

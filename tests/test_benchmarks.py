@@ -32,6 +32,9 @@ from benchmarks import shim_and_native  # noqa: E402
 from benchmarks import step_graph  # noqa: E402
 from benchmarks import timing  # noqa: E402
 
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
+
 TINY = config_lib.SuiteConfig(
     models=("mlp",),
     modes=("single", "mirrored", "multi_gpu_model"),

@@ -25,6 +25,9 @@ import keras
 import pytest
 import tensorflow as tf
 
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 _SCANNED = ("parallel_keras", "benchmarks", "tests")
 _EXEMPT = (

@@ -29,6 +29,7 @@ class _RecordPredictions(keras.callbacks.Callback):
         self.by_epoch[epoch + 1] = flat(self.model.template(ROWS, training=False))
 
 
+@pytest.mark.subprocess
 def test_checkpoints_write_files_that_load_on_one_device(tmp_path):
     template, parallel = _parallel()
     record = _RecordPredictions()
@@ -101,6 +102,7 @@ def test_bad_arguments_are_refused():
                       keras.callbacks.ModelCheckpoint)
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     "name, save_weights_only, written",
     [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import os
 import subprocess
 import sys
@@ -10,6 +11,9 @@ import numpy as np
 
 from parallel_keras.testing import legacy_files
 from helpers import legacy_source, load_in_fresh_process, predict  # pylint: disable=g-bad-import-order
+
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
 
 TEMPLATE = "parallel_keras.testing.legacy_files:functional_template"
 

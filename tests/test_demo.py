@@ -11,6 +11,9 @@ import pytest
 from parallel_keras.cli import demo
 from parallel_keras.cli import main
 
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
+
 
 def _executable() -> str:
     return shutil.which("parallel-keras") or os.path.join(

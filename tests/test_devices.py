@@ -24,6 +24,7 @@ def test_simulate_devices_rejects_bad_counts(n):
         parallel_keras.simulate_devices(n)
 
 
+@pytest.mark.subprocess
 def test_simulate_devices_in_a_fresh_process():
     process = testing.run_python(
         """

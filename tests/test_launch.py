@@ -4,6 +4,7 @@ The workers here run `multi_worker_scripts/echo.py`, which trains nothing;
 training, restarts and recovery are in test_multi_worker.py.
 """
 
+import pytest
 import json
 import os
 import re
@@ -14,6 +15,9 @@ import psutil
 
 from parallel_keras.multi_worker import launch
 import helpers  # noqa: E402  # pylint: disable=g-bad-import-order
+
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
 
 SCRIPTS = os.path.join(os.path.dirname(__file__), "multi_worker_scripts")
 ECHO = os.path.join(SCRIPTS, "echo.py")

@@ -443,6 +443,7 @@ def scripts(tmp_path):
     return tmp_path
 
 
+@pytest.mark.subprocess
 def test_cli_runs_without_tensorflow_and_writes_nothing_by_default(scripts):
     process = _cli(["legacy.py", "broken.py", "clean.py", "--diff"], cwd=scripts)
     assert "blocked" not in process.stderr, process.stderr
@@ -455,6 +456,7 @@ def test_cli_runs_without_tensorflow_and_writes_nothing_by_default(scripts):
     assert sorted(os.listdir(scripts)) == ["broken.py", "clean.py", "legacy.py"]
 
 
+@pytest.mark.subprocess
 def test_cli_in_place_keeps_original_and_skips_broken_file(scripts):
     process = _cli(["--in-place", str(scripts)], cwd=scripts)
     assert process.returncode == 1, process.stderr
@@ -466,6 +468,7 @@ def test_cli_in_place_keeps_original_and_skips_broken_file(scripts):
     assert not [name for name in os.listdir(scripts) if name.endswith(".tmp")]
 
 
+@pytest.mark.subprocess
 def test_cli_in_place_a_second_time_changes_nothing_and_keeps_the_first_orig(scripts):
     first = _cli(["--in-place", "legacy.py"], cwd=scripts)
     assert first.returncode == 0, first.stderr
@@ -477,6 +480,7 @@ def test_cli_in_place_a_second_time_changes_nothing_and_keeps_the_first_orig(scr
     assert (scripts / "legacy.py.orig").read_text() == LEGACY
 
 
+@pytest.mark.subprocess
 def test_cli_output_file_and_folder(scripts):
     process = _cli(["legacy.py", "-o", "out.py"], cwd=scripts)
     assert process.returncode == 0, process.stderr
@@ -487,6 +491,7 @@ def test_cli_output_file_and_folder(scripts):
     assert sorted(os.listdir(scripts / "out")) == ["clean.py", "legacy.py"]
 
 
+@pytest.mark.subprocess
 def test_cli_strict_exits_non_zero_when_flagged(scripts):
     assert _cli(["legacy.py"], cwd=scripts).returncode == 0
     assert _cli(["legacy.py", "--strict"], cwd=scripts).returncode == 3

@@ -27,6 +27,9 @@ import pytest
 
 from parallel_keras import migrate
 
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
+
 CORPUS = pathlib.Path(__file__).parent / "migrate_corpus"
 SCRIPTS = sorted(path.name for path in (CORPUS / "legacy").glob("*.py"))
 

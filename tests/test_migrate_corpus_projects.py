@@ -35,6 +35,9 @@ import pytest
 
 from parallel_keras import migrate
 
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
+
 CORPUS = pathlib.Path(__file__).parent / "migrate_corpus_real"
 PROJECTS = sorted(path.name for path in (CORPUS / "legacy").iterdir() if path.is_dir())
 

@@ -15,6 +15,9 @@ import pytest
 
 from parallel_keras import migrate
 
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
+
 REWRITES = {
     "session_setup_allow_growth": (
         textwrap.dedent("""\

@@ -455,6 +455,7 @@ print(json.dumps({"strategies": len(strategies),
 """
 
 
+@pytest.mark.subprocess
 def test_repeated_calls_reuse_the_strategy_and_do_not_grow_memory():
     # Current RSS (not ru_maxrss, the peak since start) in a fresh process:
     # an earlier peak in the test session can no longer hide a leak.
@@ -585,6 +586,7 @@ def test_bad_flag_types():
     assert_untouched(template, before)
 
 
+@pytest.mark.subprocess
 def test_without_simulated_devices_the_error_says_to_simulate():
     process = testing.run_python(
         """

@@ -23,6 +23,9 @@ sys.path.insert(0, SCRIPTS)
 import common  # noqa: E402
 import helpers  # noqa: E402  # pylint: disable=g-bad-import-order
 
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
+
 
 def launch(tmp_path, *launch_args, script_args=(), timeout=240):
     out = tmp_path / "out"

@@ -24,6 +24,9 @@ sys.path.insert(0, SCRIPTS)
 import common  # noqa: E402
 import helpers  # noqa: E402  # pylint: disable=g-bad-import-order
 
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
+
 GLOBAL_BATCH = 12  # As in multi_worker_scripts/resume.py.
 ROWS = 48
 EPOCHS = 3

@@ -16,6 +16,9 @@ sys.path.insert(0, SCRIPTS)
 import common  # noqa: E402
 import helpers  # noqa: E402  # pylint: disable=g-bad-import-order
 
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
+
 
 def results(stdout):
     return helpers.worker_records(stdout, "RESULT")

@@ -7,10 +7,14 @@ the failing worker named with its traceback, and no TensorFlow runtime in
 the calling process.
 """
 
+import pytest
 import os
 import subprocess
 import sys
 import textwrap
+
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
 
 _MAIN = textwrap.dedent(
     """

@@ -4,6 +4,7 @@ No Slurm here: the test starts each task itself, as `srun` would, with the
 environment srun gives a task of a one-node, two-task step, on loopback.
 """
 
+import pytest
 import os
 import socket
 import subprocess
@@ -18,6 +19,9 @@ sys.path.insert(0, SCRIPTS)
 
 import common  # noqa: E402
 import helpers  # noqa: E402  # pylint: disable=g-bad-import-order
+
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
 
 
 def srun_environment(procid, ntasks, nodelist="localhost"):

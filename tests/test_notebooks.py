@@ -21,6 +21,9 @@ import nbclient
 import nbformat
 import pytest
 
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOK_DIR = os.path.join(REPO_ROOT, "notebooks")
 NOTEBOOKS = sorted(glob.glob(os.path.join(NOTEBOOK_DIR, "*.ipynb")))

@@ -304,6 +304,7 @@ def test_tf_data_trains_and_predicts_like_one_device():
         np.testing.assert_allclose(got, expected, atol=ATOL)
 
 
+@pytest.mark.subprocess
 def test_pydataset_trains_and_predicts_like_one_device():
     # In a fresh process, one epoch: after an earlier PyDataset `fit` in the
     # same process, or across an epoch boundary, a PyDataset `fit` under a

@@ -72,6 +72,7 @@ def test_unplaced_model_config_is_what_keras_writes():
     assert "parallel_keras_placement" not in model.get_config()
 
 
+@pytest.mark.subprocess
 def test_plain_keras_loads_the_file_and_runs_on_default_placement(tmp_path):
     model = build_placed()
     path = str(tmp_path / "placed.keras")

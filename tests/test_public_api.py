@@ -66,6 +66,7 @@ def installed_wheel(tmp_path_factory) -> pathlib.Path:
     return target
 
 
+@pytest.mark.subprocess
 def test_every_documented_name_resolves_in_the_installed_wheel(installed_wheel, tmp_path):
     names = documented_names()
     assert "parallel_keras.multi_worker.initialize" in names  # The scan works.

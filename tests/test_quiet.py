@@ -1,8 +1,12 @@
 """`parallel_keras.quiet_tensorflow()`: no TensorFlow log lines, errors kept."""
 
+import pytest
 import os
 import subprocess
 import sys
+
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
 
 _ENV = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
 

@@ -26,6 +26,7 @@ def _trained_parallel(name, gpus=2, epochs=2):
     return template, parallel
 
 
+@pytest.mark.subprocess
 def test_every_save_from_template_or_parallel_loads_on_one_device(tmp_path):
     files, expected = {}, {}
     for name in legacy_files.TEMPLATES:
@@ -54,6 +55,7 @@ def test_every_save_from_template_or_parallel_loads_on_one_device(tmp_path):
     assert not [f for f in os.listdir(tmp_path) if ".tmp-" in f]
 
 
+@pytest.mark.subprocess
 def test_batchnorm_replicas_agree_and_the_file_is_what_was_evaluated(tmp_path):
     # tensorflow/tensorflow#46488: per-replica moving statistics drifted
     # apart, so predict in-process and the saved file disagreed.

@@ -74,6 +74,7 @@ def _kill_mid_save(folder, callback_kind):
 
 # "keras": the README promises a stock `keras.callbacks.ModelCheckpoint` given
 # to `parallel.fit` saves the same file, through the same atomic write.
+@pytest.mark.subprocess
 @pytest.mark.parametrize("callback_kind", ["parallel_keras", "keras"])
 def test_kill_during_save_leaves_previous_checkpoint(tmp_path, callback_kind):
     _kill_mid_save(tmp_path, callback_kind)
@@ -95,6 +96,7 @@ def test_kill_during_save_leaves_previous_checkpoint(tmp_path, callback_kind):
     assert sorted(os.listdir(tmp_path)) == ["ckpt.weights.h5", "first.json"]
 
 
+@pytest.mark.subprocess
 def test_a_live_writers_temporary_is_kept_and_a_dead_ones_removed(tmp_path):
     from parallel_keras.saving import paths  # pylint: disable=g-import-not-at-top
 

@@ -18,6 +18,9 @@ import pytest
 
 import parallel_keras
 
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "migrate_corpus" / "legacy"
 HEAVY = ("tensorflow", "keras")

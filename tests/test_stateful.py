@@ -90,6 +90,7 @@ def test_template_still_predicts_at_its_own_batch():
     )
 
 
+@pytest.mark.subprocess
 def test_saved_template_loads_on_one_device_at_its_batch(tmp_path):
     template, parallel, _ = pair()
     x, y = sequences(1)

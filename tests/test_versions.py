@@ -18,6 +18,9 @@ import pytest
 from parallel_keras import _environment
 from parallel_keras.testing import run_python
 
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 

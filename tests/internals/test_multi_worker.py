@@ -5,6 +5,7 @@ multi-worker start-up. Whether Keras still needs the scalar-mean reduction
 workaround is reported by `tests/test_multi_worker.py`.
 """
 
+import pytest
 import inspect
 import os
 import subprocess
@@ -13,6 +14,9 @@ import sys
 import tensorflow as tf
 
 from parallel_keras import testing
+
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
 
 _ARMED_BEFORE_START = """
 from parallel_keras import _internals

@@ -112,6 +112,7 @@ def test_layer_call_indices_match_get_config_renumbering():
     assert len(layer_config["inbound_nodes"]) == 2
 
 
+@pytest.mark.subprocess
 @needs_placement
 def test_hooks_install_when_importing_internals_is_what_imports_keras():
     """The hooks use `_internals`; they wait for it instead of failing on a

@@ -2,11 +2,15 @@
 installed versions read from TensorFlow and Keras, and which fall outside.
 (tests/test_versions.py runs the environments outside it in fresh processes.)"""
 
+import pytest
 import keras
 import tensorflow as tf
 
 from parallel_keras import _internals
 from parallel_keras._internals import versions
+
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
 
 
 def test_the_installed_versions_are_tensorflow_and_keras_own():

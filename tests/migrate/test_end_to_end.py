@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 import pathlib
 import subprocess
 import sys
 
 from parallel_keras import migrate
+
+# Every test here starts child processes (the subprocess tier).
+pytestmark = pytest.mark.subprocess
 
 _SCRIPT = pathlib.Path(__file__).parent / "scripts" / "keras2_tf1_mix.py"
 

@@ -9,6 +9,7 @@ simulated devices with no hand edit and saves what Keras 2 saved.
 
 from __future__ import annotations
 
+import pytest
 import os
 import pathlib
 import subprocess
@@ -77,6 +78,7 @@ def test_same_file_definition_is_rewired():
     assert again.migrated == result.migrated
 
 
+@pytest.mark.subprocess
 def test_migrated_project_runs_on_4_devices_and_saves_the_template(tmp_path):
     out = _migrated(tmp_path)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")

@@ -112,6 +112,7 @@ def test_sessions_left_to_the_sessions_rule():
     assert all(change.rule != "TF1 names" for change in result.report.changes)
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None, reason="needs TF")
 def test_committed_table_matches_tensorflows_upgrade_table():
     root = pathlib.Path(__file__).parents[2]
