@@ -63,7 +63,7 @@ def main() -> None:
             file=sys.stderr,
         )
         sys.exit(2)
-    from absl import app  # pylint: disable=g-import-not-at-top
+    from absl import app
 
     module = importlib.import_module(COMMANDS[command])
     # absl's --help lists the flags of the module named by argv[0].

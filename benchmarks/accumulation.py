@@ -37,10 +37,10 @@ _MODELS = flags.DEFINE_list(
 
 
 def _build(model_name: str, replicas: int, global_batch: int, steps: int | None):
-    import keras  # pylint: disable=g-import-not-at-top
+    import keras
 
-    import parallel_keras  # pylint: disable=g-import-not-at-top
-    from benchmarks.suite import models  # pylint: disable=g-import-not-at-top
+    import parallel_keras
+    from benchmarks.suite import models
 
     keras.utils.set_random_seed(0)
     input_spec = models.default_input(model_name, quick=True)
@@ -54,7 +54,7 @@ def _build(model_name: str, replicas: int, global_batch: int, steps: int | None)
 
 def measure(model_name: str) -> dict:
     """k=steps against k=1 on one model, alternating rounds."""
-    from benchmarks.suite import datasets  # pylint: disable=g-import-not-at-top
+    from benchmarks.suite import datasets
 
     replicas, steps = _REPLICAS.value, _STEPS.value
     global_batch = replicas * _PER_REPLICA_BATCH.value
@@ -90,7 +90,7 @@ def measure(model_name: str) -> dict:
 
 def main(argv):
     del argv
-    import parallel_keras  # pylint: disable=g-import-not-at-top
+    import parallel_keras
 
     parallel_keras.simulate_devices(_REPLICAS.value)
     print(f"Simulated CPU devices: {_REPLICAS.value}; per-replica batch "

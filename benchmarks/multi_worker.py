@@ -58,14 +58,14 @@ _BENCHMARKS_MAIN = os.path.join(_REPO_ROOT, "benchmarks", "__main__.py")
 
 def _train_and_time(gpus):
     if _THREADS.value:
-        import tensorflow as tf  # pylint: disable=g-import-not-at-top
+        import tensorflow as tf
 
         tf.config.threading.set_intra_op_parallelism_threads(_THREADS.value)
         tf.config.threading.set_inter_op_parallelism_threads(_THREADS.value)
-    import keras  # pylint: disable=g-import-not-at-top
-    import numpy as np  # pylint: disable=g-import-not-at-top
+    import keras
+    import numpy as np
 
-    import parallel_keras  # pylint: disable=g-import-not-at-top
+    import parallel_keras
 
     keras.utils.set_random_seed(0)
     width = _WIDTH.value
@@ -118,14 +118,14 @@ def _train_and_time(gpus):
 
 def _collectives_per_step():
     """Collective all-reduce ops in the traced training step, by op type."""
-    from parallel_keras import _internals  # pylint: disable=g-import-not-at-top
+    from parallel_keras import _internals
 
     return _internals.collective_reductions_in_traced_function("one_step_on_data")
 
 
 def _all_reduce_ms(strategy, elements, repeats=20):
     """Milliseconds of one SUM all-reduce of `elements` float32 values."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
 
     @tf.function
     def all_reduce():
@@ -163,7 +163,7 @@ def main(argv):
         _train_and_time(gpus=None)
         return
     if _ROLE.value == "mirrored":
-        import parallel_keras  # pylint: disable=g-import-not-at-top
+        import parallel_keras
 
         parallel_keras.simulate_devices(2)
         _train_and_time(gpus=2)

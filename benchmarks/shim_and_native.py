@@ -29,12 +29,12 @@ def build(
     Every model starts from the same weights (seed 0) and is compiled with
     SGD with momentum and sparse categorical cross-entropy, without XLA.
     """
-    import keras  # pylint: disable=g-import-not-at-top
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import keras
+    import tensorflow as tf
 
-    import parallel_keras  # pylint: disable=g-import-not-at-top
-    from benchmarks.suite import datasets  # pylint: disable=g-import-not-at-top
-    from benchmarks.suite import models  # pylint: disable=g-import-not-at-top
+    import parallel_keras
+    from benchmarks.suite import datasets
+    from benchmarks.suite import models
 
     input_spec = models.default_input(model_name, quick=True)
     build_kwargs = {}

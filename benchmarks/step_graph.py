@@ -17,7 +17,7 @@ def train_step_ops(model, dataset) -> int:
     functions it calls; nothing runs. The model must be compiled, and built
     (e.g. by one `fit` step) so that tracing creates no variables.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
 
     strategy = model.distribute_strategy
     batches = strategy.experimental_distribute_dataset(dataset)

@@ -37,7 +37,7 @@ class StepClock:
 
 def timed_fit(model, *args, callbacks=(), **kwargs) -> tuple[Any, list[float]]:
     """`model.fit(*args, **kwargs)`, timing each step; returns (history, times)."""
-    import keras  # pylint: disable=g-import-not-at-top
+    import keras
 
     clock = StepClock()
 

@@ -15,7 +15,7 @@ import parallel_keras
 from parallel_keras import _internals
 from parallel_keras.data_parallel import accumulation
 
-from helpers import conv_bn_model, images  # pylint: disable=g-bad-import-order
+from helpers import conv_bn_model, images
 
 OPTIMIZERS = {
     "sgd_momentum": lambda **kw: keras.optimizers.SGD(0.1, momentum=0.9, **kw),

@@ -69,8 +69,8 @@ from parallel_keras.multi_worker import launch as launch_lib
 from parallel_keras.saving import matching as weights_lib
 from parallel_keras.testing import legacy_files
 
-import faults  # pylint: disable=g-bad-import-order
-from helpers import file_size_limit  # pylint: disable=g-bad-import-order
+import faults
+from helpers import file_size_limit
 
 # Every test here starts child processes (the subprocess tier).
 pytestmark = pytest.mark.subprocess

@@ -14,7 +14,7 @@ import tensorflow as tf
 import parallel_keras
 from parallel_keras.data_parallel import batches
 
-from helpers import conv_bn_model, images  # pylint: disable=g-bad-import-order
+from helpers import conv_bn_model, images
 
 ATOL = 1e-5
 

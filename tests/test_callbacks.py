@@ -10,7 +10,7 @@ import pytest
 
 import parallel_keras
 from parallel_keras.testing import legacy_files
-from helpers import ROWS, flat, load_in_fresh_process, targets  # pylint: disable=g-bad-import-order
+from helpers import ROWS, flat, load_in_fresh_process, targets
 
 
 def _parallel(name="functional"):

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 from parallel_keras.testing import legacy_files
-from helpers import legacy_source, load_in_fresh_process, predict  # pylint: disable=g-bad-import-order
+from helpers import legacy_source, load_in_fresh_process, predict
 
 # Every test here starts child processes (the subprocess tier).
 pytestmark = pytest.mark.subprocess

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-import helpers  # pylint: disable=g-bad-import-order
+import helpers
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 

@@ -14,7 +14,7 @@ import subprocess
 import psutil
 
 from parallel_keras.multi_worker import launch
-import helpers  # noqa: E402  # pylint: disable=g-bad-import-order
+import helpers  # noqa: E402
 
 # Every test here starts child processes (the subprocess tier).
 pytestmark = pytest.mark.subprocess
@@ -93,7 +93,7 @@ def test_hosts_mode_runs_this_machines_worker_of_the_cluster():
 
 def test_a_group_far_above_the_cores_is_warned_about_before_it_starts(
         tmp_path, monkeypatch, caplog):
-    from parallel_keras.multi_worker import worker_group  # pylint: disable=g-import-not-at-top
+    from parallel_keras.multi_worker import worker_group
 
     script = tmp_path / "train.py"
     script.write_text("print('hi')\n")

@@ -16,7 +16,7 @@ import pytest
 import parallel_keras
 from parallel_keras.saving import legacy
 from parallel_keras.testing import legacy_files
-from helpers import legacy_source as _source  # pylint: disable=g-bad-import-order
+from helpers import legacy_source as _source
 
 ROWS = np.random.default_rng(5).normal(size=(6, 6)).astype("float32")
 

@@ -10,7 +10,7 @@ import tensorflow as tf
 import parallel_keras
 from parallel_keras import testing
 
-from helpers import conv_bn_model, images  # pylint: disable=g-bad-import-order
+from helpers import conv_bn_model, images
 
 # --- Models and data --------------------------------------------------------
 

@@ -21,7 +21,7 @@ SCRIPTS = os.path.join(os.path.dirname(__file__), "multi_worker_scripts")
 sys.path.insert(0, SCRIPTS)
 
 import common  # noqa: E402
-import helpers  # noqa: E402  # pylint: disable=g-bad-import-order
+import helpers  # noqa: E402
 
 # Every test here starts child processes (the subprocess tier).
 pytestmark = pytest.mark.subprocess

@@ -14,7 +14,7 @@ SCRIPTS = os.path.join(os.path.dirname(__file__), "multi_worker_scripts")
 sys.path.insert(0, SCRIPTS)
 
 import common  # noqa: E402
-import helpers  # noqa: E402  # pylint: disable=g-bad-import-order
+import helpers  # noqa: E402
 
 # Every test here starts child processes (the subprocess tier).
 pytestmark = pytest.mark.subprocess
@@ -33,7 +33,7 @@ def test_rehearsed_script_runs_unchanged_with_its_simulated_devices():
     assert process.returncode == 0, describe(process)
     found = results(process.stdout)
     assert sorted(found) == [0, 1], describe(process)
-    import keras  # pylint: disable=g-import-not-at-top
+    import keras
 
     x, y = common.data()
     reference = common.build_template()

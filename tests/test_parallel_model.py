@@ -416,8 +416,8 @@ def test_steps_per_execution_trains_like_one_device():
 
 
 def test_an_endless_dataset_with_a_step_count_runs_that_many_steps():
-    import parallel_keras  # pylint: disable=g-import-not-at-top,reimported
-    from parallel_keras.testing import legacy_files  # pylint: disable=g-import-not-at-top
+    import parallel_keras
+    from parallel_keras.testing import legacy_files
 
     rows = np.random.default_rng(0).normal(size=(8, 6)).astype("float32")
     targets = np.zeros((8, 3), "float32")
@@ -492,7 +492,7 @@ def survival_model(seed=8):
                                 keras.layers.Dense(3, activation="softmax", name="aux")(h)])
 
 
-def Cindex(y_true, y_pred):  # pylint: disable=invalid-name  (the seeds' name)
+def Cindex(y_true, y_pred):  # noqa: N802  (the capitalized name legacy scripts use)
     """A batch-coupled metric: the share of concordant pairs."""
     order = keras.ops.sign(y_true - keras.ops.transpose(y_true))
     predicted = keras.ops.sign(y_pred - keras.ops.transpose(y_pred))

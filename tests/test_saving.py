@@ -16,7 +16,7 @@ import parallel_keras
 from parallel_keras import _internals
 from parallel_keras.saving import matching as weights_lib
 from parallel_keras.testing import legacy_files
-from helpers import ROWS, flat, load_in_fresh_process, targets  # pylint: disable=g-bad-import-order
+from helpers import ROWS, flat, load_in_fresh_process, targets
 
 def _trained_parallel(name, gpus=2, epochs=2):
     template = legacy_files.TEMPLATES[name]()
@@ -163,7 +163,7 @@ def _write_bad_file(tmp_path, kind):
         path.write_text("not a model\n")
         return str(path), "neither"
     if kind == "foreign_hdf5":
-        import h5py  # pylint: disable=g-import-not-at-top
+        import h5py
 
         path = str(tmp_path / "data.h5")
         with h5py.File(path, "w") as file:

@@ -17,8 +17,8 @@ import textwrap
 
 import pytest
 
-from helpers import load_in_fresh_process  # pylint: disable=g-bad-import-order
-from helpers import wait_for_line  # pylint: disable=g-bad-import-order
+from helpers import load_in_fresh_process
+from helpers import wait_for_line
 
 WRITER = """
 import json, os, sys, time
@@ -82,15 +82,15 @@ def test_kill_during_save_leaves_previous_checkpoint(tmp_path, callback_kind):
     path = str(tmp_path / "ckpt.weights.h5")
     # The half-written file was a temporary sibling, never the checkpoint.
     assert [n for n in os.listdir(tmp_path) if ".tmp-" in n]
-    import numpy as np  # pylint: disable=g-import-not-at-top
+    import numpy as np
 
     rows = np.random.default_rng(0).normal(size=(8, 6)).astype("float32")
     loaded = load_in_fresh_process({"ckpt": ("functional", path)}, rows=rows)["ckpt"]
     np.testing.assert_allclose(loaded[0], first, atol=1e-6)
 
     # The next save to that path removes what the killed writer left.
-    from parallel_keras.saving import atomic  # pylint: disable=g-import-not-at-top
-    from parallel_keras.testing import legacy_files  # pylint: disable=g-import-not-at-top
+    from parallel_keras.saving import atomic
+    from parallel_keras.testing import legacy_files
 
     atomic.save_weights(legacy_files.functional_template(), path)
     assert sorted(os.listdir(tmp_path)) == ["ckpt.weights.h5", "first.json"]
@@ -98,7 +98,7 @@ def test_kill_during_save_leaves_previous_checkpoint(tmp_path, callback_kind):
 
 @pytest.mark.subprocess
 def test_a_live_writers_temporary_is_kept_and_a_dead_ones_removed(tmp_path):
-    from parallel_keras.saving import paths  # pylint: disable=g-import-not-at-top
+    from parallel_keras.saving import paths
 
     target = str(tmp_path / "ckpt.weights.h5")
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
@@ -117,8 +117,8 @@ def test_a_live_writers_temporary_is_kept_and_a_dead_ones_removed(tmp_path):
 
 
 def test_replacing_a_file_keeps_its_permissions(tmp_path):
-    from parallel_keras.saving import atomic  # pylint: disable=g-import-not-at-top
-    from parallel_keras.testing import legacy_files  # pylint: disable=g-import-not-at-top
+    from parallel_keras.saving import atomic
+    from parallel_keras.testing import legacy_files
 
     path = tmp_path / "shared.keras"
     model = legacy_files.sequential_template()
@@ -132,7 +132,7 @@ def test_replacing_a_file_keeps_its_permissions(tmp_path):
 
 
 def test_an_error_while_writing_names_the_users_path(tmp_path):
-    from parallel_keras.saving import atomic  # pylint: disable=g-import-not-at-top
+    from parallel_keras.saving import atomic
 
     target = tmp_path / "model.keras"
     target.write_bytes(b"previous model")
@@ -157,9 +157,9 @@ def test_an_error_while_writing_names_the_users_path(tmp_path):
 
 def _link_writers():
     """(name, suffix, save(model, path)) for each way parallel_keras writes a file."""
-    import numpy as np  # pylint: disable=g-import-not-at-top
+    import numpy as np
 
-    import parallel_keras  # pylint: disable=g-import-not-at-top
+    import parallel_keras
 
     def checkpoint(parallel, path):
         parallel.fit(np.zeros((4, 6), "float32"), np.zeros((4, 3), "float32"), epochs=1,
@@ -179,10 +179,10 @@ def _link_writers():
 @pytest.mark.parametrize("writer", range(5), ids=[w[0] for w in _link_writers()])
 def test_a_save_through_a_symlink_replaces_its_target_and_keeps_the_link(
         tmp_path, writer, dangling):
-    import numpy as np  # pylint: disable=g-import-not-at-top
+    import numpy as np
 
-    import parallel_keras  # pylint: disable=g-import-not-at-top
-    from parallel_keras.testing import legacy_files  # pylint: disable=g-import-not-at-top
+    import parallel_keras
+    from parallel_keras.testing import legacy_files
 
     _, suffix, save = _link_writers()[writer]
     (tmp_path / "runs").mkdir()

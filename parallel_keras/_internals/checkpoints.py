@@ -106,7 +106,7 @@ ModelCheckpointWriteHook = _checkpoint_hook_class()
 
 def save_legacy_h5_weights(h5_group: object, model: keras.Model) -> None:
     """Writes `model`'s weights in the Keras 2 layout into an open h5py group."""
-    from keras.src.legacy.saving import legacy_h5_format  # pylint: disable=g-direct-keras-import
+    from keras.src.legacy.saving import legacy_h5_format
 
     legacy_h5_format.save_weights_to_hdf5_group(h5_group, model)
 
@@ -129,7 +129,7 @@ def save_legacy_h5_weights(h5_group: object, model: keras.Model) -> None:
 
 def keras_weights_image(model: keras.Model) -> bytes:
     """The bytes of `model.save_weights("x.weights.h5")`, built in memory."""
-    from keras.src.saving import saving_lib  # pylint: disable=g-direct-keras-import
+    from keras.src.saving import saving_lib
 
     if not model.built:
         # Keras's own check and message (`save_weights_only`).
@@ -140,7 +140,7 @@ def keras_weights_image(model: keras.Model) -> bytes:
     buffer = io.BytesIO()
     store = saving_lib.H5IOStore(buffer, mode="w")
     try:
-        saving_lib._save_state(  # pylint: disable=protected-access
+        saving_lib._save_state(
             model,
             weights_store=store,
             assets_store=None,
@@ -154,6 +154,6 @@ def keras_weights_image(model: keras.Model) -> bytes:
 
 def legacy_h5_model_to(h5_file: object, model: keras.Model, include_optimizer: bool) -> None:
     """Writes `model` (config, weights, optimizer) in Keras's legacy `.h5` layout."""
-    from keras.src.legacy.saving import legacy_h5_format  # pylint: disable=g-direct-keras-import
+    from keras.src.legacy.saving import legacy_h5_format
 
     legacy_h5_format.save_model_to_hdf5(model, h5_file, True, include_optimizer)

@@ -40,8 +40,8 @@ def collective_all_reduce(
     ),
 ) -> tf.distribute.CrossDeviceOps:
     """An all-reduce among `devices` whose collective keys no strategy shares."""
-    from tensorflow.python.distribute import cross_device_ops  # pylint: disable=g-direct-tensorflow-import
-    from tensorflow.python.distribute import cross_device_utils  # pylint: disable=g-direct-tensorflow-import
+    from tensorflow.python.distribute import cross_device_ops
+    from tensorflow.python.distribute import cross_device_utils
 
     keys = cross_device_utils.CollectiveKeys(
         group_key_start=1 + next(_group_key_blocks) * _GROUP_KEY_BLOCK
@@ -81,7 +81,7 @@ def cross_device_ops_kind(strategy: tf.distribute.Strategy) -> tuple[str, str | 
 
 
 def nccl_kernels_registered() -> bool:
-    from tensorflow.python.framework import kernels  # pylint: disable=g-direct-tensorflow-import
+    from tensorflow.python.framework import kernels
 
     return bool(kernels.get_registered_kernels_for_op("NcclAllReduce").kernel)
 
@@ -100,9 +100,9 @@ def collective_reductions_in_traced_function(name_contains: str) -> dict[str, in
 
     Among the functions whose name contains `name_contains`; empty if none.
     """
-    import collections  # pylint: disable=g-import-not-at-top
+    import collections
 
-    from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
+    from tensorflow.python.eager import context
 
     eager_context = context.context()
     best = collections.Counter()

@@ -32,7 +32,7 @@ def tf_runtime_initialized() -> bool:
     TensorFlow only accepts before its context starts ("Collective ops must
     be configured at program startup", context.py).
     """
-    from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
+    from tensorflow.python.eager import context
 
     return context.context()._context_handle is not None
 
@@ -51,7 +51,7 @@ _BEFORE_TF_STARTS: dict[str, Callable[[], None] | None] = {"callback": None}
 
 def run_before_tf_starts(callback: Callable[[], None]) -> None:
     """Calls `callback()` once, just before TensorFlow's runtime starts."""
-    from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
+    from tensorflow.python.eager import context
 
     _BEFORE_TF_STARTS["callback"] = callback
     if getattr(context.Context.ensure_initialized, "_parallel_keras_hook", False):
@@ -88,7 +88,7 @@ def multi_worker_mirrored_strategy(
     strategy_class: type = tf.distribute.MultiWorkerMirroredStrategy,
 ) -> tf.distribute.MultiWorkerMirroredStrategy:
     """Builds MWMS, optionally on `local_cpu_devices` CPUs per worker."""
-    from tensorflow.python.distribute import collective_all_reduce_strategy as mwms_lib  # pylint: disable=g-direct-tensorflow-import
+    from tensorflow.python.distribute import collective_all_reduce_strategy as mwms_lib
 
     extended = mwms_lib.CollectiveAllReduceExtended
     original = extended._initialize_local_devices
@@ -124,7 +124,7 @@ _original_reduce_per_replica = None
 
 
 def _keras_tf_trainer():
-    from keras.src.backend.tensorflow import trainer  # pylint: disable=g-import-not-at-top
+    from keras.src.backend.tensorflow import trainer
 
     return trainer
 
@@ -202,6 +202,6 @@ def scalar_mean_reduction_workaround_active() -> bool:
 
 def expand_slurm_tasks_per_node(tasks_per_node: str) -> list[int]:
     """Slurm's `SLURM_STEP_TASKS_PER_NODE`, one count per node."""
-    from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver  # pylint: disable=g-direct-tensorflow-import
+    from tensorflow.python.distribute.cluster_resolver import slurm_cluster_resolver
 
     return slurm_cluster_resolver.expand_tasks_per_node(tasks_per_node)

@@ -24,12 +24,12 @@ from collections.abc import Callable
 
 
 def add_op_callback(callback: Callable[..., None]) -> None:
-    from tensorflow.python.framework import op_callbacks  # pylint: disable=g-direct-tensorflow-import
+    from tensorflow.python.framework import op_callbacks
 
     op_callbacks.add_op_callback(callback)
 
 
 def remove_op_callback(callback: Callable[..., None]) -> None:
-    from tensorflow.python.framework import op_callbacks  # pylint: disable=g-direct-tensorflow-import
+    from tensorflow.python.framework import op_callbacks
 
     op_callbacks.remove_op_callback(callback)

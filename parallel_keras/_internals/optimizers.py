@@ -42,7 +42,7 @@ import keras
 
 
 def _base():
-    from keras.src.optimizers import base_optimizer  # pylint: disable=g-direct-keras-import
+    from keras.src.optimizers import base_optimizer
 
     return base_optimizer.BaseOptimizer
 

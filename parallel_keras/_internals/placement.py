@@ -227,7 +227,7 @@ def install_functional_config_hooks(
 
 def is_functional(model: object) -> bool:
     """True for models built as `keras.Model(inputs, outputs)` (Functional)."""
-    from keras.src.models.functional import Functional  # pylint: disable=g-direct-keras-import
+    from keras.src.models.functional import Functional
 
     return isinstance(model, Functional)
 
@@ -241,8 +241,8 @@ def functional_layer_calls(model: keras.Model) -> list[tuple[object, int, object
     functional model's own first node counts as call 0), so it is the same
     before saving and after loading.
     """
-    from keras.src.models.functional import Functional  # pylint: disable=g-direct-keras-import
-    from keras.src.ops.function import make_node_key  # pylint: disable=g-direct-keras-import
+    from keras.src.models.functional import Functional
+    from keras.src.ops.function import make_node_key
 
     call_indices = {}
     for operation in model._operations:

@@ -66,7 +66,7 @@ def flatten_metrics_in_order(model: keras.Model, logs: dict) -> Any:
 
 
 def is_keras_default_step(model_class: type, name: str) -> bool:
-    from keras.src.backend.tensorflow import trainer  # pylint: disable=g-direct-keras-import
+    from keras.src.backend.tensorflow import trainer
 
     return getattr(model_class, name) is getattr(trainer.TensorFlowTrainer, name)
 
@@ -87,7 +87,7 @@ def is_keras_default_step(model_class: type, name: str) -> bool:
 
 @functools.cache
 def _compute_loss_scales_for_distribution() -> bool:
-    from keras.src.losses import loss as loss_module  # pylint: disable=g-direct-keras-import
+    from keras.src.losses import loss as loss_module
 
     return callable(getattr(loss_module, "scale_loss_for_distribution", None))
 
@@ -396,7 +396,7 @@ class _ReplicaSeeds:
     """State shared by the replicas' seed generators of one strategy."""
 
     def __init__(self):
-        from keras.src.random import seed_generator  # pylint: disable=g-direct-keras-import
+        from keras.src.random import seed_generator
 
         seed = seed_generator.make_default_seed()
         # Created in the replica context on the first trace, lifted out of the
@@ -417,12 +417,12 @@ _REPLICA_SEED_GENERATOR_CLASS = []
 def _replica_seed_generator_class():
     if _REPLICA_SEED_GENERATOR_CLASS:
         return _REPLICA_SEED_GENERATOR_CLASS[0]
-    from keras.src.random import seed_generator  # pylint: disable=g-direct-keras-import
+    from keras.src.random import seed_generator
 
     class ReplicaSeedGenerator(seed_generator.SeedGenerator):
         """A `SeedGenerator` whose seeds differ per replica (no variable of its own)."""
 
-        def __init__(self, shared: _ReplicaSeeds, replica: int):  # pylint: disable=super-init-not-called
+        def __init__(self, shared: _ReplicaSeeds, replica: int):
             self.name = f"replica_{replica}_seed_generator"
             self.backend = keras.backend
             self._initial_seed = None
@@ -455,8 +455,8 @@ def use_replica_seed_generator() -> None:
     replica = tf.get_static_value(context.replica_id_in_sync_group)
     if replica is None:
         return
-    from keras.src.backend.common import global_state  # pylint: disable=g-direct-keras-import
-    from keras.src.random import seed_generator  # pylint: disable=g-direct-keras-import
+    from keras.src.backend.common import global_state
+    from keras.src.random import seed_generator
 
     strategy = tf.distribute.get_strategy()
     shared = _REPLICA_SEEDS.get(strategy)
@@ -486,7 +486,7 @@ def keep_validation_stream(model: keras.Model, iterator) -> None:
         return
     if "reset" in iterator.__dict__ or not getattr(iterator, "steps_per_epoch", None):
         return
-    from keras.src.trainers.data_adapters import generator_data_adapter  # pylint: disable=g-direct-keras-import
+    from keras.src.trainers.data_adapters import generator_data_adapter
 
     if not isinstance(
         getattr(iterator, "data_adapter", None), generator_data_adapter.GeneratorDataAdapter
@@ -549,7 +549,7 @@ def correct_summed_assigns(before, num_replicas: int) -> None:
 
 def replicate_seed_generators(model: keras.Model, strategy: tf.distribute.Strategy) -> None:
     """Makes the seed generators of `model`'s layers draw per replica on `strategy`."""
-    from parallel_keras._internals import variables  # pylint: disable=g-import-not-at-top
+    from parallel_keras._internals import variables
 
     for layer in model._flatten_layers(include_self=True, recursive=True):
         for generator in getattr(layer, "_seed_generators", ()):

@@ -89,7 +89,7 @@ def _backend_variable_class() -> type:
     `keras.Variable`: on Keras 3.5-3.7 that is an export class
     (backend/exports.py) no backend variable is an instance of.
     """
-    from keras.src import backend  # pylint: disable=g-direct-keras-import
+    from keras.src import backend
 
     return backend.Variable
 

@@ -61,8 +61,8 @@ def newer_than_tested(installed: Mapping[str, str]) -> list[str]:
 
 def installed_versions() -> dict[str, str]:
     """The installed `tensorflow.__version__` and `keras.__version__`."""
-    import keras  # pylint: disable=g-import-not-at-top
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import keras
+    import tensorflow as tf
 
     return {"tensorflow": tf.__version__, "keras": keras.__version__}
 
@@ -84,7 +84,7 @@ def check_environment(
     """
     check_environment_variables(environ)
     if installed is None:
-        import keras  # pylint: disable=g-import-not-at-top
+        import keras
 
         backend = keras.backend.backend()
         if backend != "tensorflow":  # Set in ~/.keras/keras.json.

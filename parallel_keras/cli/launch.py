@@ -116,7 +116,7 @@ def _raise_interrupt(signum, frame):
 
 
 def run(args) -> int:
-    from parallel_keras.multi_worker import launch  # pylint: disable=g-import-not-at-top
+    from parallel_keras.multi_worker import launch
 
     # A SIGTERM to the launcher stops the workers as Ctrl-C does.
     signal.signal(signal.SIGTERM, _raise_interrupt)

@@ -119,8 +119,8 @@ def parse_flags(argv: list[str]) -> argparse.Namespace:
 def configure_logging(verbose: int) -> None:
     """Quiet TensorFlow unless asked; must run before TensorFlow is imported."""
     # Imported here, after parsing: absl costs ~10 ms `--help` does not need.
-    from absl import flags  # pylint: disable=g-import-not-at-top
-    from absl import logging  # pylint: disable=g-import-not-at-top
+    from absl import flags
+    from absl import logging
 
     # The CLI defines no absl flags; absl logging only needs to know parsing
     # ran, or it warns that it logs "before flag parsing".
@@ -135,7 +135,7 @@ def configure_logging(verbose: int) -> None:
         # The library's warnings (a restarted launch group, a changed batch)
         # read like the command's other lines, without absl's
         # `W1124 07:04:40.207 140472 file.py:241]` prefix; -v keeps it.
-        import logging as std_logging  # pylint: disable=g-import-not-at-top
+        import logging as std_logging
 
         logging.get_absl_handler().setFormatter(std_logging.Formatter("%(message)s"))
 
@@ -143,7 +143,7 @@ def configure_logging(verbose: int) -> None:
 def main(args: argparse.Namespace) -> int:
     configure_logging(args.verbose)
     if args.subcommand in _USE_TENSORFLOW:
-        from parallel_keras import quiet  # pylint: disable=g-import-not-at-top
+        from parallel_keras import quiet
 
         quiet.quiet_tensorflow(verbose=bool(args.verbose))
     return args.run(args) or 0

@@ -159,7 +159,7 @@ def multi_gpu_model(
 
     # Everything above only validated; from here the template is changed.
     # Keras 2's `ModelMGPU(Model)` wrapper calls us from its `__init__`.
-    adoption.adopt_calling_wrapper(sys._getframe(1))  # pylint: disable=protected-access
+    adoption.adopt_calling_wrapper(sys._getframe(1))
     if sync_batchnorm:
         for layer in template_lib.all_layers(model):
             if isinstance(layer, keras.layers.BatchNormalization):

@@ -356,7 +356,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
                 not match the template (`MismatchError`); the template is
                 left unchanged.
         """
-        from parallel_keras.saving import weights  # pylint: disable=g-import-not-at-top
+        from parallel_keras.saving import weights
 
         weights.load_weights(
             self._template,

@@ -108,7 +108,7 @@ def attach_template(
 
     def load_weights(filepath, skip_mismatch=False, **kwargs):
         """All or nothing, like the parallel model's (Keras's stops half-way)."""
-        from parallel_keras.saving import weights  # pylint: disable=g-import-not-at-top
+        from parallel_keras.saving import weights
 
         weights.load_weights(
             template,

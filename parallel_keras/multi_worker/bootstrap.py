@@ -49,7 +49,7 @@ def quiet_tensorflow_unless_verbose(environ) -> None:
     """
     if environ.get("TF_CPP_MIN_LOG_LEVEL", "0") in ("", "0"):
         return
-    from parallel_keras import quiet  # pylint: disable=g-import-not-at-top
+    from parallel_keras import quiet
 
     quiet.quiet_tensorflow()
 

@@ -40,9 +40,9 @@ def tf_config_from_slurm(port_base: int, environ: Mapping[str, str]) -> str:
     `port_base` and, by default, GPUs by `nvidia-smi`; on nodes without
     GPUs (and to rehearse on CPUs) every task gets no GPU.
     """
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf
 
-    from parallel_keras import _internals  # pylint: disable=g-import-not-at-top
+    from parallel_keras import _internals
 
     kwargs = {"port_base": port_base}
     if not environ.get("CUDA_VISIBLE_DEVICES") and not shutil.which("nvidia-smi"):

@@ -65,7 +65,7 @@ def test_cross_device_ops_kind_names_each_reduction():
 
 
 def test_nccl_kernels_registered_returns_a_bool():
-    from tensorflow.python.framework import kernels  # pylint: disable=g-direct-tensorflow-import
+    from tensorflow.python.framework import kernels
 
     registered = kernels.get_registered_kernels_for_op("NcclAllReduce")
     assert hasattr(registered, "kernel")

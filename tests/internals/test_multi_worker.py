@@ -58,7 +58,7 @@ def test_tf_runtime_initialized_turns_true_when_a_tensor_is_created():
 
 def test_mwms_constructor_picks_local_devices_through_initialize_local_devices():
     """`multi_worker_mirrored_strategy` swaps this method during construction."""
-    from tensorflow.python.distribute import collective_all_reduce_strategy as mwms_lib  # pylint: disable=g-direct-tensorflow-import
+    from tensorflow.python.distribute import collective_all_reduce_strategy as mwms_lib
 
     extended = mwms_lib.CollectiveAllReduceExtended
     method = extended.__dict__.get("_initialize_local_devices")

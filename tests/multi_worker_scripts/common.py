@@ -24,7 +24,7 @@ def data_rows(rows):
 
 
 def build_template():
-    import keras  # pylint: disable=g-import-not-at-top
+    import keras
 
     keras.utils.set_random_seed(0)
     return keras.Sequential(
@@ -37,21 +37,21 @@ def build_template():
 
 
 def optimizer():
-    import keras  # pylint: disable=g-import-not-at-top
+    import keras
 
     return keras.optimizers.SGD(LEARNING_RATE)
 
 
 def restart() -> int:
     """How many times the launcher has restarted this worker's group."""
-    from parallel_keras.multi_worker import launch as launch_lib  # pylint: disable=g-import-not-at-top
+    from parallel_keras.multi_worker import launch as launch_lib
 
     return int(os.environ.get(launch_lib.RESTART_ENV, "0"))
 
 
 def kill_mid_epoch(epoch: int, batch: int, worker_index: int):
     """A callback that SIGKILLs this worker at (epoch, batch)."""
-    import keras  # pylint: disable=g-import-not-at-top
+    import keras
 
     class KillMidEpoch(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch_now, logs=None):
