@@ -1,6 +1,6 @@
-"""Benchmark: the seeds' two-branch model placed on 2 devices vs no placement.
+"""Benchmark: the legacy tutorials' two-branch model placed on 2 devices vs no placement.
 
-The model is the seeds' device-parallel example (a shared LSTM encoding two
+The model is the legacy tutorials' device-parallel example (a shared LSTM encoding two
 sequences, merged on the CPU, then a softmax layer), built twice with the
 same weights: once with each branch inside `parallel_keras.device('/gpu:i')`
 and the merge inside `parallel_keras.device('/cpu:0')`, once with no
@@ -43,7 +43,7 @@ flag_spellings.keep_old_spellings(
 
 
 def build(place: bool):
-    """The seeds' model; with `place`, branches on /gpu:0 and /gpu:1."""
+    """The legacy tutorials' model; with `place`, branches on /gpu:0 and /gpu:1."""
     import contextlib
 
     import keras
@@ -104,7 +104,7 @@ def main(argv):
     median_ms = {name: 1000 * statistics.median(t) for name, t in timings.items()}
 
     print(
-        f"model: seeds' two-branch shared LSTM, inputs 2 x {shape}, "
+        f"model: legacy tutorials' two-branch shared LSTM, inputs 2 x {shape}, "
         f"LSTM({_UNITS.value}), Dense(50); {placed.count_params():,} params"
     )
     print(

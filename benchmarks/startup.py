@@ -11,7 +11,7 @@ machine slows every command alike, and reports the median of each:
 * `parallel-keras migrate --diff` on the migration corpus (tests/migrate_corpus);
 * `python -c "import keras"`, what `import parallel_keras` cost before.
 
-Goals (issue 14): `import parallel_keras` and `--help` under 1.1 x bare
+Goals: `import parallel_keras` and `--help` under 1.1 x bare
 Python + 50 ms; migrate of the corpus under 2 s. Exit code 1 when a goal is
 missed, so the numbers can gate a change.
 """

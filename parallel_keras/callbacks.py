@@ -4,7 +4,7 @@
 (`period` in 7th place) so legacy callback code runs unchanged; every file
 is written atomically, the folder is checked before training starts, and a
 `ParallelModel` is saved through its template. `ParallelModelCheckpoint` is
-the class the seeds define by hand, with their exact signature.
+the class the legacy tutorials define by hand, with their exact signature.
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ def _names_a_metric(monitor: str, logs: dict) -> bool:
 
 
 class ParallelModelCheckpoint(ModelCheckpoint):
-    """The seeds' `ParallelModelCheckpoint`: saves the template during `fit`.
+    """The legacy tutorials' `ParallelModelCheckpoint`: saves the template during `fit`.
 
     Legacy scripts defined this class by hand to make `ModelCheckpoint` save
     the template instead of the `multi_gpu_model` parallel model. Same

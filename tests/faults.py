@@ -1,4 +1,4 @@
-"""Disk faults for the bad-input table (issue 24): a real full disk, a file-size limit.
+"""Disk faults for the bad-input table: a real full disk, a file-size limit.
 
 A full disk is a 1 MiB tmpfs mounted for one row (the row is skipped, with
 the reason, where this machine refuses the mount); a file-size limit

@@ -906,7 +906,7 @@ ROWS = [
         ValueError, "max_restarts must be an integer >= 0", "Received: max_restarts=-1",
         "Pass e.g. max_restarts=3"),
 
-    # --- Disk faults, hostile input, a dying launcher (issue 24) ---
+    # --- Disk faults, hostile input, a dying launcher ---
     Row("save_keras_on_a_full_disk",
         lambda ws: faults.save_on_a_full_disk(ws, lambda ws, p: ws.parallel.save(p), "model.keras"),
         OSError, "the disk holding '{disk}' is full",
@@ -1105,7 +1105,7 @@ ROWS = [
         "Free space on the disk of {dir}/backup_full (or raise the file-size limit)",
         model=lambda: _accumulation_parallel(compiled=True)),
 
-    # --- The parallel model as Keras 2's (issue 19) ---
+    # --- The parallel model as Keras 2's ---
     Row("compile_with_an_optimizer_built_for_other_weights",
         lambda ws: ws.own.compile(_adam_built_for(_dense_net(seed=8)), "mse"),
         ValueError, "can only train the weights it was built for",
@@ -1182,7 +1182,7 @@ def _compiled(parallel: keras.Model) -> keras.Model:
 # cover one listed case (the three stateful calls, the two ways of loading
 # another architecture), all of them count as listed.
 ISSUE_LISTED = frozenset({
-    # Issue 12: convert, saving, loading, devices.
+    # convert, saving, loading, devices.
     "convert_onto_existing_output", "convert_template_raises",
     "convert_output_in_missing_folder", "convert_output_under_a_file",
     "convert_template_module_not_found", "convert_template_names_no_function",
@@ -1193,23 +1193,23 @@ ISSUE_LISTED = frozenset({
     "device_of_another_job_and_task", "device_with_negative_index",
     "multi_gpu_model_gpus_as_string", "multi_gpu_model_cpu_merge_as_string",
     "multi_gpu_model_malformed_device_in_gpus",
-    # Issue 12: data parallelism.
+    # data parallelism.
     "fit_on_zero_rows", "predict_on_zero_rows", "fit_on_an_empty_dataset",
     "fit_batch_size_zero", "fit_shape_errors_quote_global_shapes",
     "stock_model_checkpoint_folder_under_a_file",
     "wrapped_template_load_weights_of_another_architecture",
     "wrapped_template_load_weights_h5_of_another_architecture",
     "compile_loss_dict_naming_no_output", "multi_gpu_model_unknown_batch_loss",
-    # Issue 12: migrate.
+    # migrate.
     "migrate_output_is_the_input", "migrate_output_under_a_regular_file",
     "migrate_output_onto_an_existing_file", "migrate_output_into_a_read_only_folder",
     "migrate_folder_without_python_files", "migrate_non_utf8_without_declaration",
     "migrate_unknown_declared_encoding",
-    # Issue 12: launch.
+    # launch.
     "launch_missing_script", "launch_devices_per_worker_zero",
     "launch_collective_timeout_negative", "launch_port_in_use",
     "launch_peer_that_never_starts",
-    # Issue 10.
+    # The parallel model.
     "compile_loss_dict_naming_a_missing_output_of_two",
     "stateful_fit_batch_size_of_one_replica", "stateful_predict_rows_not_a_multiple",
     "stateful_train_on_batch_of_one_replicas_rows",

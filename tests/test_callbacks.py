@@ -38,7 +38,7 @@ def test_checkpoints_write_files_that_load_on_one_device(tmp_path):
         monitor="val_loss", save_best_only=True)
     stock_weights = keras.callbacks.ModelCheckpoint(
         str(tmp_path / "stock-last.weights.h5"), save_weights_only=True)
-    # The seeds' exact positional call, with period=2.
+    # The legacy tutorials' exact positional call, with period=2.
     seeds = parallel_keras.ParallelModelCheckpoint(
         template, str(tmp_path / "unet-{epoch:02d}-{val_loss:.4f}.hdf5"),
         "val_loss", 0, False, False, "min", 2)

@@ -437,7 +437,7 @@ def test_nested_model_fed_by_tf_data_trains_like_one_device(gpus):
 # test_multi_gpu_with_siamese_network. The legacy function made the parallel
 # model's output names unique: ['add', 'nested', 'nested'] became ['add',
 # 'nested_1', 'nested_2'] (fraudies/tensorflow's copy of the test); other
-# stored TF versions expect ['add', 'nested', 'nested_1']; issue 10 settles on
+# stored TF versions expect ['add', 'nested', 'nested_1']; this project settles on
 # the former.
 def test_siamese_outputs_sharing_a_layer_get_unique_names():
     parallel_siamese = multi_gpu_model(siamese(), 2)

@@ -1,7 +1,7 @@
 """The migration corpus: legacy scripts, their expected rewrites, and runs.
 
 Each script in `migrate_corpus/legacy/` is a realistic Keras 2 multi-GPU
-script (the seeds' snippets with their `...` filled in, and the other
+script (the legacy tutorials' snippets with their `...` filled in, and the other
 patterns `parallel-keras migrate` handles). For each one:
 
 * the rewrite equals `migrate_corpus/expected/<name>` exactly, and
@@ -53,7 +53,7 @@ ARTIFACTS = {
     "07_alt_checkpoint_generators.py": Artifact("alt_model.h5", "model"),
     "08_model_mgpu_period.py": Artifact("weights.01.weights.h5", "weights"),
     "09_tf_keras_savedmodel.py": Artifact("exported_model.keras", "model"),
-    # Seeds with the usual surroundings (issue 20): CUDA_VISIBLE_DEVICES before
+    # Seeds with the usual surroundings: CUDA_VISIBLE_DEVICES before
     # the imports, TensorBoard, metric names in checkpoint paths, history plots.
     "10_seed002_unet_checkpoint_history.py": Artifact("unet-02-*.h5", "model"),
     "11_seed003_sequence_gpu_count.py": Artifact("sequence_model.weights.h5", "weights"),

@@ -127,7 +127,7 @@ PROJECTS_SPEC = {
         entry="-m trainer.task"),
     "keras_tf_backend": Project(
         ("--epochs", "2",), "ckpt/regressor_best.model.keras", setup=_TABLES),
-    # Issue 19's kinds of training scripts.
+    # Kinds of training scripts beyond classifiers.
     "gan_train_on_batch": Project(
         ("--iterations", "2", "--batch-size", "8", "--gpus", "4", "--save-dir", "out"),
         "out/gan_2.weights.h5", "weights"),

@@ -1,4 +1,4 @@
-"""Before/after of the rewrites that real multi-GPU training scripts need (issue 11).
+"""Before/after of the rewrites that real multi-GPU training scripts need.
 
 Each case is a fragment in the style of public Keras 2 training scripts and
 the exact text `parallel-keras migrate` turns it into; a second run changes

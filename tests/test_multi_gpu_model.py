@@ -215,7 +215,7 @@ class RecordFirstReplicaBatch(keras.layers.Layer):
 
 @pytest.mark.parametrize("method", ["fit", "train_on_batch", "predict_on_batch"])
 def test_global_batch_is_split_across_replicas(method):
-    """Batch 64 on 2 devices: 32 rows each, as the seeds describe."""
+    """Batch 64 on 2 devices: 32 rows each, as the legacy tutorials describe."""
     keras.utils.set_random_seed(0)
     recorder = RecordFirstReplicaBatch()
     inputs = keras.Input((5,))
@@ -381,7 +381,7 @@ def test_summary_layers_and_get_layer_show_the_template():
 
 
 def test_template_built_under_cpu_device_scope():
-    """The seeds' Xception example builds the template under '/cpu:0'."""
+    """The legacy tutorials' Xception example builds the template under '/cpu:0'."""
     with tf.device("/cpu:0"):
         template = mlp()
     parallel = parallel_keras.multi_gpu_model(template, gpus=4)

@@ -3,7 +3,7 @@
 In-process tests interrupt `fit` with an exception; the process tests kill a
 worker with SIGKILL (`kill -9`) mid-epoch under `parallel-keras launch
 --max-restarts 1` and compare the final weights with an uninterrupted run
-(issue 12), including a group that continues with fewer workers (issue 13).
+, including a group that continues with fewer workers.
 """
 
 import os
@@ -231,7 +231,7 @@ def test_group_continues_with_the_survivors_and_logs_each_worker(tmp_path):
     ), summary
 
 
-# --- Resuming on another replica count (issue 22) and batch size (issue 24) ---
+# --- Resuming on another replica count and batch size ---
 
 RESUME_ROWS = 512  # 4 batches of 128 per epoch.
 
@@ -339,7 +339,7 @@ def test_backup_between_updates_resumes_only_with_the_same_steps(tmp_path):
         np.testing.assert_array_equal(got, want)
 
 
-# --- Keeping the global batch under `launch` (issue 22) ---------------------
+# --- Keeping the global batch under `launch` ---------------------
 
 
 def one_process_weights(global_batch=16, epochs=3):

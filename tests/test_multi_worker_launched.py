@@ -1,7 +1,7 @@
 """A script rehearsed on one machine runs unchanged under `parallel-keras launch`.
 
 `multi_worker_scripts/rehearsed.py` calls `simulate_devices(2)` on its first
-lines; under the launcher each worker gets those 2 devices (issue 13).
+lines; under the launcher each worker gets those 2 devices.
 """
 
 import os

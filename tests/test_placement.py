@@ -25,7 +25,7 @@ VARIABLE_READS = {"ReadVariableOp", "VarHandleOp", "Placeholder", "NoOp"}
 
 
 def build_two_branch(place: bool, timesteps: int = 10, features: int = 8, units: int = 4):
-    """The seeds' shared-LSTM model, small; placed with parallel_keras.device."""
+    """The legacy tutorials' shared-LSTM model, small; placed with parallel_keras.device."""
     keras.utils.set_random_seed(7)
     scope = parallel_keras.device if place else (lambda name: contextlib.nullcontext())
     input_a = keras.Input(shape=(timesteps, features), name="input_a")
@@ -197,7 +197,7 @@ def test_scope_also_acts_as_tf_device_for_eager_ops_and_variables():
 
 
 def test_seed_example_runs_with_only_tf_device_replaced():
-    # The seeds' code (000/003/004), with tf.device / tf.device_scope replaced
+    # The legacy tutorials' code (000/003/004), with tf.device / tf.device_scope replaced
     # by parallel_keras.device and nothing else changed.
     input_a = keras.Input(shape=(140, 256))
     input_b = keras.Input(shape=(140, 256))

@@ -1,8 +1,8 @@
 """The models the suite trains, and the inputs each one takes.
 
-Each model is the kind of network the seeds' readers train with
+Each model is the kind of network the legacy tutorials' readers train with
 `multi_gpu_model`: a dense net, a small CNN, two `keras.applications`
-networks (`weights=None`, so nothing is downloaded), and the seeds' own
+networks (`weights=None`, so nothing is downloaded), and the legacy tutorials' own
 two-branch shared-LSTM model, the one device-parallel example they give.
 
 The builders import Keras inside the function: the parent process of the
@@ -63,7 +63,7 @@ MODELS: dict[str, ModelInfo] = {
         # keras.applications refuses inputs below these sides.
         ModelInfo("resnet50", IMAGE, (224, 224, 3), (32, 32, 3), 1000, 32),
         ModelInfo("xception", IMAGE, (299, 299, 3), (71, 71, 3), 1000, 71),
-        # The seeds' example: two sequences of 140 steps x 256 features.
+        # The legacy tutorials' example: two sequences of 140 steps x 256 features.
         ModelInfo(
             "two_branch_lstm", TWO_SEQUENCES, (140, 256), (16, 32), 10, branches=2
         ),
@@ -110,7 +110,7 @@ def build(
         name: A key of `MODELS`.
         input_spec: The input the model takes.
         branch_devices: For a model with branches, the device of each branch
-            (cycled), applied with `parallel_keras.device` as the seeds apply
+            (cycled), applied with `parallel_keras.device` as the legacy tutorials apply
             `tf.device`. Defaults to None (no placement).
         batch_per_replica: The fixed batch a stateful model is built for
             (rows per replica). Defaults to None.
@@ -194,7 +194,7 @@ def build(
 
 
 def _two_branch_lstm(shape, classes, branch_devices):
-    """The seeds' model: one LSTM shared by two branches, merged on the CPU."""
+    """The legacy tutorials' model: one LSTM shared by two branches, merged on the CPU."""
     import contextlib
 
     import keras

@@ -157,7 +157,7 @@ def setup(
             parallel, setup_s, list(parallel.replica_devices), str(parallel.gradient_reduction)
         )
     if mode == DEVICE_PARALLEL:
-        _require(parallel_keras, "device", "device placement (issue 4)")
+        _require(parallel_keras, "device", "device placement")
         resolved = [devices_lib.resolve_device(name) for name in gpu_names]
         start = time.perf_counter()
         model = build(branch_devices=gpu_names)

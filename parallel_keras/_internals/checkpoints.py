@@ -1,4 +1,4 @@
-"""Checkpoint writing and legacy HDF5 weights (issue 3).
+"""Checkpoint writing and legacy HDF5 weights.
 
 Upstream surface: `keras.callbacks.ModelCheckpoint`'s private `_save_model`,
 `_get_file_path` and `_should_save_model` (3.10+), Callback's `_model`,
@@ -18,7 +18,7 @@ import io
 import keras
 
 
-# --- Checkpoint writing and legacy HDF5 weights (issue 3) -----------------
+# --- Checkpoint writing and legacy HDF5 weights -----------------
 #
 # `keras.callbacks.ModelCheckpoint` writes in its private `_save_model(epoch,
 # batch, logs)`, after `_get_file_path` formats the path and applies
@@ -111,7 +111,7 @@ def save_legacy_h5_weights(h5_group: object, model: keras.Model) -> None:
     legacy_h5_format.save_weights_to_hdf5_group(h5_group, model)
 
 
-# --- HDF5 built in memory (issue 24) -----------------------------------------
+# --- HDF5 built in memory -----------------------------------------
 #
 # When HDF5 itself writes to a disk that fills up (ENOSPC) or to a process
 # over its file-size limit (EFBIG, RLIMIT_FSIZE), the first save fails

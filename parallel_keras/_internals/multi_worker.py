@@ -19,7 +19,7 @@ from collections.abc import Callable
 import tensorflow as tf
 
 
-# --- Multi-worker training (issue 5) --------------------------------------
+# --- Multi-worker training --------------------------------------
 #
 # Three private touches make Keras 3 `fit` work under
 # MultiWorkerMirroredStrategy (MWMS). Checked on TF 2.21 / Keras 3.15.
@@ -40,7 +40,7 @@ def tf_runtime_initialized() -> bool:
 # `parallel-keras launch` must create MWMS before TensorFlow starts, yet a
 # script rehearsed on one machine calls `simulate_devices(n)` first and only
 # then builds models; creating the strategy in the launcher's bootstrap, before
-# the script runs, fixes the devices too early (issue 13). TensorFlow starts
+# the script runs, fixes the devices too early. TensorFlow starts
 # its runtime in `tensorflow.python.eager.context.Context.ensure_initialized`
 # (every op, variable and device listing goes through it), so the bootstrap
 # arms a callback that creates the strategy right before the first call, after

@@ -1,4 +1,4 @@
-"""Op callbacks for the op-device recorder (issue 4).
+"""Op callbacks for the op-device recorder.
 
 Upstream surface: `tensorflow.python.framework.op_callbacks`
 (`add_op_callback` / `remove_op_callback`), the hook
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 
-# --- Op callbacks for the op-device recorder (issue 4) --------------------
+# --- Op callbacks for the op-device recorder --------------------
 #
 # `tensorflow.python.framework.op_callbacks` is the hook that
 # `tf.debugging.experimental.enable_check_numerics` is built on: a callback

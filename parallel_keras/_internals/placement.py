@@ -1,4 +1,4 @@
-"""Device placement of functional layer calls (issue 4).
+"""Device placement of functional layer calls.
 
 Upstream surface: Keras's `keras.src.ops.node.Node`,
 `keras.src.ops.function.Function` (`_get_operation_for_node`,
@@ -25,7 +25,7 @@ import tensorflow as tf
 from parallel_keras._internals.versions import CHECKED_VERSIONS
 
 
-# --- Device placement of functional layer calls (issue 4) -----------------
+# --- Device placement of functional layer calls -----------------
 #
 # A Keras 3 functional model records each layer call made while it is built
 # as a `keras.src.ops.node.Node` (appended to `layer._inbound_nodes`) and, at

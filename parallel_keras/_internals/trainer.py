@@ -264,7 +264,7 @@ def maybe_symbolic_build(model: keras.Model, data_batch: object) -> None:
 
 
 # `multi_worker.BackupAndRestore` resumes a restarted run where its last
-# backup left it (issue 12): at a later epoch and, with a batch-level
+# backup left it: at a later epoch and, with a batch-level
 # `save_freq`, mid-epoch. Keras 3.15 `fit` has no public argument a callback
 # can set for either. Two touches, checked on TF 2.21 / Keras 3.15:
 # 1. `Trainer._initial_epoch` (trainers/trainer.py): the TF trainer's `fit`
@@ -314,7 +314,7 @@ def skip_train_rows(
     """Makes the next training steps of `fit` consume `rows` rows, untrained.
 
     As `skip_train_steps`, counting rows instead of steps, so a run resumed
-    with another batch size skips what was trained (issue 24). Each skipped
+    with another batch size skips what was trained. Each skipped
     step takes `steps_per_execution` batches; `batch_rows(batch)` counts a
     batch's rows. Once at least `rows` rows were taken, `done(rows_taken,
     batches_taken)` is called and training goes on.

@@ -1,9 +1,9 @@
-"""`parallel-keras demo`: the seeds' multi-GPU workflow, end to end.
+"""`parallel-keras demo`: the legacy tutorials' multi-GPU workflow, end to end.
 
 Builds a small CNN template on the CPU, replicates it with
 `multi_gpu_model` over every GPU (a single GPU is split in two; without
 a GPU, 4 simulated CPU devices), trains a few epochs on synthetic data with
-the seeds' callbacks (TensorBoard, ReduceLROnPlateau, EarlyStopping), saves
+the legacy tutorials' callbacks (TensorBoard, ReduceLROnPlateau, EarlyStopping), saves
 through the template, and reloads the file on one device in a fresh process
 to check its predictions. The output folder is a temporary one, removed at the end
 unless --keep (or --output-dir) is given.
@@ -206,7 +206,7 @@ def _train_save_reload(np, keras, tf, parallel_keras, args, replicas, output_dir
         metrics=[keras.metrics.categorical_accuracy],
     )
     # Keras 3 cannot tell the direction of a metric given as a function, so
-    # the seeds' callbacks need mode="max" to run at all.
+    # the legacy tutorials' callbacks need mode="max" to run at all.
     callbacks = [
         keras.callbacks.ReduceLROnPlateau(
             monitor="categorical_accuracy", mode="max", patience=10, verbose=0

@@ -134,7 +134,7 @@ def initialize(
         )
         # MWMS waits in its constructor, without a timeout, until every
         # worker has started; a worker that died during start-up would leave
-        # the others waiting forever (issue 12).
+        # the others waiting forever.
         # No Python thread runs while it waits, so the bound is a process.
         watchdog = _start_watchdog(info, cluster_resolver)
         try:
@@ -227,7 +227,7 @@ def simulate_on_worker(n: int) -> bool:
 
     There the devices belong to the multi-worker strategy, which must be
     created with them before TensorFlow starts: the script's own
-    `simulate_devices(n)` decides how many (issue 13).
+    `simulate_devices(n)` decides how many.
 
     Returns:
         False outside a cluster (nothing done), True once this worker's

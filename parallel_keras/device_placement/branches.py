@@ -5,7 +5,7 @@ source feeding every input and one sink fed by every output. A layer call
 that every source-to-sink path goes through (a single input, a shared stem,
 a merge such as `concatenate`, everything after it) is trunk. Removing the
 trunk leaves connected groups of layer calls; each group is a branch: the
-seeds' two `shared_lstm` calls are two branches, the towers of an
+legacy tutorials' two `shared_lstm` calls are two branches, the towers of an
 Inception-style block are one branch each. A layer shared by several
 branches (one set of weights) runs each call on its own branch's device.
 
@@ -14,8 +14,8 @@ it calls (a shared layer counts once per call, since each call does that
 much work). Branches are taken from the most to the least costly and each
 goes to the device with the least cost so far (ties: the earlier device in
 `devices`; branches tie in the order of the model input they read first,
-then of run order, so the seeds' branch on `input_a` gets the first device). Trunk calls get `merge_device`
-(default placement unless given), as the seeds merge on the CPU.
+then of run order, so the legacy tutorials' branch on `input_a` gets the first device). Trunk calls get `merge_device`
+(default placement unless given), as the legacy tutorials merge on the CPU.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def find_branches(model: keras.Model) -> list[list[object]]:
     first_input = {id(node): index for index, node in enumerate(input_nodes)}
 
     def first_input_of(branch):
-        # The model input a branch reads first: the seeds' branch on input_a
+        # The model input a branch reads first: the legacy tutorials' branch on input_a
         # comes before the branch on input_b, as written.
         stack, seen, found = list(branch), set(), len(input_nodes)
         while stack:

@@ -8,7 +8,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 # Conventional roots of legacy scripts, used when a snippet never imports them
-# (the seeds' fragments call `keras.utils.multi_gpu_model` with no import).
+# (the legacy tutorials' fragments call `keras.utils.multi_gpu_model` with no import).
 _CONVENTIONAL_ROOTS = {
     "keras": "keras",
     "tf": "tensorflow",

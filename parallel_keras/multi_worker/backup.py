@@ -8,7 +8,7 @@ epoch and the rows of it already trained.
 
 Keras's own `keras.callbacks.BackupAndRestore` saves `model.save_weights`,
 which for a parallel model is the template's weights only, so a restart with
-any optimizer but plain SGD trained on from fresh optimizer state (issue 12);
+any optimizer but plain SGD trained on from fresh optimizer state;
 it also replays an interrupted epoch from its start. Here a backup holds
 every variable of the model and of its optimizer, and with
 `save_freq=N` batches a run killed mid-epoch skips the rows already trained
@@ -16,7 +16,7 @@ in the resumed epoch. With `shuffle=False` or a seeded input pipeline the
 resumed run trains to the same weights as an uninterrupted one.
 
 A backup records the global batch and the replicas that wrote it, so it
-restores on another replica or worker count (issue 22). Resumed with the same
+restores on another replica or worker count. Resumed with the same
 global batch kept through gradient accumulation (4 replicas x 32 rows, then
 2 replicas x 32 rows x 2 steps), the run trains to the uninterrupted run's
 weights: the step count is converted so `optimizer.iterations` stays the
@@ -273,7 +273,7 @@ class BackupAndRestore(keras.callbacks.Callback):
         if metadata.get("format") == _FORMAT:
             pairs = self._matched("model", state["model"], stored, path)
             pairs += self._matched("optimizer", state["optimizer"], stored, path)
-        else:  # Written before issue 22: every optimizer variable, in order.
+        else:  # Written by 0.1.0: every optimizer variable, in order.
             optimizer = getattr(self.model, "optimizer", None)
             pairs = self._matched("model", state["model"], stored, path)
             pairs += self._matched(

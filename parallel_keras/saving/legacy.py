@@ -9,7 +9,7 @@ file written from a `multi_gpu_model` *parallel* model (its `save_weights`,
 concatenate layers. Inside that group Keras 2 listed all trainable weights
 first and all non-trainable ones after, so BatchNormalization moving
 statistics and frozen layers come last: loading it by position is what gave
-seed 001's "axes don't match array".
+a legacy tutorial's "axes don't match array".
 
 Here the weights are regrouped by the layer named in each weight name and
 matched to the template's layers by name, never by their place in that

@@ -3,7 +3,7 @@
 Keras 3's `load_weights` assigns layer by layer and raises at the first
 layer whose shapes differ, leaving the layers before it loaded (checked on
 Keras 3.15 with `.weights.h5`); a `skip_mismatch` load that matches nothing
-succeeds silently. Seed 000 reported the Keras 2 form of the same thing:
+succeeds silently. A legacy tutorial reported the Keras 2 form of the same thing:
 `by_name=True` "loaded", and the weights were invalid. `load_weights` here
 compares the file with the model before touching anything, names the first
 mismatching layer with both shapes, restores every weight if Keras fails

@@ -1,4 +1,4 @@
-"""Backend math rewrites keep Keras 2's defaults (issue 20, audit rule).
+"""Backend math rewrites keep Keras 2's defaults (the audit rule).
 
 Keras 2's backend signatures come from its released source
 (`tests/data/keras2_backend_signatures.json`, written by

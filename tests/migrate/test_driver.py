@@ -1,4 +1,4 @@
-"""`-o OUT` on a folder writes the whole tree; the summary counts copies (issue 20)."""
+"""`-o OUT` on a folder writes the whole tree; the summary counts copies."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The engine: a rule's split statement is seen by the later rules, and
-notes survive a second run (issue 20: running migrate twice changes nothing).
+notes survive a second run (running migrate twice changes nothing).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Generators and Sequences keep Keras 2's steps and batches (issue 20)."""
+"""Generators and Sequences keep Keras 2's steps and batches."""
 
 from __future__ import annotations
 

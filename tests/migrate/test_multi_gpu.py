@@ -1,4 +1,4 @@
-"""A project's own copy of multi_gpu_model and of ModelCheckpoint (issue 20).
+"""A project's own copy of multi_gpu_model and of ModelCheckpoint.
 
 `projects/vendored_multi_gpu/` vendors Keras 2's multi_gpu_model
 (`utils/multi_gpu.py`, tf.device towers) and a checkpoint callback that

@@ -1,4 +1,4 @@
-"""Save-format renames reach only Keras files this script saves (issue 20)."""
+"""Save-format renames reach only Keras files this script saves."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TF1 session set-up, GPU visibility and GPU counts (issue 20)."""
+"""TF1 session set-up, GPU visibility and GPU counts."""
 
 from __future__ import annotations
 

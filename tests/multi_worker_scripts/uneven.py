@@ -1,4 +1,4 @@
-"""A worker that stops itself or trains fewer epochs than its peer (issue 24).
+"""A worker that stops itself or trains fewer epochs than its peer.
 
 `--stop-worker I`: worker I sends itself SIGSTOP after its first epoch, so
 its peer waits in a collective until the collective timeout. `--short-worker

@@ -60,14 +60,14 @@ def default_rules() -> list[context.Rule]:
         image_data.ImageDataRule(),
         gpu_count.GpuCountRule(),
         sessions.SessionRule(),
-        # Issue 20: TF1 names, Keras 3 layer/model idioms, NumPy 2.
+        # TF1 names, Keras 3 layer/model idioms, NumPy 2.
         tf1_names.Tf1NameRule(),
         numpy2.NumPy2Rule(),
         layer_api.LayerApiRule(),
         model_api.ModelApiRule(),
         callback_args.CallbackArgsRule(),
         requirements.RequirementsRule(),
-        # Tester findings on issue 20 (branch mig2).
+        # Keras 2 idioms met in unseen scripts: batch shapes, reset_states, Keras 1 merge.
         batch_shapes.BatchInputShapeRule(),
         keras1_merge.Keras1MergeRule(),
         reset_states.ResetStatesRule(),

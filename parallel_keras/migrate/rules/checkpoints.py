@@ -6,7 +6,7 @@ suffix of `filepath` when it is built. A literal path gets the suffix Keras 3
 needs; a path computed at run time moves to
 `parallel_keras.callbacks.ModelCheckpoint`, which appends it when needed. `parallel_keras.callbacks.ModelCheckpoint`
 accepts the Keras 2 arguments; calls that use `period` move to it. Calls
-to the seeds' `ParallelModelCheckpoint` (template first) get the same
+to the legacy tutorials' `ParallelModelCheckpoint` (template first) get the same
 suffix fix.
 """
 

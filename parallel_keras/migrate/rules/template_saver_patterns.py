@@ -2,7 +2,7 @@
 
 Read-only checks that `template_savers.py` runs on a class before it
 replaces it: which attribute holds the template, whether a method only swaps
-it in, whether a class is exactly the seeds' `ParallelModelCheckpoint`, and
+it in, whether a class is exactly the legacy tutorials' `ParallelModelCheckpoint`, and
 whether a ModelMGPU `__init__` only adopts a `multi_gpu_model`. Nothing here
 changes the tree or records anything.
 """
@@ -16,7 +16,7 @@ from libcst import matchers as m
 
 from parallel_keras.migrate import syntax
 
-# The seeds' signature, which parallel_keras.ParallelModelCheckpoint keeps.
+# The legacy tutorials' signature, which parallel_keras.ParallelModelCheckpoint keeps.
 _LEGACY_PARAMETERS = (
     ("filepath", None),
     ("monitor", "'val_loss'"),
@@ -135,7 +135,7 @@ def is_exact_seed_class(
     super_call: cst.Call,
     swap_methods: dict[str, cst.FunctionDef],
 ) -> bool:
-    """Whether the class is the seeds' class: same signature, nothing else."""
+    """Whether the class is the legacy tutorials' class: same signature, nothing else."""
     if template_parameter != "model":
         return False
     for statement in classdef.body.body:

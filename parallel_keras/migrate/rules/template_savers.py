@@ -2,7 +2,7 @@
 
 Keras 2's parallel model could not be saved, so scripts carried workarounds:
 
-* the seeds' `ParallelModelCheckpoint(ModelCheckpoint)` whose `set_model`
+* the legacy tutorials' `ParallelModelCheckpoint(ModelCheckpoint)` whose `set_model`
   passes the stored template instead of the parallel model;
 * `ModelCheckpoint` subclasses that swap `self.model` for the template in
   `on_epoch_end` (the "AltModelCheckpoint" recipe);
@@ -11,8 +11,8 @@ Keras 2's parallel model could not be saved, so scripts carried workarounds:
 
 In Keras 3 each one breaks (`ModelCheckpoint` has no `period`, a `Model`
 cannot adopt another's `__dict__`). `parallel_keras.ParallelModelCheckpoint`
-takes the seeds' exact signature, and the model `multi_gpu_model` returns
-already saves and loads the template. A class with the seeds' exact
+takes the legacy tutorials' exact signature, and the model `multi_gpu_model` returns
+already saves and loads the template. A class with the legacy tutorials' exact
 signature becomes an import of the library class; any other checkpoint
 class keeps its signature and delegates to it; ModelMGPU becomes a function.
 Classes that do more than that are flagged, not guessed at.
@@ -31,7 +31,7 @@ RULE = "checkpoint classes"
 
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
 AUDIT: list[tuple[str, str | None, str]] = [
-    ("class ParallelModelCheckpoint(ModelCheckpoint) (the seeds')",
+    ("class ParallelModelCheckpoint(ModelCheckpoint) (the legacy tutorials')",
      "from parallel_keras import ParallelModelCheckpoint", "same signature, period= included"),
     ("ModelCheckpoint subclass swapping in a stored template",
      "subclass of parallel_keras.ParallelModelCheckpoint", "Keras 3's has no period"),
