@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Benchmarks for parallel_keras: one command, `python -m benchmarks`.
 
 Its default command runs the benchmark suite (`benchmarks/suite/`): every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`python -m benchmarks [COMMAND] [flags]`: every benchmark of parallel_keras.
 
 Commands (`python -m benchmarks COMMAND --help` lists each one's flags):

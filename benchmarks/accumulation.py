@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 r"""What gradient accumulation costs per batch, on simulated devices.
 
 Two parallel models of the same suite model on the same replicas and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 r"""Which gradient reduction is faster on simulated CPU devices.
 
 `multi_gpu_model` follows `MirroredStrategy`'s own choice on GPUs and picks

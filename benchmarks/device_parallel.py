@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Benchmark: the legacy tutorials' two-branch model placed on 2 devices vs no placement.
 
 The model is the legacy tutorials' device-parallel example (a shared LSTM encoding two

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The underscore spellings of the benchmark flags, kept as hidden aliases.
 
 Flags are kebab-case (`--global-batch-size`), like the `parallel-keras` CLI.

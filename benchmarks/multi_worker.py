@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Benchmark: one process x 2 devices, 2 workers x 1 and 2 workers x 2.
 
 Same model, same data, same global batch, side by side in one run. The

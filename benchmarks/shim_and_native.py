@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One suite model built twice: through `multi_gpu_model`, and natively.
 
 The native side is what a user would write by hand: the model built inside

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 r"""What the `multi_gpu_model` shim costs against native tf.distribute code.
 
 Two measurements, each side by side in one run:

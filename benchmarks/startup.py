@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Start-up cost of parallel_keras, timed as whole processes.
 
     python -m benchmarks startup --runs=9

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What one training step runs, counted: a figure machine noise cannot move.
 
 Step times on a shared machine move by several percent from round to round;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The one step timer of every benchmark.
 
 A step is timed from its start to the moment its loss can be read: reading

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Loading a Keras 2 `.h5` written from a multi_gpu_model, and converting it.
 
 Keras 2 files saved from a *parallel* model (its `save_weights`, `save`, or a

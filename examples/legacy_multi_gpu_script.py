@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A Keras 2 multi-GPU training script, running on Keras 3 with one import changed.
 
 This is the shape of the scripts `keras.utils.multi_gpu_model` was written

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Multi-worker training that survives a lost worker: launch plus backups.
 
 Run it on this machine with two worker processes (each rehearsing on 2

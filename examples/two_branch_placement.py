@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Two branches of one model on two devices, with placement that takes effect.
 
 Keras 2 scripts placed branches with `tf.device` around layer calls. Keras 3

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """parallel_keras: legacy Keras multi-GPU training on modern TensorFlow.
 
 The public API is what this module exports, listed once in `__init__.pyi`

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The public API of parallel_keras: every name it exports, written once.
 #
 # Type checkers and IDEs read this stub; at run time `__init__.py` hands it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The tested TensorFlow/Keras range and the environment variables that rule
 parallel_keras out; TensorFlow-free, so it runs before Keras is imported.
 

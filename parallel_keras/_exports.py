@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """How every public package of parallel_keras exports its names: one stub each.
 
 A package's `__init__.pyi` lists its exports as imports

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Atomic file replacement: write beside the target, then rename into place.
 
 A process killed halfway through writing a file leaves half a file; when

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Installs the device-placement hooks when Keras is imported, not before.
 
 `keras.models.load_model` restores a saved placement only if parallel_keras's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checkpoints for parallel runs: Keras 2's `period`, atomic, through the template.
 
 `ModelCheckpoint` is Keras 3's callback with the Keras 2 signature

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Devices: simulated devices and the rule that maps GPU ids onto them.
 
 Everything in parallel_keras names devices the way legacy scripts did

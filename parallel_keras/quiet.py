@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`quiet_tensorflow()`: TensorFlow without its start-up and INFO logging.
 
 On a machine without a GPU, importing TensorFlow 2.21 prints C++ lines

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One TensorFlow start-up per test process, on 4 simulated CPU devices.
 
 TensorFlow runs with its default settings (oneDNN on): no replica is ever

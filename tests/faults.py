@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Disk faults for the bad-input table: a real full disk, a file-size limit.
 
 A full disk is a 1 MiB tmpfs mounted for one row (the row is skipped, with

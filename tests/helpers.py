@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Helpers shared by several test modules (not fixtures: those live in conftest.py).
 
 Test modules import these instead of importing one another.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Gradient accumulation (`gradient_accumulation_steps`) through the parallel model.
 
 Each test trains the parallel model with an optimizer given Keras 3's own

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every bad input the project handles, as one table (issues 10 and 12).
 
 Each row is one bad input: the action, what it must end in (an exception

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Losses and metrics over the whole batch, as Keras 2's parallel model computed them."""
 
 import keras

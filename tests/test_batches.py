@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """No replica computes on an empty slice; small and partial batches match one device.
 
 These run with TensorFlow's default settings (oneDNN on), under which a

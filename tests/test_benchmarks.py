@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The benchmark suite: its entry point, JSON schema, plot, baseline, data.
 
 The suite's own runs happen in subprocesses (that is how it works: each

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One boundary: private Keras/TensorFlow is touched only in `_internals/`.
 
 Two checks, both over the package, the benchmarks and the tests (except

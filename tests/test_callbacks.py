@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checkpoint callbacks on a parallel run; files load on one device."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The `parallel-keras` command line follows argparse's and pip's conventions.
 
 Each case runs the real console entry point in a subprocess; none of them

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Gradient clipping acts on the whole batch's gradient, as on one device.
 
 Keras 2's parallel model merged the towers into one graph, so an optimizer's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`parallel-keras convert`: a legacy multi-GPU file to files Keras 3 loads."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`parallel-keras demo`, the README's main job, through its console script."""
 
 import os

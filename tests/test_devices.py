@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """devices: simulated devices and the GPU-id rule shared by every entry point."""
 
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The documentation: the site builds in strict mode, and every Python block
 of the README and of each docs page runs as written.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every script in examples/ runs as its docstring says, on simulated devices."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`parallel_keras._files`: atomic replace, permission bits, failures."""
 
 import os

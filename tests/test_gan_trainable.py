@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keras 2's `trainable` rule on the parallel model: the legacy GAN loop.
 
 Keras 2 fixed the weights a model trains when it was compiled; the legacy

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keras 2's `ModelMGPU(Model)` wrapper (keras-team/keras#2436) trains as the
 parallel model and saves the template, compared with one device."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`parallel-keras launch`: arguments, output, failure propagation, cleanup.
 
 The workers here run `multi_worker_scripts/echo.py`, which trains nothing;

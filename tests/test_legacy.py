@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keras 2 HDF5 files (single and multi_gpu_model parallel) load by name.
 
 Fixtures come from parallel_keras.testing.legacy_files, whose docstring

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Acceptance: the legacy function's own tests, re-expressed for parallel_keras.
 
 Every case of the upstream test files of `multi_gpu_model` is re-expressed

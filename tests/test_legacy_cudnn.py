@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keras 2 CuDNNLSTM/CuDNNGRU weights load into LSTM/GRU, as Keras 2's loader did.
 
 The files are written with h5py in Keras 2's layout (see

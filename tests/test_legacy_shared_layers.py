@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Legacy `.h5` files of a model whose nested model's layer is also called directly.
 
 Keras 2 wrote such a layer's weights twice: in the nested model's group and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of `parallel_keras.migrate`: each rewrite, the report, the files.
 
 Every rewrite is checked on before/after text. These tests never import

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The migration corpus: legacy scripts, their expected rewrites, and runs.
 
 Each script in `migrate_corpus/legacy/` is a realistic Keras 2 multi-GPU

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Whole legacy training projects, migrated and run.
 
 `migrate_corpus_real/legacy/<project>/` holds a Keras 2 multi-GPU training

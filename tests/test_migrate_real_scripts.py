@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Before/after of the rewrites that real multi-GPU training scripts need.
 
 Each case is a fragment in the style of public Keras 2 training scripts and

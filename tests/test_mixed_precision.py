@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mixed-precision templates train through the shim like native MirroredStrategy.
 
 Tolerance: the layers compute in 16-bit floats (float16: 11 significant

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """multi_gpu_model: same numbers as one device, shared weights, legacy errors."""
 
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Multi-worker training with real worker processes on loopback.
 
 Each test starts `parallel-keras launch` on `multi_worker_scripts/train.py`,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`parallel_keras.BackupAndRestore`: weights, optimizer state, epoch and batch.
 
 In-process tests interrupt `fit` with an exception; the process tests kill a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Cluster description, chief-only write paths and sharding, in-process.
 
 No strategy is created here: these are the parts that read TF_CONFIG. The

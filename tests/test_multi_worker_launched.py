@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A script rehearsed on one machine runs unchanged under `parallel-keras launch`.
 
 `multi_worker_scripts/rehearsed.py` calls `simulate_devices(2)` on its first

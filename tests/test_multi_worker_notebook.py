@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`notebook_launcher` from a `__main__` module, as a notebook kernel runs it.
 
 The notebook itself (`notebooks/05_multi_worker.ipynb`, run by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Slurm: workers find each other through `SlurmClusterResolver`.
 
 No Slurm here: the test starts each task itself, as `srun` would, with the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every notebook runs top to bottom in a fresh Jupyter kernel.
 
 Each notebook is executed with nbclient in a real IPython kernel started

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The parallel model stands in for Keras 2's where legacy scripts touch it.
 
 Every check compares with the template compiled the same way on one device.

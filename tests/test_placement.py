@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """parallel_keras.device: layer calls of a functional model run where asked.
 
 Checked where ops really ran (parallel_keras.testing.record_op_devices), not

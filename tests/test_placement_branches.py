@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """place_branches: finds independent branches and balances them over devices."""
 
 import keras

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """parallel_keras.testing.record_op_devices: where ops really ran."""
 
 import pytest

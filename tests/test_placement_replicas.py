@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A placed template in multi_gpu_model: each replica runs on its own device."""
 
 from absl import logging

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Placement survives .keras save/load; plain Keras still loads the file."""
 
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The public API: what parallel_keras exports, and every name the docs use.
 
 The documented names are resolved against the INSTALLED wheel, built from

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`parallel_keras.quiet_tensorflow()`: no TensorFlow log lines, errors kept."""
 
 import pytest

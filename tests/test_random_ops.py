@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Random ops inside the model run on the replicas, each drawing its own noise.
 
 Keras 2's parallel model had one random op per tower, so every replica drew

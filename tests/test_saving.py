@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Files written from a parallel run load on one device; loading never lies.
 
 Each save goes through the real path; the single-device loads run in ONE

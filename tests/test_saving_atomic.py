@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A process killed (SIGKILL) in the middle of a checkpoint save.
 
 The writer blocks halfway through writing the second checkpoint's bytes (the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Light to start: no TensorFlow or Keras until something needs them.
 
 Each case runs in a fresh process and reports which of `tensorflow` and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Stateful RNN templates (keras-team/keras#8397): each replica keeps its rows' state."""
 
 import keras

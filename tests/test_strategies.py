@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Gradient reduction chosen per device type (selection logic, no GPU needed),
 and the CPU-relocation strategy training like one device."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Declared = tested, and what an environment outside the tested range gets.
 
 The range lives in `parallel_keras/_environment.py`; `pyproject.toml`

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The benchmark suite: every model x mode x replica count, measured.
 
 From Python (a notebook):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`--baseline`: compare a run with an earlier results file, flag regressions.
 
 A run regresses when its throughput (samples/s) fell by more than the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`python -m benchmarks [suite]`: the benchmark suite, the default command.
 
 Examples:

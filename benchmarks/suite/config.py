@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a suite run measures: its settings, the `--quick` preset, the plan.
 
 The plan is every (model, mode, replicas) combination that means something;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Input pipelines: synthetic batches, or a TFDS dataset already on disk.
 
 `synthetic` (the default) repeats one random batch, so the step time measures

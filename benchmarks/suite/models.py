@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The models the suite trains, and the inputs each one takes.
 
 Each model is the kind of network the legacy tutorials' readers train with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The parallelism modes the suite compares, and how each one is set up.
 
 | mode              | what runs                                               |

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The suite's plot: throughput against replicas, and throughput vs mirrored.
 
 One row per model, its input size in both titles. Left: samples/s against

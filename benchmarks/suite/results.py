@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Benchmark results: one record per run, a header, the JSON file, the table.
 
 The JSON file is what `--baseline` compares against and what the README

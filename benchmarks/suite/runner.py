@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Runs the plan: one process per measurement, progress with an ETA.
 
 The parent never starts TensorFlow for a synthetic-data run: it plans, starts

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One measurement in its own process: build, warm up, time, report.
 
 TensorFlow fixes its devices when it first uses them, so each

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every dependence of parallel_keras on private Keras / TensorFlow internals.
 
 Nothing else in the package touches private attributes or imports

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checkpoint writing and legacy HDF5 weights.
 
 Upstream surface: `keras.callbacks.ModelCheckpoint`'s private `_save_model`,

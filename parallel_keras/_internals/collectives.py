@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Cross-device reductions: collective keys, reduction kind, NCCL kernels.
 
 Upstream surface: TensorFlow's `cross_device_ops.CollectiveAllReduce` and

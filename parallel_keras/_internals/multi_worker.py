@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """MultiWorkerMirroredStrategy (MWMS) start-up and Keras's metric reduction.
 
 Upstream surface: TensorFlow's eager `Context` (`_context_handle`,

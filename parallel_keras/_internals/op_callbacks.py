@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Op callbacks for the op-device recorder.
 
 Upstream surface: `tensorflow.python.framework.op_callbacks`

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keras's optimizer: gradient accumulation on each replica, and optimizers
 built before their variables were relocated.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Device placement of functional layer calls.
 
 Upstream surface: Keras's `keras.src.ops.node.Node`,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keras's trainer: loss trackers, metric order, default steps, the strategy
 captured at construction, the first-batch symbolic build, resuming `fit`,
 and what a step on replicas needs: clipping after the all-reduce, random

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keras variables on a strategy: relocation and stateful RNN state.
 
 Upstream surface: Keras's TF backend `Variable` (`_value`, `_dtype`,

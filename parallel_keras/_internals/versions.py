@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The tested TensorFlow/Keras range, and what an environment outside it gets.
 
 The range and the environment-variable rules are in the TensorFlow-free

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The `parallel-keras` command line: one module per subcommand.
 
 Each subcommand module defines `add_parser(subparsers)` and keeps heavy

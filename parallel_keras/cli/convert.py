@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`parallel-keras convert`: a Keras 2 multi-GPU HDF5 file to a Keras 3 file.
 
     parallel-keras convert LEGACY.h5 --template module:function -o OUT

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`parallel-keras demo`: the legacy tutorials' multi-GPU workflow, end to end.
 
 Builds a small CNN template on the CPU, replicates it with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`parallel-keras launch`: run a training script as several workers.
 
     parallel-keras launch --workers 2 train.py --epochs 3

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Entry point of the `parallel-keras` console script.
 
 Parsing and `--help` import neither TensorFlow nor Keras: each subcommand

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The cluster this process belongs to: the bottom layer of multi-worker.
 
 * `settings`: what the entry point (the worker bootstrap) was told by the

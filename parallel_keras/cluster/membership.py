@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """This process's place in its cluster, from `TF_CONFIG` or a resolver.
 
 `TF_CONFIG` is TensorFlow's own description of a cluster (TensorFlow reads

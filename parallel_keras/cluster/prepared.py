@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tf.distribute strategies that prepare the batches Keras distributes.
 
 Keras hands each global batch to `strategy.experimental_distribute_dataset`

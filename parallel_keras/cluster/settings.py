@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Settings of a cluster worker, given by its entry point as plain values.
 
 `parallel-keras launch` passes its flags to each worker it starts; the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bounds a worker's start-up: run as a file by `strategy.initialize`.
 
 `python startup_watchdog.py PID TIMEOUT INDEX ADDRESS...` waits until its

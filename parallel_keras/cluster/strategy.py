@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The one strategy that spans a cluster: `MultiWorkerMirroredStrategy`.
 
 A script runs on one machine or many unchanged: when `TF_CONFIG` (or a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Only the chief writes: where each worker's files go.
 
 In multi-worker training every worker runs the same script, so every worker

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Gradient accumulation on the replicas: Keras's `gradient_accumulation_steps`.
 
 An optimizer built with `gradient_accumulation_steps=k` (Keras 3's own

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keras 2's `ModelMGPU` idiom: a `Model` subclass adopting the parallel model.
 
 A very common Keras 2 wrapper (keras-team/keras#2436, #8123) makes the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Global batches prepared so that no replica ever computes on an empty slice.
 
 `tf.distribute` splits a global batch of B rows into per-replica slices of

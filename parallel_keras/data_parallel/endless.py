@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An endless `tf.data` dataset needs a step count, as it did in Keras 2.
 
 Keras 2 refused `fit(dataset.repeat())` without `steps_per_epoch` ("When

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """How a model's Keras methods run on the replicas of its strategy.
 
 Two models run on the replication strategy: the parallel model, which splits

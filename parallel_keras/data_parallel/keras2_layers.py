@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The parallel model's `layers`, at the positions Keras 2's had them.
 
 Keras 2's `multi_gpu_model` (keras/utils/multi_gpu_utils.py, Keras 2.3)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What `ParallelModel.compile` checks and decides about losses and metrics.
 
 * Dicts keyed by output name must name real outputs (Keras's own message

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`multi_gpu_model`: the legacy Keras 2 function, on tf.distribute."""
 
 from __future__ import annotations

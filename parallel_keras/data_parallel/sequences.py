@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keras 2's `fit_generator(sequence, steps_per_epoch=N)`: N steps, cycling.
 
 Keras 2 fed a `keras.utils.Sequence` through an enqueuer that cycled over it

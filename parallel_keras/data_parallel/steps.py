@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The train, test and predict steps a replica runs on its prepared slice.
 
 They follow Keras's own TensorFlow steps (`keras/src/backend/tensorflow/

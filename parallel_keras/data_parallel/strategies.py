@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The tf.distribute strategies behind `multi_gpu_model`, and their reduction.
 
 Keras 2's `multi_gpu_model` built one tower per GPU and concatenated the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Targets, sample weights and metric names as Keras 2 took them.
 
 Keras 2 (keras/engine/training.py and training_utils.py, 2.3) fed each

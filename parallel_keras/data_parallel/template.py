@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The template after wrapping: its own methods, one device's results.
 
 `multi_gpu_model` moves the template's variables into the replication

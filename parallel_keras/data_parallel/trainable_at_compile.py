@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keras 2's rule for `trainable`: the set of weights a model trains is fixed
 when it is compiled.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Device placement: the branches of one functional model on different devices.
 
 Modules:

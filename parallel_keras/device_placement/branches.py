@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`parallel_keras.place_branches`: spread a model's branches over devices.
 
 How branches are found: picture the model as a graph of layer calls with one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A placed template inside `multi_gpu_model`: each replica on its own device.
 
 Keras 2 scripts build the template under `tf.device('/cpu:0')` (the legacy

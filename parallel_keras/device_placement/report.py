@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`parallel_keras.placement`: which device each layer call asked for.
 
 The report states what was asked, not where ops ran; for the latter see

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Runs each recorded layer call of a functional model on its device.
 
 A Keras 3 functional model keeps one record (a node) per layer call made

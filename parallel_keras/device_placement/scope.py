@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`parallel_keras.device`: a `tf.device` that a functional model remembers.
 
 Legacy device-parallel scripts build a model with `with tf.device('/gpu:0'):`

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Placement that survives `.keras` (and JSON config) save and load.
 
 A placed functional model's config gets one extra top-level key,

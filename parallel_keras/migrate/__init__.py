@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`parallel-keras migrate`: rewrite legacy Keras 2 multi-GPU scripts.
 
 Built on LibCST, so comments and formatting survive. Never imports or runs

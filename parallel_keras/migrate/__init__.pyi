@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The public API of parallel_keras.migrate, listed once; `__init__.py` loads it lazily.
 
 from .driver import FileResult as FileResult

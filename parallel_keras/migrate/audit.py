@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The audit table: every Keras 2 / TF1 name migrate knows, and what it becomes.
 
 Each module of `parallel_keras.migrate.rules` may define a module-level

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a rewrite rule is, and what it sees: the `Rule` base and `Context`.
 
 Every rule in `parallel_keras.migrate.rules` subclasses `Rule` and receives

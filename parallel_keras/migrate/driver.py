@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Applying the migration to files: discovery, diffs, safe writes.
 
 Nothing is written unless asked (`in_place` or an output path). Every write

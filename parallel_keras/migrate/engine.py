@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The migration engine: one pass over a file's syntax tree, rules plug in.
 
 A file is parsed once with LibCST (which keeps every comment and space). Each

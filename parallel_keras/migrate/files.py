@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The files `migrate` reads and writes: one bad file is a report line, never a crash.
 
 `migrate` runs over whole project folders, where it meets what a folder

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What one file's rewrite needs to know about the other files of its folder.
 
 Legacy projects split a training script over modules: the `Sequence`

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What `parallel-keras migrate` did to each file, and what a person must do.
 
 Every rewrite records a `Change` (line, what, why) and every pattern that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Small LibCST helpers shared by the rewrite rules: names, arguments, paths."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Multi-worker training: one script on one machine or many.
 
 The top layer; the cluster state it builds on (`TF_CONFIG`, the

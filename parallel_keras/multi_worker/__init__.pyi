@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The public names of parallel_keras.multi_worker, listed once; `__init__.py`
 # loads them lazily (the launcher process never imports TensorFlow).
 # `BackupAndRestore`, `notebook_launcher` and `write_path` are exported at the

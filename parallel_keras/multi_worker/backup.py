@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Recovery from a lost worker: the whole training state, backed up and restored.
 
 `parallel-keras launch --max-restarts K` restarts the group when a worker

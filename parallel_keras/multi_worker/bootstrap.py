@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What each worker process started by `parallel-keras launch` runs.
 
 `python -m parallel_keras.multi_worker.bootstrap script.py [args...]`

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Sending a function and its arguments to a fresh worker process.
 
 `pickle` sends a function by name, which a fresh process cannot resolve

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Which workers of a group run on this machine, and at which addresses.
 
 Three modes, like `torchrun --nnodes/--node_rank`:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The launcher: a training script as a group of worker processes.
 
 `launch` starts one process per worker, each with its `TF_CONFIG`, through

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Stops a worker's process group when its launcher dies: run as a file.
 
 `python launcher_guard.py WORKER_PID LAUNCHER_PID INDEX` blocks on its stdin,

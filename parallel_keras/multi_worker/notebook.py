@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`notebook_launcher`: a multi-worker run from a notebook cell.
 
 The notebook's kernel starts W fresh worker processes (through the same

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What each worker of `notebook_launcher` runs.
 
 `python -m parallel_keras.multi_worker.run_function PAYLOAD FOLDER` loads

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The auto-shard policy of multi-worker input pipelines, set deliberately.
 
 Under `MultiWorkerMirroredStrategy` every worker must read a different part

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A worker group started by Slurm's `srun`: checks and `TF_CONFIG`.
 
 `parallel-keras launch --slurm` runs as one task of an `srun` step; the

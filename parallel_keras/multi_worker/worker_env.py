@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the launcher tells each worker, through the worker's environment.
 
 The launcher (`launch`) writes these variables into each worker's

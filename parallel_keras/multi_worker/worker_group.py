@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One group of worker processes: started, watched, stopped, restarted.
 
 Each worker's output is copied line by line with a `[worker I]` prefix (and

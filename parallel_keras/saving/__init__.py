@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Saving and loading: atomic writes, loads that never lie, legacy files.
 
 * `atomic`: every file is written beside its target and renamed into place,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Atomic saves: write beside the target, then rename into place.
 
 A process killed in the middle of `model.save` leaves a half-written file;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keras 2 `CuDNNLSTM`/`CuDNNGRU` weights, loaded into Keras 3 `LSTM`/`GRU`.
 
 Keras 2 trained RNNs on GPUs with `CuDNNLSTM`/`CuDNNGRU`, whose stored

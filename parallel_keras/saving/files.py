@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a saved file is: a `.keras` archive, Keras 3 weights, or legacy HDF5.
 
 Every loader starts here, so a path that does not exist, a file that is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keras 2 HDF5 weights, including files written from a multi_gpu_model.
 
 A Keras 2 HDF5 file lists its layers in the `layer_names` attribute; each

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Matching a weights file to a model: the shared pieces of both loaders.
 
 `weights.py` (Keras 3 files, dispatching) and `legacy.py` (Keras 2 HDF5

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Output paths: checked before any work, and the temporaries beside them.
 
 No TensorFlow or Keras here, so the CLI checks `-o` in milliseconds, before

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Loading weights that never lies: check first, then assign, or change nothing.
 
 Keras 3's `load_weights` assigns layer by layer and raises at the first

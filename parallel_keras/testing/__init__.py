@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Helpers for testing code that uses parallel_keras, shipped to users.
 
 Like `tfds.testing`, these are public: a project that trains with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The public testing helpers, listed once; `__init__.py` loads them lazily.
 
 from . import legacy_files as legacy_files

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keras 2 HDF5 files, written with h5py, for testing legacy loading.
 
 Keras 2 is not installable next to Keras 3, so the files it wrote are built

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Where TensorFlow ops really ran: a recorder for tests.
 
 `parallel_keras.placement(model)` says which device each layer call asked

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`run_python`: code in a fresh Python process, none of this one's TensorFlow state."""
 
 from __future__ import annotations

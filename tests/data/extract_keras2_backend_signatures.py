@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Writes `keras2_backend_signatures.json` from Keras 2's own backend source.
 
 Keras 2 cannot be installed next to Keras 3, so the signatures the migrate

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Canaries for `parallel_keras._internals.collectives` (TF 2.16 to 2.21).
 
 Each fails loudly when an upgrade changes what TensorFlow's cross-device ops

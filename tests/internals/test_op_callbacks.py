@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Canaries for `parallel_keras._internals.op_callbacks` (TF 2.21).
 
 Fails loudly when an upgrade changes what TensorFlow's op callbacks see.

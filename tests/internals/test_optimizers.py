@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Canaries for `parallel_keras._internals.optimizers` (TF 2.21 / Keras 3.15).
 
 They fail loudly when an upgrade changes the optimizer internals that

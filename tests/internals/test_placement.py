@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Canaries for `parallel_keras._internals.placement` (Keras 3.5 to 3.15).
 
 A failure here means an upgrade changed the private Keras behaviour

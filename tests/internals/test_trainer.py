@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Canaries for `parallel_keras._internals.trainer` (TF 2.21 / Keras 3.15).
 
 Each fails loudly when an upgrade changes what Keras's trainer does that

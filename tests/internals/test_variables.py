@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Canaries for `parallel_keras._internals.variables` (Keras 3.5 to 3.15).
 
 Each fails loudly when an upgrade changes how Keras wraps a tf.Variable or

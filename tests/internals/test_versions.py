@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Canaries for `parallel_keras._internals.versions`: the tested range, the
 installed versions read from TensorFlow and Keras, and which fall outside.
 (tests/test_versions.py runs the environments outside it in fresh processes.)"""

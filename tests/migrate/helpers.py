@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared by the rule tests: migrate a snippet, check before/after, twice."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Writes `parallel_keras/migrate/rules/tf1_table.py` from TensorFlow's own upgrade table.
 
 TensorFlow ships the table its `tf_upgrade_v2` tool applies

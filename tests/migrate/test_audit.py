@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of migrate/audit.py: the committed docs/migrate-names.md is current."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Backend math rewrites keep Keras 2's defaults (the audit rule).
 
 Keras 2's backend signatures come from its released source

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of rules/batch_shapes.py: Keras 2's batch_input_shape on the first layer."""
 
 from __future__ import annotations

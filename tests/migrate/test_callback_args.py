@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of rules/callback_args.py: removed callback arguments and the tensorboard package."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`-o OUT` on a folder writes the whole tree; the summary counts copies."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A Keras 2 / TF1 script using the issue-20 idioms migrates with no flag and runs."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The engine: a rule's split statement is seen by the later rules, and
 notes survive a second run (running migrate twice changes nothing).
 """

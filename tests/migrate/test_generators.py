@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Generators and Sequences keep Keras 2's steps and batches."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every issue-20 case: a second run changes nothing, and no name is unbound.
 
 The cases are the snippets in `snippets/`, the seed scripts 10-12 of

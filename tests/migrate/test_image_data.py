@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of rules/image_data.py: advice for ImageDataGenerator.flow on arrays."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of rules/imports.py: TF's Keras 2 paths, private names, preprocessing."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of rules/keras1_merge.py: Keras 1's merge(inputs, mode=...) function."""
 
 from __future__ import annotations

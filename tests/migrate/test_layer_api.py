@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of rules/layer_api.py: CuDNN layers, '/' in names, trainable_weights setters."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keras 2's 'acc' log keys keep working: the compiled metric is named 'acc'."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of rules/model_api.py: print_summary, sample_weight_mode, add_loss, dict targets, GAN."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A project's own copy of multi_gpu_model and of ModelCheckpoint.
 
 `projects/vendored_multi_gpu/` vendors Keras 2's multi_gpu_model

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of rules/numpy2.py: NumPy 2 removals rewritten to exact equivalents."""
 
 from __future__ import annotations

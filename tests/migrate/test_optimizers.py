@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of rules/optimizers.py: arguments whose meaning changed in Keras 3."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of rules/requirements.py: packages TensorFlow does not install, in the report."""
 
 from __future__ import annotations

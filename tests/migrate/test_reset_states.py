@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of rules/reset_states.py: Keras 2's model.reset_states()."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Save-format renames reach only Keras files this script saves."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TF1 session set-up, GPU visibility and GPU counts."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of rules/tf1_names.py: TF1 names rewritten from TF's upgrade table, or flagged."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Model and data shared by the worker scripts and the tests that check them."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A worker that trains nothing: reports where it runs, then exits or waits."""
 
 import argparse

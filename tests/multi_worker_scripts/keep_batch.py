@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The global batch kept on any number of replicas, by accumulating gradients.
 
 Written for GLOBAL_BATCH rows per update with --per-replica rows on each

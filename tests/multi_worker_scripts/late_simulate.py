@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Touches TensorFlow before `simulate_devices`: under the launcher, an error."""
 
 import tensorflow as tf

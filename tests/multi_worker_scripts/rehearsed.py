@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A script rehearsed on one machine: `simulate_devices(n)` on its first lines.
 
 Run alone or under `parallel-keras launch`, unchanged. Prints one RESULT

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Adam, backed up every batch, SIGKILLed mid-epoch on its first attempt.
 
 Run under `parallel-keras launch --max-restarts 1` (any number of workers):

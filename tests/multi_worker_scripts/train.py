@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A legacy-style multi_gpu_model script, run as every worker by the tests.
 
 It is the same script on one machine or many: under `parallel-keras launch`

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A worker that stops itself or trains fewer epochs than its peer.
 
 `--stop-worker I`: worker I sends itself SIGSTOP after its first epoch, so

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The rewrite families of `parallel-keras migrate`, one module each.
 
 Every module here defines `Rule` subclasses (`parallel_keras.migrate.context`)

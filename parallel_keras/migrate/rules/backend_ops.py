@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: Keras 2 backend math (`K.sum`, `K.argmax`, ...) -> `keras.ops`.
 
 Keras 3's `keras.backend` keeps only configuration (`epsilon`, `floatx`,

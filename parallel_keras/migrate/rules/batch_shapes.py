@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: Keras 2's `batch_input_shape=` on a model's first layer.
 
 Keras 2 let any first layer of a `Sequential` model fix the batch

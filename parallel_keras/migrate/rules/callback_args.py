@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: Keras 2 callback arguments that Keras 3 removed or ignores.
 
 The Keras 2.3 signatures (keras/callbacks/callbacks.py, tensorboard_v1.py)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: `ModelCheckpoint(period=N)` and checkpoint file suffixes.
 
 Keras 3's `ModelCheckpoint` dropped `period` (its 7th positional parameter is

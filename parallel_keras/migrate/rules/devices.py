@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: `tf.device` scopes around layer calls -> `parallel_keras.device`.
 
 In Keras 3 a functional model re-runs its layers at call time, outside the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: data generators that Keras 3's `fit` reads differently.
 
 * A `keras.utils.Sequence` subclass is a `keras.utils.PyDataset` in Keras 3,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: GPU-count idioms of TF1 scripts -> the devices TF 2 sees.
 
 Scripts computed `multi_gpu_model`'s `gpus` from TF1 helpers:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: `ImageDataGenerator(...).flow_from_directory` -> a `tf.data` dataset.
 
 Keras 3 removed `keras.preprocessing.image.ImageDataGenerator`. Its most

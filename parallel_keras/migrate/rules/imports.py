@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: Keras 1/2 module paths that no longer exist in Keras 3.
 
 Keras 2 scripts import from implementation modules (`keras.layers.merge`,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: Keras 1's `merge(inputs, mode=...)` function.
 
 Keras 1 (and Keras 2.0's legacy shim) merged tensors with one function,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite or flag: Keras 2 layers and layer code that Keras 3 rejects.
 
 * `CuDNNLSTM` / `CuDNNGRU` -> `LSTM` / `GRU`. Keras 2.3's cuDNN layers were

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: Keras 1/2 spellings that Keras 3 rejects.
 
 * `Model(input=x, output=y)` -> `Model(inputs=x, outputs=y)`;

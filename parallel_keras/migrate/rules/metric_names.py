@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: `metrics=['accuracy']` -> `metrics=['acc']` where the script reads 'acc'.
 
 Keras 2.0-2.2 logged `metrics=['accuracy']` as 'acc' (and 'val_acc'), so a

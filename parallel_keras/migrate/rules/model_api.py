@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite or flag: Keras 2 model idioms whose meaning Keras 3 changed.
 
 * `keras.utils.print_summary(model, ...)` -> `model.summary(...)` (the same

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: every import and use of `multi_gpu_model` goes to parallel_keras.
 
 Keras 2 shipped `multi_gpu_model` in `keras.utils` (re-exported from

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: NumPy names legacy scripts use that NumPy 2 removed.
 
 TensorFlow 2.21 installs NumPy 2, which removed the aliases of Python's

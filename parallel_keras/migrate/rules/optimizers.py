@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: Keras 2 optimizer arguments (`lr=`, `decay=`, positional order).
 
 Keras 3 rejects `lr=` and ignores `decay=` with only a warning, so a script

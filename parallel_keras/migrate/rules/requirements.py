@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Report: packages the migrated script needs that `pip install tensorflow` lacks.
 
 TensorFlow 2.21 installs Keras 3 but no longer `tensorboard`, which

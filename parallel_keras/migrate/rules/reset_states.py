@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: Keras 2's `model.reset_states()`.
 
 Keras 2 models reset every stateful layer with `model.reset_states()`; Keras 3

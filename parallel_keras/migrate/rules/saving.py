@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: save formats and file suffixes that Keras 3 rejects.
 
 Keras 3 decides the format from the suffix and rejects `save_format=`

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TF1 session set-up, and the TF 2 calls that replace it.
 
 The vocabulary `sessions.py` rewrites with: which TF1 calls are flagged and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: TF1 GPU session set-up -> `tf.config`; flag the rest of TF1.
 
 Most multi-GPU scripts open with

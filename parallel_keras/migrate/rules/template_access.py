@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: the template reached through the parallel model -> `.template`.
 
 Keras 2's `multi_gpu_model` returned a model whose layers were the inputs,

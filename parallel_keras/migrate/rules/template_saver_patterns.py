@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the template-saving workaround classes look like, in syntax.
 
 Read-only checks that `template_savers.py` runs on a class before it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: hand-written classes that exist only to save the template model.
 
 Keras 2's parallel model could not be saved, so scripts carried workarounds:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: TF1 names (`tf.log`, `tf.set_random_seed`, `tf.to_float`, ...) -> TF 2.
 
 TensorFlow's own upgrade tool (`tf_upgrade_v2`) holds the table of TF1 names

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """TF1 names and what TensorFlow 2 calls them: generated data, do not edit.
 
 Source: TensorFlow's upgrade table (tensorflow/tools/compatibility/

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rewrite: the `*_generator` training methods that Keras 3 removed.
 
 `fit_generator`, `evaluate_generator` and `predict_generator` became `fit`,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 import os
 os.environ['CUDA_VISIBLE_DEVICES'] = '0,1'
 import tensorflow as tf

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 import tensorflow as tf
 import keras.backend.tensorflow_backend as KTF
 

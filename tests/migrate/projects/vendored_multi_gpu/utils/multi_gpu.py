@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 import tensorflow as tf
 from keras.layers import Lambda, concatenate
 from keras.models import Model
