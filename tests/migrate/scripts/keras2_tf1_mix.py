@@ -1,4 +1,3 @@
-# SPDX-License-Identifier: Apache-2.0
 # A Keras 2 / TF1 script in the style of the issue-20 findings: every line
 # below is rewritten by migrate, with nothing left for a person.
 import os

@@ -1,4 +1,3 @@
-# SPDX-License-Identifier: Apache-2.0
 import os
 import tensorflow as tf
 from keras import backend as K

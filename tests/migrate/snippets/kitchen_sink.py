@@ -1,4 +1,3 @@
-# SPDX-License-Identifier: Apache-2.0
 import os
 os.environ['CUDA_VISIBLE_DEVICES'] = '0,1'
 import tensorflow as tf

@@ -1,4 +1,3 @@
-# SPDX-License-Identifier: Apache-2.0
 import keras
 from keras.utils import Sequence
 

@@ -1,4 +1,3 @@
-# SPDX-License-Identifier: Apache-2.0
 import tensorflow as tf
 import keras.backend.tensorflow_backend as KTF
 

@@ -1,4 +1,3 @@
-# SPDX-License-Identifier: Apache-2.0
 """A Keras 2 project that vendored multi_gpu_model and its checkpoint callback."""
 import numpy as np
 import keras

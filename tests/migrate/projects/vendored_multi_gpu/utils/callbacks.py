@@ -1,4 +1,3 @@
-# SPDX-License-Identifier: Apache-2.0
 import keras
 import warnings
 import numpy as np

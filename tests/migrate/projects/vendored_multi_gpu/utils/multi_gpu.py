@@ -1,4 +1,3 @@
-# SPDX-License-Identifier: Apache-2.0
 import tensorflow as tf
 from keras.layers import Lambda, concatenate
 from keras.models import Model
