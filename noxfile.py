@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# SPDX-License-Identifier: Apache-2.0
 """The TensorFlow/Keras matrix: the core tests on every tested pair.
 
     nox -s core                      # every pair, one after the other
@@ -65,19 +66,22 @@ CORE_TEST_REQUIREMENTS = ("pytest>=7", "psutil>=5.9", "ruff>=0.5")
 )
 def core(session: nox.Session, tensorflow: str, keras: str) -> None:
     """The core tests with one TensorFlow/Keras pair."""
-    session.install(
-        f"tensorflow=={tensorflow}", f"keras=={keras}", ".", *CORE_TEST_REQUIREMENTS
-    )
+    session.install(f"tensorflow=={tensorflow}", f"keras=={keras}", ".", *CORE_TEST_REQUIREMENTS)
     # Fail before testing if pip (or a cached environment) holds another pair.
     session.run(
-        "python", "-c",
+        "python",
+        "-c",
         "import keras, tensorflow as tf, sys; "
         f"sys.exit(0 if (tf.__version__, keras.__version__) == ({tensorflow!r}, {keras!r}) "
         "else f'installed tf {tf.__version__} keras {keras.__version__}')",
         env={"TF_CPP_MIN_LOG_LEVEL": "3"},
     )
     session.run(
-        "pytest", "-p", "no:cacheprovider", "-q", *CORE_TESTS,
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *CORE_TESTS,
         *session.posargs,
         env={"TF_CPP_MIN_LOG_LEVEL": "2"},
     )

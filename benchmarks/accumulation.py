@@ -32,7 +32,8 @@ _STEPS = flags.DEFINE_integer("steps", 4, "Accumulation steps k of the accumulat
 _ROUNDS = flags.DEFINE_integer("rounds", 60, "Alternating rounds per model.")
 _ROUND_UPDATES = flags.DEFINE_integer("round-updates", 2, "Updates (k batches each) per round.")
 _MODELS = flags.DEFINE_list(
-    "models", ["mlp", "cnn"],
+    "models",
+    ["mlp", "cnn"],
     "Suite models (benchmarks/suite/models.py) to time, at their quick input size.",
 )
 
@@ -45,11 +46,12 @@ def _build(model_name: str, replicas: int, global_batch: int, steps: int | None)
 
     keras.utils.set_random_seed(0)
     input_spec = models.default_input(model_name, quick=True)
-    parallel = parallel_keras.multi_gpu_model(
-        models.build(model_name, input_spec), gpus=replicas)
+    parallel = parallel_keras.multi_gpu_model(models.build(model_name, input_spec), gpus=replicas)
     parallel.compile(
         keras.optimizers.SGD(0.01, momentum=0.9, gradient_accumulation_steps=steps),
-        "sparse_categorical_crossentropy", jit_compile=False)
+        "sparse_categorical_crossentropy",
+        jit_compile=False,
+    )
     return parallel, input_spec
 
 
@@ -67,8 +69,7 @@ def measure(model_name: str) -> dict:
     )
     runs = {
         name: timing.TrainSteps(model, dataset, warmup_steps=steps)
-        for name, model in (("accumulating", accumulating), ("plain", plain),
-                            ("control", control))
+        for name, model in (("accumulating", accumulating), ("plain", plain), ("control", control))
     }
     rounds = timing.alternating_rounds(runs, _ROUNDS.value, steps * _ROUND_UPDATES.value)
     ratio = timing.paired_ratio(rounds["accumulating"], rounds["plain"])
@@ -94,20 +95,25 @@ def main(argv):
     import parallel_keras
 
     parallel_keras.simulate_devices(_REPLICAS.value)
-    print(f"Simulated CPU devices: {_REPLICAS.value}; per-replica batch "
-          f"{_PER_REPLICA_BATCH.value}; gradient_accumulation_steps={_STEPS.value} "
-          f"against none; {_ROUNDS.value} alternating rounds; ratio [95% interval]:")
+    print(
+        f"Simulated CPU devices: {_REPLICAS.value}; per-replica batch "
+        f"{_PER_REPLICA_BATCH.value}; gradient_accumulation_steps={_STEPS.value} "
+        f"against none; {_ROUNDS.value} alternating rounds; ratio [95% interval]:"
+    )
     report = []
     for model_name in _MODELS.value:
         result = measure(model_name)
         report.append(result)
         low, high = result["ratio_ci95"]
         control_low, control_high = result["control_ratio_ci95"]
-        print(f"  {model_name}: median step k={_STEPS.value} "
-              f"{result['accumulating_step_median_s'] * 1e3:.1f} ms, k=1 "
-              f"{result['plain_step_median_s'] * 1e3:.1f} ms, ratio "
-              f"{result['ratio_accumulating_over_plain']:.3f} [{low:.3f}, {high:.3f}] "
-              f"(goal <= 1.05); control k=1/k=1 {result['control_ratio']:.3f} "
-              f"[{control_low:.3f}, {control_high:.3f}]", flush=True)
+        print(
+            f"  {model_name}: median step k={_STEPS.value} "
+            f"{result['accumulating_step_median_s'] * 1e3:.1f} ms, k=1 "
+            f"{result['plain_step_median_s'] * 1e3:.1f} ms, ratio "
+            f"{result['ratio_accumulating_over_plain']:.3f} [{low:.3f}, {high:.3f}] "
+            f"(goal <= 1.05); control k=1/k=1 {result['control_ratio']:.3f} "
+            f"[{control_low:.3f}, {control_high:.3f}]",
+            flush=True,
+        )
     print(json.dumps(report, indent=2))
     return 0

@@ -21,8 +21,7 @@ import statistics
 
 from absl import flags
 
-from benchmarks import flag_spellings
-from benchmarks import timing
+from benchmarks import flag_spellings, timing
 
 _REPLICAS = flags.DEFINE_integer("replicas", 4, "Simulated devices to replicate on.")
 _BATCH_SIZE = flags.DEFINE_integer("batch-size", 128, "Global batch size.")
@@ -38,8 +37,12 @@ flag_spellings.keep_old_spellings(_BATCH_SIZE, _WARMUP_STEPS)
 def _models(keras):
     def mlp():
         return keras.Sequential(
-            [keras.Input((256,)), keras.layers.Dense(512, activation="relu"),
-             keras.layers.Dense(512, activation="relu"), keras.layers.Dense(10)]
+            [
+                keras.Input((256,)),
+                keras.layers.Dense(512, activation="relu"),
+                keras.layers.Dense(512, activation="relu"),
+                keras.layers.Dense(10),
+            ]
         ), (256,)
 
     def cnn():
@@ -58,10 +61,9 @@ def _models(keras):
 
 
 def measure() -> list[dict]:
+    import keras
     import numpy as np
     import tensorflow as tf
-
-    import keras
 
     from parallel_keras import _internals
 
@@ -118,4 +120,3 @@ def main(argv):
     parallel_keras.simulate_devices(_REPLICAS.value)
     for record in measure():
         print(json.dumps(record))
-

@@ -24,8 +24,7 @@ import statistics
 
 from absl import flags
 
-from benchmarks import flag_spellings
-from benchmarks import timing
+from benchmarks import flag_spellings, timing
 
 _STEPS = flags.DEFINE_integer("steps", 30, "Timed training steps per model.")
 _WARMUP = flags.DEFINE_integer("warmup", 3, "Untimed steps first (tracing).")
@@ -121,7 +120,9 @@ def main(argv):
     traced = traced_ops.device_counts(traced=True)
     for device in sorted(set(eager) | set(traced), key=str):
         label = device or "unpinned (placer decides)"
-        print(f"  {label:28s} eager call: {eager.get(device, 0):6d}   traced train step: {traced.get(device, 0):6d}")
+        print(
+            f"  {label:28s} eager call: {eager.get(device, 0):6d}   traced train step: {traced.get(device, 0):6d}"
+        )
     if parallel_keras.devices.gpus_are_simulated():
         print(
             "NOTE: no GPU here: /gpu:i ran on simulated CPU device i, and all "
@@ -129,4 +130,3 @@ def main(argv):
             "measure; the ratio shows the cost of placement on CPU simulation "
             "and the op counts show the placement took effect."
         )
-

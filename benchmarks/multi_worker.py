@@ -44,7 +44,8 @@ _WARMUP = flags.DEFINE_integer("warmup", 5, "Untimed steps first (tracing).")
 _GLOBAL_BATCH = flags.DEFINE_integer("global-batch", 64, "Global batch size.")
 _WIDTH = flags.DEFINE_integer("width", 512, "Hidden layer width of the MLP.")
 _THREADS = flags.DEFINE_integer(
-    "threads-per-worker", 0,
+    "threads-per-worker",
+    0,
     "Intra- and inter-op threads of each worker process (0: TensorFlow's "
     "default, one per core in every process).",
 )
@@ -90,6 +91,7 @@ def _train_and_time(gpus):
     started = time.perf_counter()
     parallel.fit(x[warm:], y[warm:], batch_size=batch, epochs=1, shuffle=False, verbose=0)
     step_seconds = (time.perf_counter() - started) / _STEPS.value
+
     def nbytes(variables):
         return sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in variables)
 
@@ -186,9 +188,21 @@ def main(argv):
     runs = [("1 process x 2 simulated devices (Mirrored)", [mirrored])]
     for devices in (1, 2):
         workers = _run(
-            [sys.executable, "-c", launcher, "launch", "--workers", "2",
-             "--devices-per-worker", str(devices), _BENCHMARKS_MAIN, "multi-worker",
-             "--role=worker", *common, *worker_flags]
+            [
+                sys.executable,
+                "-c",
+                launcher,
+                "launch",
+                "--workers",
+                "2",
+                "--devices-per-worker",
+                str(devices),
+                _BENCHMARKS_MAIN,
+                "multi-worker",
+                "--role=worker",
+                *common,
+                *worker_flags,
+            ]
         )
         runs.append((f"2 workers x {devices} device(s) (MultiWorkerMirrored)", workers))
     print(f"model: MLP 64-{_WIDTH.value}-{_WIDTH.value}-10, {mirrored['params']:,} params")
@@ -214,4 +228,3 @@ def main(argv):
             f"{sum(slowest['collectives_per_step'].values())} "
             f"{slowest['collectives_per_step']}"
         )
-

@@ -34,8 +34,7 @@ def build(
     import tensorflow as tf
 
     import parallel_keras
-    from benchmarks.suite import datasets
-    from benchmarks.suite import models
+    from benchmarks.suite import datasets, models
 
     input_spec = models.default_input(model_name, quick=True)
     build_kwargs = {}
@@ -43,8 +42,11 @@ def build(
         build_kwargs["batch_per_replica"] = global_batch_size // replicas
 
     def compiled(model):
-        model.compile(keras.optimizers.SGD(0.01, momentum=0.9),
-                      "sparse_categorical_crossentropy", jit_compile=False)
+        model.compile(
+            keras.optimizers.SGD(0.01, momentum=0.9),
+            "sparse_categorical_crossentropy",
+            jit_compile=False,
+        )
         return model
 
     def build_model():

@@ -43,10 +43,7 @@ import time
 
 from absl import flags
 
-from benchmarks import flag_spellings
-from benchmarks import shim_and_native
-from benchmarks import step_graph
-from benchmarks import timing
+from benchmarks import flag_spellings, shim_and_native, step_graph, timing
 
 _REPLICAS = flags.DEFINE_integer("replicas", 4, "Simulated devices to replicate on.")
 _BATCH_SIZE = flags.DEFINE_integer("batch-size", 128, "Global batch size.")
@@ -56,14 +53,17 @@ _WARMUP_STEPS = flags.DEFINE_integer(
 )
 _ROUNDS = flags.DEFINE_integer("rounds", 100, "Alternating rounds per approach.")
 _MODELS = flags.DEFINE_list(
-    "models", ["mlp", "cnn", "two_branch_lstm", "multi_output", "stateful_lstm"],
+    "models",
+    ["mlp", "cnn", "two_branch_lstm", "multi_output", "stateful_lstm"],
     "Suite models (benchmarks/suite/models.py) to time, at their quick input size.",
 )
 _SKIP_XCEPTION = flags.DEFINE_bool(
     "skip-xception", False, "Skip the wrapping time / peak RSS measurement."
 )
 _BUILD = flags.DEFINE_enum(
-    "build", None, ["native", "shim"],
+    "build",
+    None,
+    ["native", "shim"],
     "Internal: run one Xception build in this process and print JSON.",
 )
 
@@ -88,7 +88,9 @@ def measure_step_time(model_name: str) -> dict:
     rounds = timing.alternating_rounds(runs, _ROUNDS.value, _STEPS.value)
     shim_ratio = timing.paired_ratio(rounds["shim"], rounds["native"])
     control_ratio = timing.paired_ratio(rounds["control"], rounds["native"])
-    ops = {name: step_graph.train_step_ops(approaches[name], dataset) for name in ("shim", "native")}
+    ops = {
+        name: step_graph.train_step_ops(approaches[name], dataset) for name in ("shim", "native")
+    }
     return {
         "model": model_name,
         "replicas": replicas,
@@ -151,14 +153,10 @@ def _build_once(kind: str) -> dict:
     import keras
 
     def xception():
-        return keras.applications.Xception(
-            weights=None, input_shape=(299, 299, 3), classes=1000
-        )
+        return keras.applications.Xception(weights=None, input_shape=(299, 299, 3), classes=1000)
 
     result = {"kind": kind}
-    strategy = tf.distribute.MirroredStrategy(
-        [f"/cpu:{i}" for i in range(_REPLICAS.value)]
-    )
+    strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(_REPLICAS.value)])
     with _PeakRss() as memory:
         if kind == "native":
             start = time.perf_counter()
@@ -182,9 +180,17 @@ def measure_wrapping() -> dict:
     runs = {}
     for kind in ("native", "shim", "native", "shim"):
         process = subprocess.run(
-            [sys.executable, "-m", "benchmarks", "shim-overhead", f"--build={kind}",
-             f"--replicas={_REPLICAS.value}"],
-            capture_output=True, text=True, check=True,
+            [
+                sys.executable,
+                "-m",
+                "benchmarks",
+                "shim-overhead",
+                f"--build={kind}",
+                f"--replicas={_REPLICAS.value}",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         )
@@ -194,9 +200,7 @@ def measure_wrapping() -> dict:
     shim_rss = statistics.median(r["peak_rss_increase_mb"] for r in runs["shim"])
     return {
         "parameters": runs["shim"][0]["parameters"],
-        "multi_gpu_model_s_median": statistics.median(
-            r["multi_gpu_model_s"] for r in runs["shim"]
-        ),
+        "multi_gpu_model_s_median": statistics.median(r["multi_gpu_model_s"] for r in runs["shim"]),
         "native_peak_rss_mb_median": native_rss,
         "shim_peak_rss_mb_median": shim_rss,
         "rss_ratio_shim_over_native": shim_rss / native_rss,
@@ -206,9 +210,12 @@ def measure_wrapping() -> dict:
 def main(argv):
     del argv
     if not _SKIP_XCEPTION.value and importlib.util.find_spec("psutil") is None:
-        print('error: the peak-RSS measurement needs psutil, which is not installed. '
-              'Install the benchmark extra: python3 -m pip install ".[bench]" '
-              '(or pass --skip-xception).', file=sys.stderr)
+        print(
+            "error: the peak-RSS measurement needs psutil, which is not installed. "
+            'Install the benchmark extra: python3 -m pip install ".[bench]" '
+            "(or pass --skip-xception).",
+            file=sys.stderr,
+        )
         return 2
     if _BUILD.value:
         print(json.dumps(_build_once(_BUILD.value)))
@@ -216,32 +223,39 @@ def main(argv):
     import parallel_keras
 
     parallel_keras.simulate_devices(_REPLICAS.value)
-    print(f"Simulated CPU devices: {_REPLICAS.value}. Step times on simulated "
-          "devices measure overhead, not speedup.")
-    print("Step time, shim vs hand-written MirroredStrategy (same reduction), "
-          f"{_ROUNDS.value} alternating rounds of {_STEPS.value} steps; ratio "
-          "[95% interval]:")
+    print(
+        f"Simulated CPU devices: {_REPLICAS.value}. Step times on simulated "
+        "devices measure overhead, not speedup."
+    )
+    print(
+        "Step time, shim vs hand-written MirroredStrategy (same reduction), "
+        f"{_ROUNDS.value} alternating rounds of {_STEPS.value} steps; ratio "
+        "[95% interval]:"
+    )
     report = {"step_time": []}
     for model_name in _MODELS.value:
         step = measure_step_time(model_name)
         report["step_time"].append(step)
         low, high = step["ratio_shim_over_native_ci95"]
         control_low, control_high = step["control_ratio_ci95"]
-        print(f"  {model_name}: median step shim {step['shim_step_median_s'] * 1e3:.1f} ms, "
-              f"native {step['native_step_median_s'] * 1e3:.1f} ms, "
-              f"ratio {step['ratio_shim_over_native']:.3f} [{low:.3f}, {high:.3f}] "
-              f"(goal <= 1.02); control native/native "
-              f"{step['control_ratio_native_over_native']:.3f} "
-              f"[{control_low:.3f}, {control_high:.3f}]; ops per train step shim "
-              f"{step['train_step_ops_shim']}, native {step['train_step_ops_native']}",
-              flush=True)
+        print(
+            f"  {model_name}: median step shim {step['shim_step_median_s'] * 1e3:.1f} ms, "
+            f"native {step['native_step_median_s'] * 1e3:.1f} ms, "
+            f"ratio {step['ratio_shim_over_native']:.3f} [{low:.3f}, {high:.3f}] "
+            f"(goal <= 1.02); control native/native "
+            f"{step['control_ratio_native_over_native']:.3f} "
+            f"[{control_low:.3f}, {control_high:.3f}]; ops per train step shim "
+            f"{step['train_step_ops_shim']}, native {step['train_step_ops_native']}",
+            flush=True,
+        )
     if not _SKIP_XCEPTION.value:
         print("Wrapping an Xception template, each build in a fresh process:")
         report["wrapping"] = wrapping = measure_wrapping()
-        print(f"  multi_gpu_model() median {wrapping['multi_gpu_model_s_median']:.2f} s "
-              f"(goal < 1 s); peak RSS shim {wrapping['shim_peak_rss_mb_median']:.0f} MB "
-              f"vs native {wrapping['native_peak_rss_mb_median']:.0f} MB, ratio "
-              f"{wrapping['rss_ratio_shim_over_native']:.3f} (goal <= 1.05)")
+        print(
+            f"  multi_gpu_model() median {wrapping['multi_gpu_model_s_median']:.2f} s "
+            f"(goal < 1 s); peak RSS shim {wrapping['shim_peak_rss_mb_median']:.0f} MB "
+            f"vs native {wrapping['native_peak_rss_mb_median']:.0f} MB, ratio "
+            f"{wrapping['rss_ratio_shim_over_native']:.3f} (goal <= 1.05)"
+        )
     print(json.dumps(report, indent=2))
     return 0
-

@@ -27,8 +27,7 @@ import subprocess
 import sys
 import time
 
-from absl import app
-from absl import flags
+from absl import app, flags
 
 _RUNS = flags.DEFINE_integer("runs", 9, "Rounds; each round runs every command once.")
 _OUTPUT = flags.DEFINE_string("output", None, "Also write the medians to this JSON file.")
@@ -48,8 +47,12 @@ def _cli() -> list[str]:
     )
     if os.path.exists(script):
         return [script]
-    return [sys.executable, "-c", "import sys; from parallel_keras.cli.main import run; "
-            "sys.argv[0] = 'parallel-keras'; run()"]
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from parallel_keras.cli.main import run; "
+        "sys.argv[0] = 'parallel-keras'; run()",
+    ]
 
 
 def commands(include_keras: bool = True) -> dict[str, list[str]]:
@@ -68,7 +71,10 @@ def commands(include_keras: bool = True) -> dict[str, list[str]]:
 def _time_once(argv: list[str]) -> float:
     started = time.perf_counter()
     process = subprocess.run(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO,
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
     )
     elapsed = time.perf_counter() - started
@@ -82,7 +88,7 @@ def _time_once(argv: list[str]) -> float:
 def measure(timed: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
     """Seconds of each command over `runs` interleaved rounds."""
     samples: dict[str, list[float]] = {label: [] for label in timed}
-    for label, argv in timed.items():  # Warm the file cache; not counted.
+    for argv in timed.values():  # Warm the file cache; not counted.
         _time_once(argv)
     for _ in range(runs):
         for label, argv in timed.items():
@@ -123,8 +129,8 @@ def main(argv: list[str]) -> int:
     print(table)
     if _OUTPUT.value:
         with open(_OUTPUT.value, "w") as file:
-            json.dump({"runs": _RUNS.value, "medians_s": medians, "samples_s": samples},
-                      file, indent=2)
+            json.dump(
+                {"runs": _RUNS.value, "medians_s": medians, "samples_s": samples}, file, indent=2
+            )
         print(f"JSON: {_OUTPUT.value}")
     return 0 if met else 1
-

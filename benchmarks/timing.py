@@ -105,7 +105,9 @@ class PairedRatio(NamedTuple):
 
 
 def paired_ratio(
-    a_rounds: Sequence[float], b_rounds: Sequence[float], seed: int = 0,
+    a_rounds: Sequence[float],
+    b_rounds: Sequence[float],
+    seed: int = 0,
     resamples: int = 2000,
 ) -> PairedRatio:
     """The median of per-round ratios a/b, with a 95% bootstrap interval.

@@ -56,14 +56,18 @@ legacy_files.write_parallel_model_file(legacy_path, trained, gpus=4, full_model=
 template = build_template()
 parallel_keras.load_legacy_weights(template, legacy_path)
 rows = rng.normal(size=(5, 6)).astype("float32")
-np.testing.assert_allclose(template.predict(rows, verbose=0), trained.predict(rows, verbose=0), atol=1e-6)
+np.testing.assert_allclose(
+    template.predict(rows, verbose=0), trained.predict(rows, verbose=0), atol=1e-6
+)
 print(f"loaded {legacy_path} into the template: predictions match the trained model")
 
 # 2. Save it as a Keras 3 file, which plain Keras loads on any machine.
 keras_path = os.path.join(folder, "model.keras")
 template.save(keras_path)
 reloaded = keras.models.load_model(keras_path)
-np.testing.assert_allclose(reloaded.predict(rows, verbose=0), trained.predict(rows, verbose=0), atol=1e-6)
+np.testing.assert_allclose(
+    reloaded.predict(rows, verbose=0), trained.predict(rows, verbose=0), atol=1e-6
+)
 print(f"converted to {keras_path}")
 
 # 3. A file that does not fit the template is refused before anything is

@@ -65,9 +65,7 @@ with tf.device("/cpu:0"):
     )
 
 parallel_model = multi_gpu_model(template, gpus=args.gpus)
-parallel_model.compile(
-    loss="categorical_crossentropy", optimizer="adam", metrics=["accuracy"]
-)
+parallel_model.compile(loss="categorical_crossentropy", optimizer="adam", metrics=["accuracy"])
 
 # Synthetic MNIST-shaped data: no download.
 rng = np.random.default_rng(0)
@@ -81,8 +79,13 @@ checkpoint = ModelCheckpoint(
 )
 # The global batch of 128 is split across the replicas (32 each on 4).
 history = parallel_model.fit(
-    x, y, batch_size=128, epochs=args.epochs, validation_split=0.25,
-    callbacks=[checkpoint], verbose=2,
+    x,
+    y,
+    batch_size=128,
+    epochs=args.epochs,
+    validation_split=0.25,
+    callbacks=[checkpoint],
+    verbose=2,
 )
 
 # Save through the template (or the parallel model: the same file).

@@ -37,11 +37,15 @@ from parallel_keras import multi_worker  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--epochs", type=int, default=3, help="Epochs. (default: 3)")
-parser.add_argument("--output-dir", default=os.path.join(tempfile.gettempdir(), "multi_worker_example"),
-                    help="Folder every worker can reach: backups and the model. "
-                    "(default: TMPDIR/multi_worker_example)")
-parser.add_argument("--kill-once", action="store_true",
-                    help="Worker 1 kills itself mid-epoch on the first attempt.")
+parser.add_argument(
+    "--output-dir",
+    default=os.path.join(tempfile.gettempdir(), "multi_worker_example"),
+    help="Folder every worker can reach: backups and the model. "
+    "(default: TMPDIR/multi_worker_example)",
+)
+parser.add_argument(
+    "--kill-once", action="store_true", help="Worker 1 kills itself mid-epoch on the first attempt."
+)
 args = parser.parse_args()
 
 os.makedirs(args.output_dir, exist_ok=True)
@@ -80,13 +84,16 @@ if args.kill_once and first_attempt and info.worker_index == 1:
     callbacks.append(KillOnce())
 
 # The global batch (24) is split across all replicas of all workers.
-history = parallel.fit(x, y, batch_size=24, epochs=args.epochs, shuffle=False,
-                       callbacks=callbacks, verbose=0)
+history = parallel.fit(
+    x, y, batch_size=24, epochs=args.epochs, shuffle=False, callbacks=callbacks, verbose=0
+)
 
 # Only the chief writes to the real path; the others write to a temporary
 # folder that is removed at the end (parallel_keras.write_path).
 model_path = parallel_keras.write_path(os.path.join(args.output_dir, "model.keras"))
 parallel.save(model_path)
-print(f"worker {info.worker_index} of {info.num_workers}: "
-      f"{parallel.strategy.num_replicas_in_sync} replicas, "
-      f"final loss {history.history['loss'][-1]:.5f}")
+print(
+    f"worker {info.worker_index} of {info.num_workers}: "
+    f"{parallel.strategy.num_replicas_in_sync} replicas, "
+    f"final loss {history.history['loss'][-1]:.5f}"
+)

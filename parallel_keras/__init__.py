@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import importlib
 
-from parallel_keras import _environment
-from parallel_keras import _exports
-from parallel_keras import _placement_hooks
+from parallel_keras import _environment, _exports, _placement_hooks
 
 # The one source of the version: pyproject.toml reads it (setuptools
 # `dynamic`, statically, without importing the package).
@@ -29,15 +27,17 @@ _getattr_export, _dir_exports, __all__ = _exports.attach_stub(__name__, __file__
 # Subpackages documented by their dotted names (`parallel_keras.testing.
 # record_op_devices()`) resolve after a bare `import parallel_keras`; they
 # are not exports.
-_SUBMODULES = frozenset({
-    "data_parallel",
-    "device_placement",
-    "devices",
-    "migrate",
-    "multi_worker",
-    "saving",
-    "testing",
-})
+_SUBMODULES = frozenset(
+    {
+        "data_parallel",
+        "device_placement",
+        "devices",
+        "migrate",
+        "multi_worker",
+        "saving",
+        "testing",
+    }
+)
 
 
 def __getattr__(name: str):

@@ -9,8 +9,8 @@ first); `parallel_keras._internals.versions` checks the installed versions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import os
+from collections.abc import Mapping
 
 # The tested range, inclusive, by major.minor: keep in step with
 # `pyproject.toml` `dependencies` and noxfile.py PAIRS (tests/test_versions.py

@@ -37,9 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 _TEMPORARY_SUFFIX = ".tmp"
 
 
-def temporary_sibling(
-    path: str | os.PathLike, keep_suffixes: Sequence[str] = ()
-) -> str:
+def temporary_sibling(path: str | os.PathLike, keep_suffixes: Sequence[str] = ()) -> str:
     """A fresh hidden name in `path`'s folder, marked as temporary.
 
     The name is `.STEM.tmp-PID-RANDOM` followed by the first of
@@ -179,9 +177,7 @@ def write_text(
         with open(temporary, "x", encoding=encoding, newline="") as file:
             file.write(text)
 
-    replace_with(
-        path, write, mode_from=mode_from, refuse_read_only=refuse_read_only
-    )
+    replace_with(path, write, mode_from=mode_from, refuse_read_only=refuse_read_only)
 
 
 def _is_read_only(path: str) -> bool:

@@ -157,4 +157,3 @@ def install_when_keras_is_imported() -> None:
         return
     if not any(isinstance(finder, _KerasImportFinder) for finder in sys.meta_path):
         sys.meta_path.insert(0, _KerasImportFinder())
-

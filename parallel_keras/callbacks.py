@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
-from absl import logging
 import keras
+from absl import logging
 
 from parallel_keras import _internals
 from parallel_keras.saving import atomic
@@ -67,7 +67,8 @@ def keras3_checkpoint_path(filepath: str, save_weights_only: bool) -> str:
     written = filepath + suffixes[0]
     logging.warning(
         "Keras 3 cannot write checkpoints named %r; writing %r instead.",
-        filepath, written,
+        filepath,
+        written,
     )
     return written
 

@@ -29,9 +29,7 @@ def _log_once(message: str) -> None:
     logging.info(message)
 
 
-def simulate_devices(
-    n: int, device_type: str = "CPU", memory_limit_mb: int = 1024
-) -> list[str]:
+def simulate_devices(n: int, device_type: str = "CPU", memory_limit_mb: int = 1024) -> list[str]:
     """Splits the host CPU (or GPU 0) into `n` logical devices.
 
     TensorFlow fixes its devices the first time it uses them, so this must run
@@ -84,8 +82,7 @@ def simulate_devices(
         )
     if device_type == "GPU":
         config = [
-            tf.config.LogicalDeviceConfiguration(memory_limit=memory_limit_mb)
-            for _ in range(n)
+            tf.config.LogicalDeviceConfiguration(memory_limit=memory_limit_mb) for _ in range(n)
         ]
     else:
         config = [tf.config.LogicalDeviceConfiguration() for _ in range(n)]
@@ -133,8 +130,7 @@ def _local_devices(device_type: str) -> list[str]:
     return [
         name
         for name in names
-        if (spec := tf.DeviceSpec.from_string(name)).job == local.job
-        and spec.task == local.task
+        if (spec := tf.DeviceSpec.from_string(name)).job == local.job and spec.task == local.task
     ]
 
 
@@ -198,7 +194,9 @@ def resolve_device(name: str) -> str:
             exist; the message lists the devices that do.
     """
     if not isinstance(name, str):
-        example = f"'/gpu:{name}'" if isinstance(name, int) and not isinstance(name, bool) else "'/gpu:0'"
+        example = (
+            f"'/gpu:{name}'" if isinstance(name, int) and not isinstance(name, bool) else "'/gpu:0'"
+        )
         raise TypeError(
             "A device must be a string such as '/gpu:0'. Received: "
             f"{name!r} of type {type(name).__name__}. Pass {example}."
@@ -215,8 +213,10 @@ def resolve_device(name: str) -> str:
             f"A device string must name a device type. Received: {name!r}. "
             "Use the form '/gpu:0' or '/cpu:0'."
         )
-    if spec.job not in (None, "localhost") or spec.replica not in (None, 0) or (
-        spec.task not in (None, 0)
+    if (
+        spec.job not in (None, "localhost")
+        or spec.replica not in (None, 0)
+        or (spec.task not in (None, 0))
     ):
         # tf.device would quietly drop the job/task in a single process;
         # another process's device cannot hold this process's layers.
@@ -326,8 +326,7 @@ def replica_devices(gpus: int | Sequence[int] | Sequence[str] | None) -> list[st
             raise ValueError(
                 "For multi-gpu usage to be effective, call `multi_gpu_model` "
                 f"with `gpus >= 2`. Received: `gpus={gpus}`. To train on one "
-                "device, use the template model directly."
-                + (no_devices_hint if gpus == 0 else "")
+                "device, use the template model directly." + (no_devices_hint if gpus == 0 else "")
             )
         requested = [f"/gpu:{i}" for i in range(gpus)]
     else:

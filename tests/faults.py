@@ -34,12 +34,18 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def full_disk(ws) -> str:
     """A fresh 1 MiB tmpfs, unmounted when the row ends: `{disk}`."""
     folder = tempfile.mkdtemp(prefix="full-disk-")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", folder],
-                             capture_output=True, text=True, check=False)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", folder],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if mounted.returncode != 0:
         os.rmdir(folder)
-        pytest.skip(f"a real full disk needs a tmpfs mount, which this machine refuses: "
-                    f"{mounted.stderr.strip()}")
+        pytest.skip(
+            f"a real full disk needs a tmpfs mount, which this machine refuses: "
+            f"{mounted.stderr.strip()}"
+        )
     ws.cleanup.callback(os.rmdir, folder)
     ws.cleanup.callback(subprocess.run, ["umount", folder], check=True)
     ws.placeholders["disk"] = folder
@@ -101,7 +107,8 @@ def save_on_a_full_disk(ws, save, name: str) -> None:
 def fit_with_checkpoint(ws, path: str) -> None:
     """One epoch of the shared parallel model, checkpointing its weights to `path`."""
     checkpoint = parallel_keras.ParallelModelCheckpoint(
-        ws.template, path, monitor="loss", save_weights_only=True)
+        ws.template, path, monitor="loss", save_weights_only=True
+    )
     rows = np.random.default_rng(0).normal(size=(8, 6)).astype("float32")
     targets = np.zeros((8, 3), "float32")
     ws.parallel.fit(rows, targets, batch_size=4, epochs=1, verbose=0, callbacks=[checkpoint])
@@ -154,9 +161,15 @@ def save_over_the_file_size_limit(ws, method: str, name: str) -> subprocess.Comp
     ws.placeholders["limited"] = folder
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH")) if p)
-    return subprocess.run([sys.executable, "-c", _OVER_THE_LIMIT, path, method],
-                          capture_output=True, text=True, timeout=600, env=env,
-                          stdin=subprocess.DEVNULL, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", _OVER_THE_LIMIT, path, method],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
 
 
 def looping_link(ws) -> str:
@@ -194,10 +207,22 @@ def kill_the_launcher(ws) -> subprocess.CompletedProcess:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH")) if p)
     launcher = subprocess.Popen(
-        [sys.executable, "-c", "from parallel_keras.cli.main import run; run()",
-         "launch", "--workers", "2", script],
-        cwd=ws.dir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "from parallel_keras.cli.main import run; run()",
+            "launch",
+            "--workers",
+            "2",
+            script,
+        ],
+        cwd=ws.dir,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     ready = 0
     for line in launcher.stdout:
         ready += "READY" in line
@@ -211,8 +236,9 @@ def kill_the_launcher(ws) -> subprocess.CompletedProcess:
     # SIGKILL is delivered at once, but a process takes a moment to go.
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(
-            ws.dir in " ".join(process.info["cmdline"] or [])
-            for process in psutil.process_iter(["cmdline"])):
+        ws.dir in " ".join(process.info["cmdline"] or [])
+        for process in psutil.process_iter(["cmdline"])
+    ):
         time.sleep(0.1)
     return subprocess.CompletedProcess(launcher.args, launcher.returncode, out, err)
 

@@ -22,13 +22,13 @@ from typing import Any
 import keras
 import numpy as np
 
-from parallel_keras.testing import legacy_files
-from parallel_keras.testing import run_python
+from parallel_keras.testing import legacy_files, run_python
 
 # `parallel-keras launch` as a subprocess's argv prefix; the CLI imports only
 # its launch subcommand.
 LAUNCH = [
-    sys.executable, "-c",
+    sys.executable,
+    "-c",
     "from parallel_keras.cli import main; "
     "main.SUBCOMMANDS = {'launch': 'parallel_keras.cli.launch'}; main.run()",
     "launch",
@@ -51,9 +51,7 @@ def worker_records(output: str, tag: str) -> dict[int, Any]:
     }
 
 
-TEMPLATES_SOURCE = "\n".join(
-    inspect.getsource(build) for build in legacy_files.TEMPLATES.values()
-)
+TEMPLATES_SOURCE = "\n".join(inspect.getsource(build) for build in legacy_files.TEMPLATES.values())
 # The rows the saving and callback tests predict on.
 ROWS = np.random.default_rng(7).normal(size=(12, 6)).astype("float32")
 
@@ -62,8 +60,10 @@ def targets(name, rows=ROWS):
     """Regression targets for the legacy_files template `name`."""
     rng = np.random.default_rng(3)
     if name == "two_output":
-        return (rng.normal(size=(len(rows), 2)).astype("float32"),
-                rng.normal(size=(len(rows), 1)).astype("float32"))
+        return (
+            rng.normal(size=(len(rows), 2)).astype("float32"),
+            rng.normal(size=(len(rows), 1)).astype("float32"),
+        )
     return rng.normal(size=(len(rows), 3)).astype("float32")
 
 
@@ -74,7 +74,9 @@ def flat(predictions):
 
 def load_in_fresh_process(files: dict[str, tuple[str, str]], rows=ROWS) -> dict[str, list]:
     """{key: (template name, path)} -> predictions of each file, plain keras."""
-    code = TEMPLATES_SOURCE + f"""
+    code = (
+        TEMPLATES_SOURCE
+        + f"""
 import json, keras, numpy as np
 rows = np.array({np.asarray(rows).tolist()!r}, dtype="float32")
 files = {files!r}
@@ -88,8 +90,9 @@ for key, (name, path) in files.items():
     out[key] = [np.asarray(p).tolist() for p in keras.tree.flatten(model.predict(rows, verbose=0))]
 print("JSON" + json.dumps(out))
 """
+    )
     process = run_python(code, env={"CUDA_VISIBLE_DEVICES": ""})
-    line = next(l for l in process.stdout.splitlines() if l.startswith("JSON"))
+    line = next(out for out in process.stdout.splitlines() if out.startswith("JSON"))
     return json.loads(line[4:])
 
 

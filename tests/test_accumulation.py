@@ -11,19 +11,19 @@ batch k x B without accumulation.
 import keras
 import numpy as np
 import pytest
+from helpers import conv_bn_model, images
 
 import parallel_keras
 from parallel_keras import _internals
 from parallel_keras.data_parallel import accumulation
-
-from helpers import conv_bn_model, images
 
 OPTIMIZERS = {
     "sgd_momentum": lambda **kw: keras.optimizers.SGD(0.1, momentum=0.9, **kw),
     "adam": lambda **kw: keras.optimizers.Adam(0.01, **kw),
     "rmsprop": lambda **kw: keras.optimizers.RMSprop(0.01, **kw),
     "adamw_clipnorm": lambda **kw: keras.optimizers.AdamW(
-        0.01, weight_decay=0.1, clipnorm=0.05, **kw),
+        0.01, weight_decay=0.1, clipnorm=0.05, **kw
+    ),
     "sgd_global_clipnorm": lambda **kw: keras.optimizers.SGD(0.5, global_clipnorm=0.1, **kw),
 }
 
@@ -53,13 +53,13 @@ def one_device(build, optimizer, x, y, batch_size, epochs, **fit_kwargs):
     return model
 
 
-def parallel_run(build, optimizer, x, y, batch_size, epochs, gpus=4, compile_kwargs=None,
-                 **fit_kwargs):
+def parallel_run(
+    build, optimizer, x, y, batch_size, epochs, gpus=4, compile_kwargs=None, **fit_kwargs
+):
     template = build()
     parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
     parallel.compile(optimizer, "mse", **(compile_kwargs or {}))
-    parallel.fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=False, verbose=0,
-                 **fit_kwargs)
+    parallel.fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=False, verbose=0, **fit_kwargs)
     return template, parallel
 
 
@@ -70,7 +70,8 @@ def test_accumulating_k_batches_trains_like_one_batch_k_times_larger(name, gpus)
     make = OPTIMIZERS[name]
     large_batch = one_device(mlp, make(), x, y, batch_size=32, epochs=2)
     template, parallel = parallel_run(
-        mlp, make(gradient_accumulation_steps=2), x, y, batch_size=16, epochs=2, gpus=gpus)
+        mlp, make(gradient_accumulation_steps=2), x, y, batch_size=16, epochs=2, gpus=gpus
+    )
     assert_same_weights(template, large_batch)
     # Keras's count on one device: `iterations` are updates, and the
     # private counter the batches.
@@ -84,12 +85,19 @@ def test_epochs_that_are_not_a_multiple_of_k_behave_as_one_device(steps_per_exec
     x, y = vectors(40)
     make = OPTIMIZERS["adam"]
     reference = mlp()
-    reference.compile(make(gradient_accumulation_steps=3), "mse",
-                      steps_per_execution=steps_per_execution)
+    reference.compile(
+        make(gradient_accumulation_steps=3), "mse", steps_per_execution=steps_per_execution
+    )
     reference.fit(x, y, batch_size=8, epochs=3, shuffle=False, verbose=0)
     template, parallel = parallel_run(
-        mlp, make(gradient_accumulation_steps=3), x, y, batch_size=8, epochs=3,
-        compile_kwargs={"steps_per_execution": steps_per_execution})
+        mlp,
+        make(gradient_accumulation_steps=3),
+        x,
+        y,
+        batch_size=8,
+        epochs=3,
+        compile_kwargs={"steps_per_execution": steps_per_execution},
+    )
     assert_same_weights(template, reference)
     for variable, expected in zip(parallel.optimizer.variables, reference.optimizer.variables):
         np.testing.assert_allclose(variable.numpy(), expected.numpy(), atol=1e-5)
@@ -108,8 +116,13 @@ def two_outputs(seed=4):
     keras.utils.set_random_seed(seed)
     inputs = keras.Input((5,))
     hidden = keras.layers.Dense(6, activation="relu")(inputs)
-    return keras.Model(inputs, {"a": keras.layers.Dense(2, name="a")(hidden),
-                                "b": keras.layers.Dense(1, name="b")(hidden)})
+    return keras.Model(
+        inputs,
+        {
+            "a": keras.layers.Dense(2, name="a")(hidden),
+            "b": keras.layers.Dense(1, name="b")(hidden),
+        },
+    )
 
 
 @pytest.mark.parametrize("batch_loss", ["replica", "global"])
@@ -143,26 +156,33 @@ def test_mixed_float16_with_loss_scaling():
             hidden = keras.layers.Dense(8, activation="relu")(inputs)
             return keras.Model(inputs, keras.layers.Dense(2, dtype="float32")(hidden))
 
-        reference = one_device(build, keras.optimizers.SGD(0.1, gradient_accumulation_steps=2),
-                               x, y, 8, 2)
+        reference = one_device(
+            build, keras.optimizers.SGD(0.1, gradient_accumulation_steps=2), x, y, 8, 2
+        )
         template, parallel = parallel_run(
-            build, keras.optimizers.SGD(0.1, gradient_accumulation_steps=2), x, y, 8, 2)
+            build, keras.optimizers.SGD(0.1, gradient_accumulation_steps=2), x, y, 8, 2
+        )
     finally:
         keras.mixed_precision.set_global_policy("float32")
     assert isinstance(parallel.optimizer, keras.optimizers.LossScaleOptimizer)
     # 16-bit activations: see test_mixed_precision.py for the tolerance.
     assert_same_weights(template, reference, atol=1e-3)
-    assert int(parallel.optimizer.iterations.numpy()) == int(
-        reference.optimizer.iterations.numpy()) == 4
-    np.testing.assert_allclose(parallel.optimizer.dynamic_scale.numpy(),
-                               reference.optimizer.dynamic_scale.numpy())
+    assert (
+        int(parallel.optimizer.iterations.numpy())
+        == int(reference.optimizer.iterations.numpy())
+        == 4
+    )
+    np.testing.assert_allclose(
+        parallel.optimizer.dynamic_scale.numpy(), reference.optimizer.dynamic_scale.numpy()
+    )
 
 
 def test_sync_batchnorm_matches_one_device_with_accumulation():
     x, y = images(48)
     make = OPTIMIZERS["adam"]
-    reference = one_device(lambda: conv_bn_model(synchronized=True),
-                           make(gradient_accumulation_steps=2), x, y, 12, 1)
+    reference = one_device(
+        lambda: conv_bn_model(synchronized=True), make(gradient_accumulation_steps=2), x, y, 12, 1
+    )
     template = conv_bn_model()
     parallel = parallel_keras.multi_gpu_model(template, gpus=4, sync_batchnorm=True)
     parallel.compile(make(gradient_accumulation_steps=2), "mse")
@@ -226,9 +246,13 @@ def test_train_on_batch_accumulates():
 def test_steps_that_are_not_a_positive_integer_are_refused(steps):
     optimizer = keras.optimizers.SGD(0.1)
     optimizer.gradient_accumulation_steps = steps  # Past Keras's own check.
-    with pytest.raises(ValueError, match=(
+    with pytest.raises(
+        ValueError,
+        match=(
             r"gradient_accumulation_steps is the number of batches .* positive integer\. "
-            r"Received: SGD\(gradient_accumulation_steps=.*\)\. Pass e\.g\.")):
+            r"Received: SGD\(gradient_accumulation_steps=.*\)\. Pass e\.g\."
+        ),
+    ):
         accumulation.accumulation_steps(optimizer)
 
 
@@ -250,8 +274,13 @@ def test_cpu_relocation_cannot_accumulate_and_says_so():
 
 @pytest.mark.parametrize(
     "global_batch, per_replica, replicas, expected",
-    [(256, 32, 8, (256, None)), (256, 32, 2, (64, 4)), (128, 32, 4, (128, None)),
-     (128, 32, 2, (64, 2)), (96, 16, 3, (48, 2))],
+    [
+        (256, 32, 8, (256, None)),
+        (256, 32, 2, (64, 4)),
+        (128, 32, 4, (128, None)),
+        (128, 32, 2, (64, 2)),
+        (96, 16, 3, (48, 2)),
+    ],
 )
 def test_keep_global_batch(global_batch, per_replica, replicas, expected):
     assert accumulation.keep_global_batch(global_batch, per_replica, replicas) == expected
@@ -263,9 +292,13 @@ def test_keep_global_batch_reads_the_replicas_of_a_parallel_model():
 
 
 def test_keep_global_batch_that_does_not_divide_says_what_would():
-    with pytest.raises(ValueError, match=(
+    with pytest.raises(
+        ValueError,
+        match=(
             r"Received: global_batch=128, 3 replicas x per_replica_batch=32 = 96 rows\. "
-            r"Run on 1, 2, 4 replica\(s\)")):
+            r"Run on 1, 2, 4 replica\(s\)"
+        ),
+    ):
         accumulation.keep_global_batch(128, 32, 3)
 
 
@@ -281,17 +314,22 @@ def test_mixed_float16_skips_a_non_finite_batch_as_one_device():
             hidden = keras.layers.Dense(8, activation="relu")(inputs)
             return keras.Model(inputs, keras.layers.Dense(2, dtype="float32")(hidden))
 
-        reference = one_device(build, keras.optimizers.SGD(0.01, gradient_accumulation_steps=2),
-                               x, y, 8, 1)
+        reference = one_device(
+            build, keras.optimizers.SGD(0.01, gradient_accumulation_steps=2), x, y, 8, 1
+        )
         template, parallel = parallel_run(
-            build, keras.optimizers.SGD(0.01, gradient_accumulation_steps=2), x, y, 8, 1)
+            build, keras.optimizers.SGD(0.01, gradient_accumulation_steps=2), x, y, 8, 1
+        )
     finally:
         keras.mixed_precision.set_global_policy("float32")
     # The overflowing batch is neither counted nor accumulated; the scale halves.
     assert float(reference.optimizer.dynamic_scale.numpy()) < 32768.0
-    np.testing.assert_allclose(parallel.optimizer.dynamic_scale.numpy(),
-                               reference.optimizer.dynamic_scale.numpy())
-    counted = [_internals.micro_step_counter(model.optimizer.inner_optimizer).numpy()
-               for model in (parallel, reference)]
+    np.testing.assert_allclose(
+        parallel.optimizer.dynamic_scale.numpy(), reference.optimizer.dynamic_scale.numpy()
+    )
+    counted = [
+        _internals.micro_step_counter(model.optimizer.inner_optimizer).numpy()
+        for model in (parallel, reference)
+    ]
     assert int(counted[0]) == int(counted[1]) == 3  # 4 batches, one skipped.
     assert_same_weights(template, reference, atol=1e-3)

@@ -2,9 +2,9 @@
 """Losses and metrics over the whole batch, as Keras 2's parallel model computed them."""
 
 import keras
-from keras import ops
 import numpy as np
 import pytest
+from keras import ops
 
 import parallel_keras
 
@@ -153,13 +153,21 @@ def test_per_batch_logs_are_one_devices(batch_size):
         template = model(1, seed=9)
         network = (
             parallel_keras.multi_gpu_model(template, gpus=4, batch_loss="global")
-            if replicated else template
+            if replicated
+            else template
         )
-        network.compile(keras.optimizers.SGD(0.05), cox_partial_likelihood, metrics=[concordance_index])
+        network.compile(
+            keras.optimizers.SGD(0.05), cox_partial_likelihood, metrics=[concordance_index]
+        )
         callback = _BatchLogs()
         network.fit(
-            x, y, batch_size=batch_size, shuffle=False, verbose=0,
-            validation_data=(x, y), callbacks=[callback],
+            x,
+            y,
+            batch_size=batch_size,
+            shuffle=False,
+            verbose=0,
+            validation_data=(x, y),
+            callbacks=[callback],
         )
         logs.append(callback)
     expected, got = logs
@@ -168,4 +176,6 @@ def test_per_batch_logs_are_one_devices(batch_size):
         for step, (a, b) in enumerate(zip(getattr(got, kind), getattr(expected, kind))):
             assert sorted(a) == sorted(b)
             for name in b:
-                np.testing.assert_allclose(a[name], b[name], atol=1e-4, err_msg=f"{kind} {step} {name}")
+                np.testing.assert_allclose(
+                    a[name], b[name], atol=1e-4, err_msg=f"{kind} {step} {name}"
+                )

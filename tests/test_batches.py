@@ -11,11 +11,10 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers import conv_bn_model, images
 
 import parallel_keras
 from parallel_keras.data_parallel import batches
-
-from helpers import conv_bn_model, images
 
 ATOL = 1e-5
 
@@ -50,8 +49,10 @@ def test_upstream_onednn_conv2d_still_mishandles_an_empty_batch():
         if os.environ.get("TF_ENABLE_ONEDNN_OPTS") == "0":
             pytest.skip("oneDNN is off (TF_ENABLE_ONEDNN_OPTS=0): its Conv2D does not run")
         if "avx512f" not in _cpu_flags():
-            pytest.skip("no AVX-512 on this CPU: oneDNN's AVX2 Conv2D handles an empty "
-                        "batch, so the upstream bug cannot show here")
+            pytest.skip(
+                "no AVX-512 on this CPU: oneDNN's AVX2 Conv2D handles an empty "
+                "batch, so the upstream bug cannot show here"
+            )
     assert shape != (0, 6, 6, 4)
 
 
@@ -67,12 +68,10 @@ def test_split_never_leaves_a_replica_empty(rows, replicas, static):
     keep = prepared.keep.numpy()
     # tf.distribute gives replica r rows [r*c, (r+1)*c) with c = ceil(n / N).
     c = -(-len(keep) // replicas)
-    slices = [keep[r * c:(r + 1) * c] for r in range(replicas)]
+    slices = [keep[r * c : (r + 1) * c] for r in range(replicas)]
     assert all(len(s) > 0 for s in slices)
     values = prepared.data[0].numpy()[:, 0]
-    reported = np.concatenate(
-        [values[r * c:(r + 1) * c][s > 0] for r, s in enumerate(slices)]
-    )
+    reported = np.concatenate([values[r * c : (r + 1) * c][s > 0] for r, s in enumerate(slices)])
     np.testing.assert_array_equal(reported, np.arange(rows))
 
 
@@ -145,11 +144,13 @@ def test_a_validation_generator_is_one_stream_across_epochs():
     def validation():
         while True:
             for start in range(0, 40, 8):
-                yield x_val[start:start + 8], y_val[start:start + 8]
+                yield x_val[start : start + 8], y_val[start : start + 8]
 
     def model():
         keras.utils.set_random_seed(2)
-        return keras.Sequential([keras.Input((5,)), keras.layers.Dense(3, activation="tanh"), keras.layers.Dense(1)])
+        return keras.Sequential(
+            [keras.Input((5,)), keras.layers.Dense(3, activation="tanh"), keras.layers.Dense(1)]
+        )
 
     reference = model()
     reference.compile(keras.optimizers.SGD(0.1), "mse")
@@ -157,15 +158,26 @@ def test_a_validation_generator_is_one_stream_across_epochs():
     for _ in range(3):
         reference.fit(x, y, batch_size=8, shuffle=False, verbose=0)
         batches = [next(stream) for _ in range(2)]
-        expected.append(reference.evaluate(
-            np.concatenate([b[0] for b in batches]), np.concatenate([b[1] for b in batches]),
-            batch_size=8, verbose=0))
+        expected.append(
+            reference.evaluate(
+                np.concatenate([b[0] for b in batches]),
+                np.concatenate([b[1] for b in batches]),
+                batch_size=8,
+                verbose=0,
+            )
+        )
     template = model()
     parallel = parallel_keras.multi_gpu_model(template, gpus=4)
     parallel.compile(keras.optimizers.SGD(0.1), "mse")
     history = parallel.fit(
-        x, y, batch_size=8, epochs=3, shuffle=False, verbose=0,
-        validation_data=validation(), validation_steps=2,
+        x,
+        y,
+        batch_size=8,
+        epochs=3,
+        shuffle=False,
+        verbose=0,
+        validation_data=validation(),
+        validation_steps=2,
     ).history
     np.testing.assert_allclose(history["val_loss"], expected, atol=1e-5)
 
@@ -182,7 +194,7 @@ def test_a_validation_pydataset_gives_one_devices_val_loss_every_epoch():
             return 5
 
         def __getitem__(self, index):
-            return x_val[index * 8:(index + 1) * 8], y_val[index * 8:(index + 1) * 8]
+            return x_val[index * 8 : (index + 1) * 8], y_val[index * 8 : (index + 1) * 8]
 
     histories = []
     for replicated in (False, True):
@@ -192,8 +204,16 @@ def test_a_validation_pydataset_gives_one_devices_val_loss_every_epoch():
         )
         network = parallel_keras.multi_gpu_model(template, gpus=4) if replicated else template
         network.compile(keras.optimizers.SGD(0.1), "mse")
-        histories.append(network.fit(
-            x, y, batch_size=8, epochs=3, shuffle=False, verbose=0,
-            validation_data=Validation(), validation_steps=2,
-        ).history["val_loss"])
+        histories.append(
+            network.fit(
+                x,
+                y,
+                batch_size=8,
+                epochs=3,
+                shuffle=False,
+                verbose=0,
+                validation_data=Validation(),
+                validation_steps=2,
+            ).history["val_loss"]
+        )
     np.testing.assert_allclose(histories[1], histories[0], atol=1e-5)

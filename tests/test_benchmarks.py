@@ -24,14 +24,18 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
+from benchmarks import (
+    shim_and_native,  # noqa: E402
+    step_graph,  # noqa: E402
+    timing,  # noqa: E402
+)
 from benchmarks.suite import baseline as baseline_lib  # noqa: E402
 from benchmarks.suite import config as config_lib  # noqa: E402
-from benchmarks.suite import datasets  # noqa: E402
-from benchmarks.suite import models  # noqa: E402
+from benchmarks.suite import (
+    datasets,  # noqa: E402
+    models,  # noqa: E402
+)
 from benchmarks.suite import results as results_lib  # noqa: E402
-from benchmarks import shim_and_native  # noqa: E402
-from benchmarks import step_graph  # noqa: E402
-from benchmarks import timing  # noqa: E402
 
 # Every test here starts child processes (the subprocess tier).
 pytestmark = pytest.mark.subprocess
@@ -60,16 +64,25 @@ def _run_benchmarks(*flags, timeout=240):
 
 
 def _results(runs, **header):
-    complete = {"machine": results_lib.machine_info(), "devices_simulated": True,
-                "note": "", "config": {}, "created": "2025-01-01T00:00:00+00:00"}
+    complete = {
+        "machine": results_lib.machine_info(),
+        "devices_simulated": True,
+        "note": "",
+        "config": {},
+        "created": "2025-01-01T00:00:00+00:00",
+    }
     return results_lib.SuiteResults(header={**complete, **header}, runs=runs)
 
 
 def _run(model="mlp", mode="single", replicas=1, samples_per_s=100.0, **extra):
     record = {key: None for key in results_lib.RUN_KEYS}
     record.update(
-        model=model, mode=mode, replicas=replicas, global_batch_size=8,
-        samples_per_s=samples_per_s, status="ok" if samples_per_s else "error",
+        model=model,
+        mode=mode,
+        replicas=replicas,
+        global_batch_size=8,
+        samples_per_s=samples_per_s,
+        status="ok" if samples_per_s else "error",
         **extra,
     )
     return record
@@ -88,10 +101,14 @@ def suite_run(tmp_path_factory):
     baseline = _results([_run(s.model, s.mode, s.replicas, 1e12) for s in planned])
     baseline_path = baseline.save(str(tmp_path / "baseline.json"))
     process = _run_benchmarks(
-        "--models=mlp", "--modes=single,mirrored,multi_gpu_model",
-        "--replicas=1,2", "--global-batch-size=8", "--steps=3",
+        "--models=mlp",
+        "--modes=single,mirrored,multi_gpu_model",
+        "--replicas=1,2",
+        "--global-batch-size=8",
+        "--steps=3",
         "--warmup_steps=1",  # The old spelling, a hidden alias.
-        f"--output={output}", f"--plot={plot_path}",
+        f"--output={output}",
+        f"--plot={plot_path}",
         f"--baseline={baseline_path}",
     )
     data = json.loads(output.read_text()) if output.exists() else None
@@ -116,9 +133,7 @@ def test_entry_point_writes_json_of_the_schema_with_the_machine(suite_run):
     assert results_lib.validate(data) == []
     assert data["header"]["devices_simulated"] is True
     assert data["header"]["machine"]["cpu_count"] == os.cpu_count()
-    assert sorted(runs) == [
-        ("mirrored", 1), ("mirrored", 2), ("multi_gpu_model", 2), ("single", 1)
-    ]
+    assert sorted(runs) == [("mirrored", 1), ("mirrored", 2), ("multi_gpu_model", 2), ("single", 1)]
 
 
 @pytest.mark.parametrize(
@@ -164,8 +179,12 @@ def test_a_run_that_times_out_is_recorded_as_failed_and_the_exit_code_says_so(tm
     # machine, fast or loaded: the timeout is hit by the work, not the clock.
     output = tmp_path / "run.json"
     process = _run_benchmarks(
-        "--models=mlp", "--modes=single", "--steps=10000000", "--run-timeout-s=5",
-        f"--output={output}", "--plot=",
+        "--models=mlp",
+        "--modes=single",
+        "--steps=10000000",
+        "--run-timeout-s=5",
+        f"--output={output}",
+        "--plot=",
     )
     assert process.returncode == 2, process.stdout + process.stderr
     assert "FAILED: Timed out after" in process.stdout
@@ -183,8 +202,11 @@ def test_a_run_that_times_out_is_recorded_as_failed_and_the_exit_code_says_so(tm
 
 def test_missing_tfds_data_fails_before_any_run_with_the_fix(tmp_path):
     process = _run_benchmarks(
-        "--dataset=tfds:mnist", f"--data-dir={tmp_path}", "--models=mlp",
-        "--modes=single", f"--output={tmp_path / 'out.json'}",
+        "--dataset=tfds:mnist",
+        f"--data-dir={tmp_path}",
+        "--models=mlp",
+        "--modes=single",
+        f"--output={tmp_path / 'out.json'}",
     )
     assert process.returncode == 2
     assert "never downloads" in process.stderr
@@ -263,8 +285,9 @@ def test_quick_plan_runs_only_meaningful_combinations():
     runs, skipped = config_lib.plan(config_lib.QUICK)
     labels = {(run.model, run.mode, run.replicas) for run in runs}
     assert ("two_branch_lstm", "device_parallel", 2) in labels
-    assert not any(mode == "device_parallel" and model != "two_branch_lstm"
-                   for model, mode, _ in labels)
+    assert not any(
+        mode == "device_parallel" and model != "two_branch_lstm" for model, mode, _ in labels
+    )
     assert not any(mode == "single" and n != 1 for _, mode, n in labels)
     assert not any(mode == "multi_gpu_model" and n < 2 for _, mode, n in labels)
     assert {model for model, _, _ in labels} == set(config_lib.QUICK.models)
@@ -334,12 +357,20 @@ sys.meta_path.insert(0, _NoMatplotlib())
 import importlib.util
 importlib.util.find_spec = lambda name, *a: None if name == "matplotlib" else _find(name, *a)
 """
-    code = code.replace("import importlib.util\n", "import importlib.util\n_find = importlib.util.find_spec\n")
-    code += (f"sys.argv = ['benchmarks', '--models=mlp', '--modes=single', '--replicas=1', "
-             f"'--output={output}']\nrunpy.run_module('benchmarks', run_name='__main__')\n")
+    code = code.replace(
+        "import importlib.util\n", "import importlib.util\n_find = importlib.util.find_spec\n"
+    )
+    code += (
+        f"sys.argv = ['benchmarks', '--models=mlp', '--modes=single', '--replicas=1', "
+        f"'--output={output}']\nrunpy.run_module('benchmarks', run_name='__main__')\n"
+    )
     process = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True,
-        timeout=240, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+        [sys.executable, "-c", code],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
     )
     assert process.returncode == 2, process.stdout + process.stderr
     assert "needs matplotlib" in process.stderr
@@ -347,11 +378,14 @@ importlib.util.find_spec = lambda name, *a: None if name == "matplotlib" else _f
     assert not output.exists() and "samples/s" not in process.stdout
 
 
-@pytest.mark.parametrize("module, old_spelling", [
-    ("benchmarks.suite.cli", "global_batch_size"),
-    ("benchmarks.device_parallel", "batch_size"),
-    ("benchmarks.shim_overhead", "warmup_steps"),
-])
+@pytest.mark.parametrize(
+    "module, old_spelling",
+    [
+        ("benchmarks.suite.cli", "global_batch_size"),
+        ("benchmarks.device_parallel", "batch_size"),
+        ("benchmarks.shim_overhead", "warmup_steps"),
+    ],
+)
 def test_benchmark_flags_are_kebab_case_with_old_spellings_hidden(module, old_spelling):
     code = (
         f"from absl import flags\nimport {module}\n"
@@ -359,8 +393,12 @@ def test_benchmark_flags_are_kebab_case_with_old_spellings_hidden(module, old_sp
         "print(*[f.name for f in flags.FLAGS.get_flags_for_module('benchmarks.flag_spellings')])\n"
     )
     process = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True,
-        timeout=240, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+        [sys.executable, "-c", code],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
     )
     assert process.returncode == 0, process.stderr
     shown, hidden = process.stdout.splitlines()[-2:]
@@ -373,8 +411,7 @@ def test_plot_gives_each_mode_one_style_in_every_panel_with_a_legend():
     import matplotlib
 
     matplotlib.use("Agg")
-    from matplotlib import colors
-    from matplotlib import pyplot
+    from matplotlib import colors, pyplot
 
     from benchmarks.suite import plot as plot_lib
 
@@ -396,10 +433,12 @@ def test_plot_gives_each_mode_one_style_in_every_panel_with_a_legend():
         assert legend_labels[:4] == measured
         for mode in measured:
             wanted = colors.to_rgba(plot_lib.style(mode)["color"])
-            lines = [line for line in left.get_lines()
-                     if colors.to_rgba(line.get_color()) == wanted]
-            bars = [patch for patch in right.patches
-                    if colors.to_rgba(patch.get_facecolor()) == wanted]
+            lines = [
+                line for line in left.get_lines() if colors.to_rgba(line.get_color()) == wanted
+            ]
+            bars = [
+                patch for patch in right.patches if colors.to_rgba(patch.get_facecolor()) == wanted
+            ]
             assert lines and bars, f"{mode} missing from a panel"
             assert {line.get_marker() for line in lines} == {plot_lib.style(mode)["marker"]}
         # Simulated devices: no "ideal" line (they share the cores), so every
@@ -518,5 +557,5 @@ def test_alternating_rounds_rotate_the_order_and_keep_each_runs_medians():
     runs = {"a": Run("a", 1.0), "b": Run("b", 2.0), "c": Run("c", 3.0)}
     medians = timing.alternating_rounds(runs, rounds=4, steps=5)
     assert medians == {"a": [1.0] * 4, "b": [2.0] * 4, "c": [3.0] * 4}
-    assert [name for name, _ in calls] == list("abc" "bca" "cab" "abc")
+    assert [name for name, _ in calls] == list("abcbcacababc")
     assert {steps for _, steps in calls} == {5}

@@ -57,12 +57,28 @@ def upstream_private_names() -> set[str]:
     model.compile("sgd", "mse")
     variable = model.variables[0]
     objects = (
-        keras.Model, keras.layers.Layer, keras.Variable, keras.optimizers.Optimizer,
-        keras.callbacks.Callback, keras.callbacks.ModelCheckpoint, keras.metrics.Metric,
-        keras.KerasTensor, tf.distribute.Strategy, tf.distribute.MirroredStrategy,
-        tf.distribute.StrategyExtended, tf.Variable, tf.data.Dataset,
-        model, layer, model.optimizer, variable, variable.value, inputs, strategy,
-        strategy.extended, keras.callbacks.ModelCheckpoint("unused.keras"),
+        keras.Model,
+        keras.layers.Layer,
+        keras.Variable,
+        keras.optimizers.Optimizer,
+        keras.callbacks.Callback,
+        keras.callbacks.ModelCheckpoint,
+        keras.metrics.Metric,
+        keras.KerasTensor,
+        tf.distribute.Strategy,
+        tf.distribute.MirroredStrategy,
+        tf.distribute.StrategyExtended,
+        tf.Variable,
+        tf.data.Dataset,
+        model,
+        layer,
+        model.optimizer,
+        variable,
+        variable.value,
+        inputs,
+        strategy,
+        strategy.extended,
+        keras.callbacks.ModelCheckpoint("unused.keras"),
     )
     names = set()
     for value in objects:
@@ -86,9 +102,7 @@ def private_touches(source: str, relative: str, upstream: set[str]) -> list[str]
     """`"file:line: code"` for each upstream private touch in `source`."""
 
     def upstream_name(name: object) -> bool:
-        return (
-            isinstance(name, str) and name in upstream and (relative, name) not in _OWN_NAMES
-        )
+        return isinstance(name, str) and name in upstream and (relative, name) not in _OWN_NAMES
 
     touches = []
     for node in ast.walk(ast.parse(source)):
@@ -136,8 +150,11 @@ def test_the_scan_finds_each_form_of_touch(upstream_private_names):
     )
     touches = private_touches(source, "parallel_keras/example.py", upstream_private_names)
     assert [touch.split(": ", 1)[1] for touch in touches] == [
-        "model._distribute_strategy", "getattr(variable, '_value')",
-        "tf.__internal__", "def _save_model"], touches
+        "model._distribute_strategy",
+        "getattr(variable, '_value')",
+        "tf.__internal__",
+        "def _save_model",
+    ], touches
 
 
 def test_own_names_are_still_defined_where_listed():
@@ -149,7 +166,11 @@ def _ruff(*args: str, source: str | None = None) -> subprocess.CompletedProcess:
     pytest.importorskip("ruff", reason="ruff is in the `test` extra")
     return subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--no-cache", *args],
-        cwd=REPO, input=source, capture_output=True, text=True, timeout=120,
+        cwd=REPO,
+        input=source,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -160,9 +181,13 @@ def test_the_banned_import_rule_passes_on_the_repository():
 
 @pytest.mark.parametrize(
     "filename, refused",
-    [("parallel_keras/data_parallel/example.py", True), ("benchmarks/example.py", True),
-     ("tests/test_example.py", True), ("parallel_keras/_internals/example.py", False),
-     ("tests/internals/test_example.py", False)],
+    [
+        ("parallel_keras/data_parallel/example.py", True),
+        ("benchmarks/example.py", True),
+        ("tests/test_example.py", True),
+        ("parallel_keras/_internals/example.py", False),
+        ("tests/internals/test_example.py", False),
+    ],
 )
 def test_the_banned_import_rule_refuses_private_imports_outside_internals(filename, refused):
     source = "from keras.src.ops import node\nimport tensorflow.python.eager.context\n"

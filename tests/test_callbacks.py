@@ -8,10 +8,10 @@ import os
 import keras
 import numpy as np
 import pytest
+from helpers import ROWS, flat, load_in_fresh_process, targets
 
 import parallel_keras
 from parallel_keras.testing import legacy_files
-from helpers import ROWS, flat, load_in_fresh_process, targets
 
 
 def _parallel(name="functional"):
@@ -36,38 +36,59 @@ def test_checkpoints_write_files_that_load_on_one_device(tmp_path):
     record = _RecordPredictions()
     stock = keras.callbacks.ModelCheckpoint(
         str(tmp_path / "stock-{epoch:02d}-{val_loss:.4f}.keras"),
-        monitor="val_loss", save_best_only=True)
+        monitor="val_loss",
+        save_best_only=True,
+    )
     stock_weights = keras.callbacks.ModelCheckpoint(
-        str(tmp_path / "stock-last.weights.h5"), save_weights_only=True)
+        str(tmp_path / "stock-last.weights.h5"), save_weights_only=True
+    )
     # The legacy tutorials' exact positional call, with period=2.
     seeds = parallel_keras.ParallelModelCheckpoint(
-        template, str(tmp_path / "unet-{epoch:02d}-{val_loss:.4f}.hdf5"),
-        "val_loss", 0, False, False, "min", 2)
+        template,
+        str(tmp_path / "unet-{epoch:02d}-{val_loss:.4f}.hdf5"),
+        "val_loss",
+        0,
+        False,
+        False,
+        "min",
+        2,
+    )
     legacy = parallel_keras.callbacks.ModelCheckpoint(
-        str(tmp_path / "w-{epoch:02d}.h5"), save_weights_only=True, period=3)
+        str(tmp_path / "w-{epoch:02d}.h5"), save_weights_only=True, period=3
+    )
     history = parallel.fit(
-        ROWS, targets("functional"), batch_size=4, epochs=5, verbose=0,
+        ROWS,
+        targets("functional"),
+        batch_size=4,
+        epochs=5,
+        verbose=0,
         validation_data=(ROWS[:4], targets("functional")[:4]),
-        callbacks=[record, stock, stock_weights, seeds, legacy])
+        callbacks=[record, stock, stock_weights, seeds, legacy],
+    )
     names = sorted(os.listdir(tmp_path))
     losses = history.history["val_loss"]
     best = [e for e in range(1, 6) if losses[e - 1] == min(losses[:e])]
     assert [n for n in names if n.startswith("stock-0")] == [
-        f"stock-{e:02d}-{losses[e - 1]:.4f}.keras" for e in best]
+        f"stock-{e:02d}-{losses[e - 1]:.4f}.keras" for e in best
+    ]
     assert [n for n in names if n.startswith("unet-")] == [
-        f"unet-{e:02d}-{losses[e - 1]:.4f}.hdf5" for e in (2, 4)]
+        f"unet-{e:02d}-{losses[e - 1]:.4f}.hdf5" for e in (2, 4)
+    ]
     assert [n for n in names if n.startswith("w-")] == ["w-03.h5"]
     assert not [n for n in names if ".tmp-" in n]
 
-    files = {n + ("|weights_h5" if n.startswith("w-") else ""): ("functional", str(tmp_path / n))
-             for n in names}
+    files = {
+        n + ("|weights_h5" if n.startswith("w-") else ""): ("functional", str(tmp_path / n))
+        for n in names
+    }
     loaded = load_in_fresh_process(files)
     assert len(loaded) == len(names)
     for key, predictions in loaded.items():
         name = key.split("|")[0]
         epoch = 5 if name == "stock-last.weights.h5" else int(name.split("-")[1][:2])
         np.testing.assert_allclose(
-            predictions[0], record.by_epoch[epoch][0], atol=1e-6, err_msg=name)
+            predictions[0], record.by_epoch[epoch][0], atol=1e-6, err_msg=name
+        )
     # Epochs differ, so loading the wrong checkpoint would be noticed.
     assert not np.allclose(record.by_epoch[2][0], record.by_epoch[4][0], atol=1e-6)
 
@@ -79,11 +100,19 @@ def test_unwritable_folder_fails_before_training_starts(tmp_path):
     started = []
     before = [np.copy(w) for w in template.get_weights()]
     checkpoint = parallel_keras.ParallelModelCheckpoint(
-        template, str(blocker / "ckpt-{epoch:02d}.keras"))
+        template, str(blocker / "ckpt-{epoch:02d}.keras")
+    )
     with pytest.raises(ValueError, match="not writable"):
-        parallel.fit(ROWS, targets("sequential"), epochs=2, verbose=0,
-                     callbacks=[checkpoint, keras.callbacks.LambdaCallback(
-                         on_epoch_begin=lambda *_: started.append(1))])
+        parallel.fit(
+            ROWS,
+            targets("sequential"),
+            epochs=2,
+            verbose=0,
+            callbacks=[
+                checkpoint,
+                keras.callbacks.LambdaCallback(on_epoch_begin=lambda *_: started.append(1)),
+            ],
+        )
     assert not started
     for old, new in zip(before, template.get_weights()):
         np.testing.assert_array_equal(old, new)
@@ -99,8 +128,9 @@ def test_bad_arguments_are_refused():
         parallel_keras.callbacks.ModelCheckpoint("x.keras", period=0)
     with pytest.raises(TypeError, match="first argument is the template"):
         parallel_keras.ParallelModelCheckpoint("x.keras", template)
-    assert isinstance(parallel_keras.ParallelModelCheckpoint(template, "x.keras"),
-                      keras.callbacks.ModelCheckpoint)
+    assert isinstance(
+        parallel_keras.ParallelModelCheckpoint(template, "x.keras"), keras.callbacks.ModelCheckpoint
+    )
 
 
 @pytest.mark.subprocess
@@ -120,15 +150,15 @@ def test_any_keras2_suffix_writes_a_file_keras3_loads(tmp_path, name, save_weigh
     template, parallel = _parallel("sequential")
     filepath = os.path.join(str(tmp_path), "run", name)  # Computed at run time.
     checkpoint = parallel_keras.ParallelModelCheckpoint(
-        template, filepath, save_weights_only=save_weights_only)
-    parallel.fit(ROWS, targets("sequential"), batch_size=4, epochs=2, verbose=0,
-                 callbacks=[checkpoint])
-    assert sorted(os.listdir(tmp_path / "run")) == sorted(
-        {written, written.replace("02", "01")})
+        template, filepath, save_weights_only=save_weights_only
+    )
+    parallel.fit(
+        ROWS, targets("sequential"), batch_size=4, epochs=2, verbose=0, callbacks=[checkpoint]
+    )
+    assert sorted(os.listdir(tmp_path / "run")) == sorted({written, written.replace("02", "01")})
     key = written + ("|weights_h5" if save_weights_only else "")
     loaded = load_in_fresh_process({key: ("sequential", str(tmp_path / "run" / written))})
-    np.testing.assert_allclose(
-        loaded[key][0], flat(template(ROWS, training=False))[0], atol=1e-5)
+    np.testing.assert_allclose(loaded[key][0], flat(template(ROWS, training=False))[0], atol=1e-5)
 
 
 def test_checkpoints_of_a_model_built_from_the_template_layers(tmp_path):
@@ -144,26 +174,38 @@ def test_checkpoints_of_a_model_built_from_the_template_layers(tmp_path):
     by_epoch = {}
     record = keras.callbacks.LambdaCallback(
         on_epoch_end=lambda epoch, logs: by_epoch.setdefault(
-            epoch + 1, np.asarray(inference(ROWS, training=False))))
+            epoch + 1, np.asarray(inference(ROWS, training=False))
+        )
+    )
     callbacks = [
         record,
         parallel_keras.ParallelModelCheckpoint(
-            inference, str(tmp_path / "seeds-{epoch:02d}.h5"), monitor="loss",
-            save_weights_only=True),
+            inference,
+            str(tmp_path / "seeds-{epoch:02d}.h5"),
+            monitor="loss",
+            save_weights_only=True,
+        ),
         parallel_keras.callbacks.ModelCheckpoint(
-            str(tmp_path / "infer-{epoch:02d}.keras"), monitor="loss", template=inference),
+            str(tmp_path / "infer-{epoch:02d}.keras"), monitor="loss", template=inference
+        ),
     ]
-    parallel.fit(ROWS, np.ones((12, 1), "float32"), batch_size=4, epochs=2, verbose=0,
-                 callbacks=callbacks)
+    parallel.fit(
+        ROWS, np.ones((12, 1), "float32"), batch_size=4, epochs=2, verbose=0, callbacks=callbacks
+    )
     assert sorted(os.listdir(tmp_path)) == [
-        "infer-01.keras", "infer-02.keras", "seeds-01.h5", "seeds-02.h5"]
+        "infer-01.keras",
+        "infer-02.keras",
+        "seeds-01.h5",
+        "seeds-02.h5",
+    ]
     for epoch in (1, 2):
         loaded = keras.models.load_model(tmp_path / f"infer-{epoch:02d}.keras")
         np.testing.assert_allclose(loaded.predict(ROWS, verbose=0), by_epoch[epoch], atol=1e-6)
         weights_only = keras.models.clone_model(inference)
         weights_only.load_weights(tmp_path / f"seeds-{epoch:02d}.h5")
-        np.testing.assert_allclose(weights_only.predict(ROWS, verbose=0), by_epoch[epoch],
-                                   atol=1e-6)
+        np.testing.assert_allclose(
+            weights_only.predict(ROWS, verbose=0), by_epoch[epoch], atol=1e-6
+        )
     assert not np.allclose(by_epoch[1], by_epoch[2], atol=1e-6)
 
 
@@ -172,10 +214,12 @@ def test_checkpoint_of_a_model_sharing_no_weights_is_refused(tmp_path):
     stranger = legacy_files.TEMPLATES["sequential"]()
     before = [np.copy(w) for w in template.get_weights()]
     checkpoint = parallel_keras.callbacks.ModelCheckpoint(
-        str(tmp_path / "x-{epoch}.keras"), monitor="loss", template=stranger)
+        str(tmp_path / "x-{epoch}.keras"), monitor="loss", template=stranger
+    )
     with pytest.raises(ValueError, match="holds none of the weights"):
-        parallel.fit(ROWS, targets("sequential"), batch_size=4, epochs=1, verbose=0,
-                     callbacks=[checkpoint])
+        parallel.fit(
+            ROWS, targets("sequential"), batch_size=4, epochs=1, verbose=0, callbacks=[checkpoint]
+        )
     assert os.listdir(tmp_path) == []
     for old, new in zip(before, template.get_weights()):
         np.testing.assert_array_equal(old, new)

@@ -20,9 +20,7 @@ _ENTRY = [sys.executable, "-c", "from parallel_keras.cli.main import run; run()"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*_ENTRY, *args], capture_output=True, text=True, timeout=120
-    )
+    return subprocess.run([*_ENTRY, *args], capture_output=True, text=True, timeout=120)
 
 
 def test_no_arguments_prints_the_help_with_every_command():

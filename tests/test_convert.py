@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-import pytest
 import os
 import subprocess
 import sys
 
 import numpy as np
+import pytest
+from helpers import legacy_source, load_in_fresh_process, predict
 
 from parallel_keras.testing import legacy_files
-from helpers import legacy_source, load_in_fresh_process, predict
 
 # Every test here starts child processes (the subprocess tier).
 pytestmark = pytest.mark.subprocess
@@ -21,10 +21,12 @@ TEMPLATE = "parallel_keras.testing.legacy_files:functional_template"
 
 def _convert(*args):
     return subprocess.run(
-        [sys.executable, "-c", "from parallel_keras.cli.main import run; run()",
-         "convert", *args],
-        capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        [sys.executable, "-c", "from parallel_keras.cli.main import run; run()", "convert", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
 
 
 def test_convert_writes_weights_and_model_that_load_on_one_device(tmp_path):
@@ -40,8 +42,7 @@ def test_convert_writes_weights_and_model_that_load_on_one_device(tmp_path):
         outputs[suffix] = ("functional", out)
     rows = np.random.default_rng(5).normal(size=(6, 6)).astype("float32")
     # An existing output is replaced only with --overwrite.
-    again = _convert(legacy_path, "--template", TEMPLATE, "-o", outputs[".keras"][1],
-                     "--overwrite")
+    again = _convert(legacy_path, "--template", TEMPLATE, "-o", outputs[".keras"][1], "--overwrite")
     assert again.returncode == 0, again.stderr
     loaded = load_in_fresh_process(outputs, rows=rows)
     want = predict(source, rows)[0]

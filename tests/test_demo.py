@@ -9,8 +9,7 @@ import sys
 
 import pytest
 
-from parallel_keras.cli import demo
-from parallel_keras.cli import main
+from parallel_keras.cli import demo, main
 
 # Every test here starts child processes (the subprocess tier).
 pytestmark = pytest.mark.subprocess
@@ -29,10 +28,14 @@ def demo_run(tmp_path_factory):
     process = subprocess.run(
         # --batch_size: the old spelling still works.
         [_executable(), "demo", "--epochs", "2", "--samples", "512", "--batch_size", "64"],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
         # The defaults a user gets: conftest.py set TF_CPP_MIN_LOG_LEVEL.
-        env={**{k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"},
-             "TMPDIR": str(tmp_path)},
+        env={
+            **{k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"},
+            "TMPDIR": str(tmp_path),
+        },
     )
     assert process.returncode == 0, process.stdout + process.stderr
     return process, process.stdout.splitlines(), tmp_path
@@ -40,7 +43,7 @@ def demo_run(tmp_path_factory):
 
 def _output_folder(lines):
     folder = next(line for line in lines if line.startswith("Output folder: "))
-    return pathlib.Path(folder[len("Output folder: "):])
+    return pathlib.Path(folder[len("Output folder: ") :])
 
 
 def test_demo_is_quiet(demo_run):
@@ -101,9 +104,15 @@ def test_old_flag_spellings_are_accepted_but_not_shown():
     [
         (0, None, "CPU", 4, "No GPU found: simulating 4 devices on the CPU"),
         (0, 2, "CPU", 2, "simulating 2 devices"),
-        (1, None, "GPU", 2, "data parallelism needs at least two devices, so the GPU "
-                            "is split into 2 logical GPUs (parallel_keras.simulate_devices"
-                            '(2, "GPU"))'),
+        (
+            1,
+            None,
+            "GPU",
+            2,
+            "data parallelism needs at least two devices, so the GPU "
+            "is split into 2 logical GPUs (parallel_keras.simulate_devices"
+            '(2, "GPU"))',
+        ),
         (1, 3, "GPU", 3, "split into 3 logical GPUs"),
         (2, None, None, 2, "2 GPUs found: replicating on 2"),
         (8, 4, None, 4, "8 GPUs found: replicating on 4"),

@@ -14,7 +14,10 @@ def test_simulate_devices_is_a_no_op_when_already_in_place():
 
 
 def test_simulate_devices_too_late_says_to_call_it_first():
-    with pytest.raises(RuntimeError, match=r"must be called before TensorFlow.*Received: n=2.*already has 4 logical CPU"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"must be called before TensorFlow.*Received: n=2.*already has 4 logical CPU",
+    ):
         parallel_keras.simulate_devices(2)
     assert len(tf.config.list_logical_devices("CPU")) == 4
 
@@ -61,7 +64,11 @@ def test_gpu_ids_map_to_simulated_cpus(name, expected):
 @pytest.mark.parametrize(
     "name, error, message",
     [
-        ("/gpu:4", ValueError, r"does not exist.*Available devices: \['/cpu:0', '/cpu:1', '/cpu:2', '/cpu:3'\]"),
+        (
+            "/gpu:4",
+            ValueError,
+            r"does not exist.*Available devices: \['/cpu:0', '/cpu:1', '/cpu:2', '/cpu:3'\]",
+        ),
         ("/cpu:9", ValueError, "does not exist"),
         ("gpu zero", ValueError, "Malformed device string"),
         ("/job:worker", ValueError, "must name a device type"),

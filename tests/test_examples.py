@@ -8,9 +8,8 @@ import pathlib
 import subprocess
 import sys
 
-import pytest
-
 import helpers
+import pytest
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
@@ -35,8 +34,14 @@ def test_every_example_is_run_here():
 
 def test_legacy_script_trains_checkpoints_and_reloads(tmp_path):
     result = _run(
-        [sys.executable, str(EXAMPLES / "legacy_multi_gpu_script.py"),
-         "--gpus", "4", "--output-dir", str(tmp_path / "out")],
+        [
+            sys.executable,
+            str(EXAMPLES / "legacy_multi_gpu_script.py"),
+            "--gpus",
+            "4",
+            "--output-dir",
+            str(tmp_path / "out"),
+        ],
         tmp_path,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -49,7 +54,9 @@ def test_two_branch_placement_runs_ops_on_both_devices(tmp_path):
     result = _run([sys.executable, str(EXAMPLES / "two_branch_placement.py")], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "shared_lstm (call 1) -> /gpu:1" in result.stdout
-    counts_line = next(line for line in result.stdout.splitlines() if line.startswith("ops per device:"))
+    counts_line = next(
+        line for line in result.stdout.splitlines() if line.startswith("ops per device:")
+    )
     assert "'/cpu:0'" in counts_line and "'/cpu:1'" in counts_line
 
 
@@ -62,15 +69,26 @@ def test_convert_legacy_h5_loads_converts_and_refuses_a_mismatch(tmp_path):
 
 def _launch_example(tmp_path, name, *flags):
     result = _run(
-        [*helpers.LAUNCH, "--workers", "2", "--max-restarts", "1",
-         str(EXAMPLES / "multi_worker_with_backups.py"), "--output-dir", str(tmp_path / name),
-         *flags],
+        [
+            *helpers.LAUNCH,
+            "--workers",
+            "2",
+            "--max-restarts",
+            "1",
+            str(EXAMPLES / "multi_worker_with_backups.py"),
+            "--output-dir",
+            str(tmp_path / name),
+            *flags,
+        ],
         tmp_path,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert (tmp_path / name / "model.keras").is_file()
-    finals = {line.split("final loss ", 1)[1] for line in result.stdout.splitlines()
-              if "final loss" in line}
+    finals = {
+        line.split("final loss ", 1)[1]
+        for line in result.stdout.splitlines()
+        if "final loss" in line
+    }
     assert len(finals) == 1, result.stdout
     return result.stdout + result.stderr, finals.pop()
 

@@ -11,7 +11,8 @@ from parallel_keras import _files
 
 def test_temporary_sibling_keeps_a_listed_suffix_and_marks_the_rest(tmp_path):
     model = _files.temporary_sibling(
-        tmp_path / "best.weights.h5", keep_suffixes=(".weights.h5", ".h5"))
+        tmp_path / "best.weights.h5", keep_suffixes=(".weights.h5", ".h5")
+    )
     script = _files.temporary_sibling(tmp_path / "train.py")
     assert os.path.dirname(model) == os.path.dirname(script) == str(tmp_path)
     assert os.path.basename(model).startswith(".best.tmp-")
@@ -59,8 +60,7 @@ def test_read_only_target_is_refused_only_when_asked(tmp_path):
     path.write_text("previous")
     os.chmod(path, 0o444)
     with pytest.raises(PermissionError, match="read-only") as raised:
-        _files.replace_with(str(path), lambda t: open(t, "w").close(),
-                            refuse_read_only=True)
+        _files.replace_with(str(path), lambda t: open(t, "w").close(), refuse_read_only=True)
     assert raised.value.filename == str(path)
     assert path.read_text() == "previous"
     _files.write_text(str(path), "new")

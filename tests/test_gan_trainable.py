@@ -27,8 +27,13 @@ def gan_models(seed=0):
     discriminator = keras.Sequential(
         # No bias before BatchNormalization: its gradient is 0 up to rounding,
         # which Adam would scale up to full steps.
-        [keras.Input((3,)), keras.layers.Dense(4, use_bias=False), keras.layers.BatchNormalization(),
-         keras.layers.Activation("tanh"), keras.layers.Dense(1, activation="sigmoid")],
+        [
+            keras.Input((3,)),
+            keras.layers.Dense(4, use_bias=False),
+            keras.layers.BatchNormalization(),
+            keras.layers.Activation("tanh"),
+            keras.layers.Dense(1, activation="sigmoid"),
+        ],
         name="discriminator",
     )
     generator = keras.Sequential(
@@ -69,8 +74,10 @@ def one_device_keras2_reference(d_step_updates_moving_statistics):
         batchnorm.momentum = 1.0
         d_optimizer.apply_gradients(zip(tape.gradient(value, d_trained), d_trained))
         with tf.GradientTape() as tape:
-            value = loss(np.ones((ROWS, 1), "float32"),
-                         discriminator(generator(noise, training=True), training=True))
+            value = loss(
+                np.ones((ROWS, 1), "float32"),
+                discriminator(generator(noise, training=True), training=True),
+            )
         c_optimizer.apply_gradients(zip(tape.gradient(value, g_trained), g_trained))
     return discriminator, generator
 
@@ -85,9 +92,7 @@ def test_gan_loop_trains_what_was_trainable_at_compile(idiom):
     noise_input = keras.Input((2,))
     combined = keras.Model(noise_input, discriminator(generator(noise_input)))
     parallel_combined = parallel_keras.multi_gpu_model(combined, gpus=2, sync_batchnorm=True)
-    parallel_combined.compile(
-        optimizer=keras.optimizers.Adam(0.01), loss="binary_crossentropy"
-    )
+    parallel_combined.compile(optimizer=keras.optimizers.Adam(0.01), loss="binary_crossentropy")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for step in range(STEPS):
@@ -103,13 +108,16 @@ def test_gan_loop_trains_what_was_trainable_at_compile(idiom):
     assert len(discrepancies) == (1 if idiom == "keras2_freeze_once" else 0)
 
     reference_d, reference_g = one_device_keras2_reference(
-        d_step_updates_moving_statistics=idiom == "keras3_toggle")
+        d_step_updates_moving_statistics=idiom == "keras3_toggle"
+    )
     for trained, reference in ((discriminator, reference_d), (generator, reference_g)):
         for got, want in zip(trained.get_weights(), reference.get_weights()):
             np.testing.assert_allclose(got, want, atol=ATOL)
     initial_d, _ = gan_models()
-    moved = max(float(np.abs(a - b).max())
-                for a, b in zip(discriminator.get_weights(), initial_d.get_weights()))
+    moved = max(
+        float(np.abs(a - b).max())
+        for a, b in zip(discriminator.get_weights(), initial_d.get_weights())
+    )
     assert moved > 1e-3  # D trained in its own steps
     moving_mean = discriminator.layers[1].moving_mean.numpy()
     assert np.any(moving_mean != 0) == (idiom == "keras3_toggle")

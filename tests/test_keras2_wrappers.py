@@ -82,7 +82,12 @@ def test_wrapper_trains_as_one_device_and_saves_the_template(wrapper_class, tmp_
     checkpoint = tmp_path / "checkpoint.h5"
     legacy_checkpoint = tmp_path / "legacy_checkpoint.h5"
     history = wrapper.fit(
-        x, y, batch_size=8, epochs=2, shuffle=False, verbose=0,
+        x,
+        y,
+        batch_size=8,
+        epochs=2,
+        shuffle=False,
+        verbose=0,
         callbacks=[
             keras.callbacks.ModelCheckpoint(str(checkpoint)),
             parallel_keras.callbacks.ModelCheckpoint(
@@ -96,13 +101,17 @@ def test_wrapper_trains_as_one_device_and_saves_the_template(wrapper_class, tmp_
     assert wrapper.metrics_names == ["loss", "mae"]  # Keras 2's names, as the parallel model's
     np.testing.assert_allclose(
         wrapper.evaluate(x, y, batch_size=8, verbose=0),
-        single.evaluate(x, y, batch_size=8, verbose=0), rtol=1e-5,
+        single.evaluate(x, y, batch_size=8, verbose=0),
+        rtol=1e-5,
     )
     np.testing.assert_allclose(
-        wrapper.predict(x, batch_size=8, verbose=0), single.predict(x, batch_size=8, verbose=0),
+        wrapper.predict(x, batch_size=8, verbose=0),
+        single.predict(x, batch_size=8, verbose=0),
         atol=ATOL,
     )
-    np.testing.assert_allclose(wrapper.predict_on_batch(x[:8]), single.predict_on_batch(x[:8]), atol=ATOL)
+    np.testing.assert_allclose(
+        wrapper.predict_on_batch(x[:8]), single.predict_on_batch(x[:8]), atol=ATOL
+    )
     np.testing.assert_allclose(
         wrapper.test_on_batch(x[:8], y[:8]), single.test_on_batch(x[:8], y[:8]), rtol=1e-5
     )

@@ -5,17 +5,17 @@ The workers here run `multi_worker_scripts/echo.py`, which trains nothing;
 training, restarts and recovery are in test_multi_worker.py.
 """
 
-import pytest
 import json
 import os
 import re
 import socket
 import subprocess
 
+import helpers  # noqa: E402
 import psutil
+import pytest
 
 from parallel_keras.multi_worker import launch
-import helpers  # noqa: E402
 
 # Every test here starts child processes (the subprocess tier).
 pytestmark = pytest.mark.subprocess
@@ -61,7 +61,15 @@ def test_first_failure_stops_the_others_and_sets_the_exit_code():
     # subprocess timeout (well under 10 minutes) only catches a launcher that
     # waits for it; what is asserted is the work done: worker 0 was stopped.
     process = helpers.run_launch(
-        "--workers", "2", ECHO, "--fail-worker", "1", "--code", "7", "--sleep", "600",
+        "--workers",
+        "2",
+        ECHO,
+        "--fail-worker",
+        "1",
+        "--code",
+        "7",
+        "--sleep",
+        "600",
         timeout=300,
     )
     assert process.returncode == 7, process.stderr[-3000:]
@@ -69,8 +77,7 @@ def test_first_failure_stops_the_others_and_sets_the_exit_code():
     assert "worker 0: stopped by the launcher" in process.stderr
     assert "worker 1: exit 7" in process.stderr
     left = [
-        p.pid for p in psutil.process_iter(["cmdline"])
-        if ECHO in " ".join(p.info["cmdline"] or [])
+        p.pid for p in psutil.process_iter(["cmdline"]) if ECHO in " ".join(p.info["cmdline"] or [])
     ]
     assert not left
 
@@ -80,9 +87,11 @@ def test_hosts_mode_runs_this_machines_worker_of_the_cluster():
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     machines = [
         subprocess.Popen(
-            [*helpers.LAUNCH, "--hosts", hosts, "--index",
-             str(index), ECHO],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [*helpers.LAUNCH, "--hosts", hosts, "--index", str(index), ECHO],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for index in range(2)
     ]
@@ -93,21 +102,29 @@ def test_hosts_mode_runs_this_machines_worker_of_the_cluster():
 
 
 def test_a_group_far_above_the_cores_is_warned_about_before_it_starts(
-        tmp_path, monkeypatch, caplog):
+    tmp_path, monkeypatch, caplog
+):
     from parallel_keras.multi_worker import worker_group
 
     script = tmp_path / "train.py"
     script.write_text("print('hi')\n")
     started = []
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(worker_group, "run_attempts",
-                        lambda *args: started.append(args) or worker_group.LaunchResult(
-                            0, 1, None, "all workers finished", ()))
+    monkeypatch.setattr(
+        worker_group,
+        "run_attempts",
+        lambda *args: (
+            started.append(args)
+            or worker_group.LaunchResult(0, 1, None, "all workers finished", ())
+        ),
+    )
     with caplog.at_level("WARNING"):
         launch.launch([str(script)], workers=64)
     assert len(started) == 1
     text = " ".join(caplog.text.split())
-    assert "--workers 64 starts 64 TensorFlow processes on this machine, which has 2 CPU cores" in text
+    assert (
+        "--workers 64 starts 64 TensorFlow processes on this machine, which has 2 CPU cores" in text
+    )
     assert "Use at most 2 workers here" in text
     caplog.clear()
     with caplog.at_level("WARNING"):

@@ -13,11 +13,11 @@ import pickle
 import keras
 import numpy as np
 import pytest
+from helpers import legacy_source as _source
 
 import parallel_keras
 from parallel_keras.saving import legacy
 from parallel_keras.testing import legacy_files
-from helpers import legacy_source as _source
 
 ROWS = np.random.default_rng(5).normal(size=(6, 6)).astype("float32")
 
@@ -36,10 +36,11 @@ def test_legacy_file_loads_into_fresh_template(tmp_path, name, writer, full_mode
         legacy_files.write_single_model_file(path, source, full_model=full_model)
     else:
         legacy_files.write_parallel_model_file(
-            path, source, gpus=int(writer[-1]), full_model=full_model)
+            path, source, gpus=int(writer[-1]), full_model=full_model
+        )
     template = legacy_files.TEMPLATES[name]()
     loaded = parallel_keras.load_legacy_weights(template, path)
-    assert len(loaded) == len([l for l in template.layers if l.weights])
+    assert len(loaded) == len([layer for layer in template.layers if layer.weights])
     for want, got in zip(source.get_weights(), template.get_weights()):
         np.testing.assert_array_equal(want, got)
     for want, got in zip(_predict(source), _predict(template)):
@@ -53,8 +54,12 @@ def test_parallel_file_lists_frozen_and_moving_weights_last(tmp_path):
     legacy_files.write_parallel_model_file(path, _source("functional"))
     stored = legacy.read_legacy_file(path)
     assert stored.nested
-    assert [l.name for l in stored.layers] == [
-        "dense_1", "batch_normalization_1", "dense_3", "dense_2"]
+    assert [layer.name for layer in stored.layers] == [
+        "dense_1",
+        "batch_normalization_1",
+        "dense_3",
+        "dense_2",
+    ]
     template = legacy_files.functional_template()
     parallel = parallel_keras.multi_gpu_model(template, gpus=2)
     parallel.load_weights(path)  # A parallel model loads into its template.
@@ -71,11 +76,15 @@ def test_code_stored_in_the_file_is_never_evaluated(tmp_path, monkeypatch):
 
     path = str(tmp_path / "legacy.h5")
     legacy_files.write_parallel_model_file(
-        path, _source("sequential"), full_model=True, lambda_function=payload)
+        path, _source("sequential"), full_model=True, lambda_function=payload
+    )
     calls = []
-    for module, attribute in [(marshal, "loads"), (pickle, "loads"),
-                              (keras.models, "model_from_json"),
-                              (keras.saving, "deserialize_keras_object")]:
+    for module, attribute in [
+        (marshal, "loads"),
+        (pickle, "loads"),
+        (keras.models, "model_from_json"),
+        (keras.saving, "deserialize_keras_object"),
+    ]:
         monkeypatch.setattr(module, attribute, lambda *a, **k: calls.append(a))
     template = legacy_files.sequential_template()
     parallel_keras.load_legacy_weights(template, path)
@@ -87,7 +96,9 @@ def test_template_mismatch_is_clear_and_changes_nothing(tmp_path):
     legacy_files.write_parallel_model_file(path, _source("functional"))
     wrong = legacy_files.sequential_template()
     before = [np.copy(w) for w in wrong.get_weights()]
-    with pytest.raises(ValueError, match=r"first mismatching layer is .*\(8, 3\).*\(8, 8\)") as raised:
+    with pytest.raises(
+        ValueError, match=r"first mismatching layer is .*\(8, 3\).*\(8, 8\)"
+    ) as raised:
         parallel_keras.load_legacy_weights(wrong, path)
     assert "Received: filepath=" in str(raised.value)
     for old, new in zip(before, wrong.get_weights()):

@@ -186,6 +186,7 @@ def small_convnet(image_size=12, num_classes=4, seed=6):
 
 # --- Simple model -----------------------------------------------------------
 
+
 # Re-expresses keras-team/keras tests/keras/utils/multi_gpu_test.py (commits
 # e8fad1be and 059019d8) test_multi_gpu_simple_model and tensorflow/tensorflow
 # tensorflow/python/keras/utils/multi_gpu_utils_test.py
@@ -238,10 +239,13 @@ def test_cpu_merge_and_cpu_relocation_train_like_one_device(cpu_merge, cpu_reloc
     reference.fit(x, y, epochs=2, batch_size=8, shuffle=False, verbose=0)
 
     assert_same_weights(template, reference)
-    assert_same_outputs(parallel_model.predict(x, batch_size=8, verbose=0), reference.predict(x, verbose=0))
+    assert_same_outputs(
+        parallel_model.predict(x, batch_size=8, verbose=0), reference.predict(x, verbose=0)
+    )
 
 
 # --- Multiple inputs and outputs --------------------------------------------
+
 
 # Re-expresses keras-team/keras tests/keras/utils/multi_gpu_test.py (commits
 # e8fad1be and 059019d8) test_multi_gpu_multi_io_model and
@@ -298,6 +302,7 @@ def test_multi_io_parallel_model_exposes_inputs_outputs_and_names():
 
 # --- Invalid devices --------------------------------------------------------
 
+
 # Re-expresses keras-team/keras tests/keras/utils/multi_gpu_test.py (commits
 # e8fad1be and 059019d8) test_multi_gpu_invalid_devices and
 # tensorflow/tensorflow multi_gpu_utils_test.py
@@ -332,6 +337,7 @@ def test_invalid_devices_raise_a_clear_value_error(gpus):
 
 
 # --- Serialization ----------------------------------------------------------
+
 
 # Re-expresses keras-team/keras tests/keras/utils/multi_gpu_test.py (commits
 # e8fad1be and 059019d8) test_serialization: fit, predict, save the parallel
@@ -368,6 +374,7 @@ def test_saved_parallel_model_loads_and_predicts_the_same(tmp_path, gpus, extens
 
 # --- Multi-input layers -----------------------------------------------------
 
+
 # Re-expresses keras-team/keras tests/keras/utils/multi_gpu_test.py (commit
 # 059019d8) test_multi_gpu_with_multi_input_layers and tensorflow/tensorflow
 # multi_gpu_utils_test.py test_multi_gpu_with_multi_input_layers: a SimpleRNN
@@ -394,6 +401,7 @@ def test_rnn_with_initial_state_input_train_on_batch_with_list(gpus):
 
 # --- Nested model fed by tf.data --------------------------------------------
 
+
 # Re-expresses tensorflow/tensorflow multi_gpu_utils_test.py
 # test_nested_model_with_tensor_input: a Sequential nested in a functional
 # model, fed by a repeated tf.data pipeline of batch 4 for 3 steps,
@@ -410,9 +418,7 @@ def test_nested_model_fed_by_tf_data_trains_like_one_device(gpus):
         return tf.data.Dataset.from_tensor_slices((x_train, y_train)).repeat().batch(4)
 
     def optimizer():
-        schedule = keras.optimizers.schedules.InverseTimeDecay(
-            1e-4, decay_steps=1, decay_rate=1e-6
-        )
+        schedule = keras.optimizers.schedules.InverseTimeDecay(1e-4, decay_steps=1, decay_rate=1e-6)
         return keras.optimizers.RMSprop(learning_rate=schedule)
 
     template = nested_sequential_in_functional()
@@ -422,9 +428,7 @@ def test_nested_model_fed_by_tf_data_trains_like_one_device(gpus):
         loss="categorical_crossentropy", optimizer=optimizer(), metrics=["accuracy"]
     )
     history = parallel_model.fit(dataset(), epochs=1, steps_per_epoch=3, verbose=0)
-    reference.compile(
-        loss="categorical_crossentropy", optimizer=optimizer(), metrics=["accuracy"]
-    )
+    reference.compile(loss="categorical_crossentropy", optimizer=optimizer(), metrics=["accuracy"])
     expected = reference.fit(dataset(), epochs=1, steps_per_epoch=3, verbose=0)
 
     assert_same_weights(template, reference)
@@ -433,6 +437,7 @@ def test_nested_model_fed_by_tf_data_trains_like_one_device(gpus):
 
 
 # --- Siamese network: outputs sharing a layer -------------------------------
+
 
 # Re-expresses tensorflow/tensorflow multi_gpu_utils_test.py
 # test_multi_gpu_with_siamese_network. The legacy function made the parallel
@@ -469,6 +474,7 @@ def test_siamese_outputs_sharing_a_layer_predict_and_train_like_one_device():
 
 
 # --- Built on the CPU to avoid OOM, NumPy input ----------------------------
+
 
 # Re-expresses keras-team/keras tests/keras/utils/multi_gpu_test.py (commits
 # e8fad1be and 059019d8) multi_gpu_application_np_array_benchmark: the
@@ -529,9 +535,12 @@ class ImageFolder(keras.utils.PyDataset):
         batch = self.files[index * self.batch_size : (index + 1) * self.batch_size]
         images, labels = [], []
         for path, label in batch:
-            image = keras.utils.img_to_array(
-                keras.utils.load_img(path, target_size=(self.image_size, self.image_size))
-            ) / 255.0
+            image = (
+                keras.utils.img_to_array(
+                    keras.utils.load_img(path, target_size=(self.image_size, self.image_size))
+                )
+                / 255.0
+            )
             image = np.roll(image, rng.randint(-2, 3), axis=rng.randint(0, 2))
             if rng.rand() < 0.5:
                 image = image[:, ::-1]

@@ -47,10 +47,10 @@ def _cudnn_reference(kind, weights, x):
     """
     kernel, recurrent, bias = weights
     gates = GATES[kind]
-    w = [kernel[:, g * UNITS:(g + 1) * UNITS].reshape(UNITS, FEATURES) for g in range(gates)]
-    r = [recurrent[:, g * UNITS:(g + 1) * UNITS] for g in range(gates)]
-    b_in = [bias[g * UNITS:(g + 1) * UNITS] for g in range(gates)]
-    b_rec = [bias[(gates + g) * UNITS:(gates + g + 1) * UNITS] for g in range(gates)]
+    w = [kernel[:, g * UNITS : (g + 1) * UNITS].reshape(UNITS, FEATURES) for g in range(gates)]
+    r = [recurrent[:, g * UNITS : (g + 1) * UNITS] for g in range(gates)]
+    b_in = [bias[g * UNITS : (g + 1) * UNITS] for g in range(gates)]
+    b_rec = [bias[(gates + g) * UNITS : (gates + g + 1) * UNITS] for g in range(gates)]
     h = np.zeros((x.shape[0], UNITS))
     c = np.zeros((x.shape[0], UNITS))
     outputs = []
@@ -91,19 +91,27 @@ def _write_keras2_file(path, kind, bidirectional, layout, rnn_weights, dense_wei
     names = ["kernel", "recurrent_kernel", "bias"]
     if bidirectional:
         rnn_group = "bidirectional_1"
-        rnn_entries = [(f"bidirectional_1/{direction}_{cudnn}/{name}:0", value)
-                       for direction, weights in zip(("forward", "backward"), rnn_weights)
-                       for name, value in zip(names, weights)]
+        rnn_entries = [
+            (f"bidirectional_1/{direction}_{cudnn}/{name}:0", value)
+            for direction, weights in zip(("forward", "backward"), rnn_weights)
+            for name, value in zip(names, weights)
+        ]
     else:
         rnn_group = cudnn
         rnn_entries = [(f"{cudnn}/{name}:0", value) for name, value in zip(names, rnn_weights[0])]
-    dense_entries = [(f"dense_1/{name}:0", value)
-                     for name, value in zip(("kernel", "bias"), dense_weights)]
+    dense_entries = [
+        (f"dense_1/{name}:0", value) for name, value in zip(("kernel", "bias"), dense_weights)
+    ]
     if layout == "single":
         groups = [("input_1", []), (rnn_group, rnn_entries), ("dense_1", dense_entries)]
     else:  # A multi_gpu_model parallel model: one group holds the template.
-        groups = [("input_1", []), ("lambda_1", []), ("lambda_2", []),
-                  ("model_1", rnn_entries + dense_entries), ("dense_1", [])]
+        groups = [
+            ("input_1", []),
+            ("lambda_1", []),
+            ("lambda_2", []),
+            ("model_1", rnn_entries + dense_entries),
+            ("dense_1", []),
+        ]
     with h5py.File(path, "w") as file:
         file.attrs["layer_names"] = [name.encode() for name, _ in groups]
         file.attrs["backend"] = b"tensorflow"

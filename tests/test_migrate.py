@@ -221,14 +221,19 @@ def test_seed_checkpoint_class_becomes_library_import():
 def test_renamed_seed_checkpoint_class_is_imported_under_its_name():
     source = SEED_CHECKPOINT.replace("ParallelModelCheckpoint", "TemplateCheckpoint")
     result = migrate.migrate_source(source)
-    assert "from parallel_keras import ParallelModelCheckpoint as TemplateCheckpoint\n" in result.migrated
+    assert (
+        "from parallel_keras import ParallelModelCheckpoint as TemplateCheckpoint\n"
+        in result.migrated
+    )
     assert "class " not in result.migrated
 
 
 def test_checkpoint_with_other_defaults_delegates_keeping_signature():
     source = SEED_CHECKPOINT.replace("verbose=0", "verbose=1")
     result = migrate.migrate_source(source)
-    assert "class ParallelModelCheckpoint(parallel_keras.ParallelModelCheckpoint):" in result.migrated
+    assert (
+        "class ParallelModelCheckpoint(parallel_keras.ParallelModelCheckpoint):" in result.migrated
+    )
     assert "__init__(model, filepath, monitor, verbose," in result.migrated
     assert "def set_model" not in result.migrated
     assert "import parallel_keras\n" in result.migrated
@@ -311,7 +316,8 @@ def test_model_mgpu_becomes_function_returning_parallel_model():
 
 def test_model_mgpu_with_extra_methods_is_flagged():
     source = MODEL_MGPU.replace(
-        "    def __getattribute__", "    def summary_twice(self):\n        pass\n\n    def __getattribute__"
+        "    def __getattribute__",
+        "    def summary_twice(self):\n        pass\n\n    def __getattribute__",
     )
     result = migrate.migrate_source(source)
     assert len(result.report.flags) == 1
@@ -416,7 +422,8 @@ BROKEN = "def broken(:\n    pass\n"
 
 def _cli(args, cwd, block_tensorflow=True):
     """Runs `parallel-keras migrate` in a fresh process where TF cannot load."""
-    blocker = textwrap.dedent("""\
+    blocker = (
+        textwrap.dedent("""\
         import sys
         class _Block:
             def find_spec(self, name, path=None, target=None):
@@ -424,7 +431,10 @@ def _cli(args, cwd, block_tensorflow=True):
                     raise ImportError(f"blocked for this test: {name}")
                 return None
         sys.meta_path.insert(0, _Block())
-        """) if block_tensorflow else ""
+        """)
+        if block_tensorflow
+        else ""
+    )
     code = blocker + textwrap.dedent("""\
         import sys
         from parallel_keras.cli import main
@@ -450,9 +460,14 @@ def test_cli_runs_without_tensorflow_and_writes_nothing_by_default(scripts):
     assert "blocked" not in process.stderr, process.stderr
     assert process.returncode == 1, process.stderr
     assert "+from parallel_keras import multi_gpu_model" in process.stdout
-    assert "broken.py: ERROR, left untouched: broken.py is not valid Python: line 1, column 12" in process.stdout
+    assert (
+        "broken.py: ERROR, left untouched: broken.py is not valid Python: line 1, column 12"
+        in process.stdout
+    )
     # The report comes after the diff.
-    assert process.stdout.index("+from parallel_keras") < process.stdout.index("legacy.py: 1 change, 1 flagged")
+    assert process.stdout.index("+from parallel_keras") < process.stdout.index(
+        "legacy.py: 1 change, 1 flagged"
+    )
     assert (scripts / "legacy.py").read_text() == LEGACY
     assert sorted(os.listdir(scripts)) == ["broken.py", "clean.py", "legacy.py"]
 
@@ -513,15 +528,18 @@ def test_strict_exit_codes_are_documented_in_help(capsys):
 @pytest.mark.parametrize("encoding", ["latin-1", "cp1252", "utf-8-sig"])
 def test_pep263_encoding_is_read_and_written_back(encoding, tmp_path, monkeypatch, capsys):
     declaration = "" if encoding == "utf-8-sig" else f"# -*- coding: {encoding} -*-\n"
-    text = (declaration + "# Entraînement sur 2 GPU, modèle « résumé »\n"
-            "from keras.utils import multi_gpu_model\nparallel = multi_gpu_model(model, gpus=2)\n")
+    text = (
+        declaration + "# Entraînement sur 2 GPU, modèle « résumé »\n"
+        "from keras.utils import multi_gpu_model\nparallel = multi_gpu_model(model, gpus=2)\n"
+    )
     (tmp_path / "train.py").write_bytes(text.encode(encoding))
     original = (tmp_path / "train.py").read_bytes()
     monkeypatch.chdir(tmp_path)
     assert migrate_cli.main(["train.py", "-o", "train_k3.py"]) == 0, capsys.readouterr()
     written = (tmp_path / "train_k3.py").read_bytes()
     assert written.decode(encoding) == text.replace(
-        "from keras.utils import multi_gpu_model", "from parallel_keras import multi_gpu_model")
+        "from keras.utils import multi_gpu_model", "from parallel_keras import multi_gpu_model"
+    )
     assert (tmp_path / "train.py").read_bytes() == original
     assert migrate_cli.main(["train.py", "--in-place"]) == 0
     assert (tmp_path / "train.py.orig").read_bytes() == original

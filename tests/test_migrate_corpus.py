@@ -97,7 +97,11 @@ def _run(code: str, args: list[str], cwd: str, timeout: float = 240):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code), *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     assert process.returncode == 0, (
         f"exit {process.returncode}\n--- stdout ---\n{process.stdout[-4000:]}"

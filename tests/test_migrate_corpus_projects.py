@@ -106,48 +106,90 @@ atomic.save_weights(pretext, "weights/pretext_weights.h5")
 PROJECTS_SPEC = {
     "cifar10_resnet": Project(
         ("--epochs", "2", "--batch-size", "4", "--depth", "8", "--save-dir", "out"),
-        "out/cifar10_final.h5"),
-    "mnist_keras1": Project(("--epochs", "1",), "mnist_mlp.weights.h5", "weights"),
+        "out/cifar10_final.h5",
+    ),
+    "mnist_keras1": Project(
+        (
+            "--epochs",
+            "1",
+        ),
+        "mnist_mlp.weights.h5",
+        "weights",
+    ),
     "siamese_pairs": Project(("--epochs", "1", "--steps", "2"), "checkpoints/siamese-*.h5"),
     "unet_sequence": Project(("--epochs", "1", "--batch", "8"), "unet_best.h5"),
     "text_lstm": Project(("--epochs", "1", "--maxlen", "12"), "lstm.01.weights.h5", "weights"),
     "multi_output_faces": Project(
-        ("--batch_size", "8", "--nb_epochs", "1"), "checkpoints/age_gender.h5"),
+        ("--batch_size", "8", "--nb_epochs", "1"), "checkpoints/age_gender.h5"
+    ),
     "multitask_two_inputs": Project(
-        ("--epochs", "1", "--batch-size", "8"), "snapshots/multitask_final.h5"),
+        ("--epochs", "1", "--batch-size", "8"), "snapshots/multitask_final.h5"
+    ),
     "flow_from_directory": Project((), "first_try.h5", entry="finetune.py", setup=_IMAGES),
     "pretrained_by_name": Project(
-        ("--epochs", "2"), "weights/finetuned-02-*.hdf5", "weights",
-        entry="finetune.py", setup=_PRETRAINED),
+        ("--epochs", "2"),
+        "weights/finetuned-02-*.hdf5",
+        "weights",
+        entry="finetune.py",
+        setup=_PRETRAINED,
+    ),
     "train_on_batch_loop": Project(
-        ("--iterations", "3", "--batch-size", "8"), "generator_3.weights.h5", "weights"),
+        ("--iterations", "3", "--batch-size", "8"), "generator_3.weights.h5", "weights"
+    ),
     "cpu_template_plateau": Project(("--epochs", "1"), "xception_best.h5"),
     "optimizer_factory": Project(("--epochs", "1", "--optimizer", "adam"), "classifier.h5"),
     "trainer_package": Project(
-        ("--num-epochs", "1", "--batch-size", "16"), "job/keras_export.h5",
-        entry="-m trainer.task"),
+        ("--num-epochs", "1", "--batch-size", "16"), "job/keras_export.h5", entry="-m trainer.task"
+    ),
     "keras_tf_backend": Project(
-        ("--epochs", "2",), "ckpt/regressor_best.model.keras", setup=_TABLES),
+        (
+            "--epochs",
+            "2",
+        ),
+        "ckpt/regressor_best.model.keras",
+        setup=_TABLES,
+    ),
     # Kinds of training scripts beyond classifiers.
     "gan_train_on_batch": Project(
         ("--iterations", "2", "--batch-size", "8", "--gpus", "4", "--save-dir", "out"),
-        "out/gan_2.weights.h5", "weights"),
+        "out/gan_2.weights.h5",
+        "weights",
+    ),
     "vae_sampling": Project(
-        ("--epochs", "1", "--batch-size", "8", "--gpus", "4"), "vae_mlp_mnist.weights.h5",
-        "weights", load_setup="from vae import Sampling\ncustom_objects = {'Sampling': Sampling}"),
+        ("--epochs", "1", "--batch-size", "8", "--gpus", "4"),
+        "vae_mlp_mnist.weights.h5",
+        "weights",
+        load_setup="from vae import Sampling\ncustom_objects = {'Sampling': Sampling}",
+    ),
     "ctc_speech": Project(
         ("--epochs", "1", "--minibatch-size", "8", "--steps", "2", "--gpus", "4"),
-        "ctc_weights/weights*.weights.h5", "weights",
+        "ctc_weights/weights*.weights.h5",
+        "weights",
         load_setup="from model import ctc_lambda_func\n"
-                   "custom_objects = {'ctc_lambda_func': ctc_lambda_func}"),
+        "custom_objects = {'ctc_lambda_func': ctc_lambda_func}",
+    ),
     "text_attention": Project(
-        ("--maxlen", "12", "--max-features", "50", "--batch-size", "8", "--epochs", "1",
-         "--gpus", "4"), "attention_lstm.h5",
-        load_setup="from attention import Attention\ncustom_objects = {'Attention': Attention}"),
+        (
+            "--maxlen",
+            "12",
+            "--max-features",
+            "50",
+            "--batch-size",
+            "8",
+            "--epochs",
+            "1",
+            "--gpus",
+            "4",
+        ),
+        "attention_lstm.h5",
+        load_setup="from attention import Attention\ncustom_objects = {'Attention': Attention}",
+    ),
     "superres_sequence": Project(
-        ("--epochs", "1", "--batch-size", "8", "--gpus", "4"), "srcnn_x2.weights.h5", "weights"),
+        ("--epochs", "1", "--batch-size", "8", "--gpus", "4"), "srcnn_x2.weights.h5", "weights"
+    ),
     "detection_focal": Project(
-        ("--epochs", "1", "--batch-size", "8", "--gpus", "4"), "retinanet_final.h5"),
+        ("--epochs", "1", "--batch-size", "8", "--gpus", "4"), "retinanet_final.h5"
+    ),
 }
 
 _TRAIN = """
@@ -241,12 +283,17 @@ np.savez("_loaded.npz", *keras.tree.flatten(got))
 
 def _run(code: str, args: list[str], cwd: str, timeout: float = 400):
     env = dict(
-        os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+        os.environ,
+        TF_CPP_MIN_LOG_LEVEL="2",
         PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
     )
     process = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code), *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     assert process.returncode == 0, (
         f"exit {process.returncode}\n--- stdout ---\n{process.stdout[-4000:]}"
@@ -256,9 +303,7 @@ def _run(code: str, args: list[str], cwd: str, timeout: float = 400):
 
 
 def _files(root: pathlib.Path) -> list[str]:
-    return sorted(
-        str(path.relative_to(root)) for path in root.rglob("*.py")
-    )
+    return sorted(str(path.relative_to(root)) for path in root.rglob("*.py"))
 
 
 def _migrated(project: str) -> dict[str, migrate.MigrationResult]:

@@ -482,27 +482,41 @@ FLAGGED = {
         "import tensorflow as tf\nconfig = tf.ConfigProto()\n"
         "config.gpu_options.per_process_gpu_memory_fraction = 0.3\n"
         "tf.keras.backend.set_session(tf.Session(config=config))\n",
-        3, "LogicalDeviceConfiguration(memory_limit=MB)"),
+        3,
+        "LogicalDeviceConfiguration(memory_limit=MB)",
+    ),
     "session_used_for_more_than_options": (
         "import tensorflow as tf\nsess = tf.Session()\nsess.run(init)\n",
-        2, "delete the session"),
+        2,
+        "delete the session",
+    ),
     "template_of_an_unknown_model": (
         "self.parallel_model.layers[-2].save('m.h5')\n",
-        1, "use `self.parallel_model.template`"),
+        1,
+        "use `self.parallel_model.template`",
+    ),
     "augmenting_image_generator": (
         "from keras.preprocessing.image import ImageDataGenerator\n"
         "gen = ImageDataGenerator(rotation_range=20, horizontal_flip=True)\n",
-        2, "keras.utils.image_dataset_from_directory"),
+        2,
+        "keras.utils.image_dataset_from_directory",
+    ),
     "samples_per_epoch_of_a_plain_generator": (
         "model.fit_generator(batches(), samples_per_epoch=1000, nb_epoch=2)\n",
-        1, "steps_per_epoch=N // batch_size"),
+        1,
+        "steps_per_epoch=N // batch_size",
+    ),
     "removed_backend_function": (
         "from keras import backend as K\nK.set_learning_phase(1)\n",
-        2, "pass training=True/False"),
+        2,
+        "pass training=True/False",
+    ),
     "decay_schedule_and_plateau_callback": (
         "from keras.optimizers import Adam\nfrom keras.callbacks import ReduceLROnPlateau\n"
         "opt = Adam(lr=0.001, decay=1e-6)\ncallbacks = [ReduceLROnPlateau()]\n",
-        4, "drop the schedule"),
+        4,
+        "drop the schedule",
+    ),
 }
 
 
@@ -521,9 +535,10 @@ def test_flagged_and_still_flagged_on_a_second_run(name):
 def test_deleting_the_note_resolves_a_carried_flag():
     source = FLAGGED["memory_fraction_has_no_tf2_equivalent"][0]
     migrated = migrate.migrate_source(source).migrated
-    without_note = "\n".join(
-        line for line in migrated.splitlines() if not line.lstrip().startswith("#")
-    ) + "\n"
+    without_note = (
+        "\n".join(line for line in migrated.splitlines() if not line.lstrip().startswith("#"))
+        + "\n"
+    )
     assert not migrate.migrate_source(without_note).report.flags
 
 
@@ -535,7 +550,8 @@ def test_run_time_checkpoint_path_is_not_flagged():
     result = migrate.migrate_source(source)
     assert not result.report.flags
     assert "parallel_keras.callbacks.ModelCheckpoint(os.path.join(out, name + suffix)" in (
-        result.migrated)
+        result.migrated
+    )
 
 
 def test_gpu_setup_moves_before_the_first_use_of_tensorflow():
@@ -566,4 +582,4 @@ def test_report_groups_changes_then_what_needs_a_person_by_file():
     assert lines[person + 1].startswith("  line 3: FLAGGED [TF1 sessions]")
     assert lines[person + 2].startswith("    what to do: per_process_gpu_memory_fraction=0.3")
     assert lines[person + 3] == "b.py: 1 change, 0 flagged"
-    assert "needs a person" not in "\n".join(lines[person + 3:])
+    assert "needs a person" not in "\n".join(lines[person + 3 :])

@@ -7,11 +7,10 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers import conv_bn_model, images
 
 import parallel_keras
 from parallel_keras import testing
-
-from helpers import conv_bn_model, images
 
 # --- Models and data --------------------------------------------------------
 
@@ -34,7 +33,9 @@ def max_weight_difference(a, b):
 
 
 def make_optimizer(name):
-    return {"sgd": lambda: keras.optimizers.SGD(0.1), "adam": lambda: keras.optimizers.Adam(1e-2)}[name]()
+    return {"sgd": lambda: keras.optimizers.SGD(0.1), "adam": lambda: keras.optimizers.Adam(1e-2)}[
+        name
+    ]()
 
 
 def train_single_device(build, optimizer, x, y, batch_size, epochs=1):
@@ -65,9 +66,7 @@ def test_one_epoch_matches_one_device(optimizer, gpus, batch_size, options):
         lambda: conv_bn_model(synchronized=True), optimizer, x, y, batch_size
     )
     template = conv_bn_model()
-    parallel = parallel_keras.multi_gpu_model(
-        template, gpus=gpus, sync_batchnorm=True, **options
-    )
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus, sync_batchnorm=True, **options)
     parallel.compile(make_optimizer(optimizer), "mse")
     parallel.fit(x, y, batch_size=batch_size, epochs=1, shuffle=False, verbose=0)
 
@@ -205,8 +204,11 @@ class RecordFirstReplicaBatch(keras.layers.Layer):
 
     def build(self, input_shape):
         self.rows = self.add_weight(
-            shape=(), initializer="zeros", trainable=False,
-            aggregation="only_first_replica", name="rows",
+            shape=(),
+            initializer="zeros",
+            trainable=False,
+            aggregation="only_first_replica",
+            name="rows",
         )
 
     def call(self, inputs):
@@ -262,8 +264,10 @@ def two_in_two_out(seed=4):
 def two_in_two_out_data(rows=24):
     rng = np.random.RandomState(8)
     x = {"left": rng.rand(rows, 3).astype("float32"), "right": rng.rand(rows, 4).astype("float32")}
-    y = {"score": rng.rand(rows, 1).astype("float32"),
-         "label": keras.utils.to_categorical(rng.randint(0, 2, rows), 2)}
+    y = {
+        "score": rng.rand(rows, 1).astype("float32"),
+        "label": keras.utils.to_categorical(rng.randint(0, 2, rows), 2),
+    }
     return x, y
 
 
@@ -339,7 +343,8 @@ def test_on_batch_methods_match_one_device():
     # One device's loss on this batch, by `evaluate`: up to Keras 3.10 its own
     # `test_on_batch` averages over every batch since `compile`.
     np.testing.assert_allclose(
-        parallel.test_on_batch(x, y), reference.evaluate(x, y, batch_size=len(x), verbose=0),
+        parallel.test_on_batch(x, y),
+        reference.evaluate(x, y, batch_size=len(x), verbose=0),
         atol=1e-6,
     )
 
@@ -374,8 +379,11 @@ def test_summary_layers_and_get_layer_show_the_template():
     assert len(parallel.layers) == 1 + 4 + 1 + 1
     assert parallel.layers[-2] is template
     assert parallel.get_layer(index=-2) is template
-    assert parallel.layers[0] is template.layers[0] if isinstance(
-        template.layers[0], keras.layers.InputLayer) else True
+    assert (
+        parallel.layers[0] is template.layers[0]
+        if isinstance(template.layers[0], keras.layers.InputLayer)
+        else True
+    )
     assert parallel.get_layer(template.name) is template
     assert parallel.get_layer(template.layers[0].name) is template.layers[0]
     assert "replicas=4" in repr(parallel)
@@ -497,7 +505,11 @@ def assert_untouched(template, weights_before):
         (1, ValueError, r"`gpus >= 2`. Received: `gpus=1`.*template model directly"),
         (0, ValueError, r"`gpus >= 2`. Received: `gpus=0`"),
         (-2, ValueError, r"`gpus >= 2`. Received: `gpus=-2`"),
-        (5, ValueError, r"we expect the following devices to be available: .*However this machine only has: .*Try reducing `gpus`"),
+        (
+            5,
+            ValueError,
+            r"we expect the following devices to be available: .*However this machine only has: .*Try reducing `gpus`",
+        ),
         ([0, 7], ValueError, r"we expect the following devices.*'/gpu:7'"),
         ([0], ValueError, r"`len\(gpus\) >= 2`"),
         ([0, -1], ValueError, r"GPU ids must be >= 0"),
@@ -570,7 +582,8 @@ def test_built_subclassed_model_trains():
     assert max(float(np.abs(a - b).max()) for a, b in zip(initial, template.get_weights())) > 1e-3
     assert max_weight_difference(reference, template) < 1e-5
     np.testing.assert_allclose(
-        parallel.predict(x, verbose=0), reference.predict(x, verbose=0), atol=1e-5)
+        parallel.predict(x, verbose=0), reference.predict(x, verbose=0), atol=1e-5
+    )
 
 
 def test_parallel_model_is_not_a_template():

@@ -39,8 +39,14 @@ def launch(tmp_path, *launch_args, script_args=(), timeout=240):
         TMPDIR=str(worker_tmp),  # Where non-chief workers' temp folders go.
     )
     process = subprocess.run(
-        [*helpers.LAUNCH, *launch_args,
-         os.path.join(SCRIPTS, "train.py"), "--out", str(out), *script_args],
+        [
+            *helpers.LAUNCH,
+            *launch_args,
+            os.path.join(SCRIPTS, "train.py"),
+            "--out",
+            str(out),
+            *script_args,
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -60,9 +66,7 @@ def reference(epochs):
     x, y = common.data()
     template = common.build_template()
     template.compile(optimizer=common.optimizer(), loss="mse", metrics=["mae"])
-    template.fit(
-        x, y, batch_size=common.GLOBAL_BATCH, epochs=epochs, shuffle=False, verbose=0
-    )
+    template.fit(x, y, batch_size=common.GLOBAL_BATCH, epochs=epochs, shuffle=False, verbose=0)
     return template.get_weights(), template.predict(x, verbose=0)
 
 
@@ -70,9 +74,7 @@ def assert_nothing_left(process):
     """No worker process alive and every worker port free again."""
     out = str(process.out)
     alive = [
-        p.pid
-        for p in psutil.process_iter(["cmdline"])
-        if out in " ".join(p.info["cmdline"] or [])
+        p.pid for p in psutil.process_iter(["cmdline"]) if out in " ".join(p.info["cmdline"] or [])
     ]
     assert not alive, f"worker processes left behind: {alive}"
     addresses = re.search(r"workers: ([\d.:,]+)\)", process.stdout + process.stderr)
@@ -95,12 +97,8 @@ def describe(process):
 
 
 @pytest.mark.parametrize("devices_per_worker", [1, 2])
-def test_workers_train_like_one_device_and_only_chief_writes(
-    tmp_path, devices_per_worker
-):
-    process = launch(
-        tmp_path, "--workers", "2", "--devices-per-worker", str(devices_per_worker)
-    )
+def test_workers_train_like_one_device_and_only_chief_writes(tmp_path, devices_per_worker):
+    process = launch(tmp_path, "--workers", "2", "--devices-per-worker", str(devices_per_worker))
     assert process.returncode == 0, describe(process)
     found = results(process)
     assert sorted(found) == [0, 1], describe(process)
@@ -111,9 +109,7 @@ def test_workers_train_like_one_device_and_only_chief_writes(
         for got, want in zip(worker["weights"], expected_weights):
             np.testing.assert_allclose(np.array(got), want, atol=1e-5)
         # predict: every row, in input order, on every worker.
-        np.testing.assert_allclose(
-            np.array(worker["predictions"]), expected_predictions, atol=1e-5
-        )
+        np.testing.assert_allclose(np.array(worker["predictions"]), expected_predictions, atol=1e-5)
     for got, want in zip(found[0]["weights"], found[1]["weights"]):
         np.testing.assert_array_equal(np.array(got), np.array(want))
     assert found[0]["evaluation"] == found[1]["evaluation"]
@@ -157,9 +153,21 @@ def test_killed_worker_restarts_group_and_resumes_from_backup(tmp_path):
     epochs = 3
     process = launch(
         tmp_path,
-        "--workers", "2", "--max-restarts", "1",
-        script_args=["--epochs", str(epochs), "--backup", "--kill-worker", "1",
-                     "--kill-epoch", "1", "--kill-batch", "2"],
+        "--workers",
+        "2",
+        "--max-restarts",
+        "1",
+        script_args=[
+            "--epochs",
+            str(epochs),
+            "--backup",
+            "--kill-worker",
+            "1",
+            "--kill-epoch",
+            "1",
+            "--kill-batch",
+            "2",
+        ],
     )
     assert process.returncode == 0, describe(process)
     assert "KILLING worker 1" in process.stdout
@@ -180,9 +188,18 @@ def test_killed_worker_restarts_group_and_resumes_from_backup(tmp_path):
 def test_dead_worker_without_restarts_fails_fast_naming_it(tmp_path):
     process = launch(
         tmp_path,
-        "--workers", "2",
-        script_args=["--epochs", "2", "--kill-worker", "1", "--kill-epoch", "0",
-                     "--kill-batch", "1"],
+        "--workers",
+        "2",
+        script_args=[
+            "--epochs",
+            "2",
+            "--kill-worker",
+            "1",
+            "--kill-epoch",
+            "0",
+            "--kill-batch",
+            "1",
+        ],
     )
     # Fails fast: the launcher stops worker 0, which would otherwise wait on
     # its dead peer; `launch`'s subprocess timeout only catches a hang.
@@ -211,11 +228,26 @@ def test_survivor_of_a_dead_peer_exits_with_a_clear_error(tmp_path):
         )
         workers.append(
             subprocess.Popen(
-                [sys.executable, "-m", "parallel_keras.multi_worker.bootstrap",
-                 os.path.join(SCRIPTS, "train.py"), "--out", str(out),
-                 "--epochs", "50", "--kill-worker", "1", "--kill-epoch", "1",
-                 "--kill-batch", "1"],
-                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "parallel_keras.multi_worker.bootstrap",
+                    os.path.join(SCRIPTS, "train.py"),
+                    "--out",
+                    str(out),
+                    "--epochs",
+                    "50",
+                    "--kill-worker",
+                    "1",
+                    "--kill-epoch",
+                    "1",
+                    "--kill-batch",
+                    "1",
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
             )
         )
     try:

@@ -68,8 +68,15 @@ def test_interrupted_mid_epoch_resumes_at_the_backed_up_batch(tmp_path):
     model = adam_model()
     backup = parallel_keras.BackupAndRestore(tmp_path / "backup", save_freq=1)
     with pytest.raises(Crash):
-        model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=EPOCHS, shuffle=False,
-                  verbose=0, callbacks=[backup, CrashAt(1, 2)])
+        model.fit(
+            x,
+            y,
+            batch_size=GLOBAL_BATCH,
+            epochs=EPOCHS,
+            shuffle=False,
+            verbose=0,
+            callbacks=[backup, CrashAt(1, 2)],
+        )
     assert os.listdir(tmp_path / "backup") == ["latest.npz"]
 
     resumed = adam_model()  # A new process would start from scratch too.
@@ -78,8 +85,15 @@ def test_interrupted_mid_epoch_resumes_at_the_backed_up_batch(tmp_path):
     counter = keras.callbacks.LambdaCallback(
         on_train_batch_end=lambda batch, logs: batches.append(batch)
     )
-    history = resumed.fit(x, y, batch_size=GLOBAL_BATCH, epochs=EPOCHS, shuffle=False,
-                          verbose=0, callbacks=[backup, counter])
+    history = resumed.fit(
+        x,
+        y,
+        batch_size=GLOBAL_BATCH,
+        epochs=EPOCHS,
+        shuffle=False,
+        verbose=0,
+        callbacks=[backup, counter],
+    )
     assert backup.restored_from["epoch"] == 1 and backup.restored_from["batch"] == 2
     assert len(history.history["loss"]) == 2  # Epochs 1 (from batch 2) and 2.
     assert batches == [0, 1, 2, 3, 0, 1, 2, 3]  # Batches 0-1 of epoch 1 skipped.
@@ -96,16 +110,28 @@ def test_interrupted_mid_epoch_resumes_at_the_backed_up_batch(tmp_path):
 def test_backup_of_another_model_is_refused_and_changes_nothing(tmp_path):
     x, y = common.data_rows(ROWS)
     model = adam_model()
-    model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=1, verbose=0, callbacks=[
-        parallel_keras.BackupAndRestore(tmp_path, delete_checkpoint=False)])
+    model.fit(
+        x,
+        y,
+        batch_size=GLOBAL_BATCH,
+        epochs=1,
+        verbose=0,
+        callbacks=[parallel_keras.BackupAndRestore(tmp_path, delete_checkpoint=False)],
+    )
     before = (tmp_path / "latest.npz").read_bytes()
     other = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(1)])
     other.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
     other.build((None, 4))
     weights = [w.copy() for w in other.get_weights()]
     with pytest.raises(ValueError, match=r"was written for another model\. Received: 4 model"):
-        other.fit(x, y, batch_size=GLOBAL_BATCH, epochs=1, verbose=0,
-                  callbacks=[parallel_keras.BackupAndRestore(tmp_path)])
+        other.fit(
+            x,
+            y,
+            batch_size=GLOBAL_BATCH,
+            epochs=1,
+            verbose=0,
+            callbacks=[parallel_keras.BackupAndRestore(tmp_path)],
+        )
     for got, want in zip(other.get_weights(), weights):
         np.testing.assert_array_equal(got, want)
     assert (tmp_path / "latest.npz").read_bytes() == before
@@ -114,15 +140,26 @@ def test_backup_of_another_model_is_refused_and_changes_nothing(tmp_path):
 def test_truncated_latest_restores_the_previous_backup_with_a_warning(tmp_path, caplog):
     x, y = common.data_rows(ROWS)
     model = adam_model()
-    model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, verbose=0, callbacks=[
-        parallel_keras.BackupAndRestore(tmp_path, double_checkpoint=True,
-                                        delete_checkpoint=False)])
+    model.fit(
+        x,
+        y,
+        batch_size=GLOBAL_BATCH,
+        epochs=2,
+        shuffle=False,
+        verbose=0,
+        callbacks=[
+            parallel_keras.BackupAndRestore(
+                tmp_path, double_checkpoint=True, delete_checkpoint=False
+            )
+        ],
+    )
     latest = tmp_path / "latest.npz"
     latest.write_bytes(latest.read_bytes()[:100])
     backup = parallel_keras.BackupAndRestore(tmp_path, double_checkpoint=True)
     with caplog.at_level("WARNING"):
-        history = adam_model().fit(x, y, batch_size=GLOBAL_BATCH, epochs=3, shuffle=False,
-                                   verbose=0, callbacks=[backup])
+        history = adam_model().fit(
+            x, y, batch_size=GLOBAL_BATCH, epochs=3, shuffle=False, verbose=0, callbacks=[backup]
+        )
     assert backup.restored_from["path"] == str(tmp_path / "previous.npz")
     assert backup.restored_from["epoch"] == 1 and len(history.history["loss"]) == 2
     assert f"cannot read the backup {latest} (not a complete .npz archive" in caplog.text
@@ -131,22 +168,40 @@ def test_truncated_latest_restores_the_previous_backup_with_a_warning(tmp_path, 
 def test_a_backup_that_cannot_be_written_keeps_the_last_and_the_next_one_works(tmp_path):
     x, y = common.data_rows(ROWS)
     model = adam_model()
-    model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=1, shuffle=False, verbose=0, callbacks=[
-        parallel_keras.BackupAndRestore(tmp_path, delete_checkpoint=False)])
+    model.fit(
+        x,
+        y,
+        batch_size=GLOBAL_BATCH,
+        epochs=1,
+        shuffle=False,
+        verbose=0,
+        callbacks=[parallel_keras.BackupAndRestore(tmp_path, delete_checkpoint=False)],
+    )
     latest = tmp_path / "latest.npz"
     before = latest.read_bytes()
     with helpers.file_size_limit(len(before) // 2):
-        with pytest.raises(RuntimeError, match=(
+        with pytest.raises(
+            RuntimeError,
+            match=(
                 rf"so {latest} still holds the last backup\. Received: File too large "
-                rf"while writing {latest} \(epoch 1, batch 1\)\. Free space")):
-            model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, verbose=0,
-                      callbacks=[parallel_keras.BackupAndRestore(
-                          tmp_path, save_freq=1, delete_checkpoint=False)])
+                rf"while writing {latest} \(epoch 1, batch 1\)\. Free space"
+            ),
+        ):
+            model.fit(
+                x,
+                y,
+                batch_size=GLOBAL_BATCH,
+                epochs=2,
+                shuffle=False,
+                verbose=0,
+                callbacks=[
+                    parallel_keras.BackupAndRestore(tmp_path, save_freq=1, delete_checkpoint=False)
+                ],
+            )
     assert latest.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["latest.npz"]  # No temporary left.
     backup = parallel_keras.BackupAndRestore(tmp_path, save_freq=1, delete_checkpoint=False)
-    model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, verbose=0,
-              callbacks=[backup])
+    model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, verbose=0, callbacks=[backup])
     assert backup.restored_from["epoch"] == 1  # The last backup was loadable.
     assert latest.read_bytes() != before  # The next backups were written.
 
@@ -160,20 +215,39 @@ def test_backup_dir_replaced_by_a_file_mid_run_is_named(tmp_path):
             shutil.rmtree(folder)
             folder.write_bytes(b"someone else's file")
 
-    with pytest.raises(ValueError, match=(
+    with pytest.raises(
+        ValueError,
+        match=(
             rf"Backups need a folder this process can write\. Received: "
-            rf"backup_dir='{folder}', and '{folder}' is a regular file.*move that file away")):
-        adam_model().fit(x, y, batch_size=GLOBAL_BATCH, epochs=2, verbose=0, callbacks=[
-            ReplaceFolder(), parallel_keras.BackupAndRestore(folder)])
+            rf"backup_dir='{folder}', and '{folder}' is a regular file.*move that file away"
+        ),
+    ):
+        adam_model().fit(
+            x,
+            y,
+            batch_size=GLOBAL_BATCH,
+            epochs=2,
+            verbose=0,
+            callbacks=[ReplaceFolder(), parallel_keras.BackupAndRestore(folder)],
+        )
     assert folder.read_bytes() == b"someone else's file"
 
 
 def launch(tmp_path, *launch_args, script_args=(), timeout=400):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.run(
-        [*helpers.LAUNCH, *launch_args,
-         os.path.join(SCRIPTS, "resume.py"), "--out", str(tmp_path), *script_args],
-        env=env, capture_output=True, text=True, timeout=timeout,
+        [
+            *helpers.LAUNCH,
+            *launch_args,
+            os.path.join(SCRIPTS, "resume.py"),
+            "--out",
+            str(tmp_path),
+            *script_args,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     process.results = helpers.worker_records(process.stdout, "RESULT")
     return process
@@ -199,11 +273,13 @@ def assert_resumed_like_uninterrupted(process, workers):
 
 
 @pytest.mark.parametrize("workers", [1, 2], ids=["1-process", "2-workers"])
-def test_kill_9_mid_epoch_then_restart_trains_like_an_uninterrupted_run(
-    tmp_path, workers
-):
+def test_kill_9_mid_epoch_then_restart_trains_like_an_uninterrupted_run(tmp_path, workers):
     process = launch(
-        tmp_path, "--workers", str(workers), "--max-restarts", "1",
+        tmp_path,
+        "--workers",
+        str(workers),
+        "--max-restarts",
+        "1",
         script_args=["--kill-worker", str(workers - 1)],
     )
     assert_resumed_like_uninterrupted(process, workers)
@@ -215,8 +291,16 @@ def test_kill_9_mid_epoch_then_restart_trains_like_an_uninterrupted_run(
 def test_group_continues_with_the_survivors_and_logs_each_worker(tmp_path):
     logs = tmp_path / "logs"
     process = launch(
-        tmp_path, "--workers", "3", "--min-workers", "2", "--max-restarts", "1",
-        "--log-dir", str(logs), script_args=["--kill-worker", "2"],
+        tmp_path,
+        "--workers",
+        "3",
+        "--min-workers",
+        "2",
+        "--max-restarts",
+        "1",
+        "--log-dir",
+        str(logs),
+        script_args=["--kill-worker", "2"],
     )
     # 3 workers x 2 devices (batch 12 -> 2 per replica), then 2 x 2 (3 each).
     assert_resumed_like_uninterrupted(process, workers=2)
@@ -227,9 +311,7 @@ def test_group_continues_with_the_survivors_and_logs_each_worker(tmp_path):
     worker_0 = (logs / "worker-0.log").read_text()
     assert "--- attempt 2 ---" in worker_0 and "RESULT" in worker_0
     summary = re.search(r"summary: (.*)\.$", process.stdout, re.M).group(1)
-    assert re.fullmatch(
-        r"worker 0: exit 0, [\d.]+ s; worker 1: exit 0, [\d.]+ s", summary
-    ), summary
+    assert re.fullmatch(r"worker 0: exit 0, [\d.]+ s; worker 1: exit 0, [\d.]+ s", summary), summary
 
 
 # --- Resuming on another replica count and batch size ---
@@ -240,8 +322,9 @@ RESUME_ROWS = 512  # 4 batches of 128 per epoch.
 def parallel_adam(gpus, steps=None):
     template = common.build_template()
     parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
-    parallel.compile(optimizer=keras.optimizers.Adam(0.01, gradient_accumulation_steps=steps),
-                     loss="mse")
+    parallel.compile(
+        optimizer=keras.optimizers.Adam(0.01, gradient_accumulation_steps=steps), loss="mse"
+    )
     return template, parallel
 
 
@@ -260,18 +343,38 @@ def test_resume_on_another_replica_count_keeping_the_global_batch(tmp_path, befo
     # Killed before batch 2 of epoch 1 (rows 0-255 of it trained).
     crash_batch = 256 // batch_size
     with pytest.raises(Crash):
-        parallel.fit(x, y, batch_size=batch_size, epochs=3, shuffle=False, verbose=0,
-                     callbacks=[parallel_keras.BackupAndRestore(tmp_path, save_freq=steps or 1),
-                                CrashAt(1, crash_batch)])
+        parallel.fit(
+            x,
+            y,
+            batch_size=batch_size,
+            epochs=3,
+            shuffle=False,
+            verbose=0,
+            callbacks=[
+                parallel_keras.BackupAndRestore(tmp_path, save_freq=steps or 1),
+                CrashAt(1, crash_batch),
+            ],
+        )
     backup_bytes = (tmp_path / "latest.npz").read_bytes()
 
     gpus, batch_size, steps = after
     template, parallel = parallel_adam(gpus, steps)
     backup = parallel_keras.BackupAndRestore(tmp_path, save_freq=steps or 1)
     trained = []
-    history = parallel.fit(x, y, batch_size=batch_size, epochs=3, shuffle=False, verbose=0,
-                           callbacks=[backup, keras.callbacks.LambdaCallback(
-                               on_train_batch_end=lambda batch, logs: trained.append(batch))])
+    history = parallel.fit(
+        x,
+        y,
+        batch_size=batch_size,
+        epochs=3,
+        shuffle=False,
+        verbose=0,
+        callbacks=[
+            backup,
+            keras.callbacks.LambdaCallback(
+                on_train_batch_end=lambda batch, logs: trained.append(batch)
+            ),
+        ],
+    )
     assert backup.restored_from["epoch"] == 1 and backup.restored_from["rows"] == 256
     assert backup.restored_from["replicas"] == before[0]
     assert len(history.history["loss"]) == 2
@@ -289,52 +392,103 @@ def test_resume_with_another_batch_size_skips_rows_and_says_so(tmp_path, caplog)
     x, y = common.data_rows(256)  # 8 batches of 32, or 4 of 64.
     model = adam_model()
     with pytest.raises(Crash):
-        model.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0,
-                  callbacks=[parallel_keras.BackupAndRestore(tmp_path, save_freq=1),
-                             CrashAt(0, 4)])
+        model.fit(
+            x,
+            y,
+            batch_size=32,
+            epochs=2,
+            shuffle=False,
+            verbose=0,
+            callbacks=[parallel_keras.BackupAndRestore(tmp_path, save_freq=1), CrashAt(0, 4)],
+        )
     resumed = adam_model()
     trained = []
     with caplog.at_level("WARNING"):
-        resumed.fit(x, y, batch_size=64, epochs=2, shuffle=False, verbose=0, callbacks=[
-            parallel_keras.BackupAndRestore(tmp_path, save_freq=1),
-            keras.callbacks.LambdaCallback(
-                on_train_batch_end=lambda batch, logs: trained.append(batch))])
+        resumed.fit(
+            x,
+            y,
+            batch_size=64,
+            epochs=2,
+            shuffle=False,
+            verbose=0,
+            callbacks=[
+                parallel_keras.BackupAndRestore(tmp_path, save_freq=1),
+                keras.callbacks.LambdaCallback(
+                    on_train_batch_end=lambda batch, logs: trained.append(batch)
+                ),
+            ],
+        )
     # 4 batches of 32 = 128 rows were trained: 2 batches of 64 are skipped,
     # not 4 (which would leave rows 128-255 of epoch 0 untrained).
     assert trained == [0, 1, 2, 3] * 2
     assert int(resumed.optimizer.iterations.numpy()) == 4 + 2 + 4
-    assert ("global batch changed from 32 rows (the backup's) to 64: resuming after "
-            "128 rows of epoch 0 (2 batch(es) of 64)") in caplog.text
+    assert (
+        "global batch changed from 32 rows (the backup's) to 64: resuming after "
+        "128 rows of epoch 0 (2 batch(es) of 64)"
+    ) in caplog.text
 
 
 def test_resume_at_an_epoch_start_with_another_batch_size_says_so(tmp_path, caplog):
     x, y = common.data_rows(ROWS)
     model = adam_model()
     with pytest.raises(Crash):
-        model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, verbose=0,
-                  callbacks=[parallel_keras.BackupAndRestore(tmp_path), CrashAt(1, 0)])
+        model.fit(
+            x,
+            y,
+            batch_size=GLOBAL_BATCH,
+            epochs=2,
+            shuffle=False,
+            verbose=0,
+            callbacks=[parallel_keras.BackupAndRestore(tmp_path), CrashAt(1, 0)],
+        )
     with caplog.at_level("WARNING"):
-        adam_model().fit(x, y, batch_size=2 * GLOBAL_BATCH, epochs=2, shuffle=False,
-                         verbose=0, callbacks=[parallel_keras.BackupAndRestore(tmp_path)])
-    assert (f"global batch changed from {GLOBAL_BATCH} rows (the backup's) to "
-            f"{2 * GLOBAL_BATCH}") in caplog.text
+        adam_model().fit(
+            x,
+            y,
+            batch_size=2 * GLOBAL_BATCH,
+            epochs=2,
+            shuffle=False,
+            verbose=0,
+            callbacks=[parallel_keras.BackupAndRestore(tmp_path)],
+        )
+    assert (
+        f"global batch changed from {GLOBAL_BATCH} rows (the backup's) to {2 * GLOBAL_BATCH}"
+    ) in caplog.text
 
 
 def test_backup_between_updates_resumes_only_with_the_same_steps(tmp_path):
     x, y = common.data_rows(RESUME_ROWS)
     _, parallel = parallel_adam(2, 2)
     with pytest.raises(Crash):
-        parallel.fit(x, y, batch_size=64, epochs=2, shuffle=False, verbose=0, callbacks=[
-            parallel_keras.BackupAndRestore(tmp_path, save_freq=3), CrashAt(0, 4)])
+        parallel.fit(
+            x,
+            y,
+            batch_size=64,
+            epochs=2,
+            shuffle=False,
+            verbose=0,
+            callbacks=[parallel_keras.BackupAndRestore(tmp_path, save_freq=3), CrashAt(0, 4)],
+        )
     before = (tmp_path / "latest.npz").read_bytes()
     template, parallel = parallel_adam(4)
     weights = [w.copy() for w in template.get_weights()]
-    with pytest.raises(ValueError, match=(
+    with pytest.raises(
+        ValueError,
+        match=(
             r"resumes only with the accumulation steps that wrote it\. Received: .* with 1 "
             r"of gradient_accumulation_steps=2 batches accumulated, and an optimizer with "
-            r"gradient_accumulation_steps=None\. Resume with gradient_accumulation_steps=2")):
-        parallel.fit(x, y, batch_size=128, epochs=2, shuffle=False, verbose=0,
-                     callbacks=[parallel_keras.BackupAndRestore(tmp_path, save_freq=1)])
+            r"gradient_accumulation_steps=None\. Resume with gradient_accumulation_steps=2"
+        ),
+    ):
+        parallel.fit(
+            x,
+            y,
+            batch_size=128,
+            epochs=2,
+            shuffle=False,
+            verbose=0,
+            callbacks=[parallel_keras.BackupAndRestore(tmp_path, save_freq=1)],
+        )
     assert (tmp_path / "latest.npz").read_bytes() == before
     for got, want in zip(template.get_weights(), weights):
         np.testing.assert_array_equal(got, want)
@@ -353,9 +507,18 @@ def one_process_weights(global_batch=16, epochs=3):
 def run_keep_batch(tmp_path, *launch_args, script_args=()):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.run(
-        [*helpers.LAUNCH, *launch_args, os.path.join(SCRIPTS, "keep_batch.py"),
-         "--out", str(tmp_path), *script_args],
-        env=env, capture_output=True, text=True, timeout=400,
+        [
+            *helpers.LAUNCH,
+            *launch_args,
+            os.path.join(SCRIPTS, "keep_batch.py"),
+            "--out",
+            str(tmp_path),
+            *script_args,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
     )
     process.results = helpers.worker_records(process.stdout, "RESULT")
     return process
@@ -378,7 +541,13 @@ def test_survivors_keep_their_per_replica_batch_and_accumulate(tmp_path):
     # 2 workers x 2 devices x 4 rows = 16; worker 1 dies mid-epoch and the
     # survivor continues with 2 devices x 4 rows x 2 steps = 16 per update.
     process = run_keep_batch(
-        tmp_path, "--workers", "2", "--min-workers", "1", "--max-restarts", "1",
+        tmp_path,
+        "--workers",
+        "2",
+        "--min-workers",
+        "1",
+        "--max-restarts",
+        "1",
         script_args=["--kill-worker", "1"],
     )
     assert process.returncode == 0, describe(process)

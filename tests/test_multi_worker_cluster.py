@@ -12,12 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from parallel_keras.cluster import membership
-from parallel_keras.cluster import settings
-from parallel_keras.cluster import strategy
-from parallel_keras.cluster import writes
-from parallel_keras.multi_worker import sharding
-from parallel_keras.multi_worker import worker_env
+from parallel_keras.cluster import membership, settings, strategy, writes
+from parallel_keras.multi_worker import sharding, worker_env
 
 
 def _tf_config(monkeypatch, cluster_spec, task_type, index):
@@ -55,8 +51,10 @@ def test_no_tf_config_is_one_worker_and_initialize_does_nothing(monkeypatch):
     "raw, match",
     [
         ("{not json", "TF_CONFIG must be JSON"),
-        (json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}),
-         "must list this process's task"),
+        (
+            json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}),
+            "must list this process's task",
+        ),
     ],
 )
 def test_invalid_tf_config_is_explained(monkeypatch, raw, match):

@@ -53,24 +53,32 @@ def test_rehearsed_script_runs_unchanged_with_its_simulated_devices():
         (
             "rehearsed.py",
             ["--devices-per-worker", "3"],
-            ["must agree", "simulate_devices(2)", "--devices-per-worker 3",
-             "pass --devices-per-worker 2"],
+            [
+                "must agree",
+                "simulate_devices(2)",
+                "--devices-per-worker 3",
+                "pass --devices-per-worker 2",
+            ],
         ),
         (
             "late_simulate.py",
             [],
-            ["must run before the script touches TensorFlow",
-             "Received: simulate_devices(2) after TensorFlow had started",
-             "Move `parallel_keras.simulate_devices(2)`"],
+            [
+                "must run before the script touches TensorFlow",
+                "Received: simulate_devices(2) after TensorFlow had started",
+                "Move `parallel_keras.simulate_devices(2)`",
+            ],
         ),
     ],
     ids=["devices-disagree", "tensorflow-touched-first"],
 )
-def test_script_and_launcher_disagreeing_on_devices_is_explained(
-    script, launch_args, expected
-):
+def test_script_and_launcher_disagreeing_on_devices_is_explained(script, launch_args, expected):
     process = helpers.run_launch(
-        "--workers", "2", "--startup-timeout", "60", *launch_args,
+        "--workers",
+        "2",
+        "--startup-timeout",
+        "60",
+        *launch_args,
         os.path.join(SCRIPTS, script),
     )
     assert process.returncode != 0, describe(process)

@@ -8,11 +8,12 @@ the failing worker named with its traceback, and no TensorFlow runtime in
 the calling process.
 """
 
-import pytest
 import os
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 # Every test here starts child processes (the subprocess tier).
 pytestmark = pytest.mark.subprocess
@@ -55,8 +56,12 @@ def test_notebook_launcher_runs_main_functions_and_names_the_failing_worker(tmp_
     script.write_text(_MAIN)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, env=env,
-        capture_output=True, text=True, timeout=300,
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert process.returncode == 0, process.stdout[-3000:] + process.stderr[-3000:]
     out = process.stdout

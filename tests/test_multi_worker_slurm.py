@@ -5,13 +5,13 @@ No Slurm here: the test starts each task itself, as `srun` would, with the
 environment srun gives a task of a one-node, two-task step, on loopback.
 """
 
-import pytest
 import os
 import socket
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from parallel_keras.multi_worker import launch as launch_lib
 
@@ -66,16 +66,34 @@ def test_two_srun_tasks_train_like_one_device(tmp_path):
     (tmp_path / "out").mkdir()
     tasks = []
     for procid in range(2):
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
-                   TMPDIR=str(tmp_path), **srun_environment(procid, 2))
+        env = dict(
+            os.environ,
+            TF_CPP_MIN_LOG_LEVEL="2",
+            TMPDIR=str(tmp_path),
+            **srun_environment(procid, 2),
+        )
         env.pop("TF_CONFIG", None)
-        tasks.append(subprocess.Popen(
-            [*helpers.LAUNCH, "--slurm", "--slurm-port-base",
-             str(port_base), "--startup-timeout", "120",
-             os.path.join(SCRIPTS, "train.py"), "--out", str(tmp_path / "out"),
-             "--epochs", "1"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        ))
+        tasks.append(
+            subprocess.Popen(
+                [
+                    *helpers.LAUNCH,
+                    "--slurm",
+                    "--slurm-port-base",
+                    str(port_base),
+                    "--startup-timeout",
+                    "120",
+                    os.path.join(SCRIPTS, "train.py"),
+                    "--out",
+                    str(tmp_path / "out"),
+                    "--epochs",
+                    "1",
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     try:
         outputs = [task.communicate(timeout=300) for task in tasks]
     finally:

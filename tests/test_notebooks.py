@@ -15,12 +15,11 @@ import os
 import re
 import sys
 
-from jupyter_client.kernelspec import KernelSpec
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
 import nbclient
 import nbformat
 import pytest
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+from jupyter_client.manager import KernelManager
 
 # Every test here starts child processes (the subprocess tier).
 pytestmark = pytest.mark.subprocess
@@ -51,8 +50,11 @@ class _ThisInterpreterKernels(KernelSpecManager):
 def test_the_notebooks_exist():
     names = [os.path.basename(path) for path in NOTEBOOKS]
     assert names[:5] == [
-        "01_quickstart.ipynb", "02_device_parallel.ipynb",
-        "03_benchmarks.ipynb", "04_migrate.ipynb", "05_multi_worker.ipynb",
+        "01_quickstart.ipynb",
+        "02_device_parallel.ipynb",
+        "03_benchmarks.ipynb",
+        "04_migrate.ipynb",
+        "05_multi_worker.ipynb",
     ]
 
 

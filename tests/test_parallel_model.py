@@ -70,11 +70,14 @@ def test_inputs_outputs_and_names_are_the_templates():
 
 
 @pytest.mark.parametrize("gpus", [2, 3])
-@pytest.mark.parametrize("build, inputs, outputs", [
-    (lambda: keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)]), 1, 1),
-    (two_input_two_output, 2, 2),
-    (siamese, 2, 3),
-])
+@pytest.mark.parametrize(
+    "build, inputs, outputs",
+    [
+        (lambda: keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)]), 1, 1),
+        (two_input_two_output, 2, 2),
+        (siamese, 2, 3),
+    ],
+)
 def test_layers_sit_at_keras_2_positions(gpus, build, inputs, outputs):
     """Keras 2 (multi_gpu_utils.py, 2.3) listed inputs, per-replica slices
     (replica-major), the template, then one merge layer per output."""
@@ -119,7 +122,7 @@ def test_subclassed_template_has_no_symbolic_inputs():
     template(np.zeros((1, 3), "float32"))
     parallel = parallel_keras.multi_gpu_model(template, gpus=2)
     with pytest.raises(AttributeError, match="functional API"):
-        parallel.inputs
+        parallel.inputs  # noqa: B018  (the attribute read is what raises)
     assert not hasattr(parallel, "output_names")
 
 
@@ -153,16 +156,26 @@ def test_per_output_losses_train_like_one_device(form, gpus):
     reference = two_input_two_output()
     reference.compile(keras.optimizers.Adam(0.01), **COMPILE_FORMS[form])
     expected = reference.fit(
-        [a, b], targets, sample_weight=weights, batch_size=10, epochs=2,
-        shuffle=False, verbose=0,
+        [a, b],
+        targets,
+        sample_weight=weights,
+        batch_size=10,
+        epochs=2,
+        shuffle=False,
+        verbose=0,
     ).history
 
     template = two_input_two_output()
     parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
     parallel.compile(keras.optimizers.Adam(0.01), **COMPILE_FORMS[form])
     history = parallel.fit(
-        [a, b], targets, sample_weight=weights, batch_size=10, epochs=2,
-        shuffle=False, verbose=0,
+        [a, b],
+        targets,
+        sample_weight=weights,
+        batch_size=10,
+        epochs=2,
+        shuffle=False,
+        verbose=0,
     ).history
 
     assert max_weight_difference(reference, template) < ATOL
@@ -372,7 +385,8 @@ def test_template_methods_return_what_they_returned_before_wrapping():
     )
     assert template.predict_on_batch(x[:1]).shape == (1, 2)
     np.testing.assert_allclose(
-        template.predict(x, batch_size=5, verbose=0), reference.predict(x, batch_size=5, verbose=0),
+        template.predict(x, batch_size=5, verbose=0),
+        reference.predict(x, batch_size=5, verbose=0),
         atol=ATOL,
     )
     np.testing.assert_allclose(
@@ -430,6 +444,8 @@ def test_an_endless_dataset_with_a_step_count_runs_that_many_steps():
     assert parallel.predict(endless.map(lambda x, y: x), steps=3, verbose=0).shape == (12, 3)
     # Positionally too (keras.Model.predict(x, batch_size, verbose, steps)).
     assert parallel.predict(endless.map(lambda x, y: x), None, 0, 2).shape == (8, 3)
+
+
 # --- Targets, weights and metric names as Keras 2 took them --------------------
 
 
@@ -439,16 +455,19 @@ def ctc_like(seed=6):
     features = keras.Input((4,), name="features")
     labels = keras.Input((1,), name="labels")
     prediction = keras.layers.Dense(1)(features)
-    per_row = keras.layers.Lambda(
-        lambda t: keras.ops.square(t[0] - t[1]), name="ctc")([prediction, labels])
+    per_row = keras.layers.Lambda(lambda t: keras.ops.square(t[0] - t[1]), name="ctc")(
+        [prediction, labels]
+    )
     return keras.Model({"features": features, "labels": labels}, per_row)
 
 
 def ctc_batches(by_name, steps=3, rows=8):
     rng = np.random.default_rng(1)
     for _ in range(steps):
-        inputs = {"features": rng.normal(size=(rows, 4)).astype("float32"),
-                  "labels": rng.normal(size=(rows, 1)).astype("float32")}
+        inputs = {
+            "features": rng.normal(size=(rows, 4)).astype("float32"),
+            "labels": rng.normal(size=(rows, 1)).astype("float32"),
+        }
         weights = rng.random(rows).astype("float32")
         zeros = np.zeros((rows, 1))
         if by_name:
@@ -459,24 +478,29 @@ def ctc_batches(by_name, steps=3, rows=8):
 
 def test_single_output_targets_and_weights_by_output_name_as_keras_2():
     """Keras 2 read `{'ctc': zeros}` by output name for a one-output model."""
+
     def passthrough(y_true, y_pred):
         return y_pred
 
     reference = ctc_like()
     reference.compile(optimizer=keras.optimizers.SGD(0.1), loss=passthrough)
-    expected = reference.fit(_cycle(ctc_batches, by_name=False), steps_per_epoch=3,
-                             epochs=2, verbose=0).history
+    expected = reference.fit(
+        _cycle(ctc_batches, by_name=False), steps_per_epoch=3, epochs=2, verbose=0
+    ).history
     template = ctc_like()
     parallel = parallel_keras.multi_gpu_model(template, gpus=2)
     parallel.compile(optimizer=keras.optimizers.SGD(0.1), loss={"ctc": passthrough})
-    history = parallel.fit(_cycle(ctc_batches, by_name=True), steps_per_epoch=3, epochs=2,
-                           verbose=0).history
+    history = parallel.fit(
+        _cycle(ctc_batches, by_name=True), steps_per_epoch=3, epochs=2, verbose=0
+    ).history
     assert max_weight_difference(template, reference) < ATOL
     np.testing.assert_allclose(history["loss"], expected["loss"], atol=ATOL)
     inputs, zeros, weights = next(ctc_batches(by_name=True))
     np.testing.assert_allclose(
         parallel.test_on_batch(inputs, zeros, weights),
-        reference.test_on_batch(inputs, np.zeros((8, 1)), weights["ctc"]), atol=ATOL)
+        reference.test_on_batch(inputs, np.zeros((8, 1)), weights["ctc"]),
+        atol=ATOL,
+    )
 
 
 def _cycle(batches, **kwargs):
@@ -489,8 +513,13 @@ def survival_model(seed=8):
     keras.utils.set_random_seed(seed)
     inputs = keras.Input((4,))
     h = keras.layers.Dense(5, activation="tanh")(inputs)
-    return keras.Model(inputs, [keras.layers.Dense(1, name="Survival")(h),
-                                keras.layers.Dense(3, activation="softmax", name="aux")(h)])
+    return keras.Model(
+        inputs,
+        [
+            keras.layers.Dense(1, name="Survival")(h),
+            keras.layers.Dense(3, activation="softmax", name="aux")(h),
+        ],
+    )
 
 
 def Cindex(y_true, y_pred):  # noqa: N802  (the capitalized name legacy scripts use)
@@ -515,27 +544,39 @@ def test_dict_targets_weights_on_list_outputs_float64_and_keras2_metric_names(tm
 
     losses = {"Survival": "mse", "aux": "sparse_categorical_crossentropy"}
     reference = survival_model()
-    reference.compile(optimizer=keras.optimizers.SGD(0.1), loss=losses,
-                      metrics={"Survival": [Cindex]})
+    reference.compile(
+        optimizer=keras.optimizers.SGD(0.1), loss=losses, metrics={"Survival": [Cindex]}
+    )
     expected = reference.fit(
-        x, [survival.astype("float32"), labels.astype("float32")],
+        x,
+        [survival.astype("float32"), labels.astype("float32")],
         sample_weight=[weights.astype("float32"), np.ones(24, "float32")],
-        batch_size=8, epochs=2, shuffle=False, verbose=0,
-        validation_data=(x, [survival.astype("float32"), labels.astype("float32")])).history
+        batch_size=8,
+        epochs=2,
+        shuffle=False,
+        verbose=0,
+        validation_data=(x, [survival.astype("float32"), labels.astype("float32")]),
+    ).history
 
     template = survival_model()
     parallel = parallel_keras.multi_gpu_model(template, gpus=2)
-    parallel.compile(optimizer=keras.optimizers.SGD(0.1), loss=losses,
-                     metrics={"Survival": [Cindex, dtype_of_targets]})
+    parallel.compile(
+        optimizer=keras.optimizers.SGD(0.1),
+        loss=losses,
+        metrics={"Survival": [Cindex, dtype_of_targets]},
+    )
     targets = {"aux": labels, "Survival": survival}
-    dataset = tf.data.Dataset.from_tensor_slices(
-        (x, targets, {"Survival": weights})).batch(8)
+    dataset = tf.data.Dataset.from_tensor_slices((x, targets, {"Survival": weights})).batch(8)
     checkpoint = parallel_keras.callbacks.ModelCheckpoint(
-        str(tmp_path / "{epoch:02d}-{val_Survival_Cindex:.4f}.weights.h5"),
-        save_weights_only=True)
+        str(tmp_path / "{epoch:02d}-{val_Survival_Cindex:.4f}.weights.h5"), save_weights_only=True
+    )
     history = parallel.fit(
-        dataset, epochs=2, verbose=0, callbacks=[checkpoint],
-        validation_data=tf.data.Dataset.from_tensor_slices((x, targets)).batch(8)).history
+        dataset,
+        epochs=2,
+        verbose=0,
+        callbacks=[checkpoint],
+        validation_data=tf.data.Dataset.from_tensor_slices((x, targets)).batch(8),
+    ).history
 
     assert seen == {"float32"}  # Keras 2 fed targets in the output's dtype
     assert "Survival_Cindex" in history and "val_Survival_Cindex" in history
@@ -546,7 +587,8 @@ def test_dict_targets_weights_on_list_outputs_float64_and_keras2_metric_names(tm
         np.testing.assert_allclose(history[keras2_name], values, atol=ATOL, err_msg=name)
     assert sorted(os.listdir(tmp_path)) == [
         f"{epoch:02d}-{value:.4f}.weights.h5"
-        for epoch, value in enumerate(history["val_Survival_Cindex"], 1)]
+        for epoch, value in enumerate(history["val_Survival_Cindex"], 1)
+    ]
 
 
 def test_dict_targets_may_leave_out_outputs_without_a_loss():
@@ -554,11 +596,16 @@ def test_dict_targets_may_leave_out_outputs_without_a_loss():
     a, b, score, label = two_io_data()
     reference = two_input_two_output()
     reference.compile(optimizer=keras.optimizers.SGD(0.1), loss={"score": "mse", "label": None})
-    reference.fit([a, b], [score, np.zeros_like(label)], batch_size=8, shuffle=False,
-                  verbose=0)
+    reference.fit([a, b], [score, np.zeros_like(label)], batch_size=8, shuffle=False, verbose=0)
     template = two_input_two_output()
     parallel = parallel_keras.multi_gpu_model(template, gpus=2)
     parallel.compile(optimizer=keras.optimizers.SGD(0.1), loss={"score": "mse", "label": None})
-    parallel.fit([a, b], {"score": score}, sample_weight={"score": np.ones(24)},
-                 batch_size=8, shuffle=False, verbose=0)
+    parallel.fit(
+        [a, b],
+        {"score": score},
+        sample_weight={"score": np.ones(24)},
+        batch_size=8,
+        shuffle=False,
+        verbose=0,
+    )
     assert max_weight_difference(template, reference) < ATOL

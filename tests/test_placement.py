@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 
 import parallel_keras
-from parallel_keras.testing import record_op_devices
 from parallel_keras.devices import short_device_name
+from parallel_keras.testing import record_op_devices
 
 BRANCH_A, BRANCH_B, MERGE = "/gpu:1", "/gpu:2", "/cpu:0"
 # '/gpu:i' rehearses on simulated CPU device i (no GPU here).
@@ -205,15 +205,15 @@ def test_seed_example_runs_with_only_tf_device_replaced():
 
     shared_lstm = keras.layers.LSTM(64)
 
-    with parallel_keras.device('/device:GPU:0'):
+    with parallel_keras.device("/device:GPU:0"):
         encoded_a = shared_lstm(input_a)
-    with parallel_keras.device('/device:GPU:1'):
+    with parallel_keras.device("/device:GPU:1"):
         encoded_b = shared_lstm(input_b)
 
-    with parallel_keras.device('/cpu:0'):
+    with parallel_keras.device("/cpu:0"):
         merged_vector = keras.layers.concatenate([encoded_a, encoded_b], axis=-1)
 
-    fc1 = keras.layers.Dense(50, activation='softmax')(merged_vector)
+    fc1 = keras.layers.Dense(50, activation="softmax")(merged_vector)
 
     model = keras.Model(inputs=[input_a, input_b], outputs=fc1)
 
@@ -270,8 +270,11 @@ class _Subclassed(keras.Model):
 
 @pytest.mark.parametrize(
     "api",
-    [parallel_keras.placement, parallel_keras.clear_placement,
-     lambda model: parallel_keras.place_branches(model, ["/cpu:0", "/cpu:1"])],
+    [
+        parallel_keras.placement,
+        parallel_keras.clear_placement,
+        lambda model: parallel_keras.place_branches(model, ["/cpu:0", "/cpu:1"]),
+    ],
 )
 @pytest.mark.parametrize(
     "model", [_Subclassed(), keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])]

@@ -14,9 +14,7 @@ def seed_model():
     input_a = keras.Input((10, 8), name="input_a")
     input_b = keras.Input((10, 8), name="input_b")
     shared_lstm = keras.layers.LSTM(4, name="shared_lstm")
-    merged = keras.layers.concatenate(
-        [shared_lstm(input_a), shared_lstm(input_b)], name="merge"
-    )
+    merged = keras.layers.concatenate([shared_lstm(input_a), shared_lstm(input_b)], name="merge")
     outputs = keras.layers.Dense(5, name="head")(merged)
     return keras.Model([input_a, input_b], outputs)
 
@@ -39,9 +37,7 @@ def devices_by_layer(model):
 
 
 def test_seed_model_branches_go_to_one_device_each_and_run_there():
-    model = parallel_keras.place_branches(
-        seed_model(), ["/gpu:1", "/gpu:2"], merge_device="/cpu:0"
-    )
+    model = parallel_keras.place_branches(seed_model(), ["/gpu:1", "/gpu:2"], merge_device="/cpu:0")
     assert devices_by_layer(model) == {
         ("shared_lstm", 0): "/gpu:1",
         ("shared_lstm", 1): "/gpu:2",
@@ -51,10 +47,7 @@ def test_seed_model_branches_go_to_one_device_each_and_run_there():
     x = [np.ones((2, 10, 8), np.float32)] * 2
     with record_op_devices() as ops:
         model(x)
-    ran = {
-        r.device for r in ops.eager
-        if "shared_lstm" in r.name and r.op_type != "ReadVariableOp"
-    }
+    ran = {r.device for r in ops.eager if "shared_lstm" in r.name and r.op_type != "ReadVariableOp"}
     assert ran == {"/cpu:1", "/cpu:2"}
 
 

@@ -4,8 +4,8 @@
 import pytest
 import tensorflow as tf
 
-from parallel_keras.testing import record_op_devices
 from parallel_keras.devices import short_device_name
+from parallel_keras.testing import record_op_devices
 
 
 @pytest.mark.parametrize("device", ["/cpu:1", "/cpu:3"])

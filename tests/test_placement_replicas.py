@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """A placed template in multi_gpu_model: each replica runs on its own device."""
 
-from absl import logging
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from absl import logging
 
 import parallel_keras
 from parallel_keras.testing import record_op_devices
@@ -19,11 +19,13 @@ def _template(scope, kind):
     # The legacy idiom: the whole template built under the CPU device.
     with scope("/cpu:0"):
         if kind == "sequential":
-            return keras.Sequential([
-                keras.Input((3,)),
-                keras.layers.Dense(4, activation="relu", name="hidden"),
-                keras.layers.Dense(2, name="head"),
-            ])
+            return keras.Sequential(
+                [
+                    keras.Input((3,)),
+                    keras.layers.Dense(4, activation="relu", name="hidden"),
+                    keras.layers.Dense(2, name="head"),
+                ]
+            )
         inputs = keras.Input((3,))
         hidden = keras.layers.Dense(4, activation="relu", name="hidden")(inputs)
         return keras.Model(inputs, keras.layers.Dense(2, name="head")(hidden))
@@ -31,7 +33,9 @@ def _template(scope, kind):
 
 def _data(rows=12):
     rng = np.random.default_rng(0)
-    return rng.normal(size=(rows, 3)).astype("float32"), rng.normal(size=(rows, 2)).astype("float32")
+    return rng.normal(size=(rows, 3)).astype("float32"), rng.normal(size=(rows, 2)).astype(
+        "float32"
+    )
 
 
 def _step_op_devices(parallel, run):
@@ -145,12 +149,24 @@ def test_a_device_scope_inside_a_layer_call_still_applies_in_each_replica():
     parallel.compile(optimizer="sgd", loss="mse")
     ops = _step_op_devices(parallel, _train)
     # The forward op of every replica (TensorFlow places gradient ops itself).
-    pinned = {r.device for r in ops.traced
-              if "pinned_by_call" in r.name and not r.name.startswith("gradient_tape")
-              and r.op_type == "Mul"}
+    pinned = {
+        r.device
+        for r in ops.traced
+        if "pinned_by_call" in r.name
+        and not r.name.startswith("gradient_tape")
+        and r.op_type == "Mul"
+    }
     assert pinned == {"/cpu:0"}, pinned
-    assert sum(1 for r in ops.traced if "pinned_by_call" in r.name
-               and not r.name.startswith("gradient_tape") and r.op_type == "Mul") == 3
+    assert (
+        sum(
+            1
+            for r in ops.traced
+            if "pinned_by_call" in r.name
+            and not r.name.startswith("gradient_tape")
+            and r.op_type == "Mul"
+        )
+        == 3
+    )
     hidden_counts = ops.device_counts("hidden_", traced=True)
     hidden_counts.pop(None, None)
     assert set(hidden_counts) == REPLICA_DEVICES, hidden_counts

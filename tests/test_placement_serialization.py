@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 import parallel_keras
-from parallel_keras.testing import record_op_devices
-from parallel_keras.testing import run_python
+from parallel_keras.testing import record_op_devices, run_python
 
 
 def build_placed():
@@ -34,11 +33,7 @@ def inputs():
 
 
 def lstm_compute_devices(records):
-    return {
-        r.device
-        for r in records
-        if "shared_lstm" in r.name and r.op_type != "ReadVariableOp"
-    }
+    return {r.device for r in records if "shared_lstm" in r.name and r.op_type != "ReadVariableOp"}
 
 
 def test_keras_file_round_trip_keeps_placement_and_where_ops_run(tmp_path):

@@ -23,9 +23,15 @@ import pytest
 import parallel_keras
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
-             *sorted((REPO / "notebooks").glob("*.ipynb")), *sorted((REPO / "examples").glob("*.py"))]
-_NAME = re.compile(r"(?P<context>(?:-m|import|from)\s+)?\b(?P<name>parallel_keras(?:\.[A-Za-z_]\w*)+)")
+DOCUMENTS = [
+    REPO / "README.md",
+    *sorted((REPO / "docs").glob("*.md")),
+    *sorted((REPO / "notebooks").glob("*.ipynb")),
+    *sorted((REPO / "examples").glob("*.py")),
+]
+_NAME = re.compile(
+    r"(?P<context>(?:-m|import|from)\s+)?\b(?P<name>parallel_keras(?:\.[A-Za-z_]\w*)+)"
+)
 
 
 def documented_names() -> dict[str, bool]:
@@ -50,19 +56,27 @@ def installed_wheel(tmp_path_factory) -> pathlib.Path:
     # A copy, so the build's scratch files stay out of the checkout.
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
-    shutil.copytree(REPO / "parallel_keras", source / "parallel_keras",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO / "parallel_keras",
+        source / "parallel_keras",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
     subprocess.run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(root / "dist"),
-         str(source)],
-        check=True, capture_output=True, text=True, timeout=600,
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(root / "dist"), str(source)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     (wheel,) = (root / "dist").glob("parallel_keras-*.whl")
     target = root / "site"
     subprocess.run(
         [*pip, "install", "--no-deps", "--no-index", "--target", str(target), str(wheel)],
-        check=True, capture_output=True, text=True, timeout=600,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     return target
 
@@ -92,7 +106,10 @@ for name, as_module in {names!r}.items():
 print(json.dumps(unresolved))
 """
     process = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=600,
         cwd=tmp_path,  # Not the checkout: only the installed wheel is importable.
         env={**os.environ, "PYTHONPATH": str(installed_wheel), "TF_CPP_MIN_LOG_LEVEL": "3"},
     )
@@ -144,10 +161,19 @@ def test_docstring_example_runs(name):
     assert runner.failures == 0, "".join(output)
 
 
-PUBLIC_PACKAGES = ("parallel_keras", "parallel_keras.migrate", "parallel_keras.multi_worker",
-                   "parallel_keras.testing")
-INTERNAL_PACKAGES = ("parallel_keras.cli", "parallel_keras.cluster", "parallel_keras.data_parallel",
-                     "parallel_keras.device_placement", "parallel_keras.saving")
+PUBLIC_PACKAGES = (
+    "parallel_keras",
+    "parallel_keras.migrate",
+    "parallel_keras.multi_worker",
+    "parallel_keras.testing",
+)
+INTERNAL_PACKAGES = (
+    "parallel_keras.cli",
+    "parallel_keras.cluster",
+    "parallel_keras.data_parallel",
+    "parallel_keras.device_placement",
+    "parallel_keras.saving",
+)
 
 
 @pytest.mark.parametrize("package_name", PUBLIC_PACKAGES)

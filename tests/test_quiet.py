@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """`parallel_keras.quiet_tensorflow()`: no TensorFlow log lines, errors kept."""
 
-import pytest
 import os
 import subprocess
 import sys
+
+import pytest
 
 # Every test here starts child processes (the subprocess tier).
 pytestmark = pytest.mark.subprocess
@@ -13,8 +14,9 @@ _ENV = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
 
 
 def _python(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, env=_ENV)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=_ENV
+    )
 
 
 def test_tensorflow_starts_and_distributes_without_log_lines():

@@ -89,7 +89,9 @@ def test_each_replica_draws_its_own_noise():
         _internals.use_replica_seed_generator()
         return keras.random.normal((4,))
 
-    draws = strategy.experimental_local_results(tf.function(lambda: strategy.run(replica_draw), autograph=False)())
+    draws = strategy.experimental_local_results(
+        tf.function(lambda: strategy.run(replica_draw), autograph=False)()
+    )
     assert len({tuple(np.round(np.asarray(draw), 6)) for draw in draws}) == 4
 
 
@@ -104,7 +106,11 @@ def test_dropout_draws_its_own_mask_on_each_replica(cpu_relocation):
     strategy = parallel.strategy
     batch = next(iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors(rows))))
     masks = strategy.experimental_local_results(
-        tf.function(lambda batch: strategy.run(lambda rows: template(rows, training=True) != 0, args=(batch,)))(batch)
+        tf.function(
+            lambda batch: strategy.run(
+                lambda rows: template(rows, training=True) != 0, args=(batch,)
+            )
+        )(batch)
     )
     masks = [np.asarray(mask)[0] for mask in masks]
     assert len({mask.tobytes() for mask in masks}) == 4

@@ -12,12 +12,13 @@ import os
 import keras
 import numpy as np
 import pytest
+from helpers import ROWS, flat, load_in_fresh_process, targets
 
 import parallel_keras
 from parallel_keras import _internals
 from parallel_keras.saving import matching as weights_lib
 from parallel_keras.testing import legacy_files
-from helpers import ROWS, flat, load_in_fresh_process, targets
+
 
 def _trained_parallel(name, gpus=2, epochs=2):
     template = legacy_files.TEMPLATES[name]()
@@ -62,7 +63,7 @@ def test_batchnorm_replicas_agree_and_the_file_is_what_was_evaluated(tmp_path):
     # apart, so predict in-process and the saved file disagreed.
     template, parallel = _trained_parallel("functional", gpus=4, epochs=4)
     batchnorm = next(
-        l for l in template.layers if isinstance(l, keras.layers.BatchNormalization)
+        layer for layer in template.layers if isinstance(layer, keras.layers.BatchNormalization)
     )
     for variable in (batchnorm.moving_mean, batchnorm.moving_variance):
         copies = [
@@ -93,14 +94,16 @@ def _mismatched(kind):
     # One Dense layer more than the file has.
     model = legacy_files.functional_template()
     hidden = keras.layers.Dense(3)(model.output)
-    return keras.Model(model.input, keras.layers.Dense(3)(hidden)), "(3, 3)", "in the file's layer '(none)'"
+    return (
+        keras.Model(model.input, keras.layers.Dense(3)(hidden)),
+        "(3, 3)",
+        "in the file's layer '(none)'",
+    )
 
 
 @pytest.mark.parametrize("suffix", [".weights.h5", ".keras", ".h5"])
 @pytest.mark.parametrize("kind", ["shape", "extra_layer"])
-def test_mismatch_names_first_layer_and_both_shapes_and_changes_nothing(
-    tmp_path, suffix, kind
-):
+def test_mismatch_names_first_layer_and_both_shapes_and_changes_nothing(tmp_path, suffix, kind):
     source = legacy_files.functional_template()
     path = str(tmp_path / f"source{suffix}")
     (source.save_weights if suffix == ".weights.h5" else source.save)(path)
@@ -143,8 +146,9 @@ def test_partial_load_that_matches_nothing_is_an_error(tmp_path, suffix):
     source = legacy_files.sequential_template()  # Input (6,), Dense 8, Dense 3.
     path = str(tmp_path / f"source{suffix}")
     (source.save_weights if suffix == ".weights.h5" else source.save)(path)
-    other = keras.Sequential([keras.Input((2,)), keras.layers.Dense(4, name="x1"),
-                              keras.layers.Dense(5, name="x2")])
+    other = keras.Sequential(
+        [keras.Input((2,)), keras.layers.Dense(4, name="x1"), keras.layers.Dense(5, name="x2")]
+    )
     before = [np.copy(w) for w in other.get_weights()]
     with pytest.raises(ValueError, match="No layer of model"):
         parallel_keras.load_weights(other, path, skip_mismatch=True)
@@ -170,8 +174,11 @@ def _write_bad_file(tmp_path, kind):
         with h5py.File(path, "w") as file:
             file["table"] = np.arange(3)
         return path, "not written by Keras"
-    suffix = {"truncated_weights": ".weights.h5", "truncated_keras": ".keras",
-              "truncated_h5": ".h5"}[kind]
+    suffix = {
+        "truncated_weights": ".weights.h5",
+        "truncated_keras": ".keras",
+        "truncated_h5": ".h5",
+    }[kind]
     whole = str(tmp_path / f"whole{suffix}")
     (source.save_weights if suffix == ".weights.h5" else source.save)(whole)
     data = open(whole, "rb").read()
@@ -182,8 +189,8 @@ def _write_bad_file(tmp_path, kind):
 
 
 @pytest.mark.parametrize(
-    "kind", ["missing", "text", "foreign_hdf5", "truncated_weights",
-             "truncated_keras", "truncated_h5"],
+    "kind",
+    ["missing", "text", "foreign_hdf5", "truncated_weights", "truncated_keras", "truncated_h5"],
 )
 def test_bad_files_raise_clear_errors_and_change_nothing(tmp_path, kind):
     path, reason = _write_bad_file(tmp_path, kind)

@@ -17,9 +17,7 @@ import sys
 import textwrap
 
 import pytest
-
-from helpers import load_in_fresh_process
-from helpers import wait_for_line
+from helpers import load_in_fresh_process, wait_for_line
 
 WRITER = """
 import json, os, sys, time
@@ -60,7 +58,11 @@ def _kill_mid_save(folder, callback_kind):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     writer = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(WRITER), str(folder), callback_kind],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     # Waits on the condition (the writer says it is mid-save), not on a clock;
     # the timeout only catches a writer that hangs before the save.
     reached, output = wait_for_line(writer, "MID-SAVE", timeout=600)
@@ -163,9 +165,17 @@ def _link_writers():
     import parallel_keras
 
     def checkpoint(parallel, path):
-        parallel.fit(np.zeros((4, 6), "float32"), np.zeros((4, 3), "float32"), epochs=1,
-                     verbose=0, callbacks=[parallel_keras.ParallelModelCheckpoint(
-                         parallel.template, path, save_weights_only=True)])
+        parallel.fit(
+            np.zeros((4, 6), "float32"),
+            np.zeros((4, 3), "float32"),
+            epochs=1,
+            verbose=0,
+            callbacks=[
+                parallel_keras.ParallelModelCheckpoint(
+                    parallel.template, path, save_weights_only=True
+                )
+            ],
+        )
 
     return [
         ("save_keras", ".keras", lambda parallel, path: parallel.save(path)),
@@ -179,7 +189,8 @@ def _link_writers():
 @pytest.mark.parametrize("dangling", [False, True], ids=["link", "dangling_link"])
 @pytest.mark.parametrize("writer", range(5), ids=[w[0] for w in _link_writers()])
 def test_a_save_through_a_symlink_replaces_its_target_and_keeps_the_link(
-        tmp_path, writer, dangling):
+    tmp_path, writer, dangling
+):
     import numpy as np
 
     import parallel_keras

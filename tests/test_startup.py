@@ -55,7 +55,10 @@ sys.meta_path.insert(0, _Block())
 def _python(code: str, cwd=None, **env) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=300, cwd=cwd or REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd or REPO,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **env},
     )
 
@@ -67,14 +70,16 @@ def _run_cli(argv, block_heavy=False, cwd=None) -> dict:
     process = _python(code, cwd=cwd)
     lines = [line for line in process.stdout.splitlines() if line.startswith("RESULT")]
     assert lines, process.stdout + process.stderr
-    return {**json.loads(lines[-1][len("RESULT"):]), "stdout": process.stdout,
-            "stderr": process.stderr}
+    return {
+        **json.loads(lines[-1][len("RESULT") :]),
+        "stdout": process.stdout,
+        "stderr": process.stderr,
+    }
 
 
 def test_import_parallel_keras_imports_neither_tensorflow_nor_keras():
     process = _python(
-        f"import sys, parallel_keras; "
-        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+        f"import sys, parallel_keras; print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     )
     assert process.returncode == 0, process.stderr
     assert process.stdout.strip() == "[]"
@@ -82,8 +87,14 @@ def test_import_parallel_keras_imports_neither_tensorflow_nor_keras():
 
 @pytest.mark.parametrize(
     "argv",
-    [["--help"], ["--version"], ["demo", "--help"], ["convert", "--help"],
-     ["launch", "--help"], ["migrate", "--help"]],
+    [
+        ["--help"],
+        ["--version"],
+        ["demo", "--help"],
+        ["convert", "--help"],
+        ["launch", "--help"],
+        ["migrate", "--help"],
+    ],
     ids=lambda argv: " ".join(argv),
 )
 def test_help_and_version_import_neither_tensorflow_nor_keras(argv):

@@ -25,7 +25,11 @@ CPUS = [f"/job:localhost/replica:0/task:0/device:CPU:{index}" for index in range
         # ...a ring where TensorFlow has no NCCL kernels...
         (GPUS, dict(physical_gpus=4, logical_gpus=4, nccl_available=False), "ring"),
         # ...and reduction to one device when CPUs and GPUs mix.
-        ([GPUS[0], CPUS[1]], dict(physical_gpus=1, logical_gpus=1, nccl_available=True), "one_device"),
+        (
+            [GPUS[0], CPUS[1]],
+            dict(physical_gpus=1, logical_gpus=1, nccl_available=True),
+            "one_device",
+        ),
         # CPU devices: the reduction measured fastest here.
         (CPUS, dict(), strategies.CPU_REDUCTION),
         (["/cpu:0", "/cpu:1"], dict(), strategies.CPU_REDUCTION),
@@ -79,7 +83,7 @@ class _Rows(keras.utils.PyDataset):
 def _cycle(x, y, batch_size):
     while True:
         for start in range(0, len(x), batch_size):
-            yield x[start:start + batch_size], y[start:start + batch_size]
+            yield x[start : start + batch_size], y[start : start + batch_size]
 
 
 @pytest.mark.parametrize(
@@ -138,7 +142,8 @@ def test_cpu_relocation_logs_each_outputs_loss_like_one_device(batch_size):
         inputs = keras.Input((5,))
         hidden = keras.layers.Dense(4, activation="tanh")(inputs)
         return keras.Model(
-            inputs, [keras.layers.Dense(1, name="a")(hidden), keras.layers.Dense(2, name="b")(hidden)]
+            inputs,
+            [keras.layers.Dense(1, name="a")(hidden), keras.layers.Dense(2, name="b")(hidden)],
         )
 
     histories = []
@@ -146,10 +151,13 @@ def test_cpu_relocation_logs_each_outputs_loss_like_one_device(batch_size):
         template = model()
         network = (
             parallel_keras.multi_gpu_model(template, gpus=4, cpu_relocation=True)
-            if relocated else template
+            if relocated
+            else template
         )
         network.compile(keras.optimizers.SGD(0.05), ["mse", "mae"], metrics=[["mae"], []])
-        histories.append(network.fit(x, y, batch_size=batch_size, epochs=2, shuffle=False, verbose=0).history)
+        histories.append(
+            network.fit(x, y, batch_size=batch_size, epochs=2, shuffle=False, verbose=0).history
+        )
     expected, history = histories
     assert sorted(history) == sorted(expected) == ["a_loss", "a_mae", "b_loss", "loss"]
     for name in expected:

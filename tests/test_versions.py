@@ -11,10 +11,10 @@ import ast
 import pathlib
 import re
 import textwrap
-import tomllib
 
 import keras
 import pytest
+import tomllib
 
 from parallel_keras import _environment
 from parallel_keras.testing import run_python
@@ -32,7 +32,9 @@ def _major_minor(version: str) -> tuple[int, int]:
 def _noxfile_pairs() -> list[tuple[str, str, str]]:
     tree = ast.parse((REPO / "noxfile.py").read_text())
     for node in tree.body:
-        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["PAIRS"]:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [
+            "PAIRS"
+        ]:
             return list(ast.literal_eval(node.value))
     raise AssertionError("noxfile.py has no PAIRS")
 
@@ -55,9 +57,9 @@ def test_the_matrix_tests_both_ends_of_the_range_and_nothing_outside():
     (keras_low, keras_high) = _environment.TESTED_RANGE["keras"]
     assert tuple(map(_major_minor, pairs["floor"])) == (tf_low, keras_low)
     assert tuple(map(_major_minor, pairs["newest"])) == (tf_high, keras_high)
-    for tensorflow, keras in pairs.values():
-        assert tf_low <= _major_minor(tensorflow) <= tf_high, tensorflow
-        assert keras_low <= _major_minor(keras) <= keras_high, keras
+    for tensorflow_version, keras_version in pairs.values():
+        assert tf_low <= _major_minor(tensorflow_version) <= tf_high, tensorflow_version
+        assert keras_low <= _major_minor(keras_version) <= keras_high, keras_version
     newest = {name: version for name, version in zip(("tensorflow", "keras"), pairs["newest"])}
     assert newest == _environment.CHECKED_VERSIONS
 
@@ -76,16 +78,18 @@ print("PATCHED", hasattr(node.Node.__init__, "__wrapped__"))
 @pytest.mark.parametrize(
     "env, expected",
     [
-        ({"KERAS_BACKEND": "jax"},
-         ["Received: KERAS_BACKEND='jax'", "set KERAS_BACKEND=tensorflow"]),
-        ({"TF_USE_LEGACY_KERAS": "1"},
-         ["Received: TF_USE_LEGACY_KERAS='1'", "tf_keras", "unset TF_USE_LEGACY_KERAS"]),
+        (
+            {"KERAS_BACKEND": "jax"},
+            ["Received: KERAS_BACKEND='jax'", "set KERAS_BACKEND=tensorflow"],
+        ),
+        (
+            {"TF_USE_LEGACY_KERAS": "1"},
+            ["Received: TF_USE_LEGACY_KERAS='1'", "tf_keras", "unset TF_USE_LEGACY_KERAS"],
+        ),
     ],
     ids=["keras-on-jax", "legacy-tf-keras"],
 )
-def test_an_environment_that_is_not_keras_3_on_tensorflow_is_refused_at_first_use(
-    env, expected
-):
+def test_an_environment_that_is_not_keras_3_on_tensorflow_is_refused_at_first_use(env, expected):
     process = run_python(
         """
         import sys
@@ -99,8 +103,10 @@ def test_an_environment_that_is_not_keras_3_on_tensorflow_is_refused_at_first_us
         env=env,
     )
     error = next(line for line in process.stdout.splitlines() if line.startswith("ERROR"))
-    assert error.startswith("ERROR UnsupportedEnvironment parallel_keras is tested on "
-                            "TensorFlow 2.16 to 2.21 with Keras 3.5 to 3.15"), error
+    assert error.startswith(
+        "ERROR UnsupportedEnvironment parallel_keras is tested on "
+        "TensorFlow 2.16 to 2.21 with Keras 3.5 to 3.15"
+    ), error
     for part in expected:
         assert part in error, error
     # Refused before Keras was imported: nothing of Keras was touched.
@@ -123,11 +129,15 @@ def test_a_keras_below_the_floor_is_refused_and_nothing_is_patched():
             parallel_keras.multi_gpu_model
         except RuntimeError as error:
             print("ERROR", type(error).__name__, error)
-        """) + _PLAIN_KERAS_STILL_WORKS,
+        """)
+        + _PLAIN_KERAS_STILL_WORKS,
     )
     error = next(line for line in process.stdout.splitlines() if line.startswith("ERROR"))
-    for part in ("ERROR UnsupportedEnvironment", "Received: keras==3.3.3, below the tested floor",
-                 "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.5,<3.16'"):
+    for part in (
+        "ERROR UnsupportedEnvironment",
+        "Received: keras==3.3.3, below the tested floor",
+        "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.5,<3.16'",
+    ):
         assert part in error, error
     assert "PATCHED False" in process.stdout, process.stdout
 
@@ -140,11 +150,13 @@ def test_a_keras_newer_than_tested_warns_once_with_the_range_and_works():
         import parallel_keras
         from parallel_keras import _internals
         print("AGAIN", _internals.versions.warn_if_newer_than_tested())
-        """) + _PLAIN_KERAS_STILL_WORKS,
+        """)
+        + _PLAIN_KERAS_STILL_WORKS,
     )
     assert "AGAIN False" in process.stdout, process.stderr[-3000:]
-    assert process.stderr.count("Received: keras==3.99.0, newer than tested") == 1, (
-        process.stderr[-3000:])
+    assert process.stderr.count("Received: keras==3.99.0, newer than tested") == 1, process.stderr[
+        -3000:
+    ]
     assert "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.5,<3.16'" in process.stderr
     # Newer is not refused: the placement hooks go in where Keras has them.
     has_placement = _major_minor(keras.__version__) >= (3, 11)

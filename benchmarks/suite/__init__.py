@@ -12,8 +12,8 @@ From a shell: `python -m benchmarks --quick`.
 """
 
 from benchmarks.suite.baseline import compare
-from benchmarks.suite.config import QUICK
-from benchmarks.suite.config import SuiteConfig
-from benchmarks.suite.config import plan
+from benchmarks.suite.config import QUICK, SuiteConfig, plan
 from benchmarks.suite.results import SuiteResults
 from benchmarks.suite.runner import run_suite
+
+__all__ = ["QUICK", "SuiteConfig", "SuiteResults", "compare", "plan", "run_suite"]

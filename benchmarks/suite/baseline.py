@@ -34,10 +34,7 @@ class Regression:
 
     def __str__(self) -> str:
         if self.samples_per_s is None:
-            return (
-                f"{self.label}: failed (baseline "
-                f"{self.baseline_samples_per_s:.1f} samples/s)"
-            )
+            return f"{self.label}: failed (baseline {self.baseline_samples_per_s:.1f} samples/s)"
         return (
             f"{self.label}: {self.samples_per_s:.1f} samples/s vs "
             f"{self.baseline_samples_per_s:.1f} in the baseline ({self.change:+.0%})"

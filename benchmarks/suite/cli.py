@@ -27,17 +27,13 @@ import os
 import signal
 import sys
 
-from absl import app
-from absl import flags
+from absl import app, flags
 
 from benchmarks import flag_spellings
-
 from benchmarks.suite import baseline as baseline_lib
 from benchmarks.suite import config as config_lib
-from benchmarks.suite import models
-from benchmarks.suite import modes
+from benchmarks.suite import models, modes, runner
 from benchmarks.suite import results as results_lib
-from benchmarks.suite import runner
 
 _DEFAULT = config_lib.SuiteConfig()
 # Beside the code, so a run started from any folder writes to the same place.
@@ -48,11 +44,13 @@ _MODELS = flags.DEFINE_list(
 )
 _MODES = flags.DEFINE_list("modes", list(_DEFAULT.modes), f"Modes, from {list(modes.MODES)}.")
 _REPLICAS = flags.DEFINE_list(
-    "replicas", [str(n) for n in _DEFAULT.replicas],
+    "replicas",
+    [str(n) for n in _DEFAULT.replicas],
     "Replica counts (devices; workers for multi_worker), e.g. 1,2,4,8.",
 )
 _GLOBAL_BATCH_SIZE = flags.DEFINE_integer(
-    "global-batch-size", _DEFAULT.global_batch_size,
+    "global-batch-size",
+    _DEFAULT.global_batch_size,
     "Rows per step across all replicas (split evenly between them).",
 )
 _STEPS = flags.DEFINE_integer("steps", _DEFAULT.steps, "Timed steps per run.")
@@ -60,21 +58,22 @@ _WARMUP_STEPS = flags.DEFINE_integer(
     "warmup-steps", _DEFAULT.warmup_steps, "Untimed steps before the timed ones."
 )
 _DATASET = flags.DEFINE_string(
-    "dataset", "synthetic",
+    "dataset",
+    "synthetic",
     "'synthetic', or 'tfds:NAME' read from --data-dir (never downloaded).",
 )
-_DATA_DIR = flags.DEFINE_string(
-    "data-dir", None, "TFDS data directory for --dataset=tfds:NAME."
-)
+_DATA_DIR = flags.DEFINE_string("data-dir", None, "TFDS data directory for --dataset=tfds:NAME.")
 _OUTPUT = flags.DEFINE_string(
     "output", os.path.join(_RESULTS_DIR, "latest.json"), "Where to write the JSON results."
 )
 _PLOT = flags.DEFINE_string(
-    "plot", os.path.join(_RESULTS_DIR, "latest.png"),
+    "plot",
+    os.path.join(_RESULTS_DIR, "latest.png"),
     "Where to write the PNG plot ('' for none).",
 )
 _QUICK = flags.DEFINE_bool(
-    "quick", False,
+    "quick",
+    False,
     "Preset for a 2-core machine, loaded or not (mlp, cnn, two_branch_lstm; "
     "1 and 2 replicas; 10 steps; see the README for measured times). "
     "Flags given explicitly override it.",
@@ -83,7 +82,8 @@ _BASELINE = flags.DEFINE_string(
     "baseline", None, "An earlier results JSON; exit 1 when a run regressed against it."
 )
 _THRESHOLD = flags.DEFINE_float(
-    "regression-threshold", baseline_lib.DEFAULT_THRESHOLD,
+    "regression-threshold",
+    baseline_lib.DEFAULT_THRESHOLD,
     "Largest tolerated drop in samples/s against --baseline, as a fraction.",
 )
 _RUN_TIMEOUT = flags.DEFINE_float(
@@ -92,8 +92,22 @@ _RUN_TIMEOUT = flags.DEFINE_float(
 
 
 flag_spellings.keep_old_spellings(
-    _MODELS, _MODES, _REPLICAS, _GLOBAL_BATCH_SIZE, _STEPS, _WARMUP_STEPS, _DATASET, _DATA_DIR, _OUTPUT, _PLOT, _QUICK, _BASELINE, _THRESHOLD, _RUN_TIMEOUT,
+    _MODELS,
+    _MODES,
+    _REPLICAS,
+    _GLOBAL_BATCH_SIZE,
+    _STEPS,
+    _WARMUP_STEPS,
+    _DATASET,
+    _DATA_DIR,
+    _OUTPUT,
+    _PLOT,
+    _QUICK,
+    _BASELINE,
+    _THRESHOLD,
+    _RUN_TIMEOUT,
 )
+
 
 def _config() -> config_lib.SuiteConfig:
     base = config_lib.QUICK if _QUICK.value else _DEFAULT
@@ -202,8 +216,13 @@ def closing_line(suite_results: results_lib.SuiteResults, exit_code: int) -> str
     lines = [f"{len(runs) - len(failed)} of {len(runs)} runs measured{took}."]
     for run in failed:
         reason = (run.get("error") or "no reason recorded").strip().splitlines()[-1][:200]
-        lines.append(f"  FAILED {run['model']} / {run['mode']} / {run['replicas']} replicas: {reason}")
-    meaning = {0: "every run measured", 1: "a regression against --baseline",
-               2: "a run failed (above)"}[exit_code]
+        lines.append(
+            f"  FAILED {run['model']} / {run['mode']} / {run['replicas']} replicas: {reason}"
+        )
+    meaning = {
+        0: "every run measured",
+        1: "a regression against --baseline",
+        2: "a run failed (above)",
+    }[exit_code]
     lines.append(f"exit code {exit_code}: {meaning}.")
     return "\n".join(lines)

@@ -9,12 +9,10 @@ global batch must split evenly).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import dataclasses
+from collections.abc import Sequence
 
-from benchmarks.suite import datasets
-from benchmarks.suite import models
-from benchmarks.suite import modes
+from benchmarks.suite import datasets, models, modes
 from benchmarks.suite.results import RunSpec
 
 
@@ -55,13 +53,10 @@ class SuiteConfig:
         for name in ("global_batch_size", "steps"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(
-                    f"{name} must be a positive integer. Received: {name}={value!r}."
-                )
+                raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}.")
         if self.warmup_steps < 0:
             raise ValueError(
-                "warmup_steps must be >= 0. Received: "
-                f"warmup_steps={self.warmup_steps!r}."
+                f"warmup_steps must be >= 0. Received: warmup_steps={self.warmup_steps!r}."
             )
         if not self.replicas or any(
             isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in self.replicas
@@ -91,8 +86,13 @@ class SuiteConfig:
 # generous: a quick run is never stopped for being slow, only for hanging.
 QUICK = SuiteConfig(
     models=("mlp", "cnn", "two_branch_lstm"),
-    modes=(modes.SINGLE, modes.MIRRORED, modes.MULTI_GPU_MODEL,
-           modes.CPU_RELOCATION, modes.DEVICE_PARALLEL),
+    modes=(
+        modes.SINGLE,
+        modes.MIRRORED,
+        modes.MULTI_GPU_MODEL,
+        modes.CPU_RELOCATION,
+        modes.DEVICE_PARALLEL,
+    ),
     replicas=(1, 2),
     global_batch_size=32,
     steps=10,
@@ -116,16 +116,13 @@ def plan(config: SuiteConfig) -> tuple[list[RunSpec], list[dict]]:
     counts = sorted(set(config.replicas))
     for model in config.models:
         for mode in _ordered(config.modes):
-            for replicas in ([1] if mode == modes.SINGLE else counts):
-                reason = modes.not_applicable(
-                    model, mode, replicas, config.global_batch_size
-                )
+            for replicas in [1] if mode == modes.SINGLE else counts:
+                reason = modes.not_applicable(model, mode, replicas, config.global_batch_size)
                 if reason is None:
                     runs.append(RunSpec(model, mode, replicas))
                 else:
                     skipped.append(
-                        {"model": model, "mode": mode, "replicas": replicas,
-                         "reason": reason}
+                        {"model": model, "mode": mode, "replicas": replicas, "reason": reason}
                     )
     return runs, skipped
 

@@ -45,8 +45,8 @@ def parse(value: str) -> DatasetSpec:
     """
     if value == SYNTHETIC:
         return DatasetSpec(SYNTHETIC)
-    if value.startswith(_TFDS_PREFIX) and value[len(_TFDS_PREFIX):]:
-        return DatasetSpec("tfds", value[len(_TFDS_PREFIX):])
+    if value.startswith(_TFDS_PREFIX) and value[len(_TFDS_PREFIX) :]:
+        return DatasetSpec("tfds", value[len(_TFDS_PREFIX) :])
     raise ValueError(
         "--dataset must be 'synthetic' or 'tfds:NAME' (a TensorFlow Datasets "
         f"name). Received: --dataset={value!r}. Example: --dataset=tfds:mnist."
@@ -92,9 +92,9 @@ def load_tfds(spec: DatasetSpec, data_dir: str | None):
             "The benchmark reads TFDS datasets from disk and never downloads "
             f"them. Received: --dataset=tfds:{spec.name} with "
             f"--data-dir={data_dir}, and no prepared data was found in "
-            f"{where}. Prepare it first (python -c \"import tensorflow_datasets "
+            f'{where}. Prepare it first (python -c "import tensorflow_datasets '
             f"as tfds; tfds.builder('{spec.name}', data_dir='DIR')"
-            ".download_and_prepare()\") and pass --data-dir=DIR, or use "
+            '.download_and_prepare()") and pass --data-dir=DIR, or use '
             "--dataset=synthetic."
         ) from error
     features = info.features
@@ -137,9 +137,7 @@ def _adapted_spec(model_name, image_shape, classes) -> models.InputSpec:
         return models.InputSpec(models.VECTOR, (height * width * channels,), classes)
     if info.kind == models.TWO_SEQUENCES:
         # Rows of the image are the time steps; both branches read the image.
-        return models.InputSpec(
-            models.TWO_SEQUENCES, (height, width * channels), classes
-        )
+        return models.InputSpec(models.TWO_SEQUENCES, (height, width * channels), classes)
     side = info.min_image_side
     # keras.applications networks need 3 channels and a minimum side.
     return models.InputSpec(

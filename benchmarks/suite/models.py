@@ -12,8 +12,8 @@ suite plans runs with these names and never starts TensorFlow itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import dataclasses
+from collections.abc import Sequence
 
 # Kinds of input: what a batch looks like to the model.
 VECTOR = "vector"
@@ -65,9 +65,7 @@ MODELS: dict[str, ModelInfo] = {
         ModelInfo("resnet50", IMAGE, (224, 224, 3), (32, 32, 3), 1000, 32),
         ModelInfo("xception", IMAGE, (299, 299, 3), (71, 71, 3), 1000, 71),
         # The legacy tutorials' example: two sequences of 140 steps x 256 features.
-        ModelInfo(
-            "two_branch_lstm", TWO_SEQUENCES, (140, 256), (16, 32), 10, branches=2
-        ),
+        ModelInfo("two_branch_lstm", TWO_SEQUENCES, (140, 256), (16, 32), 10, branches=2),
         # Two heads on a shared trunk, as multi-task legacy scripts have.
         ModelInfo("multi_output", VECTOR, (784,), (784,), 10, outputs=2),
         # A stateful LSTM carrying each row's state across batches.
@@ -85,8 +83,7 @@ def check_names(names: Sequence[str]) -> list[str]:
     unknown = [name for name in names if name not in MODELS]
     if unknown:
         raise ValueError(
-            f"Unknown benchmark model(s). Received: {unknown}. "
-            f"Choose from {sorted(MODELS)}."
+            f"Unknown benchmark model(s). Received: {unknown}. Choose from {sorted(MODELS)}."
         )
     return list(names)
 
@@ -159,13 +156,9 @@ def build(
             name="cnn",
         )
     if name == "resnet50":
-        return keras.applications.ResNet50(
-            weights=None, input_shape=shape, classes=classes
-        )
+        return keras.applications.ResNet50(weights=None, input_shape=shape, classes=classes)
     if name == "xception":
-        return keras.applications.Xception(
-            weights=None, input_shape=shape, classes=classes
-        )
+        return keras.applications.Xception(weights=None, input_shape=shape, classes=classes)
     if name == "two_branch_lstm":
         return _two_branch_lstm(shape, classes, branch_devices)
     if name == "multi_output":
@@ -189,8 +182,7 @@ def build(
         outputs = keras.layers.Dense(classes, activation="softmax")(x)
         return keras.Model(inputs, outputs, name="stateful_lstm")
     raise ValueError(
-        f"Unknown benchmark model. Received: name={name!r}. "
-        f"Choose from {sorted(MODELS)}."
+        f"Unknown benchmark model. Received: name={name!r}. Choose from {sorted(MODELS)}."
     )
 
 

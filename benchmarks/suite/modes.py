@@ -19,8 +19,8 @@ times compare directly. `setup(...)` runs inside the measuring process.
 
 from __future__ import annotations
 
-import functools
 import dataclasses
+import functools
 import time
 
 from benchmarks.suite import models
@@ -63,10 +63,7 @@ def not_applicable(model: str, mode: str, replicas: int, global_batch_size: int)
             return f"{model} has {branches} branches to place"
         return None
     if global_batch_size % replicas:
-        return (
-            f"global batch {global_batch_size} does not split evenly over "
-            f"{replicas} replicas"
-        )
+        return f"global batch {global_batch_size} does not split evenly over {replicas} replicas"
     return None
 
 
@@ -202,9 +199,7 @@ def _worker_devices() -> list[str]:
 
     kind = "GPU" if tf.config.list_physical_devices("GPU") else "CPU"
     workers = multi_worker.worker_info().num_workers
-    return [
-        f"/job:worker/replica:0/task:{index}/device:{kind}:0" for index in range(workers)
-    ]
+    return [f"/job:worker/replica:0/task:{index}/device:{kind}:0" for index in range(workers)]
 
 
 def _require(module, name: str, feature: str) -> None:

@@ -65,7 +65,10 @@ def plot(results, path: str | None = None):
     model_names = list(dict.fromkeys(run["model"] for run in results.runs)) or ["(none)"]
     measured = _ordered_modes({run["mode"] for run in runs})
     figure, axes = pyplot.subplots(
-        len(model_names), 2, figsize=(11, 3.3 * len(model_names) + 0.9), squeeze=False,
+        len(model_names),
+        2,
+        figsize=(11, 3.3 * len(model_names) + 0.9),
+        squeeze=False,
         layout="constrained",
     )
     for row, model in enumerate(model_names):
@@ -77,18 +80,33 @@ def plot(results, path: str | None = None):
         if model_failed:
             _note_failures(axes[row][0], model_failed)
             _note_failures(axes[row][1], model_failed)
-    handles = [
-        Patch(facecolor=style(mode)["color"], hatch=style(mode)["hatch"], edgecolor="white",
-              label=mode)
-        for mode in measured
-    ] + ([] if simulated else [
-        Line2D([], [], color="k", linestyle="--", label="ideal (1 device x N), left"),
-    ]) + [
-        Line2D([], [], color="k", linestyle=":", label="mirrored = 1, right"),
-    ]
+    handles = (
+        [
+            Patch(
+                facecolor=style(mode)["color"],
+                hatch=style(mode)["hatch"],
+                edgecolor="white",
+                label=mode,
+            )
+            for mode in measured
+        ]
+        + (
+            []
+            if simulated
+            else [
+                Line2D([], [], color="k", linestyle="--", label="ideal (1 device x N), left"),
+            ]
+        )
+        + [
+            Line2D([], [], color="k", linestyle=":", label="mirrored = 1, right"),
+        ]
+    )
     figure.legend(
-        handles=handles, loc="outside lower center", ncol=min(len(handles), 4),
-        fontsize="small", frameon=False,
+        handles=handles,
+        loc="outside lower center",
+        ncol=min(len(handles), 4),
+        fontsize="small",
+        frameon=False,
     )
     title = "parallel_keras benchmark suite"
     if simulated:
@@ -128,8 +146,15 @@ def _offsets(modes: list[str]) -> dict[str, float]:
 def _note_failures(axis, failed: list[dict[str, Any]]) -> None:
     names = ", ".join(f"{run['mode']} x{run['replicas']}" for run in failed)
     axis.text(
-        0.02, 0.98, f"failed (see the table): {names}", transform=axis.transAxes,
-        ha="left", va="top", fontsize="x-small", color="#c44e52", wrap=True,
+        0.02,
+        0.98,
+        f"failed (see the table): {names}",
+        transform=axis.transAxes,
+        ha="left",
+        va="top",
+        fontsize="x-small",
+        color="#c44e52",
+        wrap=True,
     )
 
 
@@ -140,9 +165,7 @@ def _throughput_panel(
     for run in runs:
         by_mode.setdefault(run["mode"], []).append((run["replicas"], run["samples_per_s"]))
     counts = sorted({run["replicas"] for run in runs}) or [1]
-    single = next(
-        (value for replicas, value in by_mode.get("single", []) if replicas == 1), None
-    )
+    single = next((value for replicas, value in by_mode.get("single", []) if replicas == 1), None)
     if single and ideal:
         axis.plot(counts, [single * n for n in counts], "k--", linewidth=1)
     present = [mode for mode in measured if mode in by_mode]
@@ -152,7 +175,8 @@ def _throughput_panel(
         axis.plot(
             [replicas + offsets[mode] for replicas, _ in points],
             [value for _, value in points],
-            linestyle="-", **_line_style(mode),
+            linestyle="-",
+            **_line_style(mode),
         )
     axis.set_title(f"{label}: throughput", fontsize="medium")
     axis.set_xlabel("replicas")
@@ -177,7 +201,10 @@ def _relative_panel(axis, label: str, runs: list[dict[str, Any]], measured: list
         bars = axis.bar(
             [index + shift for index, count in enumerate(counts) if count in values[mode]],
             [values[mode][count] for count in counts if count in values[mode]],
-            width, color=style(mode)["color"], hatch=style(mode)["hatch"], edgecolor="white",
+            width,
+            color=style(mode)["color"],
+            hatch=style(mode)["hatch"],
+            edgecolor="white",
         )
         highest = max([highest, *values[mode].values()])
         axis.bar_label(bars, fmt="%.2f", fontsize="x-small", padding=2)

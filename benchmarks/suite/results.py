@@ -19,21 +19,32 @@ the same replica count, and `scaling_efficiency` is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import dataclasses
 import json
 import math
 import os
 import platform
+from collections.abc import Sequence
 from typing import Any
 
 SCHEMA_VERSION = 1
 
 # Every run record has at least these keys (None where not applicable).
 RUN_KEYS = (
-    "model", "mode", "replicas", "global_batch_size", "step_time_median_s",
-    "step_time_p90_s", "samples_per_s", "vs_single", "vs_mirrored",
-    "scaling_efficiency", "peak_rss_mb", "setup_s", "devices", "tf_version",
+    "model",
+    "mode",
+    "replicas",
+    "global_batch_size",
+    "step_time_median_s",
+    "step_time_p90_s",
+    "samples_per_s",
+    "vs_single",
+    "vs_mirrored",
+    "scaling_efficiency",
+    "peak_rss_mb",
+    "setup_s",
+    "devices",
+    "tf_version",
     "keras_version",
 )
 HEADER_KEYS = ("machine", "devices_simulated", "note", "config", "created")
@@ -70,6 +81,7 @@ def machine_info(gpus: Sequence[str] = ()) -> dict[str, Any]:
 
 def derive(runs: list[dict[str, Any]]) -> None:
     """Fills `vs_single`, `vs_mirrored` and `scaling_efficiency` in place."""
+
     def throughput(model, mode, replicas):
         for run in runs:
             if (run["model"], run["mode"], run["replicas"]) == (model, mode, replicas):
@@ -82,9 +94,7 @@ def derive(runs: list[dict[str, Any]]) -> None:
         mirrored = throughput(run["model"], "mirrored", run["replicas"])
         run["vs_single"] = _ratio(value, single)
         run["vs_mirrored"] = _ratio(value, mirrored)
-        run["scaling_efficiency"] = _ratio(
-            value, single * run["replicas"] if single else None
-        )
+        run["scaling_efficiency"] = _ratio(value, single * run["replicas"] if single else None)
 
 
 def _ratio(numerator, denominator):

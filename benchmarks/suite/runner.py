@@ -10,7 +10,6 @@ on, so one broken mode does not cost the other measurements.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import dataclasses
 import datetime
 import json
@@ -22,11 +21,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from benchmarks.suite import config as config_lib
-from benchmarks.suite import datasets
-from benchmarks.suite import modes
+from benchmarks.suite import datasets, modes
 from benchmarks.suite import results as results_lib
 from benchmarks.suite.results import RunSpec
 
@@ -94,9 +93,7 @@ def run_suite(
             key: list(value) if isinstance(value, tuple) else value
             for key, value in dataclasses.asdict(config).items()
         },
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds"
-        ),
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "tf_version": ok[0]["tf_version"] if ok else None,
         "keras_version": ok[0]["keras_version"] if ok else None,
         "elapsed_s": round(time.monotonic() - started, 1),
@@ -133,9 +130,7 @@ def _clock(seconds: float) -> str:
 def _run_one(
     spec: RunSpec, config: config_lib.SuiteConfig, dataset_spec: datasets.DatasetSpec
 ) -> dict[str, Any]:
-    input_spec = datasets.input_spec_for(
-        spec.model, dataset_spec, config.data_dir, config.quick
-    )
+    input_spec = datasets.input_spec_for(spec.model, dataset_spec, config.data_dir, config.quick)
     payload = {
         "model": spec.model,
         "mode": spec.mode,
@@ -172,8 +167,10 @@ def _run_one(
             if name.startswith("result.json.worker")
         ]
     if measured is None or "error" in measured or returncode != 0:
-        reason = (measured or {}).get("error") or _tail(output) or (
-            f"the measuring process exited with {returncode} and wrote no result"
+        reason = (
+            (measured or {}).get("error")
+            or _tail(output)
+            or (f"the measuring process exited with {returncode} and wrote no result")
         )
         record.update(status="error", error=reason)
         return record
@@ -181,8 +178,7 @@ def _run_one(
     if worker_records:
         # Every worker has its own process; report the largest.
         record["peak_rss_mb"] = max(
-            [record["peak_rss_mb"]]
-            + [worker.get("peak_rss_mb") or 0 for worker in worker_records]
+            [record["peak_rss_mb"]] + [worker.get("peak_rss_mb") or 0 for worker in worker_records]
         )
     return record
 
@@ -190,10 +186,15 @@ def _run_one(
 def _command(spec: RunSpec, payload: str, result_path: str) -> list[str]:
     if spec.mode == modes.MULTI_WORKER:
         return [
-            sys.executable, "-c",
+            sys.executable,
+            "-c",
             "from parallel_keras.cli.main import run; run()",
-            "launch", "--workers", str(spec.replicas),
-            _WORKER_FILE, payload, result_path,
+            "launch",
+            "--workers",
+            str(spec.replicas),
+            _WORKER_FILE,
+            payload,
+            result_path,
         ]
     return [sys.executable, "-m", "benchmarks.suite.worker", payload, result_path]
 
@@ -247,7 +248,8 @@ _TF_LOG_LINE = re.compile(
 def _tail(output: str, lines: int = 15) -> str:
     """The last lines of a failed run's output, without TensorFlow's log lines."""
     kept = [
-        line for line in output.strip().splitlines()
+        line
+        for line in output.strip().splitlines()
         if line.strip() and not _TF_LOG_LINE.match(line)
     ]
     return "\n".join(kept[-lines:])

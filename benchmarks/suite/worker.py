@@ -23,13 +23,14 @@ import sys
 
 if __package__ in (None, ""):
     # Started as a file (e.g. by `parallel-keras launch`), not with -m.
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from benchmarks import timing  # noqa: E402
-from benchmarks.suite import datasets  # noqa: E402
-from benchmarks.suite import models  # noqa: E402
-from benchmarks.suite import modes  # noqa: E402
+from benchmarks.suite import (
+    datasets,  # noqa: E402
+    models,  # noqa: E402
+    modes,  # noqa: E402
+)
 
 
 def _task_index() -> int:
@@ -71,7 +72,10 @@ def measure(spec: dict) -> dict:
         spec["mode"], spec["model"], input_spec, spec["replicas"], spec["global_batch_size"]
     )
     dataset = datasets.make_dataset(
-        spec["model"], dataset_spec, input_spec, spec["global_batch_size"],
+        spec["model"],
+        dataset_spec,
+        input_spec,
+        spec["global_batch_size"],
         data_dir=spec.get("data_dir"),
     )
 
@@ -122,7 +126,7 @@ def main(argv: list[str]) -> int:
         result_path = f"{result_path}.worker{index}"
     try:
         record = measure(spec)
-    except Exception as error:  # Reported to the parent, which keeps going.
+    except Exception as error:  # noqa: BLE001  (any failure is reported to the parent, which keeps going)
         record = {"error": f"{type(error).__name__}: {error}"}
         print(record["error"], file=sys.stderr)
         _write(result_path, record)

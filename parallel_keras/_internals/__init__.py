@@ -41,81 +41,97 @@ from parallel_keras._internals import versions as _versions
 _versions.check_environment()
 
 
-from parallel_keras._internals.checkpoints import ModelCheckpointWriteHook
-from parallel_keras._internals.checkpoints import keras_weights_image
-from parallel_keras._internals.checkpoints import legacy_h5_model_to
-from parallel_keras._internals.checkpoints import save_legacy_h5_weights
-from parallel_keras._internals.collectives import collective_all_reduce
-from parallel_keras._internals.collectives import collective_reductions_in_traced_function
-from parallel_keras._internals.collectives import cross_device_ops_kind
-from parallel_keras._internals.collectives import nccl_kernels_registered
-from parallel_keras._internals.multi_worker import cancel_before_tf_starts
-from parallel_keras._internals.multi_worker import expand_slurm_tasks_per_node
-from parallel_keras._internals.multi_worker import install_scalar_mean_reduction_workaround
-from parallel_keras._internals.multi_worker import keras_scalar_mean_reduction_fails
-from parallel_keras._internals.multi_worker import multi_worker_mirrored_strategy
-from parallel_keras._internals.multi_worker import run_before_tf_starts
-from parallel_keras._internals.multi_worker import scalar_mean_reduction_workaround_active
-from parallel_keras._internals.multi_worker import tf_runtime_initialized
-from parallel_keras._internals.op_callbacks import add_op_callback
-from parallel_keras._internals.op_callbacks import remove_op_callback
-from parallel_keras._internals.optimizers import apply_weight_decay_here
-from parallel_keras._internals.optimizers import clip_gradients
-from parallel_keras._internals.optimizers import filter_empty_gradients
-from parallel_keras._internals.optimizers import gradient_accumulators
-from parallel_keras._internals.optimizers import micro_step_counter
-from parallel_keras._internals.optimizers import overwrite_with_moving_average_here
-from parallel_keras._internals.optimizers import overwrites_with_gradient
-from parallel_keras._internals.optimizers import update_moving_average_here
-from parallel_keras._internals.optimizers import optimizer_built_variables
-from parallel_keras._internals.optimizers import optimizer_variable_keys
-from parallel_keras._internals.optimizers import rekey_optimizer_variables
-from parallel_keras._internals.placement import PlacementInternalsChanged
-from parallel_keras._internals.placement import PlacementNeedsNewerKeras
-from parallel_keras._internals.placement import require_placement_support
-from parallel_keras._internals.placement import functional_graph
-from parallel_keras._internals.placement import functional_layer_calls
-from parallel_keras._internals.placement import install_functional_config_hooks
-from parallel_keras._internals.placement import install_node_created_hook
-from parallel_keras._internals.placement import install_operation_for_node_hook
-from parallel_keras._internals.placement import is_functional
-from parallel_keras._internals.placement import keras_tensor_layer
-from parallel_keras._internals.trainer import child_layers
-from parallel_keras._internals.trainer import clip_after_all_reduce
-from parallel_keras._internals.trainer import clips_gradients
-from parallel_keras._internals.trainer import correct_summed_assigns
-from parallel_keras._internals.trainer import flatten_metrics_in_order
-from parallel_keras._internals.trainer import install_class_symbolic_build
-from parallel_keras._internals.trainer import install_symbolic_build
-from parallel_keras._internals.trainer import is_keras_default_step
-from parallel_keras._internals.trainer import loss_scaled_for_replicas
-from parallel_keras._internals.trainer import loss_tracker
-from parallel_keras._internals.trainer import maybe_symbolic_build
-from parallel_keras._internals.trainer import model_strategy
-from parallel_keras._internals.trainer import optimizer_strategy
-from parallel_keras._internals.trainer import output_loss_trackers
-from parallel_keras._internals.trainer import remove_symbolic_build
-from parallel_keras._internals.trainer import recount_output_losses
-from parallel_keras._internals.trainer import replicate_seed_generators
-from parallel_keras._internals.trainer import reset_compiled_functions
-from parallel_keras._internals.trainer import set_initial_epoch
-from parallel_keras._internals.trainer import set_model_strategy
-from parallel_keras._internals.trainer import set_optimizer_strategy
-from parallel_keras._internals.trainer import skip_train_rows
-from parallel_keras._internals.trainer import skip_train_steps
-from parallel_keras._internals.trainer import sums_replica_assigns
-from parallel_keras._internals.trainer import symbolic_build_from_local_replica
-from parallel_keras._internals.variables import created_trainable
-from parallel_keras._internals.trainer import use_replica_seed_generator
-from parallel_keras._internals.variables import is_keras_variable
-from parallel_keras._internals.variables import keras_variable_value
-from parallel_keras._internals.variables import relocate_variables
-from parallel_keras._internals.variables import rnn_state_variables
-from parallel_keras._internals.variables import variable_synchronization
-from parallel_keras._internals.versions import CHECKED_VERSIONS
-from parallel_keras._internals.versions import TESTED_RANGE
-from parallel_keras._internals.versions import UnsupportedEnvironment
-from parallel_keras._internals.versions import check_environment
+from parallel_keras._internals.checkpoints import (
+    ModelCheckpointWriteHook,
+    keras_weights_image,
+    legacy_h5_model_to,
+    save_legacy_h5_weights,
+)
+from parallel_keras._internals.collectives import (
+    collective_all_reduce,
+    collective_reductions_in_traced_function,
+    cross_device_ops_kind,
+    nccl_kernels_registered,
+)
+from parallel_keras._internals.multi_worker import (
+    cancel_before_tf_starts,
+    expand_slurm_tasks_per_node,
+    install_scalar_mean_reduction_workaround,
+    keras_scalar_mean_reduction_fails,
+    multi_worker_mirrored_strategy,
+    run_before_tf_starts,
+    scalar_mean_reduction_workaround_active,
+    tf_runtime_initialized,
+)
+from parallel_keras._internals.op_callbacks import add_op_callback, remove_op_callback
+from parallel_keras._internals.optimizers import (
+    apply_weight_decay_here,
+    clip_gradients,
+    filter_empty_gradients,
+    gradient_accumulators,
+    micro_step_counter,
+    optimizer_built_variables,
+    optimizer_variable_keys,
+    overwrite_with_moving_average_here,
+    overwrites_with_gradient,
+    rekey_optimizer_variables,
+    update_moving_average_here,
+)
+from parallel_keras._internals.placement import (
+    PlacementInternalsChanged,
+    PlacementNeedsNewerKeras,
+    functional_graph,
+    functional_layer_calls,
+    install_functional_config_hooks,
+    install_node_created_hook,
+    install_operation_for_node_hook,
+    is_functional,
+    keras_tensor_layer,
+    require_placement_support,
+)
+from parallel_keras._internals.trainer import (
+    child_layers,
+    clip_after_all_reduce,
+    clips_gradients,
+    correct_summed_assigns,
+    flatten_metrics_in_order,
+    install_class_symbolic_build,
+    install_symbolic_build,
+    is_keras_default_step,
+    loss_scaled_for_replicas,
+    loss_tracker,
+    maybe_symbolic_build,
+    model_strategy,
+    optimizer_strategy,
+    output_loss_trackers,
+    recount_output_losses,
+    remove_symbolic_build,
+    replicate_seed_generators,
+    reset_compiled_functions,
+    set_initial_epoch,
+    set_model_strategy,
+    set_optimizer_strategy,
+    skip_train_rows,
+    skip_train_steps,
+    sums_replica_assigns,
+    symbolic_build_from_local_replica,
+    use_replica_seed_generator,
+)
+from parallel_keras._internals.variables import (
+    created_trainable,
+    is_keras_variable,
+    keras_variable_value,
+    relocate_variables,
+    rnn_state_variables,
+    variable_synchronization,
+)
+from parallel_keras._internals.versions import (
+    CHECKED_VERSIONS,
+    TESTED_RANGE,
+    UnsupportedEnvironment,
+    check_environment,
+)
+
 __all__ = [
     "add_op_callback",
     "apply_weight_decay_here",

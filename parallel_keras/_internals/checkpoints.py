@@ -18,7 +18,6 @@ import io
 
 import keras
 
-
 # --- Checkpoint writing and legacy HDF5 weights -----------------
 #
 # `keras.callbacks.ModelCheckpoint` writes in its private `_save_model(epoch,

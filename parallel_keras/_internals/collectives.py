@@ -19,7 +19,6 @@ import itertools
 
 import tensorflow as tf
 
-
 # --- Collective keys shared across strategies -----------------------------
 #
 # tensorflow/tensorflow#61314: every `CollectiveAllReduce` built by
@@ -41,8 +40,7 @@ def collective_all_reduce(
     ),
 ) -> tf.distribute.CrossDeviceOps:
     """An all-reduce among `devices` whose collective keys no strategy shares."""
-    from tensorflow.python.distribute import cross_device_ops
-    from tensorflow.python.distribute import cross_device_utils
+    from tensorflow.python.distribute import cross_device_ops, cross_device_utils
 
     keys = cross_device_utils.CollectiveKeys(
         group_key_start=1 + next(_group_key_blocks) * _GROUP_KEY_BLOCK
@@ -50,9 +48,7 @@ def collective_all_reduce(
     return cross_device_ops.CollectiveAllReduce(
         devices=list(devices),
         group_size=len(devices),
-        options=tf.distribute.experimental.CommunicationOptions(
-            implementation=implementation
-        ),
+        options=tf.distribute.experimental.CommunicationOptions(implementation=implementation),
         collective_keys=keys,
     )
 

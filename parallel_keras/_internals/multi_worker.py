@@ -19,7 +19,6 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-
 # --- Multi-worker training --------------------------------------
 #
 # Three private touches make Keras 3 `fit` work under
@@ -95,9 +94,7 @@ def multi_worker_mirrored_strategy(
     original = extended._initialize_local_devices
 
     def simulated_local_devices(self, resolver, worker_device):
-        names = tuple(
-            f"{worker_device}/device:CPU:{index}" for index in range(local_cpu_devices)
-        )
+        names = tuple(f"{worker_device}/device:CPU:{index}" for index in range(local_cpu_devices))
         return names, "CPU"
 
     if local_cpu_devices:

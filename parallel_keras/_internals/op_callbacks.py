@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-
 # --- Op callbacks for the op-device recorder --------------------
 #
 # `tensorflow.python.framework.op_callbacks` is the hook that

@@ -90,22 +90,19 @@ def apply_weight_decay_here(optimizer: keras.optimizers.Optimizer, variables) ->
 
 def update_moving_average_here(optimizer: keras.optimizers.Optimizer) -> None:
     """EMA of the model variables (`use_ema`), by plain assignments."""
-    _base()._update_model_variables_moving_average(
-        optimizer, optimizer._trainable_variables
-    )
+    _base()._update_model_variables_moving_average(optimizer, optimizer._trainable_variables)
 
 
 def overwrite_with_moving_average_here(optimizer: keras.optimizers.Optimizer) -> None:
     """`ema_overwrite_frequency`: `BaseOptimizer`'s plain assignments (the
     TF override calls `extended.update`, a merge call in replica context)."""
-    _base()._overwrite_model_variables_with_average_value(
-        optimizer, optimizer._trainable_variables
-    )
+    _base()._overwrite_model_variables_with_average_value(optimizer, optimizer._trainable_variables)
 
 
 def overwrites_with_gradient(optimizer: keras.optimizers.Optimizer, variable) -> bool:
     """Whether Keras assigns `variable` its gradient instead of updating it."""
     return optimizer._overwrite_variable_with_gradient(variable)
+
 
 def rekey_optimizer_variables(optimizer: keras.optimizers.Optimizer) -> None:
     """Points a built optimizer's variable index at its variables' current values."""

@@ -16,15 +16,14 @@ test_placement.py` fails when an upgrade changes what this relies on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import importlib
 import re
+from collections.abc import Callable
 
 import keras
 import tensorflow as tf
 
 from parallel_keras._internals.versions import CHECKED_VERSIONS
-
 
 # --- Device placement of functional layer calls -----------------
 #
@@ -126,7 +125,8 @@ def require_placement_support() -> None:
         function_module, "Function", "keras.src.ops.function.Function"
     )
     _placement_internal(
-        function_class, "_get_operation_for_node",
+        function_class,
+        "_get_operation_for_node",
         "keras.src.ops.function.Function._get_operation_for_node",
     )
 
@@ -159,7 +159,8 @@ def install_operation_for_node_hook(hook: Callable[[object, object], object]) ->
         function_module, "Function", "keras.src.ops.function.Function"
     )
     original = _placement_internal(
-        function_class, "_get_operation_for_node",
+        function_class,
+        "_get_operation_for_node",
         "keras.src.ops.function.Function._get_operation_for_node",
     )
     if "operation_for_node" in _placement_hooks:
@@ -195,7 +196,8 @@ def install_functional_config_hooks(
         functional_class, "get_config", "Functional.get_config"
     )
     original_from_config = _placement_internal(
-        functional_module, "functional_from_config",
+        functional_module,
+        "functional_from_config",
         "keras.src.models.functional.functional_from_config",
     )
     first_install = "config" not in _placement_hooks

@@ -20,16 +20,15 @@ the symbolic-build defect is fixed upstream (so the workaround can go).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import functools
-from typing import Any
 import weakref
+from collections.abc import Callable
+from typing import Any
 
 import keras
 import tensorflow as tf
 
 from parallel_keras._internals import variables
-
 
 # --- Keras's loss tracker ---------------------------------------------------
 #
@@ -181,9 +180,11 @@ def symbolic_build_from_local_replica(
         keep_validation_stream(model, iterator)
         data_batch = _local_element_spec(iterator)
     data_batch = tf.nest.map_structure(
-        lambda value: strategy.experimental_local_results(value)[0]
-        if isinstance(value, tf.distribute.DistributedValues)
-        else value,
+        lambda value: (
+            strategy.experimental_local_results(value)[0]
+            if isinstance(value, tf.distribute.DistributedValues)
+            else value
+        ),
         data_batch,
     )
     with strategy.scope():

@@ -14,13 +14,12 @@ lists its own); `tests/internals/test_variables.py` fails when an upgrade change
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 import functools
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 import keras
 import tensorflow as tf
-
 
 # --- Variable relocation --------------------------------------------------
 #
@@ -63,9 +62,7 @@ _INITIALIZE_SHAPES = (
     # "none"); still no `synchronization`.
     _InitializeShape("+ aggregation", True, False, ("3.8.0",)),
     # Adds `synchronization=self._map_synchronization(...)` (default "auto").
-    _InitializeShape(
-        "+ aggregation, synchronization", True, True, ("3.10.0", "3.11.3", "3.15.1")
-    ),
+    _InitializeShape("+ aggregation, synchronization", True, True, ("3.10.0", "3.11.3", "3.15.1")),
 )
 
 _AGGREGATIONS = {
@@ -108,7 +105,8 @@ def _initialize_shape() -> _InitializeShape:
     passes_aggregation = hasattr(backend_variable, "_map_aggregation")
     for shape in _INITIALIZE_SHAPES:
         if (shape.passes_aggregation, shape.passes_synchronization) == (
-            passes_aggregation, passes_synchronization
+            passes_aggregation,
+            passes_synchronization,
         ):
             return shape
     raise RuntimeError(  # _map_synchronization without _map_aggregation.

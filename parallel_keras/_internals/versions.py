@@ -22,17 +22,19 @@ Each message states the rule, what was found and the fix.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import re
+from collections.abc import Mapping
 
 from absl import logging
 
-from parallel_keras._environment import CHECKED_VERSIONS  # noqa: F401  (re-exported)
-from parallel_keras._environment import TESTED_RANGE
-from parallel_keras._environment import UnsupportedEnvironment
-from parallel_keras._environment import check_environment_variables
-from parallel_keras._environment import tested_range_sentence
-from parallel_keras._environment import tested_requirements
+from parallel_keras._environment import (
+    CHECKED_VERSIONS,  # noqa: F401  (re-exported)
+    TESTED_RANGE,
+    UnsupportedEnvironment,
+    check_environment_variables,
+    tested_range_sentence,
+    tested_requirements,
+)
 
 _warned = False
 
@@ -91,8 +93,8 @@ def check_environment(
         if backend != "tensorflow":  # Set in ~/.keras/keras.json.
             raise UnsupportedEnvironment(
                 f"{tested_range_sentence()} Received: keras.backend.backend()="
-                f"{backend!r} (from ~/.keras/keras.json). Set \"backend\": "
-                "\"tensorflow\" there, or KERAS_BACKEND=tensorflow before Keras "
+                f'{backend!r} (from ~/.keras/keras.json). Set "backend": '
+                '"tensorflow" there, or KERAS_BACKEND=tensorflow before Keras '
                 "is imported."
             )
         installed = installed_versions()
@@ -126,6 +128,8 @@ def warn_if_newer_than_tested(installed: Mapping[str, str] | None = None) -> boo
         "%s Received: %s, newer than tested; parallel_keras relies on private "
         "TensorFlow/Keras behaviour that a new release may change. If training "
         "or loading fails, install the tested range: pip install %s",
-        tested_range_sentence(), ", ".join(newer), tested_requirements(),
+        tested_range_sentence(),
+        ", ".join(newer),
+        tested_requirements(),
     )
     return True

@@ -160,8 +160,10 @@ def _load_function(spec: str):
     function = getattr(module, function_name, None)
     if not callable(function):
         available = sorted(
-            name for name, value in vars(module).items()
-            if callable(value) and not name.startswith("_")
+            name
+            for name, value in vars(module).items()
+            if callable(value)
+            and not name.startswith("_")
             and getattr(value, "__module__", None) == module.__name__
         )
         raise ValueError(

@@ -97,7 +97,10 @@ def add_parser(subparsers) -> None:
         "--epochs", type=_at_least_one("--epochs"), default=3, help="Training epochs."
     )
     parser.add_argument(
-        "--samples", type=_at_least_one("--samples"), default=2048, help="Synthetic training samples."
+        "--samples",
+        type=_at_least_one("--samples"),
+        default=2048,
+        help="Synthetic training samples.",
     )
     parser.add_argument(
         "--batch-size", type=_at_least_one("--batch-size"), default=128, help="Global batch size."
@@ -116,14 +119,21 @@ def add_parser(subparsers) -> None:
         "folder, removed at the end unless --keep).",
     )
     parser.add_argument(
-        "--keep", action="store_true",
+        "--keep",
+        action="store_true",
         help="Keep the temporary output folder (logs, model) after the demo.",
     )
     # The spellings of earlier releases, still accepted but not shown.
-    parser.add_argument("--batch_size", type=_at_least_one("--batch_size"), dest="batch_size",
-                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    parser.add_argument("--output_dir", dest="output_dir",
-                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--batch_size",
+        type=_at_least_one("--batch_size"),
+        dest="batch_size",
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+    )
+    parser.add_argument(
+        "--output_dir", dest="output_dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
     parser.set_defaults(run=run)
 
 
@@ -135,16 +145,24 @@ def device_plan(physical_gpus: int, gpus: int | None) -> tuple[str | None, int, 
     """
     if physical_gpus == 0:
         replicas = gpus or _SIMULATED_CPU_DEVICES
-        return "CPU", replicas, (
-            f"No GPU found: simulating {replicas} devices on the CPU "
-            "(parallel_keras.simulate_devices)."
+        return (
+            "CPU",
+            replicas,
+            (
+                f"No GPU found: simulating {replicas} devices on the CPU "
+                "(parallel_keras.simulate_devices)."
+            ),
         )
     if physical_gpus == 1:
         replicas = gpus or 2
-        return "GPU", replicas, (
-            "One GPU found: data parallelism needs at least two devices, so "
-            f"the GPU is split into {replicas} logical GPUs "
-            f'(parallel_keras.simulate_devices({replicas}, "GPU")).'
+        return (
+            "GPU",
+            replicas,
+            (
+                "One GPU found: data parallelism needs at least two devices, so "
+                f"the GPU is split into {replicas} logical GPUs "
+                f'(parallel_keras.simulate_devices({replicas}, "GPU")).'
+            ),
         )
     replicas = gpus or physical_gpus
     return None, replicas, f"{physical_gpus} GPUs found: replicating on {replicas}."
@@ -194,10 +212,12 @@ def _train_save_reload(np, keras, tf, parallel_keras, args, replicas, output_dir
     except ValueError as error:
         print(f"parallel-keras demo: error: {error}", file=sys.stderr)
         return 2
-    print(f"Replicating {template.name} ({template.count_params():,} parameters) "
-          f"on {len(parallel.replica_devices)} devices: "
-          f"{', '.join(_short(name) for name in parallel.replica_devices)}",
-          flush=True)
+    print(
+        f"Replicating {template.name} ({template.count_params():,} parameters) "
+        f"on {len(parallel.replica_devices)} devices: "
+        f"{', '.join(_short(name) for name in parallel.replica_devices)}",
+        flush=True,
+    )
 
     x, y = _synthetic_data(np, args.samples)
     split = args.samples // 8
@@ -227,10 +247,14 @@ def _train_save_reload(np, keras, tf, parallel_keras, args, replicas, output_dir
         print(f"TensorBoard logs: {log_dir}")
     else:
         print("TensorBoard logs: skipped (`pip install tensorboard` to write them).")
-    print(f"Training {args.epochs} epoch(s) on {args.samples - split:,} samples "
-          "(the first epoch includes tracing)...", flush=True)
+    print(
+        f"Training {args.epochs} epoch(s) on {args.samples - split:,} samples "
+        "(the first epoch includes tracing)...",
+        flush=True,
+    )
     parallel.fit(
-        x[split:], y[split:],
+        x[split:],
+        y[split:],
         batch_size=args.batch_size,
         epochs=args.epochs,
         validation_data=(x[:split], y[:split]),
@@ -250,8 +274,10 @@ def _train_save_reload(np, keras, tf, parallel_keras, args, replicas, output_dir
     reloaded = _predict_in_fresh_process(model_path, probe_path, output_dir)
     difference = float(np.abs(reloaded - expected).max())
     ok = difference <= _TOLERANCE
-    print(f"Reloaded on one device in a fresh process: max |difference| = "
-          f"{difference:.2e} ({'OK' if ok else 'MISMATCH'}, tolerance {_TOLERANCE:g})")
+    print(
+        f"Reloaded on one device in a fresh process: max |difference| = "
+        f"{difference:.2e} ({'OK' if ok else 'MISMATCH'}, tolerance {_TOLERANCE:g})"
+    )
     return 0 if ok else 1
 
 
@@ -293,10 +319,12 @@ class _EpochReport:
             def on_epoch_end(self, epoch, logs=None):
                 logs = logs or {}
                 rate = samples / (time.perf_counter() - self._start)
-                print(f"Epoch {epoch + 1}/{epochs}: {rate:,.0f} samples/s, "
-                      f"accuracy {logs.get('categorical_accuracy', float('nan')):.3f}, "
-                      f"val_loss {logs.get('val_loss', float('nan')):.4f}",
-                      flush=True)
+                print(
+                    f"Epoch {epoch + 1}/{epochs}: {rate:,.0f} samples/s, "
+                    f"accuracy {logs.get('categorical_accuracy', float('nan')):.3f}, "
+                    f"val_loss {logs.get('val_loss', float('nan')):.4f}",
+                    flush=True,
+                )
 
         return EpochReport()
 

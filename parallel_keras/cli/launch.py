@@ -46,9 +46,7 @@ def add_parser(subparsers) -> None:
         ),
     )
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument(
-        "--workers", type=int, help="Number of workers on this machine (loopback)."
-    )
+    where.add_argument("--workers", type=int, help="Number of workers on this machine (loopback).")
     where.add_argument(
         "--hosts",
         type=lambda text: [host.strip() for host in text.split(",") if host.strip()],
@@ -106,9 +104,7 @@ def add_parser(subparsers) -> None:
         help="Seconds a worker waits for all others to start (120).",
     )
     parser.add_argument("script", help="The training script.")
-    parser.add_argument(
-        "script_args", nargs=argparse.REMAINDER, help="Arguments for the script."
-    )
+    parser.add_argument("script_args", nargs=argparse.REMAINDER, help="Arguments for the script.")
     parser.set_defaults(run=run)
 
 

@@ -75,7 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
     )
     parser.add_argument(
-        "-V", "--version", action="version",
+        "-V",
+        "--version",
+        action="version",
         version=f"parallel-keras {parallel_keras.__version__}",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help=_VERBOSE_HELP)
@@ -84,7 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     # no command the full help (which lists the commands) is printed, and an
     # unknown top-level flag is reported as such, not as a missing COMMAND.
     subparsers = parser.add_subparsers(
-        dest="subcommand", metavar="COMMAND", title="commands",
+        dest="subcommand",
+        metavar="COMMAND",
+        title="commands",
         parser_class=argparse.ArgumentParser,
     )
     for module in SUBCOMMANDS.values():
@@ -120,8 +124,7 @@ def parse_flags(argv: list[str]) -> argparse.Namespace:
 def configure_logging(verbose: int) -> None:
     """Quiet TensorFlow unless asked; must run before TensorFlow is imported."""
     # Imported here, after parsing: absl costs ~10 ms `--help` does not need.
-    from absl import flags
-    from absl import logging
+    from absl import flags, logging
 
     # The CLI defines no absl flags; absl logging only needs to know parsing
     # ran, or it warns that it logs "before flag parsing".

@@ -44,18 +44,26 @@ def add_parser(subparsers) -> None:
             width=79,
         ),
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH",
-                        help="Python files or folders (searched for .py files).")
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="Python files or folders (searched for .py files)."
+    )
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--diff", action="store_true",
-                      help="Print a unified diff before the report.")
-    mode.add_argument("--in-place", action="store_true",
-                      help="Rewrite the files, keeping each original as PATH.orig.")
-    mode.add_argument("-o", "--output", metavar="OUT",
-                      help="Write rewritten files to OUT (a new file for one input "
-                           "file, else a folder); existing files are never overwritten.")
-    parser.add_argument("--strict", action="store_true",
-                        help=f"Exit with {EXIT_FLAGGED} when anything is flagged.")
+    mode.add_argument("--diff", action="store_true", help="Print a unified diff before the report.")
+    mode.add_argument(
+        "--in-place",
+        action="store_true",
+        help="Rewrite the files, keeping each original as PATH.orig.",
+    )
+    mode.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="Write rewritten files to OUT (a new file for one input "
+        "file, else a folder); existing files are never overwritten.",
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help=f"Exit with {EXIT_FLAGGED} when anything is flagged."
+    )
     parser.set_defaults(run=run)
 
 
@@ -82,14 +90,16 @@ def run(args) -> int:
         single = len(args.paths) == 1 and len(files) == 1 and files[0][0] == args.paths[0]
         data_files = migrate.find_data_files(args.paths)
         try:
-            migrate.write_output(results, args.output, single_file=single,
-                                 data_files=data_files)
+            migrate.write_output(results, args.output, single_file=single, data_files=data_files)
         except ValueError as error:
             print(migrate.format_report([result.report for result in results]))
             print(f"error: {error}", file=sys.stderr)
             return EXIT_FAILED_FILE
-        copied = [result.relative for result in results
-                  if result.report.ok and not result.changed and not single]
+        copied = [
+            result.relative
+            for result in results
+            if result.report.ok and not result.changed and not single
+        ]
         copied = sorted(copied + [relative for _, relative in data_files])
     print(migrate.format_report([result.report for result in results], copied))
     if any(not result.report.ok for result in results):

@@ -98,9 +98,9 @@ def _from_tf_config():
         config = json.loads(raw)
     except json.JSONDecodeError as error:
         raise ValueError(
-            "TF_CONFIG must be JSON such as {\"cluster\": {\"worker\": "
-            "[\"host1:port\", \"host2:port\"]}, \"task\": {\"type\": "
-            f"\"worker\", \"index\": 0}}}}. Received: TF_CONFIG={raw!r}."
+            'TF_CONFIG must be JSON such as {"cluster": {"worker": '
+            '["host1:port", "host2:port"]}, "task": {"type": '
+            f'"worker", "index": 0}}}}. Received: TF_CONFIG={raw!r}.'
         ) from error
     task = config.get("task") or {}
     return config.get("cluster") or {}, task.get("type", "worker"), task.get("index", 0)

@@ -58,9 +58,7 @@ def worker_temp_dir() -> str:
             # Under `parallel-keras launch` the folder lives in one the
             # launcher removes, so it goes even when this worker is killed.
             parent = settings.current().worker_temp_root
-            _TEMP_DIR = tempfile.mkdtemp(
-                prefix=f"parallel_keras_worker{index}_", dir=parent
-            )
+            _TEMP_DIR = tempfile.mkdtemp(prefix=f"parallel_keras_worker{index}_", dir=parent)
             atexit.register(cleanup)
         return _TEMP_DIR
 

@@ -29,8 +29,8 @@ halves, as on one device.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import numbers
+from collections.abc import Sequence
 
 import keras
 import tensorflow as tf
@@ -83,9 +83,7 @@ def check_optimizer(
     if steps is not None and strategy is not None:
         _check_strategy(strategy, steps)
     inner = inner_optimizer(optimizer)
-    if steps is not None and inner.built and (
-        _internals.gradient_accumulators(inner, []) is None
-    ):
+    if steps is not None and inner.built and (_internals.gradient_accumulators(inner, []) is None):
         raise ValueError(
             f"{_STEPS} must be set when the optimizer is created: Keras makes "
             "its gradient accumulators when the optimizer is built. Received: "
@@ -157,9 +155,7 @@ def _apply_accumulating(optimizer, steps: int, gradients: list, variables: list)
         if inner.use_ema:
             _internals.update_moving_average_here(inner)
             if inner.ema_overwrite_frequency:
-                overwrite = tf.equal(
-                    (inner.iterations + 1) % inner.ema_overwrite_frequency, 0
-                )
+                overwrite = tf.equal((inner.iterations + 1) % inner.ema_overwrite_frequency, 0)
 
                 def overwrite_weights():
                     _internals.overwrite_with_moving_average_here(inner)
@@ -229,8 +225,12 @@ def _check_variables(inner, variables) -> None:
     """Variables the replicas cannot update on their own copies: say which."""
     for variable in variables:
         if _internals.overwrites_with_gradient(inner, variable):
-            raise ValueError(_cannot(variable, "is overwritten with its gradient "
-                                     "(`overwrite_with_gradient`, float8 training)"))
+            raise ValueError(
+                _cannot(
+                    variable,
+                    "is overwritten with its gradient (`overwrite_with_gradient`, float8 training)",
+                )
+            )
         aggregation = getattr(variable, "aggregation", "none")
         if aggregation not in ("none", None):
             raise ValueError(_cannot(variable, f"has aggregation={aggregation!r}"))
@@ -276,8 +276,11 @@ def keep_global_batch(
     """
     strategy = getattr(replicas, "distribute_strategy", None)
     count = strategy.num_replicas_in_sync if strategy is not None else replicas
-    for name, value in (("global_batch", global_batch),
-                        ("per_replica_batch", per_replica_batch), ("replicas", count)):
+    for name, value in (
+        ("global_batch", global_batch),
+        ("per_replica_batch", per_replica_batch),
+        ("replicas", count),
+    ):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ValueError(
                 f"{name} must be a positive integer. Received: {name}={value!r}. "
@@ -285,10 +288,12 @@ def keep_global_batch(
             )
     micro_batch = count * per_replica_batch
     if global_batch % micro_batch:
-        fitting = [n for n in range(1, global_batch + 1)
-                   if global_batch % (n * per_replica_batch) == 0]
-        smaller = [rows for rows in range(per_replica_batch, 0, -1)
-                   if global_batch % (count * rows) == 0]
+        fitting = [
+            n for n in range(1, global_batch + 1) if global_batch % (n * per_replica_batch) == 0
+        ]
+        smaller = [
+            rows for rows in range(per_replica_batch, 0, -1) if global_batch % (count * rows) == 0
+        ]
         raise ValueError(
             "To keep the global batch, it must be a whole number of batches of "
             "replicas x per_replica_batch rows. Received: global_batch="
@@ -300,4 +305,3 @@ def keep_global_batch(
         )
     steps = global_batch // micro_batch
     return micro_batch, (steps if steps > 1 else None)
-

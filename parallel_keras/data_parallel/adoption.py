@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import types
 
-from absl import logging
 import keras
+from absl import logging
 
 from parallel_keras.data_parallel import parallel_model as parallel_model_lib
 

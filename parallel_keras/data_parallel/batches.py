@@ -156,9 +156,7 @@ def _tiled(data, rows, num_replicas: int):
     end = start + base + tf.cast(replica < extra, tf.int32)
     row = tf.range(rows)[tf.newaxis, :]
     keep = tf.logical_and(row >= start, row < end)
-    return tf.nest.map_structure(tile, data), tf.reshape(
-        tf.cast(keep, tf.float32), [-1]
-    )
+    return tf.nest.map_structure(tile, data), tf.reshape(tf.cast(keep, tf.float32), [-1])
 
 
 def batch_of_structures(structure) -> Any:

@@ -36,8 +36,9 @@ def check_steps(x: Any, method: str, args: Sequence[Any], kwargs: Mapping[str, A
     if int(x.cardinality()) != int(tf.data.INFINITE_CARDINALITY):
         return
     name, named = _STEPS[method]
-    parameters = [p for p in inspect.signature(getattr(keras.Model, method)).parameters
-                  if p != "self"]
+    parameters = [
+        p for p in inspect.signature(getattr(keras.Model, method)).parameters if p != "self"
+    ]
     steps = kwargs.get(name, dict(zip(parameters[named:], args)).get(name))
     if steps is not None:
         return

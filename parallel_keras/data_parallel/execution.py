@@ -13,7 +13,6 @@ stateful template.
 
 from __future__ import annotations
 
-
 import keras
 import numpy as np
 import tensorflow as tf
@@ -204,9 +203,7 @@ class Execution:
         if self.stateful_batch is not None and rows != self.global_batch:
             raise self.stateful_batch_error(f"a batch of {rows} rows")
         options = tf.data.Options()
-        options.experimental_distribute.auto_shard_policy = (
-            tf.data.experimental.AutoShardPolicy.OFF
-        )
+        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
         dataset = self.prepare(tf.data.Dataset.from_tensors(data)).with_options(options)
         return next(iter(self.strategy.experimental_distribute_dataset(dataset)))
 
@@ -291,9 +288,7 @@ def class_weight_to_sample_weight(y, class_weight: dict) -> np.ndarray:
     labels = np.asarray(tf.nest.flatten(y)[0])
     if labels.ndim > 1 and labels.shape[-1] > 1:
         labels = labels.argmax(axis=-1)
-    return np.array(
-        [class_weight[int(label)] for label in labels.reshape(-1)], "float32"
-    )
+    return np.array([class_weight[int(label)] for label in labels.reshape(-1)], "float32")
 
 
 def _require_compiled(model: keras.Model, method: str) -> None:

@@ -59,9 +59,9 @@ def keras2_layers(template: keras.Model, output_names: list[str], replicas: int)
         for replica in range(replicas)
         for position in range(max(len(inputs), 1))
     ]
-    merges = [
-        keras.layers.Concatenate(axis=0, name=name) for name in output_names
-    ] or [keras.layers.Concatenate(axis=0, name=f"{template.name}_merge")]
+    merges = [keras.layers.Concatenate(axis=0, name=name) for name in output_names] or [
+        keras.layers.Concatenate(axis=0, name=f"{template.name}_merge")
+    ]
     return [*inputs, *slices, template, *merges]
 
 
@@ -129,8 +129,7 @@ class Keras2Surface:
     def input_names(self) -> list[str]:
         """Names of the template's input layers, in order (as Keras 2 had them)."""
         return [
-            _internals.keras_tensor_layer(tensor).name
-            for tensor in tf.nest.flatten(self.inputs)
+            _internals.keras_tensor_layer(tensor).name for tensor in tf.nest.flatten(self.inputs)
         ]
 
     def _symbolic(self, attribute: str):

@@ -13,8 +13,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 import inspect
+from collections.abc import Mapping, Sequence
 
 import keras
 

@@ -3,20 +3,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import sys
+from collections.abc import Sequence
 
-from absl import logging
 import keras
+from absl import logging
 
 from parallel_keras import _internals
 from parallel_keras import devices as devices_lib
-from parallel_keras.device_placement import replicas as placement_replicas
-from parallel_keras.data_parallel import adoption
-from parallel_keras.data_parallel import template as template_lib
+from parallel_keras.data_parallel import adoption, strategies
 from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import parallel_model as parallel_model_lib
-from parallel_keras.data_parallel import strategies
+from parallel_keras.data_parallel import template as template_lib
+from parallel_keras.device_placement import replicas as placement_replicas
 
 ParallelModel = parallel_model_lib.ParallelModel
 
@@ -153,9 +152,7 @@ def multi_gpu_model(
             )
     losses_lib.check_batch_loss(batch_loss)
     replica_devices = devices_lib.replica_devices(gpus)
-    strategy = strategies.replication_strategy(
-        replica_devices, cpu_relocation=cpu_relocation
-    )
+    strategy = strategies.replication_strategy(replica_devices, cpu_relocation=cpu_relocation)
     stateful_batch = _stateful_batch(model)
 
     # Everything above only validated; from here the template is changed.

@@ -21,17 +21,19 @@ import keras
 import tensorflow as tf
 
 from parallel_keras import _internals
-from parallel_keras.data_parallel import endless
-from parallel_keras.data_parallel import accumulation
+from parallel_keras.data_parallel import (
+    accumulation,
+    endless,
+    keras2_layers,
+    steps,
+    strategies,
+    trainable_at_compile,
+)
 from parallel_keras.data_parallel import execution as execution_lib
-from parallel_keras.data_parallel import keras2_layers
 from parallel_keras.data_parallel import losses as losses_lib
-from parallel_keras.data_parallel import steps
 from parallel_keras.data_parallel import targets as targets_lib
 from parallel_keras.data_parallel import template as template_lib
-from parallel_keras.data_parallel import trainable_at_compile
 from parallel_keras.saving import atomic
-from parallel_keras.data_parallel import strategies
 
 
 class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.Model):
@@ -58,9 +60,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         stateful_batch: int | None = None,
         name: str | None = None,
     ):
-        super().__init__(
-            name=name or f"{template.name}_parallel", dtype=template.dtype_policy
-        )
+        super().__init__(name=name or f"{template.name}_parallel", dtype=template.dtype_policy)
         self._template = template
         self._strategy = strategy
         self._replica_devices = tuple(replica_devices)
@@ -112,9 +112,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         Keras 2 listed them (see `execution.metric_names`)."""
         return execution_lib.metric_names(self)
 
-    def get_layer(
-        self, name: str | None = None, index: int | None = None
-    ) -> keras.layers.Layer:
+    def get_layer(self, name: str | None = None, index: int | None = None) -> keras.layers.Layer:
         """A layer by name (the template, or one of its layers) or by index in
         `layers` (Keras 2's positions).
 
@@ -149,8 +147,12 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         any callback holding it still works. Loss-name dicts must name the
         parallel model's `output_names`.
         """
-        for name, value in (("loss", loss), ("loss_weights", loss_weights),
-                            ("metrics", metrics), ("weighted_metrics", weighted_metrics)):
+        for name, value in (
+            ("loss", loss),
+            ("loss_weights", loss_weights),
+            ("metrics", metrics),
+            ("weighted_metrics", weighted_metrics),
+        ):
             losses_lib.check_output_keys(self, value, name)
         losses_lib.check_loss_scaling(self, optimizer)
         accumulation.check_optimizer(optimizer, self._strategy)
@@ -167,9 +169,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
                 **kwargs,
             )
         if self._batch_loss == "auto":
-            self._global_loss = not losses_lib.all_keras_builtins(
-                loss, metrics, weighted_metrics
-            )
+            self._global_loss = not losses_lib.all_keras_builtins(loss, metrics, weighted_metrics)
         self._trained = trainable_at_compile.TrainableAtCompile(self)
 
     def train_step(self, data) -> dict[str, Any]:
@@ -288,9 +288,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         self._ensure_current()
         if self._trained is not None:
             self._trained.check(self)
-        return self._execution.train_on_batch(
-            x, y, sample_weight, class_weight, return_dict
-        )
+        return self._execution.train_on_batch(x, y, sample_weight, class_weight, return_dict)
 
     def test_on_batch(
         self, x: Any, y: Any = None, sample_weight: Any = None, return_dict: bool = False
@@ -334,9 +332,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         """
         atomic.save_model(self._template, filepath, overwrite=overwrite, **kwargs)
 
-    def save_weights(
-        self, filepath: str | os.PathLike, overwrite: bool = True, **kwargs
-    ) -> None:
+    def save_weights(self, filepath: str | os.PathLike, overwrite: bool = True, **kwargs) -> None:
         """Saves the template's weights atomically (`.weights.h5` or `.h5`).
 
         Raises:

@@ -34,8 +34,7 @@ import warnings
 import tensorflow as tf
 
 from parallel_keras import _internals
-from parallel_keras.data_parallel import accumulation
-from parallel_keras.data_parallel import batches
+from parallel_keras.data_parallel import accumulation, batches
 
 
 def train_step(model, data, global_loss: bool = False, trainable_weights=None):
@@ -67,7 +66,7 @@ def train_step(model, data, global_loss: bool = False, trainable_weights=None):
             _internals.clip_after_all_reduce(model.optimizer)
         accumulation.apply_gradients(model, gradients, trainable_weights)
     else:
-        warnings.warn("The model does not have any trainable weights.")
+        warnings.warn("The model does not have any trainable weights.", stacklevel=2)
     if merged:
         return _merged_metrics(model, y, y_pred, sample_weight, keep, gathered, tracked, central)
     return _local_metrics(model, x, y, y_pred, sample_weight, keep, gathered)
@@ -112,9 +111,7 @@ def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, traini
         )
         loss = _internals.loss_scaled_for_replicas(loss, num_replicas)
         on_first_replica = tf.equal(context.replica_id_in_sync_group, 0)
-        reported = tf.cast(_rows(outputs), loss.dtype) * tf.cast(
-            on_first_replica, loss.dtype
-        )
+        reported = tf.cast(_rows(outputs), loss.dtype) * tf.cast(on_first_replica, loss.dtype)
         tracked = (loss * num_replicas, reported)
         if not merged:
             _update_loss_tracker(model, *tracked)
@@ -126,7 +123,8 @@ def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, traini
     equal_slices = batch_rows is None and _static_rows(x) is not None
     # Under CentralStorageStrategy the merge recounts them instead.
     trackers = (
-        [] if equal_slices or _internals.sums_replica_assigns(model.distribute_strategy)
+        []
+        if equal_slices or _internals.sums_replica_assigns(model.distribute_strategy)
         else _internals.output_loss_trackers(model)
     )
     before = [_read(tracker.total, tracker.count) for tracker in trackers]

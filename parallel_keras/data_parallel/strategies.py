@@ -22,9 +22,9 @@ reuses it instead of creating a new one each time.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import dataclasses
 import threading
+from collections.abc import Sequence
 
 import keras
 import tensorflow as tf
@@ -153,9 +153,7 @@ def _build(devices: list[str], reduction: GradientReduction):
             compute_devices=devices, parameter_device=reduction.device
         )
     if reduction.kind == "one_device":
-        cross_device_ops = tf.distribute.ReductionToOneDevice(
-            reduce_to_device=reduction.device
-        )
+        cross_device_ops = tf.distribute.ReductionToOneDevice(reduce_to_device=reduction.device)
     else:
         implementation = (
             tf.distribute.experimental.CommunicationImplementation.NCCL
@@ -178,10 +176,7 @@ def strategy_reduction(strategy: tf.distribute.Strategy) -> GradientReduction:
 
 def describe(strategy: tf.distribute.Strategy) -> str:
     """A short human-readable name for a strategy, for logs and reprs."""
-    return (
-        f"{type(strategy).__name__}"
-        f"(replicas={strategy.num_replicas_in_sync})"
-    )
+    return f"{type(strategy).__name__}(replicas={strategy.num_replicas_in_sync})"
 
 
 def adopt_optimizer(

@@ -64,9 +64,7 @@ def symbolic_batch_in_output_order(model: keras.Model, batch: Any) -> Any:
     if targets is None:
         return batch
     names = getattr(model, "output_names", None) or []
-    targets, _ = in_output_order(
-        targets, None, outputs, names, _outputs_with_loss(model, names)
-    )
+    targets, _ = in_output_order(targets, None, outputs, names, _outputs_with_loss(model, names))
     return (x, targets)
 
 

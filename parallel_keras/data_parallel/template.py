@@ -21,8 +21,7 @@ import tensorflow as tf
 
 from parallel_keras import _internals
 from parallel_keras.data_parallel import execution as execution_lib
-from parallel_keras.data_parallel import steps
-from parallel_keras.data_parallel import strategies
+from parallel_keras.data_parallel import steps, strategies
 
 
 def all_layers(model: keras.layers.Layer):
@@ -37,7 +36,6 @@ def reset_states(model: keras.Model) -> None:
     for layer in all_layers(model):
         if getattr(layer, "stateful", False) and hasattr(layer, "reset_state"):
             layer.reset_state()
-
 
 
 _TEMPLATE_METHODS = (

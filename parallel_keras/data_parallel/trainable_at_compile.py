@@ -24,9 +24,9 @@ was compiled with) gives the same sets and trains the same way.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 import contextlib
 import warnings
+from collections.abc import Iterator
 
 import keras
 

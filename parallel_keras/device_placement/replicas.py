@@ -77,7 +77,9 @@ def follow_replica_devices(
         logging.info(
             "multi_gpu_model: template %r was built under device %s; as in "
             "Keras 2, each replica runs it on its own device (%s).",
-            template.name, min(asked), ", ".join(replica_devices),
+            template.name,
+            min(asked),
+            ", ".join(replica_devices),
         )
         return
     logging.warning(
@@ -86,5 +88,7 @@ def follow_replica_devices(
         "its own device (%s), so that placement applies only when the "
         "template is called outside the parallel model. To keep model "
         "parallelism, train the placed template without multi_gpu_model.",
-        template.name, sorted(asked), ", ".join(replica_devices),
+        template.name,
+        sorted(asked),
+        ", ".join(replica_devices),
     )

@@ -37,9 +37,7 @@ def placement_config(model: keras.Model) -> dict[str, list[str | None]] | None:
     if not placed:
         return None
     return {
-        layer: calls
-        for layer, calls in by_layer.items()
-        if any(name is not None for name in calls)
+        layer: calls for layer, calls in by_layer.items() if any(name is not None for name in calls)
     }
 
 
@@ -51,8 +49,7 @@ def apply_placement_config(model: keras.Model, value: Any) -> None:
             the model does not have (the file was edited or corrupted).
     """
     if not isinstance(value, dict) or not all(
-        isinstance(calls, list)
-        and all(name is None or isinstance(name, str) for name in calls)
+        isinstance(calls, list) and all(name is None or isinstance(name, str) for name in calls)
         for calls in value.values()
     ):
         raise ValueError(
@@ -87,6 +84,4 @@ def apply_placement_config(model: keras.Model, value: Any) -> None:
     )
 
 
-_internals.install_functional_config_hooks(
-    CONFIG_KEY, placement_config, apply_placement_config
-)
+_internals.install_functional_config_hooks(CONFIG_KEY, placement_config, apply_placement_config)

@@ -49,11 +49,17 @@ def render() -> str:
     becomes = [row[1] for rows in tables.values() for row in rows]
     kept = sum(1 for target in becomes if target is not None and target.startswith("(kept"))
     flagged = sum(1 for target in becomes if target is None)
-    lines.append(f"{len(becomes) - kept - flagged} rewritten, {flagged} flagged, {kept} "
-                 "kept as they are.")
+    lines.append(
+        f"{len(becomes) - kept - flagged} rewritten, {flagged} flagged, {kept} kept as they are."
+    )
     for module, rows in tables.items():
-        lines += ["", f"## `rules/{module}.py`", "",
-                  "| Keras 2 / TF1 | becomes | why / what to do |", "|---|---|---|"]
+        lines += [
+            "",
+            f"## `rules/{module}.py`",
+            "",
+            "| Keras 2 / TF1 | becomes | why / what to do |",
+            "|---|---|---|",
+        ]
         for name, becomes, reason in rows:
             target = f"`{_cell(becomes)}`" if becomes is not None else "*flagged*"
             lines.append(f"| `{_cell(name)}` | {target} | {_cell(reason)} |")

@@ -83,14 +83,10 @@ class Context:
         no import binds (snippets) falls back to its dotted text with the
         conventional roots (`tf`, `K`) expanded.
         """
-        names = self._owner.get_metadata(
-            metadata.QualifiedNameProvider, node, set()
-        )
+        names = self._owner.get_metadata(metadata.QualifiedNameProvider, node, set())
         if names:
             imported = [
-                name
-                for name in names
-                if name.source == metadata.QualifiedNameSource.IMPORT
+                name for name in names if name.source == metadata.QualifiedNameSource.IMPORT
             ]
             chosen = sorted(name.name for name in (imported or names))[0]
             return syntax.canonical_name(chosen)
@@ -98,9 +94,7 @@ class Context:
 
     # -- Recording ---------------------------------------------------------
 
-    def change(
-        self, node: cst.CSTNode, rule: str, message: str, note: str | None = None
-    ) -> None:
+    def change(self, node: cst.CSTNode, rule: str, message: str, note: str | None = None) -> None:
         """Records a rewrite at `node`'s line; `note` also goes in the code."""
         self.report.changes.append(report_lib.Change(self.line(node), rule, message))
         if note and self._notes:
@@ -108,9 +102,7 @@ class Context:
 
     def flag(self, node: cst.CSTNode, rule: str, message: str, action: str) -> None:
         """Records an item for a person; the action also goes in the code."""
-        self.report.flags.append(
-            report_lib.Flag(self.line(node), rule, message, action)
-        )
+        self.report.flags.append(report_lib.Flag(self.line(node), rule, message, action))
         if self._notes:
             self._notes[-1].append(action)
 

@@ -22,8 +22,7 @@ import tokenize
 from absl import logging
 
 from parallel_keras import _files
-from parallel_keras.migrate import engine
-from parallel_keras.migrate import files
+from parallel_keras.migrate import engine, files
 from parallel_keras.migrate import project as project_lib
 from parallel_keras.migrate import report as report_lib
 
@@ -363,8 +362,9 @@ def write_output(
             continue
         try:
             os.makedirs(os.path.dirname(os.path.abspath(destination)), exist_ok=True)
-            _files.write_text(destination, result.migrated,
-                              encoding=result.encoding, mode_from=result.path)
+            _files.write_text(
+                destination, result.migrated, encoding=result.encoding, mode_from=result.path
+            )
         except OSError as error:
             raise ValueError(
                 f"Could not write {destination} for -o {output}: "
@@ -374,8 +374,9 @@ def write_output(
     for source, destination in copies:
         try:
             os.makedirs(os.path.dirname(os.path.abspath(destination)), exist_ok=True)
-            _files.replace_with(destination, lambda temporary, source=source: shutil.copy2(
-                source, temporary))
+            _files.replace_with(
+                destination, lambda temporary, source=source: shutil.copy2(source, temporary)
+            )
         except OSError as error:
             raise ValueError(
                 f"Could not copy {source} to {destination} for -o {output}: "

@@ -82,9 +82,9 @@ class _Scanner(cst.CSTVisitor):
         for empty_line in lines:
             text = empty_line.comment.value if empty_line.comment else ""
             if text.startswith(NOTE_PREFIX):
-                notes.append([text[len(NOTE_PREFIX):]])
+                notes.append([text[len(NOTE_PREFIX) :]])
             elif text.startswith(_NOTE_CONTINUATION) and notes and notes[-1]:
-                notes[-1].append(text[len(_NOTE_CONTINUATION):])
+                notes[-1].append(text[len(_NOTE_CONTINUATION) :])
             elif notes and notes[-1]:
                 notes.append([])  # Another comment ends the note.
         for words in notes:
@@ -106,22 +106,16 @@ class _Scanner(cst.CSTVisitor):
         elif isinstance(node, cst.Import):
             for alias in node.names:
                 if syntax.dotted(alias.name) == "keras":
-                    ctx.keras_names.append(
-                        alias.asname.name.value if alias.asname else "keras"
-                    )
+                    ctx.keras_names.append(alias.asname.name.value if alias.asname else "keras")
                 elif syntax.dotted(alias.name) == "tensorflow":
-                    ctx.tf_names.append(
-                        alias.asname.name.value if alias.asname else "tensorflow"
-                    )
+                    ctx.tf_names.append(alias.asname.name.value if alias.asname else "tensorflow")
         elif isinstance(node, cst.ImportFrom) and node.module is not None:
             if isinstance(node.names, cst.ImportStar):
                 return
             if syntax.dotted(node.module) == "tensorflow":
                 for alias in node.names:
                     if syntax.dotted(alias.name) == "keras":
-                        ctx.keras_names.append(
-                            alias.asname.name.value if alias.asname else "keras"
-                        )
+                        ctx.keras_names.append(alias.asname.name.value if alias.asname else "keras")
 
 
 class _Transformer(cst.CSTTransformer):
@@ -197,16 +191,18 @@ def _with_notes(statement, notes: list[str], header_comments: frozenset = frozen
     existing |= header_comments  # The first statement's notes live there.
     for note in dict.fromkeys(notes):
         wrapped = textwrap.wrap(
-            note, width=72, initial_indent=NOTE_PREFIX, subsequent_indent="#   ",
+            note,
+            width=72,
+            initial_indent=NOTE_PREFIX,
+            subsequent_indent="#   ",
             # A path or name longer than a line stays whole, so a second run
             # reads back the same words (and recognizes its own note).
-            break_long_words=False, break_on_hyphens=False,
+            break_long_words=False,
+            break_on_hyphens=False,
         )
         if wrapped[0] in existing:
             continue
-        leading.extend(
-            cst.EmptyLine(indent=True, comment=cst.Comment(text)) for text in wrapped
-        )
+        leading.extend(cst.EmptyLine(indent=True, comment=cst.Comment(text)) for text in wrapped)
         existing.add(wrapped[0])
     return statement.with_changes(leading_lines=leading)
 
@@ -321,17 +317,20 @@ def _carry_over_flags(ctx: context_lib.Context) -> None:
 def _sets_environment(statement: cst.CSTNode) -> bool:
     """`os.environ[...] = ...` (e.g. CUDA_VISIBLE_DEVICES) at module level."""
     return isinstance(statement, cst.SimpleStatementLine) and any(
-        isinstance(small, cst.Assign) and any(
+        isinstance(small, cst.Assign)
+        and any(
             isinstance(target.target, cst.Subscript)
             and syntax.dotted(target.target.value) == "os.environ"
-            for target in small.targets)
+            for target in small.targets
+        )
         for small in statement.body
     )
 
 
 def _is_import(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and all(
-        isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)
+        isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
+    )
 
 
 def _after_environment_setup(
@@ -349,8 +348,12 @@ def _after_environment_setup(
     rest = [s for s in body if not any(s is a for a in added)]
     prelude_end = 0
     for index, statement in enumerate(rest):
-        docstring = index == 0 and isinstance(statement, cst.SimpleStatementLine) and isinstance(
-            statement.body[0], cst.Expr) and isinstance(statement.body[0].value, cst.SimpleString)
+        docstring = (
+            index == 0
+            and isinstance(statement, cst.SimpleStatementLine)
+            and isinstance(statement.body[0], cst.Expr)
+            and isinstance(statement.body[0].value, cst.SimpleString)
+        )
         if not (_is_import(statement) or _sets_environment(statement) or docstring):
             break
         prelude_end = index + 1
@@ -359,8 +362,10 @@ def _after_environment_setup(
     added = [a.with_changes(leading_lines=[]) for a in added]
     if len(rest) == len(original.body):
         # The blank lines the import adder put around its imports, undone.
-        rest = [now.with_changes(leading_lines=was.leading_lines)
-                for now, was in zip(rest, original.body)]
+        rest = [
+            now.with_changes(leading_lines=was.leading_lines)
+            for now, was in zip(rest, original.body)
+        ]
     return module.with_changes(body=rest[:prelude_end] + added + rest[prelude_end:])
 
 

@@ -144,8 +144,13 @@ def replace_keeping_original(path: str, text: str, encoding: str) -> str:
     if not os.stat(folder).st_mode & 0o222:
         # The mode bits, not only access(): root may write anywhere, but a
         # folder marked read-only was marked so to be kept as it is.
-        raise ValueError(_write_error(path, backup, PermissionError(
-            errno.EACCES, "the folder is read-only (no write permission bits)")))
+        raise ValueError(
+            _write_error(
+                path,
+                backup,
+                PermissionError(errno.EACCES, "the folder is read-only (no write permission bits)"),
+            )
+        )
     try:
         # copy2: the original bytes and times, exactly.
         _files.replace_with(backup, lambda temporary: shutil.copy2(path, temporary))

@@ -15,10 +15,16 @@ import ast
 import dataclasses
 import re
 
-_FIT_METHODS = frozenset({
-    "fit", "fit_generator", "evaluate", "evaluate_generator", "predict",
-    "predict_generator",
-})
+_FIT_METHODS = frozenset(
+    {
+        "fit",
+        "fit_generator",
+        "evaluate",
+        "evaluate_generator",
+        "predict",
+        "predict_generator",
+    }
+)
 _SEQUENCE_BASES = frozenset({"Sequence", "PyDataset"})
 # Keras's own iterators, never a function of the project.
 _KERAS_ITERATORS = frozenset({"flow", "flow_from_directory", "flow_from_dataframe"})
@@ -45,8 +51,7 @@ class Project:
     sequence_classes: set[str] = dataclasses.field(default_factory=set)
     fit_data_functions: set[str] = dataclasses.field(default_factory=set)
     multi_gpu_model_modules: set[str] = dataclasses.field(default_factory=set)
-    checkpoint_classes: dict[str, tuple[int, int | None]] = dataclasses.field(
-        default_factory=dict)
+    checkpoint_classes: dict[str, tuple[int, int | None]] = dataclasses.field(default_factory=dict)
     log_keys: set[str] = dataclasses.field(default_factory=set)
 
 
@@ -60,13 +65,20 @@ def _name(node: ast.AST) -> str | None:
 
 def checkpoint_parameters(node: ast.ClassDef) -> tuple[int, int | None] | None:
     """(filepath, save_weights_only) positions of a hand-written checkpoint class."""
-    init = next((item for item in node.body if isinstance(item, ast.FunctionDef)
-                 and item.name == "__init__"), None)
+    init = next(
+        (
+            item
+            for item in node.body
+            if isinstance(item, ast.FunctionDef) and item.name == "__init__"
+        ),
+        None,
+    )
     if init is None:
         return None
     names = [arg.arg for arg in init.args.args[1:]]
-    saves = any(isinstance(call, ast.Call) and _name(call.func) == "save_weights"
-                for call in ast.walk(node))
+    saves = any(
+        isinstance(call, ast.Call) and _name(call.func) == "save_weights" for call in ast.walk(node)
+    )
     if "filepath" not in names or not saves:
         return None
     weights_only = names.index("save_weights_only") if "save_weights_only" in names else None
@@ -90,8 +102,9 @@ def _log_keys(tree: ast.AST) -> set[str]:
             candidates += [k.value for k in node.keywords if k.arg == "monitor"]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             keys.update(_FIELD.findall(node.value))
-        keys.update(c.value for c in candidates if isinstance(c, ast.Constant)
-                    and c.value in _ACCURACY_KEYS)
+        keys.update(
+            c.value for c in candidates if isinstance(c, ast.Constant) and c.value in _ACCURACY_KEYS
+        )
     return keys
 
 
@@ -121,11 +134,17 @@ def scan_source(source: str, module: str, project: Project) -> None:
                 if isinstance(target, ast.Name) and function:
                     calls_of[target.id] = function
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and _name(node.func) in _FIT_METHODS
-                and isinstance(node.func, ast.Attribute)):
+        if not (
+            isinstance(node, ast.Call)
+            and _name(node.func) in _FIT_METHODS
+            and isinstance(node.func, ast.Attribute)
+        ):
             continue
-        values = [keyword.value for keyword in node.keywords
-                  if keyword.arg in ("x", "generator", "validation_data")]
+        values = [
+            keyword.value
+            for keyword in node.keywords
+            if keyword.arg in ("x", "generator", "validation_data")
+        ]
         values += node.args[:1]
         for value in values:
             if isinstance(value, ast.Call):

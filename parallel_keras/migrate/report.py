@@ -110,8 +110,7 @@ def format_report(reports: list[FileReport], copied: list[str] | None = None) ->
             blocks.append(f"{report.path}: ERROR, left untouched: {report.error}")
             continue
         header = (
-            f"{report.path}: {_plural(len(report.changes), 'change')}, "
-            f"{len(report.flags)} flagged"
+            f"{report.path}: {_plural(len(report.changes), 'change')}, {len(report.flags)} flagged"
         )
         lines = [header]
         if report.requirements:

@@ -48,7 +48,7 @@ def canonical_name(name: str | None) -> str | None:
             return "keras"
         for prefix, replacement in _CANONICAL_PREFIXES:
             if name.startswith(prefix):
-                name = replacement + name[len(prefix):]
+                name = replacement + name[len(prefix) :]
                 break
     return name
 
@@ -234,13 +234,9 @@ def with_string_text(node: cst.CSTNode, old_tail: str, new_tail: str):
     if isinstance(node, cst.SimpleString):
         prefix_length = len(node.prefix)
         quote = node.quote
-        return node.with_changes(
-            value=node.value[: prefix_length + len(quote)] + new_text + quote
-        )
+        return node.with_changes(value=node.value[: prefix_length + len(quote)] + new_text + quote)
     if node.parts and isinstance(node.parts[-1], cst.FormattedStringText):
         parts = list(node.parts)
         parts[-1] = parts[-1].with_changes(value=new_text)
         return node.with_changes(parts=parts)
-    return node.with_changes(
-        parts=[*node.parts, cst.FormattedStringText(value=new_text)]
-    )
+    return node.with_changes(parts=[*node.parts, cst.FormattedStringText(value=new_text)])

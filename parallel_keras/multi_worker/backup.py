@@ -38,15 +38,14 @@ import os
 import tempfile
 import zipfile
 
-from absl import logging
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from parallel_keras import _internals
 from parallel_keras.cluster import writes
-from parallel_keras.data_parallel import accumulation
-from parallel_keras.data_parallel import batches
+from parallel_keras.data_parallel import accumulation, batches
 from parallel_keras.saving import paths
 
 _LATEST = "latest.npz"
@@ -135,9 +134,7 @@ class BackupAndRestore(keras.callbacks.Callback):
             with self.model.distribute_strategy.scope():
                 optimizer.build(self.model.trainable_variables)
         inner = self._inner_optimizer()
-        accumulators = (
-            _internals.gradient_accumulators(inner, self.model.trainable_variables) or []
-        )
+        accumulators = _internals.gradient_accumulators(inner, self.model.trainable_variables) or []
         apart = {id(v) for v in accumulators} | {id(_internals.micro_step_counter(inner))}
         rest = [v for v in optimizer.variables if id(v) not in apart]
         return {"model": model, "optimizer": rest, "accumulator": accumulators}
@@ -165,7 +162,8 @@ class BackupAndRestore(keras.callbacks.Callback):
             "accumulation_steps": self._steps(),
             "micro_steps": (
                 int(keras.ops.convert_to_numpy(_internals.micro_step_counter(inner)))
-                if inner is not None else 0
+                if inner is not None
+                else 0
             ),
         }
         arrays[_METADATA_KEY] = np.array(json.dumps(metadata))
@@ -193,9 +191,7 @@ class BackupAndRestore(keras.callbacks.Callback):
         finally:
             if temp_path is not None and os.path.exists(temp_path):
                 os.remove(temp_path)
-        logging.info(
-            "parallel_keras: backed up epoch %d batch %d to %s", epoch, batch, latest
-        )
+        logging.info("parallel_keras: backed up epoch %d batch %d to %s", epoch, batch, latest)
 
     def _check_folder(self) -> None:
         """`backup_dir` is (or can become) a folder this process can write."""
@@ -241,9 +237,7 @@ class BackupAndRestore(keras.callbacks.Callback):
             try:
                 with np.load(path, allow_pickle=False) as stored:
                     if _METADATA_KEY not in stored.files:
-                        raise KeyError(
-                            f"no {_METADATA_KEY!r} entry: not a parallel_keras backup"
-                        )
+                        raise KeyError(f"no {_METADATA_KEY!r} entry: not a parallel_keras backup")
                     arrays = {key: stored[key] for key in stored.files}
                 metadata = json.loads(str(arrays.pop(_METADATA_KEY)))
             except _UNREADABLE as error:
@@ -251,8 +245,9 @@ class BackupAndRestore(keras.callbacks.Callback):
                 continue
             if failures:
                 logging.warning(
-                    "parallel_keras: cannot read the backup %s; restoring the "
-                    "previous one, %s.", failures[0], path,
+                    "parallel_keras: cannot read the backup %s; restoring the previous one, %s.",
+                    failures[0],
+                    path,
                 )
             return path, arrays, metadata
         if failures:
@@ -278,7 +273,8 @@ class BackupAndRestore(keras.callbacks.Callback):
             optimizer = getattr(self.model, "optimizer", None)
             pairs = self._matched("model", state["model"], stored, path)
             pairs += self._matched(
-                "optimizer", list(optimizer.variables) if optimizer else [], stored, path)
+                "optimizer", list(optimizer.variables) if optimizer else [], stored, path
+            )
         counter_value, accumulators = self._converted_steps(metadata, stored, state, path)
         # Every check passed: now change the model, all at once.
         for variable, value in pairs:
@@ -295,8 +291,12 @@ class BackupAndRestore(keras.callbacks.Callback):
             "parallel_keras: restored %s: resuming at epoch %d, batch %d "
             "(%s rows of it trained, global batch %s, written by %s replica(s) "
             "x %s accumulation step(s)).",
-            path, metadata["epoch"], metadata["batch"], metadata.get("rows"),
-            metadata.get("global_batch"), metadata.get("replicas"),
+            path,
+            metadata["epoch"],
+            metadata["batch"],
+            metadata.get("rows"),
+            metadata.get("global_batch"),
+            metadata.get("replicas"),
             metadata.get("accumulation_steps", 1),
         )
 
@@ -353,7 +353,10 @@ class BackupAndRestore(keras.callbacks.Callback):
             logging.info(
                 "parallel_keras: the backup updated every %d batch(es), this "
                 "run every %d: %d update(s) so far, kept as the optimizer's "
-                "iterations.", old_steps, new_steps, updates,
+                "iterations.",
+                old_steps,
+                new_steps,
+                updates,
             )
         return updates * new_steps + partial, accumulators
 
@@ -381,8 +384,11 @@ class BackupAndRestore(keras.callbacks.Callback):
             return tf.constant(0, tf.int64)
 
         if self._count_rows is None:
-            self._count_rows = tf.function(lambda batch: strategy.reduce(
-                tf.distribute.ReduceOp.SUM, strategy.run(local, args=(batch,)), axis=None))
+            self._count_rows = tf.function(
+                lambda batch: strategy.reduce(
+                    tf.distribute.ReduceOp.SUM, strategy.run(local, args=(batch,)), axis=None
+                )
+            )
         return int(self._count_rows(data))
 
     def _skipped(self, rows: int, batches_skipped: int) -> None:
@@ -394,16 +400,24 @@ class BackupAndRestore(keras.callbacks.Callback):
             logging.warning(
                 "parallel_keras: the global batch changed from %d rows (the "
                 "backup's) to %d: resuming after %d rows of epoch %d "
-                "(%d batch(es) of %d).", self._old_global_batch,
-                self._global_batch, rows, self._epoch, batches_skipped,
+                "(%d batch(es) of %d).",
+                self._old_global_batch,
+                self._global_batch,
+                rows,
+                self._epoch,
+                batches_skipped,
                 self._global_batch,
             )
         if wanted is not None and rows > wanted:
             logging.warning(
                 "parallel_keras: the backup had trained %d rows of epoch %d, "
                 "not a whole number of batches of %d rows: skipped %d rows, so "
-                "%d row(s) are not trained this epoch.", wanted, self._epoch,
-                self._global_batch, rows, rows - wanted,
+                "%d row(s) are not trained this epoch.",
+                wanted,
+                self._epoch,
+                self._global_batch,
+                rows,
+                rows - wanted,
             )
 
     def _measure_global_batch(self, batch: int) -> None:
@@ -415,8 +429,9 @@ class BackupAndRestore(keras.callbacks.Callback):
         self._global_batch = rows // (batch + 1)
         if self._old_global_batch not in (None, self._global_batch):
             logging.warning(
-                "parallel_keras: the global batch changed from %d rows (the "
-                "backup's) to %d.", self._old_global_batch, self._global_batch,
+                "parallel_keras: the global batch changed from %d rows (the backup's) to %d.",
+                self._old_global_batch,
+                self._global_batch,
             )
 
     # --- Callback hooks ------------------------------------------------------

@@ -104,8 +104,7 @@ def configure_worker(environ) -> None:
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
         sys.stderr.write(
-            "usage: python -m parallel_keras.multi_worker.bootstrap script.py "
-            "[args...]\n"
+            "usage: python -m parallel_keras.multi_worker.bootstrap script.py [args...]\n"
         )
         return 2
     script, script_args = argv[1], argv[2:]

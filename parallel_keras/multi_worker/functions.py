@@ -57,9 +57,7 @@ def dump_value(value: Any, where: str, _active: tuple = ()) -> tuple:
         return ("function", dump_function(value, where, _active))
     value_type = value if isinstance(value, type) else type(value)
     if getattr(value_type, "__module__", None) == "__main__":
-        return _raise(
-            _unsendable(where, value, "its class is defined in the notebook")
-        )
+        return _raise(_unsendable(where, value, "its class is defined in the notebook"))
     try:
         return ("pickle", pickle.dumps(value))
     # An object's own __reduce__ may raise anything: all mean unsendable.
@@ -71,9 +69,7 @@ def _raise(error):
     raise error
 
 
-def dump_function(
-    function: Callable, where: str = "function", _active: tuple = ()
-) -> tuple:
+def dump_function(function: Callable, where: str = "function", _active: tuple = ()) -> tuple:
     """A picklable description of `function` (see the module docstring)."""
     if not callable(function):
         raise TypeError(
@@ -100,8 +96,14 @@ def dump_function(
     defaults = dump_value(function.__defaults__, f"defaults of {where}", active)
     kwdefaults = dump_value(function.__kwdefaults__, f"defaults of {where}", active)
     return (
-        "code", marshal.dumps(code), globals_, closure, defaults, kwdefaults,
-        function.__name__, function.__qualname__,
+        "code",
+        marshal.dumps(code),
+        globals_,
+        closure,
+        defaults,
+        kwdefaults,
+        function.__name__,
+        function.__qualname__,
     )
 
 

@@ -64,9 +64,7 @@ def tf_config(addresses: Sequence[str], index: int) -> str:
     )
 
 
-def plan_group(
-    workers, hosts, index, slurm, min_workers, environ: Mapping[str, str]
-) -> GroupPlan:
+def plan_group(workers, hosts, index, slurm, min_workers, environ: Mapping[str, str]) -> GroupPlan:
     """Checks the mode arguments of `launch`; raises ValueError if invalid."""
     given = [name for name, value in (("workers", workers), ("hosts", hosts)) if value is not None]
     if slurm:
@@ -86,8 +84,10 @@ def plan_group(
                 f"min_workers={min_workers!r} with {given[0]}. Use "
                 "--workers N --min-workers M, or drop --min-workers."
             )
-        if isinstance(min_workers, bool) or not isinstance(min_workers, int) or not (
-            1 <= min_workers <= (workers if isinstance(workers, int) else 0)
+        if (
+            isinstance(min_workers, bool)
+            or not isinstance(min_workers, int)
+            or not (1 <= min_workers <= (workers if isinstance(workers, int) else 0))
         ):
             raise ValueError(
                 "--min-workers must be between 1 and --workers (the group "
@@ -115,9 +115,7 @@ def plan_group(
                 f"workers={workers}, index={index}. Drop --index."
             )
         return GroupPlan(
-            lambda size: [
-                f"{LOOPBACK}:{port}" for port in pick_loopback_ports(size or workers)
-            ],
+            lambda size: [f"{LOOPBACK}:{port}" for port in pick_loopback_ports(size or workers)],
             list(range(workers)),
             min_workers,
         )

@@ -109,9 +109,7 @@ def launch(
     >>> result.exit_code  # doctest: +SKIP
     0
     """
-    plan = group_plan.plan_group(
-        workers, hosts, index, slurm, min_workers, os.environ
-    )
+    plan = group_plan.plan_group(workers, hosts, index, slurm, min_workers, os.environ)
     if not script_args:
         raise ValueError(
             "launch needs a script to run. Received: no script. Pass e.g. "
@@ -266,9 +264,12 @@ def _warn_about_group_size(workers: int, devices_per_worker: int | None) -> None
         "or exhaust memory. Received: --workers %d%s. Use at most %d workers "
         "here (--devices-per-worker N rehearses more devices in each), or "
         "spread the group over machines with --hosts.",
-        workers, workers, cores,
+        workers,
+        workers,
+        cores,
         f" and {memory / 2**30:.1f} GiB of memory" if memory else "",
-        _WORKER_MEMORY_BYTES // 2**20, workers,
+        _WORKER_MEMORY_BYTES // 2**20,
+        workers,
         f" --devices-per-worker {devices_per_worker}" if devices_per_worker else "",
         max(1, cores),
     )

@@ -89,8 +89,10 @@ def notebook_launcher(
         functions.dump_function(function),
         [functions.dump_value(arg, f"args[{i}]") for i, arg in enumerate(args)],
     )
-    if isinstance(devices_per_worker, bool) or not isinstance(devices_per_worker, int) or (
-        devices_per_worker < 1
+    if (
+        isinstance(devices_per_worker, bool)
+        or not isinstance(devices_per_worker, int)
+        or (devices_per_worker < 1)
     ):
         raise ValueError(
             "devices_per_worker must be a positive integer. Received: "
@@ -117,10 +119,7 @@ def notebook_launcher(
                 with open(path, "rb") as file:
                     outcomes[index] = pickle.load(file)
         if result.exit_code != 0:
-            failed = [
-                index for index, outcome in sorted(outcomes.items())
-                if outcome[0] == "error"
-            ]
+            failed = [index for index, outcome in sorted(outcomes.items()) if outcome[0] == "error"]
             worker = result.failed_worker if result.failed_worker is not None else -1
             if worker not in failed and failed:
                 worker = failed[0]
@@ -134,8 +133,7 @@ def notebook_launcher(
                     traceback,
                 )
             raise WorkerError(
-                f"{result.message} Its output is above, prefixed with "
-                f"[worker {worker}].",
+                f"{result.message} Its output is above, prefixed with [worker {worker}].",
                 worker,
             )
         return [outcomes[index][1] for index in range(workers)]

@@ -48,7 +48,5 @@ def shard_by_data(dataset: tf.data.Dataset) -> tf.data.Dataset:
             "already shards them by data."
         )
     options = tf.data.Options()
-    options.experimental_distribute.auto_shard_policy = (
-        tf.data.experimental.AutoShardPolicy.DATA
-    )
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
     return dataset.with_options(options)

@@ -59,9 +59,7 @@ def settings_from_environ(environ: Mapping[str, str]) -> cluster_settings.Cluste
     return cluster_settings.ClusterSettings(
         devices_per_worker=int(devices) if devices else None,
         collective_timeout=_collective_timeout(environ.get(COLLECTIVE_TIMEOUT_ENV)),
-        startup_timeout=(
-            float(startup) if startup else cluster_settings.DEFAULT_STARTUP_TIMEOUT
-        ),
+        startup_timeout=(float(startup) if startup else cluster_settings.DEFAULT_STARTUP_TIMEOUT),
         worker_temp_root=environ.get(WORKER_TEMP_ROOT_ENV) or None,
     )
 

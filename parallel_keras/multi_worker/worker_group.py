@@ -153,9 +153,7 @@ class _Worker:
     def summary(self) -> WorkerSummary:
         code = self.poll()
         ended = self.ended if self.ended is not None else time.monotonic()
-        return WorkerSummary(
-            self.index, code, self.stopped_by_launcher, ended - self.started
-        )
+        return WorkerSummary(self.index, code, self.stopped_by_launcher, ended - self.started)
 
     def signal_group(self, signum):
         try:
@@ -254,9 +252,7 @@ def run_attempts(
                     )
                     log_file.write(f"--- attempt {attempt + 1} ---\n")
                     logs.append(log_file)
-                group.append(
-                    _Worker(worker_index, command, env, output, output_lock, log_file)
-                )
+                group.append(_Worker(worker_index, command, env, output, output_lock, log_file))
             failure = _watch(group)
         finally:
             # Also on KeyboardInterrupt / SIGTERM of the launcher itself.
@@ -275,10 +271,13 @@ def run_attempts(
             survivors = size - dead
             if survivors < plan.min_workers:
                 return LaunchResult(
-                    _exit_code(code), attempt, worker.index,
+                    _exit_code(code),
+                    attempt,
+                    worker.index,
                     f"{message}; {survivors} worker(s) left, fewer than "
                     f"--min-workers {plan.min_workers}; stopped the others.",
-                    tuple(addresses), summaries,
+                    tuple(addresses),
+                    summaries,
                 )
             size = survivors
             indices = list(range(size))
@@ -322,7 +321,11 @@ def _explain_lost_peer(group: list[_Worker], lost: _Worker):
         state explains it.
     """
     for peer in group:
-        if peer is not lost and peer.poll() is None and _process_state(peer.process.pid) in ("T", "t"):
+        if (
+            peer is not lost
+            and peer.poll() is None
+            and _process_state(peer.process.pid) in ("T", "t")
+        ):
             return peer, (
                 f"worker {peer.index} (pid {peer.process.pid}) was stopped "
                 "(SIGSTOP, Ctrl-Z or a debugger; process state T) and stopped "

@@ -197,7 +197,9 @@ def load_legacy_weights(
         except cudnn_weights.IncompatibleRNNWeights:
             if not skip_mismatch:
                 raise
-            logging.warning("Skipping layer %s: CuDNNGRU weights need reset_after=True.", layer.name)
+            logging.warning(
+                "Skipping layer %s: CuDNNGRU weights need reset_after=True.", layer.name
+            )
             continue
         mismatch = _weight_mismatch(stored, layer)
         if mismatch is None:
@@ -206,13 +208,14 @@ def load_legacy_weights(
             continue
         if not skip_mismatch:
             raise matching.MismatchError(
-                matching.mismatch_message(
-                    legacy.path, target, layer.name, stored.name, *mismatch
-                )
+                matching.mismatch_message(legacy.path, target, layer.name, stored.name, *mismatch)
             )
         logging.warning(
-            "Skipping layer %s: the file's layer %s has weights of shapes %s, "
-            "the model's %s.", layer.name, stored.name, mismatch[1], mismatch[0]
+            "Skipping layer %s: the file's layer %s has weights of shapes %s, the model's %s.",
+            layer.name,
+            stored.name,
+            mismatch[1],
+            mismatch[0],
         )
     if not assignments:
         raise matching.MismatchError(
@@ -225,7 +228,10 @@ def load_legacy_weights(
     matching.assign_all(target, assignments)
     logging.info(
         "Loaded %d layers from %s (Keras %s) into %s",
-        len(loaded), legacy.path, legacy.keras_version or "?", target.name,
+        len(loaded),
+        legacy.path,
+        legacy.keras_version or "?",
+        target.name,
     )
     return loaded
 
@@ -300,8 +306,10 @@ def _buckets(layers) -> dict[str, list]:
         # Keras 2's `cu_dnnlstm_1` is the `lstm` of a migrated template.
         base = cudnn_weights.keras3_base_name(base)
         buckets.setdefault(base, []).append((int(number or 0), layer))
-    return {base: [layer for _, layer in sorted(items, key=lambda item: item[0])]
-            for base, items in buckets.items()}
+    return {
+        base: [layer for _, layer in sorted(items, key=lambda item: item[0])]
+        for base, items in buckets.items()
+    }
 
 
 def _weight_mismatch(stored: LegacyLayer, layer):

@@ -130,8 +130,11 @@ def write_parallel_model_file(
     if sequential:
         inputs = [f"{names[template.layers[0].name]}_input"]
     else:
-        inputs = [names[layer.name] for layer in template.layers
-                  if isinstance(layer, keras.layers.InputLayer)]
+        inputs = [
+            names[layer.name]
+            for layer in template.layers
+            if isinstance(layer, keras.layers.InputLayer)
+        ]
     lambdas = [f"lambda_{i + 1}" for i in range(gpus * len(inputs))]
     # Keras 2's Network.weights: every trainable weight, then the rest.
     trainable = [(w, layer) for layer in leaves for w in layer.trainable_weights]
@@ -143,7 +146,11 @@ def write_parallel_model_file(
         + [(name, []) for name in outputs]
     )
     _write(
-        path, layers, names, full_model, config_layers=[n for n, _ in layers],
+        path,
+        layers,
+        names,
+        full_model,
+        config_layers=[n for n, _ in layers],
         lambda_function=lambda_function or _get_slice,
     )
 
@@ -158,8 +165,11 @@ def _write(path, layers, names, full_model, config_layers, lambda_function=None)
                 _model_config(config_layers, lambda_function)
             ).encode()
             file.attrs["training_config"] = json.dumps(
-                {"optimizer_config": {"class_name": "SGD", "config": {"lr": 0.01}},
-                 "loss": "mse", "metrics": []}
+                {
+                    "optimizer_config": {"class_name": "SGD", "config": {"lr": 0.01}},
+                    "loss": "mse",
+                    "metrics": [],
+                }
             ).encode()
             root = file.create_group("model_weights")
         root.attrs["layer_names"] = [name.encode() for name, _ in layers]
@@ -179,9 +189,18 @@ def _model_config(layer_names, lambda_function):
     for name in layer_names:
         if name.startswith("lambda_") and lambda_function is not None:
             code = base64.b64encode(marshal.dumps(lambda_function.__code__)).decode()
-            layers.append({"class_name": "Lambda", "name": name, "config": {
-                "name": name, "function": [code, None, None],
-                "function_type": "lambda", "arguments": {"i": 0, "parts": 2}}})
+            layers.append(
+                {
+                    "class_name": "Lambda",
+                    "name": name,
+                    "config": {
+                        "name": name,
+                        "function": [code, None, None],
+                        "function_type": "lambda",
+                        "arguments": {"i": 0, "parts": 2},
+                    },
+                }
+            )
         else:
             layers.append({"class_name": "Layer", "name": name, "config": {"name": name}})
     return {"class_name": "Model", "config": {"name": "model_2", "layers": layers}}
@@ -220,11 +239,13 @@ def sequential_template():
     """A Sequential: Dense(8, relu) -> Dense(3, softmax), input (6,)."""
     import keras
 
-    return keras.Sequential([
-        keras.Input((6,)),
-        keras.layers.Dense(8, activation="relu"),
-        keras.layers.Dense(3, activation="softmax"),
-    ])
+    return keras.Sequential(
+        [
+            keras.Input((6,)),
+            keras.layers.Dense(8, activation="relu"),
+            keras.layers.Dense(3, activation="softmax"),
+        ]
+    )
 
 
 def functional_template():

@@ -30,17 +30,25 @@ def _none_defaults(node: ast.FunctionDef) -> dict[str, str]:
     """`if dtype is None: dtype = floatx()` at the top level of the body."""
     found = {}
     for statement in node.body:
-        if not (isinstance(statement, ast.If) and isinstance(statement.test, ast.Compare)
-                and isinstance(statement.test.left, ast.Name)
-                and isinstance(statement.test.ops[0], ast.Is)
-                and isinstance(statement.test.comparators[0], ast.Constant)
-                and statement.test.comparators[0].value is None
-                and len(statement.body) == 1 and not statement.orelse):
+        if not (
+            isinstance(statement, ast.If)
+            and isinstance(statement.test, ast.Compare)
+            and isinstance(statement.test.left, ast.Name)
+            and isinstance(statement.test.ops[0], ast.Is)
+            and isinstance(statement.test.comparators[0], ast.Constant)
+            and statement.test.comparators[0].value is None
+            and len(statement.body) == 1
+            and not statement.orelse
+        ):
             continue
         assign = statement.body[0]
         name = statement.test.left.id
-        if (isinstance(assign, ast.Assign) and len(assign.targets) == 1
-                and isinstance(assign.targets[0], ast.Name) and assign.targets[0].id == name):
+        if (
+            isinstance(assign, ast.Assign)
+            and len(assign.targets) == 1
+            and isinstance(assign.targets[0], ast.Name)
+            and assign.targets[0].id == name
+        ):
             found[name] = ast.unparse(assign.value)
     return found
 

@@ -52,10 +52,11 @@ def test_model_checkpoint_still_has_the_methods_the_hook_uses():
 def test_the_hook_shape_is_the_one_this_keras_has():
     decides_in_a_method = _keras_version() >= (3, 10)
     assert callable(getattr(keras.callbacks.ModelCheckpoint, "_should_save_model", None)) == (
-        decides_in_a_method)
+        decides_in_a_method
+    )
     expected = (
-        checkpoints._DecisionMethodHook if decides_in_a_method
-        else checkpoints._InlineDecisionHook)
+        checkpoints._DecisionMethodHook if decides_in_a_method else checkpoints._InlineDecisionHook
+    )
     assert _internals.ModelCheckpointWriteHook is expected
     if not decides_in_a_method:  # The inline shape answers these two calls.
         source = inspect.getsource(keras.callbacks.ModelCheckpoint._save_model)
@@ -99,8 +100,11 @@ def test_legacy_h5_weights_load_in_keras_3(tmp_path):
 def _hdf5_contents(file) -> dict:
     """Every dataset of an open HDF5 file: path -> values."""
     contents = {}
-    file.visititems(lambda name, item: contents.__setitem__(name, item[()])
-                    if isinstance(item, h5py.Dataset) else None)
+    file.visititems(
+        lambda name, item: (
+            contents.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None
+        )
+    )
     return contents
 
 
@@ -111,8 +115,10 @@ def test_weights_image_holds_what_keras_save_weights_writes(tmp_path):
     model.fit(np.ones((4, 2), "float32"), np.ones((4, 1), "float32"), verbose=0)
     path = str(tmp_path / "keras.weights.h5")
     model.save_weights(path)
-    with h5py.File(path, "r") as written, h5py.File(
-            io.BytesIO(_internals.keras_weights_image(model)), "r") as image:
+    with (
+        h5py.File(path, "r") as written,
+        h5py.File(io.BytesIO(_internals.keras_weights_image(model)), "r") as image,
+    ):
         expected, got = _hdf5_contents(written), _hdf5_contents(image)
     assert sorted(got) == sorted(expected) and len(got) >= 4  # Layers and optimizer.
     for name, value in expected.items():

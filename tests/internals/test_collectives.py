@@ -56,7 +56,9 @@ def test_cross_device_ops_kind_names_each_reduction():
         )
 
     assert kind(tf.distribute.ReductionToOneDevice(reduce_to_device="/cpu:1")) == (
-        "one_device", "/cpu:1")
+        "one_device",
+        "/cpu:1",
+    )
     assert kind(tf.distribute.ReductionToOneDevice()) == ("one_device", "/cpu:0")
     assert kind(tf.distribute.NcclAllReduce()) == ("nccl", None)
     assert kind(_internals.collective_all_reduce(_DEVICES)) == ("ring", None)

@@ -6,12 +6,12 @@ multi-worker start-up. Whether Keras still needs the scalar-mean reduction
 workaround is reported by `tests/test_multi_worker.py`.
 """
 
-import pytest
 import inspect
 import os
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 
 from parallel_keras import testing
@@ -38,7 +38,10 @@ def test_callback_runs_just_before_tensorflow_starts():
     env.pop("TF_CONFIG", None)
     process = subprocess.run(
         [sys.executable, "-c", _ARMED_BEFORE_START],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert process.returncode == 0 and "OK" in process.stdout, process.stderr[-3000:]
 
@@ -65,7 +68,10 @@ def test_mwms_constructor_picks_local_devices_through_initialize_local_devices()
     method = extended.__dict__.get("_initialize_local_devices")
     assert inspect.isfunction(method)
     assert list(inspect.signature(method).parameters) == [
-        "self", "cluster_resolver", "worker_device"]
+        "self",
+        "cluster_resolver",
+        "worker_device",
+    ]
     # The constructor reaches it: __init__ -> _initialize_strategy ->
     # _initialize_local / _initialize_multi_worker -> _initialize_local_devices.
     assert "self._initialize_strategy(" in inspect.getsource(extended.__init__)
@@ -76,4 +82,5 @@ def test_mwms_constructor_picks_local_devices_through_initialize_local_devices()
         assert "self._initialize_local_devices(" in inspect.getsource(step), step.__name__
     assert tf.distribute.MultiWorkerMirroredStrategy is mwms_lib.CollectiveAllReduceStrategy
     assert "CollectiveAllReduceExtended(" in inspect.getsource(
-        mwms_lib.CollectiveAllReduceStrategy.__init__)
+        mwms_lib.CollectiveAllReduceStrategy.__init__
+    )

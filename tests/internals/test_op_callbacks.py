@@ -13,7 +13,9 @@ def test_op_callbacks_see_eager_and_traced_ops():
     seen = []
 
     def callback(op_type, inputs, attrs, outputs, op_name=None, graph=None):
-        seen.append((graph is not None, outputs[0].device if graph is None else outputs[0].op.device))
+        seen.append(
+            (graph is not None, outputs[0].device if graph is None else outputs[0].op.device)
+        )
 
     _internals.add_op_callback(callback)
     try:

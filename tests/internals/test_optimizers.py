@@ -33,8 +33,9 @@ def test_keras_accumulation_still_fails_under_a_strategy():
 
 def test_accumulation_internals_keras_counts_batches_and_updates():
     model = _model()
-    optimizer = keras.optimizers.AdamW(0.1, weight_decay=0.5, clipnorm=1.0,
-                                       gradient_accumulation_steps=2, use_ema=True)
+    optimizer = keras.optimizers.AdamW(
+        0.1, weight_decay=0.5, clipnorm=1.0, gradient_accumulation_steps=2, use_ema=True
+    )
     model.compile(optimizer, "mse")
     x = np.ones((8, 3), "float32")
     model.fit(x, x[:, :2], batch_size=4, epochs=1, verbose=0)
@@ -47,7 +48,8 @@ def test_accumulation_internals_keras_counts_batches_and_updates():
     clipped = _internals.clip_gradients(optimizer, grads)
     np.testing.assert_allclose(np.linalg.norm(clipped[0].numpy()), 1.0, rtol=1e-6)
     kept, variables = _internals.filter_empty_gradients(
-        optimizer, [None, grads[1]], model.trainable_variables)
+        optimizer, [None, grads[1]], model.trainable_variables
+    )
     assert len(kept) == len(variables) == 1
     before = model.trainable_variables[0].numpy()
     _internals.apply_weight_decay_here(optimizer, model.trainable_variables[:1])
@@ -56,6 +58,7 @@ def test_accumulation_internals_keras_counts_batches_and_updates():
     _internals.overwrite_with_moving_average_here(optimizer)
     assert not _internals.overwrites_with_gradient(optimizer, model.trainable_variables[0])
     assert _internals.gradient_accumulators(keras.optimizers.SGD(), []) is None
+
 
 def test_relocated_variables_are_unknown_until_the_optimizer_is_rekeyed():
     variable = keras.Variable(np.ones(2, "float32"))

@@ -42,8 +42,12 @@ def test_placement_is_refused_below_keras_3_11():
     with pytest.raises(_internals.PlacementNeedsNewerKeras) as raised:
         parallel_keras.device("/cpu:1")
     message = str(raised.value)
-    for part in ("Device placement", f"keras=={keras.__version__}", "Keras 3.11 or newer",
-                 "pip install 'keras>=3.11,<3.16'"):
+    for part in (
+        "Device placement",
+        f"keras=={keras.__version__}",
+        "Keras 3.11 or newer",
+        "pip install 'keras>=3.11,<3.16'",
+    ):
         assert part in message, message
     # Nothing half-patched: Keras's own classes are untouched.
     assert not hasattr(node_module.Node.__init__, "__wrapped__")
@@ -78,8 +82,9 @@ def test_run_through_graph_asks_get_operation_for_node_for_each_call():
         outputs = keras.layers.Dense(2, name="hooked")(inputs)
     with record_op_devices() as ops:
         keras.Model(inputs, outputs)(np.ones((1, 3), np.float32))
-    assert {r.device for r in ops.eager if "hooked" in r.name
-            and r.op_type != "ReadVariableOp"} == {"/cpu:2"}
+    assert {
+        r.device for r in ops.eager if "hooked" in r.name and r.op_type != "ReadVariableOp"
+    } == {"/cpu:2"}
 
 
 def test_model_from_config_imports_functional_from_config_at_call_time():

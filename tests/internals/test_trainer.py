@@ -9,10 +9,10 @@ defect it works around is fixed (so the workaround can go).
 import inspect
 
 import keras
-from keras.src.backend.tensorflow import trainer as keras_tf_trainer
 import numpy as np
 import pytest
 import tensorflow as tf
+from keras.src.backend.tensorflow import trainer as keras_tf_trainer
 
 from parallel_keras import _internals
 
@@ -21,7 +21,10 @@ def _compiled_two_output_model() -> keras.Model:
     inputs = keras.Input((2,))
     model = keras.Model(
         inputs,
-        {"a": keras.layers.Dense(1, name="a")(inputs), "b": keras.layers.Dense(1, name="b")(inputs)},
+        {
+            "a": keras.layers.Dense(1, name="a")(inputs),
+            "b": keras.layers.Dense(1, name="b")(inputs),
+        },
     )
     model.compile("sgd", {"a": "mse", "b": "mae"}, metrics={"a": ["mae"]})
     return model
@@ -59,7 +62,12 @@ def test_flatten_metrics_in_order_follows_the_models_metrics():
     assert sorted(logs) == ["a_loss", "a_mae", "b_loss", "loss"]
     logs = {**logs, "extra": 9.0}
     assert _internals.flatten_metrics_in_order(model, logs) == [
-        logs["loss"], logs["a_loss"], logs["b_loss"], logs["a_mae"], 9.0]
+        logs["loss"],
+        logs["a_loss"],
+        logs["b_loss"],
+        logs["a_mae"],
+        9.0,
+    ]
 
 
 def test_output_loss_trackers_are_a_mean_per_output():
@@ -157,7 +165,9 @@ def test_keras_global_seed_generator_is_per_thread():
     from keras.src.random import seed_generator
 
     generators = []
-    thread = threading.Thread(target=lambda: generators.append(seed_generator.global_seed_generator()))
+    thread = threading.Thread(
+        target=lambda: generators.append(seed_generator.global_seed_generator())
+    )
     thread.start()
     thread.join()
     assert generators[0] is not seed_generator.global_seed_generator()

@@ -69,7 +69,10 @@ def test_relocation_keeps_what_keras_gives_a_native_variable():
 def test_relocation_gives_the_variable_a_copy_per_replica():
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     variable = keras.Variable(np.arange(3, dtype="float32"), trainable=False)
-    mean = lambda v: ("mean", "auto")
+
+    def mean(variable):
+        return ("mean", "auto")
+
     assert _internals.relocate_variables([variable], strategy, mean) == 1
     assert variable.aggregation == "mean"
     assert len(_variable_devices(variable)) == 2
@@ -80,7 +83,10 @@ def test_relocation_gives_the_variable_a_copy_per_replica():
 def test_relocated_on_read_variable_keeps_a_value_per_replica():
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     variable = keras.Variable(np.zeros(2, "float32"), trainable=False)
-    per_replica = lambda v: ("only_first_replica", "on_read")
+
+    def per_replica(variable):
+        return ("only_first_replica", "on_read")
+
     assert _internals.relocate_variables([variable], strategy, per_replica) == 1
 
     @tf.function
@@ -88,6 +94,7 @@ def test_relocated_on_read_variable_keeps_a_value_per_replica():
         def fn():
             context = tf.distribute.get_replica_context()
             variable.assign(tf.fill([2], tf.cast(context.replica_id_in_sync_group, tf.float32)))
+
         strategy.run(fn)
 
     assign_replica_id()

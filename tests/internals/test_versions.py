@@ -3,8 +3,8 @@
 installed versions read from TensorFlow and Keras, and which fall outside.
 (tests/test_versions.py runs the environments outside it in fresh processes.)"""
 
-import pytest
 import keras
+import pytest
 import tensorflow as tf
 
 from parallel_keras import _internals
@@ -16,7 +16,9 @@ pytestmark = pytest.mark.subprocess
 
 def test_the_installed_versions_are_tensorflow_and_keras_own():
     assert versions.installed_versions() == {
-        "tensorflow": tf.__version__, "keras": keras.__version__}
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+    }
 
 
 def test_the_installed_pair_is_inside_the_tested_range():
@@ -29,12 +31,17 @@ def test_the_installed_pair_is_inside_the_tested_range():
 def test_below_and_above_the_range_by_major_minor():
     assert versions.version_problems({"tensorflow": "2.16.0", "keras": "3.5.0"}) == []
     assert versions.version_problems({"tensorflow": "2.15.1", "keras": "3.4.9"}) == [
-        "tensorflow==2.15.1", "keras==3.4.9"]
+        "tensorflow==2.15.1",
+        "keras==3.4.9",
+    ]
     assert versions.version_problems({"tensorflow": "2.21.0", "keras": "2.15.0"}) == [
-        "keras==2.15.0"]
+        "keras==2.15.0"
+    ]
     assert versions.newer_than_tested({"tensorflow": "2.21.9", "keras": "3.15.7"}) == []
     assert versions.newer_than_tested({"tensorflow": "2.22.0rc0", "keras": "4.0.0"}) == [
-        "tensorflow==2.22.0rc0", "keras==4.0.0"]
+        "tensorflow==2.22.0rc0",
+        "keras==4.0.0",
+    ]
 
 
 def test_the_pip_command_spells_the_range():

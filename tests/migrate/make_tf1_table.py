@@ -68,7 +68,7 @@ def _in_tf2(name: str) -> bool:
     for part in name.split(".")[1:]:
         try:
             target = getattr(target, part)
-        except Exception:  # Lazy modules raise more than AttributeError.
+        except Exception:  # noqa: BLE001  (lazy modules raise more than AttributeError)
             return False
     return True
 
@@ -99,16 +99,17 @@ def build() -> str:
             args_changed[old] = new
         else:
             renames[old] = new
-    deprecations = importlib.import_module(
-        "tensorflow.tools.compatibility.module_deprecations_v2"
-    )
+    deprecations = importlib.import_module("tensorflow.tools.compatibility.module_deprecations_v2")
     removed_modules = sorted(
-        name for name in deprecations.MODULE_DEPRECATIONS
+        name
+        for name in deprecations.MODULE_DEPRECATIONS
         if name.startswith("tf.") and not name.startswith(_SKIPPED_PREFIXES)
     )
     positional_names = {
-        name: list(order) for name, order in sorted(spec.function_reorders.items())
-        if name.startswith("tf.") and not name.startswith(_SKIPPED_PREFIXES)
+        name: list(order)
+        for name, order in sorted(spec.function_reorders.items())
+        if name.startswith("tf.")
+        and not name.startswith(_SKIPPED_PREFIXES)
         and "keyword_required" not in order
     }
     keyword_renames = {

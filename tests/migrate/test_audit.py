@@ -12,7 +12,8 @@ def test_committed_table_is_current():
     committed = pathlib.Path(__file__).parents[2] / "docs" / "migrate-names.md"
     assert committed.read_text() == audit.render(), (
         "docs/migrate-names.md is stale: run "
-        "`python -m parallel_keras.migrate.audit > docs/migrate-names.md`")
+        "`python -m parallel_keras.migrate.audit > docs/migrate-names.md`"
+    )
 
 
 def test_rows_are_well_formed():

@@ -66,17 +66,17 @@ def _bind(call: ast.Call) -> dict[str, str]:
 
 _ROOTS = {"keras": keras, "tf": tf, "tensorflow": tf}
 # What Keras 2's defaults and Keras 3's (as their repr) are evaluated with.
-_NAMESPACE = {**_ROOTS, "np": np, "floatx": keras.backend.floatx,
-              "epsilon": keras.backend.epsilon}
+_NAMESPACE = {**_ROOTS, "np": np, "floatx": keras.backend.floatx, "epsilon": keras.backend.epsilon}
 
 
 def _value(source: str):
     try:
         value = eval(source, dict(_NAMESPACE))  # Literals and keras.backend.floatx().
-    except Exception:  # A repr that is not an expression: compare as text.
+    except Exception:  # noqa: BLE001  (a repr that is not an expression: compared as text)
         return source
     if isinstance(value, tf.DType) or (
-            isinstance(value, str) and value in ("float16", "float32", "float64")):
+        isinstance(value, str) and value in ("float16", "float32", "float64")
+    ):
         return keras.backend.standardize_dtype(value)
     return value
 
@@ -110,7 +110,8 @@ def test_rewrite_passes_every_keras2_default_keras3_changed(name):
                 refused.add(param)
     # Which Keras 3 parameter each Keras 2 parameter lands on: pass them all.
     full, _ = _migrated_call(
-        f"K.{name}({', '.join(f'{p}=p_{p}' for p, _ in params if p not in refused)})")
+        f"K.{name}({', '.join(f'{p}=p_{p}' for p, _ in params if p not in refused)})"
+    )
     landed = {value: parameter for parameter, value in _bind(full).items()}
     for param, default in params:
         if param in refused:
@@ -124,48 +125,57 @@ def test_rewrite_passes_every_keras2_default_keras3_changed(name):
             default = _keras2_default(name, param, default)
             assert _same_value(got, default), (
                 f"K.{name}({', '.join(required)}) -> {ast.unparse(call)}: Keras 2's "
-                f"{param}={default}, Keras 3 gets {landed[f'p_{param}']}={got}")
+                f"{param}={default}, Keras 3 gets {landed[f'p_{param}']}={got}"
+            )
 
 
 def test_every_rewritten_name_is_a_keras2_backend_function():
     assert set(backend_ops.OPS) <= set(KERAS2)
 
 
-@pytest.mark.parametrize("before, after", [
-    ("K.argmax(p)", "keras.ops.argmax(p, axis=-1)"),
-    ("K.argmin(p, 1)", "keras.ops.argmin(p, 1)"),
-    ("K.expand_dims(p)", "keras.ops.expand_dims(p, axis=-1)"),
-    ("K.cumsum(p)", "keras.ops.cumsum(p, axis=0)"),
-    ("K.concatenate([a, b])", "keras.ops.concatenate([a, b], axis=-1)"),
-    ("K.l2_normalize(p, axis=-1)", "keras.ops.normalize(p, axis=-1, order=2, epsilon=1e-6)"),
-    ("K.relu(p, alpha=0.1)", "keras.activations.relu(p, negative_slope=0.1)"),
-    ("K.clip(p, min_value=0.0, max_value=1.0)", "keras.ops.clip(p, x_min=0.0, x_max=1.0)"),
-    ("K.ones_like(p, name='ones')", "keras.ops.ones_like(p, dtype=keras.backend.floatx())"),
-    ("K.random_normal((2, 3), stddev=0.5)",
-     "tensorflow.random.normal((2, 3), stddev=0.5, dtype=keras.backend.floatx())"),
-    ("K.random_uniform((2,), seed=1)",
-     "tensorflow.random.uniform((2,), seed=1, maxval=1.0, dtype=keras.backend.floatx())"),
-    ("K.sqrt(p)", "keras.ops.sqrt(keras.ops.maximum(p, 0.0))"),
-    ("K.get_uid('dense')", "K.get_uid('dense')"),
-    # Keras 2 read a None clip bound as -inf/+inf; keras.ops.clip fails on None.
-    ("K.clip(K.abs(p), K.epsilon(), None)",
-     "keras.ops.maximum(keras.ops.abs(p), K.epsilon())"),
-    ("K.clip(p, None, 1.0)", "keras.ops.minimum(p, 1.0)"),
-    ("K.clip(p, max_value=None, min_value=lo)", "keras.ops.maximum(p, lo)"),
-    ("K.clip(p, None, None)", "keras.ops.convert_to_tensor(p)"),
-    ("K.clip(p, 1.0, 0.5)", "keras.ops.clip(p, 1.0, 1.0)"),
-    ("K.clip(p, lo, hi)", "keras.ops.clip(p, lo, hi)"),
-    ("K.ones_like(p, dtype=None)", "keras.ops.ones_like(p, dtype=keras.backend.floatx())"),
-    ("K.zeros_like(p, None)", "keras.ops.zeros_like(p, keras.backend.floatx())"),
-    ("K.random_normal((2,), 0.0, 1.0, None)",
-     "tensorflow.random.normal((2,), 0.0, 1.0, keras.backend.floatx())"),
-    ("K.argmax(p, axis=None)", "keras.ops.argmax(p, axis=0)"),
-    ("K.one_hot(p, 3)", "keras.ops.one_hot(p, 3)"),
-    ("K.permute_dimensions(p, (1, 0))", "keras.ops.transpose(p, (1, 0))"),
-    ("K.repeat_elements(p, rep=2, axis=1)", "keras.ops.repeat(p, repeats=2, axis=1)"),
-    ("K.int_shape(p)[-1]", "tuple(p.shape)[-1]"),
-    ("K.int_shape(p + p)", "tuple((p + p).shape)"),
-])
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        ("K.argmax(p)", "keras.ops.argmax(p, axis=-1)"),
+        ("K.argmin(p, 1)", "keras.ops.argmin(p, 1)"),
+        ("K.expand_dims(p)", "keras.ops.expand_dims(p, axis=-1)"),
+        ("K.cumsum(p)", "keras.ops.cumsum(p, axis=0)"),
+        ("K.concatenate([a, b])", "keras.ops.concatenate([a, b], axis=-1)"),
+        ("K.l2_normalize(p, axis=-1)", "keras.ops.normalize(p, axis=-1, order=2, epsilon=1e-6)"),
+        ("K.relu(p, alpha=0.1)", "keras.activations.relu(p, negative_slope=0.1)"),
+        ("K.clip(p, min_value=0.0, max_value=1.0)", "keras.ops.clip(p, x_min=0.0, x_max=1.0)"),
+        ("K.ones_like(p, name='ones')", "keras.ops.ones_like(p, dtype=keras.backend.floatx())"),
+        (
+            "K.random_normal((2, 3), stddev=0.5)",
+            "tensorflow.random.normal((2, 3), stddev=0.5, dtype=keras.backend.floatx())",
+        ),
+        (
+            "K.random_uniform((2,), seed=1)",
+            "tensorflow.random.uniform((2,), seed=1, maxval=1.0, dtype=keras.backend.floatx())",
+        ),
+        ("K.sqrt(p)", "keras.ops.sqrt(keras.ops.maximum(p, 0.0))"),
+        ("K.get_uid('dense')", "K.get_uid('dense')"),
+        # Keras 2 read a None clip bound as -inf/+inf; keras.ops.clip fails on None.
+        ("K.clip(K.abs(p), K.epsilon(), None)", "keras.ops.maximum(keras.ops.abs(p), K.epsilon())"),
+        ("K.clip(p, None, 1.0)", "keras.ops.minimum(p, 1.0)"),
+        ("K.clip(p, max_value=None, min_value=lo)", "keras.ops.maximum(p, lo)"),
+        ("K.clip(p, None, None)", "keras.ops.convert_to_tensor(p)"),
+        ("K.clip(p, 1.0, 0.5)", "keras.ops.clip(p, 1.0, 1.0)"),
+        ("K.clip(p, lo, hi)", "keras.ops.clip(p, lo, hi)"),
+        ("K.ones_like(p, dtype=None)", "keras.ops.ones_like(p, dtype=keras.backend.floatx())"),
+        ("K.zeros_like(p, None)", "keras.ops.zeros_like(p, keras.backend.floatx())"),
+        (
+            "K.random_normal((2,), 0.0, 1.0, None)",
+            "tensorflow.random.normal((2,), 0.0, 1.0, keras.backend.floatx())",
+        ),
+        ("K.argmax(p, axis=None)", "keras.ops.argmax(p, axis=0)"),
+        ("K.one_hot(p, 3)", "keras.ops.one_hot(p, 3)"),
+        ("K.permute_dimensions(p, (1, 0))", "keras.ops.transpose(p, (1, 0))"),
+        ("K.repeat_elements(p, rep=2, axis=1)", "keras.ops.repeat(p, repeats=2, axis=1)"),
+        ("K.int_shape(p)[-1]", "tuple(p.shape)[-1]"),
+        ("K.int_shape(p + p)", "tuple((p + p).shape)"),
+    ],
+)
 def test_before_after(before, after):
     result = migrate.migrate_source(f"import keras\nfrom keras import backend as K\ny = {before}\n")
     assert result.migrated.splitlines()[-1] == f"y = {after}"
@@ -174,12 +184,15 @@ def test_before_after(before, after):
     assert again.migrated == result.migrated and not again.report.changes
 
 
-@pytest.mark.parametrize("before, words", [
-    ("K.gradients(loss, [x])[0]", "tf.GradientTape"),
-    ("K.ctc_batch_cost(a, model(b), c, d)", "mask_index=y_pred.shape[-1] - 1"),
-    ("K.hard_sigmoid(p)", "keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)"),
-    ("K.switch(p > 0, a, b)", "keras.ops.where"),
-])
+@pytest.mark.parametrize(
+    "before, words",
+    [
+        ("K.gradients(loss, [x])[0]", "tf.GradientTape"),
+        ("K.ctc_batch_cost(a, model(b), c, d)", "mask_index=y_pred.shape[-1] - 1"),
+        ("K.hard_sigmoid(p)", "keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)"),
+        ("K.switch(p > 0, a, b)", "keras.ops.where"),
+    ],
+)
 def test_flagged_with_the_keras3_way(before, words):
     result = migrate.migrate_source(f"import keras\nfrom keras import backend as K\ny = {before}\n")
     assert len(result.report.flags) == 1
@@ -201,8 +214,9 @@ def _keras2_values(name, *args, **kwargs):
         low, high = kwargs["min_value"], kwargs["max_value"]
         if low is not None and high is not None and high < low:
             high = low
-        return tf.clip_by_value(args[0], -np.inf if low is None else low,
-                                np.inf if high is None else high)
+        return tf.clip_by_value(
+            args[0], -np.inf if low is None else low, np.inf if high is None else high
+        )
     if name == "argmax_none":
         return tf.argmax(args[0], axis=None)
     if name == "permute_dimensions":
@@ -217,22 +231,25 @@ def _keras2_values(name, *args, **kwargs):
     raise KeyError(name)
 
 
-@pytest.mark.parametrize("call, name, kwargs", [
-    ("K.argmax(p)", "argmax", {}),
-    ("K.l2_normalize(p)", "l2_normalize", {}),
-    ("K.l2_normalize(p, axis=1)", "l2_normalize", {"axis": 1}),
-    ("K.sqrt(p)", "sqrt", {}),
-    ("K.cumsum(p)", "cumsum", {}),
-    ("K.clip(p, K.epsilon(), None)", "clip", {"min_value": 1e-7, "max_value": None}),
-    ("K.clip(p, None, 0.4)", "clip", {"min_value": None, "max_value": 0.4}),
-    ("K.clip(p, None, None)", "clip", {"min_value": None, "max_value": None}),
-    ("K.clip(p, 0.5, 0.1)", "clip", {"min_value": 0.5, "max_value": 0.1}),
-    ("K.argmax(p, axis=None)", "argmax_none", {}),
-    ("K.permute_dimensions(p, (1, 0))", "permute_dimensions", {}),
-    ("K.repeat_elements(p, 2, 1)", "repeat_elements", {}),
-    ("K.one_hot(K.cast([0, 2], 'int32'), 3)", "one_hot", {}),
-    ("K.int_shape(p)", "int_shape", {}),
-])
+@pytest.mark.parametrize(
+    "call, name, kwargs",
+    [
+        ("K.argmax(p)", "argmax", {}),
+        ("K.l2_normalize(p)", "l2_normalize", {}),
+        ("K.l2_normalize(p, axis=1)", "l2_normalize", {"axis": 1}),
+        ("K.sqrt(p)", "sqrt", {}),
+        ("K.cumsum(p)", "cumsum", {}),
+        ("K.clip(p, K.epsilon(), None)", "clip", {"min_value": 1e-7, "max_value": None}),
+        ("K.clip(p, None, 0.4)", "clip", {"min_value": None, "max_value": 0.4}),
+        ("K.clip(p, None, None)", "clip", {"min_value": None, "max_value": None}),
+        ("K.clip(p, 0.5, 0.1)", "clip", {"min_value": 0.5, "max_value": 0.1}),
+        ("K.argmax(p, axis=None)", "argmax_none", {}),
+        ("K.permute_dimensions(p, (1, 0))", "permute_dimensions", {}),
+        ("K.repeat_elements(p, 2, 1)", "repeat_elements", {}),
+        ("K.one_hot(K.cast([0, 2], 'int32'), 3)", "one_hot", {}),
+        ("K.int_shape(p)", "int_shape", {}),
+    ],
+)
 def test_rewritten_call_computes_keras2_numbers(call, name, kwargs):
     p = np.array([[0.3, -2.0, 1e-4], [4.0, 0.5, -0.2]], "float32")
     code = migrate.migrate_source(f"import keras\nfrom keras import backend as K\ny = {call}\n")
@@ -240,7 +257,10 @@ def test_rewritten_call_computes_keras2_numbers(call, name, kwargs):
     exec(code.migrated, namespace)
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(namespace["y"]),
-        _keras2_values(name, p, **kwargs).numpy(), rtol=1e-6, atol=1e-7)
+        _keras2_values(name, p, **kwargs).numpy(),
+        rtol=1e-6,
+        atol=1e-7,
+    )
 
 
 def test_ctc_rewrite_computes_keras2_ctc_batch_cost():
@@ -257,17 +277,21 @@ def test_ctc_rewrite_computes_keras2_ctc_batch_cost():
         """)
     result = migrate.migrate_source(source)
     assert not result.report.flags
-    namespace = dict(labels=labels, y_pred=y_pred, input_length=input_length,
-                     label_length=label_length)
+    namespace = dict(
+        labels=labels, y_pred=y_pred, input_length=input_length, label_length=label_length
+    )
     exec(result.migrated, namespace)
     # Keras 2: TF1 ctc_loss, time-major log(p + epsilon), sparse labels.
     indices = [[i, j] for i in range(batch) for j in range(label_length[i, 0])]
     sparse = tf.SparseTensor(indices, [labels[i, j] for i, j in indices], labels.shape)
     expected = tf.compat.v1.nn.ctc_loss(
-        labels=sparse, inputs=tf.math.log(tf.transpose(y_pred, (1, 0, 2)) + 1e-7),
-        sequence_length=input_length[:, 0])[:, None]
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(namespace["y"]),
-                               expected.numpy(), rtol=1e-5)
+        labels=sparse,
+        inputs=tf.math.log(tf.transpose(y_pred, (1, 0, 2)) + 1e-7),
+        sequence_length=input_length[:, 0],
+    )[:, None]
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(namespace["y"]), expected.numpy(), rtol=1e-5
+    )
 
 
 def _keras2_dot(x, y):
@@ -277,14 +301,21 @@ def _keras2_dot(x, y):
         permute = [permute.pop(-2)] + permute
         xt = tf.reshape(x, [-1, x.shape[-1]])
         yt = tf.reshape(tf.transpose(y, perm=permute), [y.shape[-2], -1])
-        return tf.reshape(tf.matmul(xt, yt),
-                          tuple(x.shape[:-1]) + tuple(y.shape[:-2]) + tuple(y.shape[-1:]))
+        return tf.reshape(
+            tf.matmul(xt, yt), tuple(x.shape[:-1]) + tuple(y.shape[:-2]) + tuple(y.shape[-1:])
+        )
     return tf.matmul(x, y)
 
 
-@pytest.mark.parametrize("x_shape, y_shape", [
-    ((2, 3), (3, 4)), ((5, 2, 3), (3, 4)), ((5, 2, 3), (6, 3, 4)), ((3,), (2, 3, 4)),
-])
+@pytest.mark.parametrize(
+    "x_shape, y_shape",
+    [
+        ((2, 3), (3, 4)),
+        ((5, 2, 3), (3, 4)),
+        ((5, 2, 3), (6, 3, 4)),
+        ((3,), (2, 3, 4)),
+    ],
+)
 def test_dot_rewrite_computes_keras2_dot_on_nd_tensors(x_shape, y_shape):
     # Keras 2's K.dot on ND tensors is numpy's dot (not matmul's batching).
     rng = np.random.default_rng(0)
@@ -293,18 +324,29 @@ def test_dot_rewrite_computes_keras2_dot_on_nd_tensors(x_shape, y_shape):
     code = migrate.migrate_source("import keras\nfrom keras import backend as K\nz = K.dot(x, y)\n")
     namespace = {"x": x, "y": y}
     exec(code.migrated, namespace)
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(namespace["z"]),
-                               _keras2_dot(tf.constant(x), tf.constant(y)).numpy(), rtol=1e-5)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(namespace["z"]),
+        _keras2_dot(tf.constant(x), tf.constant(y)).numpy(),
+        rtol=1e-5,
+    )
 
 
-@pytest.mark.parametrize("name, param", sorted(
-    (name, param) for name in backend_ops.OPS
-    for param, meaning in KERAS2[name].get("none_means", {}).items()
-    if "np.random" not in meaning))  # A seed of None means no seed: kept.
+@pytest.mark.parametrize(
+    "name, param",
+    sorted(
+        (name, param)
+        for name in backend_ops.OPS
+        for param, meaning in KERAS2[name].get("none_means", {}).items()
+        if "np.random" not in meaning
+    ),
+)  # A seed of None means no seed: kept.
 def test_a_literal_none_lands_on_what_keras2_read_it_as(name, param):
     params = KERAS2[name]["params"]
-    args = [f"{p}=None" if p == param else f"{p}=p_{p}"
-            for p, default in params if default is None or p == param]
+    args = [
+        f"{p}=None" if p == param else f"{p}=p_{p}"
+        for p, default in params
+        if default is None or p == param
+    ]
     call, result = _migrated_call(f"K.{name}({', '.join(args)})")
     assert not result.report.flags, result.report.flags
     meaning = KERAS2[name]["none_means"][param]
@@ -317,13 +359,18 @@ def test_a_literal_none_lands_on_what_keras2_read_it_as(name, param):
     assert landed, f"K.{name}({param}=None) -> {code}: Keras 2 read None as {meaning}"
 
 
-@pytest.mark.parametrize("before, after", [
-    ("tf.set_random_seed(7)", "keras.utils.set_random_seed(7)"),
-    ("tf.random.set_random_seed(seed=s)", "keras.utils.set_random_seed(seed=s)"),
-    ("tf.compat.v1.set_random_seed(s)", "keras.utils.set_random_seed(s)"),
-])
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        ("tf.set_random_seed(7)", "keras.utils.set_random_seed(7)"),
+        ("tf.random.set_random_seed(seed=s)", "keras.utils.set_random_seed(seed=s)"),
+        ("tf.compat.v1.set_random_seed(s)", "keras.utils.set_random_seed(s)"),
+    ],
+)
 def test_tf1_seed_becomes_keras_set_random_seed(before, after):
-    source = f"import numpy as np\nimport keras\nimport tensorflow as tf\nnp.random.seed(7)\n{before}\n"
+    source = (
+        f"import numpy as np\nimport keras\nimport tensorflow as tf\nnp.random.seed(7)\n{before}\n"
+    )
     result = migrate.migrate_source(source)
 
     assert result.migrated.splitlines()[-1] == after

@@ -14,15 +14,20 @@ REWRITES = {
     "tensorboard_removed_args": (
         "from keras.callbacks import TensorBoard\n"
         "tb = TensorBoard(log_dir='l', batch_size=32, write_grads=True, write_graph=False)\n",
-        "from keras.callbacks import TensorBoard\ntb = TensorBoard(log_dir='l', write_graph=False)\n"),
+        "from keras.callbacks import TensorBoard\ntb = TensorBoard(log_dir='l', write_graph=False)\n",
+    ),
     "tensorboard_positional": (
         "import keras\ntb = keras.callbacks.TensorBoard('l', 0, 32)\n",
-        "import keras\ntb = keras.callbacks.TensorBoard('l', histogram_freq=0)\n"),
+        "import keras\ntb = keras.callbacks.TensorBoard('l', histogram_freq=0)\n",
+    ),
     "reduce_lr_epsilon": (
         "from keras.callbacks import ReduceLROnPlateau\nr = ReduceLROnPlateau(epsilon=0.01)\n",
-        "from keras.callbacks import ReduceLROnPlateau\nr = ReduceLROnPlateau(min_delta=0.01)\n"),
-    "progbar": ("import keras\np = keras.callbacks.ProgbarLogger(count_mode='samples')\n",
-                "import keras\np = keras.callbacks.ProgbarLogger()\n"),
+        "from keras.callbacks import ReduceLROnPlateau\nr = ReduceLROnPlateau(min_delta=0.01)\n",
+    ),
+    "progbar": (
+        "import keras\np = keras.callbacks.ProgbarLogger(count_mode='samples')\n",
+        "import keras\np = keras.callbacks.ProgbarLogger()\n",
+    ),
 }
 
 

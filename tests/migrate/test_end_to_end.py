@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-import pytest
 import pathlib
 import subprocess
 import sys
+
+import pytest
 
 from parallel_keras import migrate
 
@@ -22,8 +23,9 @@ def test_migrated_script_runs_on_keras3(tmp_path):
     assert migrate.migrate_source(result.migrated).migrated == result.migrated
     migrated = tmp_path / "train.py"
     migrated.write_text(result.migrated)
-    run = subprocess.run([sys.executable, str(migrated)], capture_output=True, text=True,
-                         timeout=600, cwd=tmp_path)
+    run = subprocess.run(
+        [sys.executable, str(migrated)], capture_output=True, text=True, timeout=600, cwd=tmp_path
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     # The layer renamed from 'head/out', a finite best loss, a non-negative argmax sum.
     assert run.stdout.strip().splitlines()[-1] == "head_out True True"

@@ -37,7 +37,7 @@ def test_import_combo_is_a_fixed_point(line):
     assert not second.report.changes
     # A name that a rule rewrites alone is rewritten the same way next to
     # multi_gpu_model.
-    module, names = line[len("from "):].rstrip().split(" import ")
+    module, names = line[len("from ") :].rstrip().split(" import ")
     for name in names.split(", "):
         alone = migrate.migrate_source(f"from {module} import {name}\n")
         if alone.changed:

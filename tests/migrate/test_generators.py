@@ -45,7 +45,8 @@ SEQUENCE_SCRIPT = textwrap.dedent("""\
 def test_sequence_with_a_dummy_length_still_trains_the_steps_asked_for():
     result = migrate.migrate_source(SEQUENCE_SCRIPT)
     assert "model.fit(parallel_keras.repeat_sequence(train, 5), steps_per_epoch=5" in (
-        result.migrated)
+        result.migrated
+    )
     assert not result.report.flags
     namespace = {"x": np.ones((4, 3), "float32"), "y": np.ones((4, 1), "float32")}
     exec(result.migrated, namespace)
@@ -60,8 +61,10 @@ def test_sequence_with_a_dummy_length_still_trains_the_steps_asked_for():
 
 @pytest.mark.parametrize("steps, flagged", [("len(x) // 32", False), ("compute()", True)])
 def test_step_count_written_twice_only_when_it_is_pure(steps, flagged):
-    source = ("from keras.utils import Sequence\nclass S(Sequence):\n    pass\n"
-              f"model.fit_generator(S(), steps_per_epoch={steps})\n")
+    source = (
+        "from keras.utils import Sequence\nclass S(Sequence):\n    pass\n"
+        f"model.fit_generator(S(), steps_per_epoch={steps})\n"
+    )
     result = migrate.migrate_source(source)
     assert bool(result.report.flags) == flagged
     assert ("repeat_sequence" in result.migrated.splitlines()[-1]) != flagged
@@ -86,23 +89,25 @@ def test_repeat_sequence_cycles_across_epochs_and_checks_its_arguments():
 
 
 def test_list_generator_in_another_module_of_the_folder_is_followed(tmp_path):
-    (tmp_path / "data.py").write_text(textwrap.dedent("""\
+    (tmp_path / "data.py").write_text(
+        textwrap.dedent("""\
         import numpy as np
 
         def pairs(x, y, batch_size):
             while True:
                 yield [x[:batch_size], x[:batch_size]], y[:batch_size]
-        """))
-    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+        """)
+    )
+    (tmp_path / "train.py").write_text(
+        textwrap.dedent("""\
         from data import pairs
         model.fit_generator(pairs(x, y, 8), steps_per_epoch=10)
-        """))
+        """)
+    )
     files = migrate.find_python_files([str(tmp_path)])
     project = migrate.scan_project(files)
-    results = {relative: migrate.migrate_file(path, relative, project)
-               for path, relative in files}
-    assert "yield (x[:batch_size], x[:batch_size]), y[:batch_size]" in (
-        results["data.py"].migrated)
+    results = {relative: migrate.migrate_file(path, relative, project) for path, relative in files}
+    assert "yield (x[:batch_size], x[:batch_size]), y[:batch_size]" in (results["data.py"].migrated)
     # Alone, data.py cannot know its generator feeds fit.
     alone = migrate.migrate_file(str(tmp_path / "data.py"))
     assert not alone.changed

@@ -21,8 +21,11 @@ from parallel_keras import migrate
 HERE = pathlib.Path(__file__).parent
 CORPUS = HERE.parent / "migrate_corpus" / "legacy"
 CASES = sorted(
-    [*HERE.glob("snippets/*.py"), *(CORPUS.glob("1[0-9]_*.py")),
-     *(HERE / "projects").rglob("*.py")],
+    [
+        *HERE.glob("snippets/*.py"),
+        *(CORPUS.glob("1[0-9]_*.py")),
+        *(HERE / "projects").rglob("*.py"),
+    ],
     key=str,
 )
 # Names the snippets use without binding them (fragments of scripts).
@@ -50,13 +53,19 @@ def _unbound(source: str) -> set[str]:
     for statement in tree.body:
         nested = set()
         for node in ast.walk(statement):
-            if isinstance(node, (ast.FunctionDef, ast.Lambda, ast.ClassDef)) and node is not statement:
+            if (
+                isinstance(node, (ast.FunctionDef, ast.Lambda, ast.ClassDef))
+                and node is not statement
+            ):
                 nested.update(id(n) for n in ast.walk(node))
         if isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
             nested.update(id(n) for n in ast.walk(statement))
         if isinstance(statement, (ast.For, ast.With)):  # Bound before the body runs.
-            targets = [statement.target] if isinstance(statement, ast.For) else [
-                item.optional_vars for item in statement.items if item.optional_vars]
+            targets = (
+                [statement.target]
+                if isinstance(statement, ast.For)
+                else [item.optional_vars for item in statement.items if item.optional_vars]
+            )
             bound.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
         for node in ast.walk(statement):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
@@ -78,19 +87,26 @@ def _unbound(source: str) -> set[str]:
 def _comprehension_names(statement) -> set[str]:
     return {
         target.id
-        for node in ast.walk(statement) if isinstance(node, ast.comprehension)
-        for target in ast.walk(node.target) if isinstance(target, ast.Name)
+        for node in ast.walk(statement)
+        if isinstance(node, ast.comprehension)
+        for target in ast.walk(node.target)
+        if isinstance(target, ast.Name)
     }
 
 
 def _results() -> dict[pathlib.Path, migrate.MigrationResult]:
-    project_files = [(str(p), str(p.relative_to(HERE / "projects" / "vendored_multi_gpu")))
-                     for p in CASES if "projects" in p.parts]
+    project_files = [
+        (str(p), str(p.relative_to(HERE / "projects" / "vendored_multi_gpu")))
+        for p in CASES
+        if "projects" in p.parts
+    ]
     project = migrate.scan_project(project_files)
     return {
         path: migrate.migrate_source(
-            path.read_text(encoding="utf-8"), path.name,
-            project=project if "projects" in path.parts else None)
+            path.read_text(encoding="utf-8"),
+            path.name,
+            project=project if "projects" in path.parts else None,
+        )
         for path in CASES
     }
 
@@ -107,8 +123,9 @@ def test_second_run_changes_nothing(path):
     assert not again.report.changes
     # Flags stay flagged (their notes are in the code), and nothing new.
     assert {f.action for f in again.report.flags} <= (
-        {f.action for f in result.report.flags} | {f.action for f in again.report.flags
-                                                    if f.rule == "earlier run"})
+        {f.action for f in result.report.flags}
+        | {f.action for f in again.report.flags if f.rule == "earlier run"}
+    )
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda path: str(path.relative_to(HERE.parent)))

@@ -11,7 +11,10 @@ def test_flow_on_arrays_gets_array_advice():
         "from keras.preprocessing.image import ImageDataGenerator\n"
         "g = ImageDataGenerator(rotation_range=10, horizontal_flip=True)\n"
         "it = g.flow(x, y, batch_size=8)\n",
-        "from_tensor_slices", "RandomFlip", "tf_keras")
+        "from_tensor_slices",
+        "RandomFlip",
+        "tf_keras",
+    )
     assert "flow_from_directory" not in result.report.flags[0].action
     assert "image_dataset_from_directory" not in result.report.flags[0].action
 
@@ -21,4 +24,5 @@ def test_folders_keep_folder_advice():
         "from keras.preprocessing.image import ImageDataGenerator\n"
         "g = ImageDataGenerator(rotation_range=10)\n"
         "it = g.flow_from_directory('d')\n",
-        "image_dataset_from_directory")
+        "image_dataset_from_directory",
+    )

@@ -12,20 +12,31 @@ from parallel_keras.migrate.rules import imports
 from tests.migrate.helpers import check_flag, check_rewrite
 
 REWRITES = {
-    "api_v1_applications": ("from tensorflow._api.v1.keras.applications import ResNet50\n",
-                            "from keras.applications import ResNet50\n"),
+    "api_v1_applications": (
+        "from tensorflow._api.v1.keras.applications import ResNet50\n",
+        "from keras.applications import ResNet50\n",
+    ),
     "api_v1_utils_next_to_multi_gpu_model": (
         "from tensorflow._api.v1.keras.utils import multi_gpu_model, to_categorical\n",
-        "from keras.utils import to_categorical\nfrom parallel_keras import multi_gpu_model\n"),
-    "python_keras_layers": ("from tensorflow.python.keras.layers import Dense\n",
-                            "from keras.layers import Dense\n"),
-    "compat_v1_moved_module": ("from tensorflow.compat.v1.keras.layers.merge import concatenate\n",
-                               "from keras.layers import concatenate\n"),
+        "from keras.utils import to_categorical\nfrom parallel_keras import multi_gpu_model\n",
+    ),
+    "python_keras_layers": (
+        "from tensorflow.python.keras.layers import Dense\n",
+        "from keras.layers import Dense\n",
+    ),
+    "compat_v1_moved_module": (
+        "from tensorflow.compat.v1.keras.layers.merge import concatenate\n",
+        "from keras.layers import concatenate\n",
+    ),
     "import_as": ("import tensorflow.python.keras.backend as K\n", "import keras.backend as K\n"),
     "public_names_beside_a_private_one": (
-        "from keras.layers.merge import Add\n", "from keras.layers import Add\n"),
-    "pad_sequences_kept": ("from keras.preprocessing.sequence import pad_sequences\n",
-                           "from keras.preprocessing.sequence import pad_sequences\n"),
+        "from keras.layers.merge import Add\n",
+        "from keras.layers import Add\n",
+    ),
+    "pad_sequences_kept": (
+        "from keras.preprocessing.sequence import pad_sequences\n",
+        "from keras.preprocessing.sequence import pad_sequences\n",
+    ),
 }
 
 
@@ -35,8 +46,9 @@ def test_rewrites(before, after):
 
 
 def test_private_merge_is_never_moved():
-    result = check_flag("from keras.layers.merge import _Merge, Add\n", "keras.layers.Layer",
-                        "_merge_function")
+    result = check_flag(
+        "from keras.layers.merge import _Merge, Add\n", "keras.layers.Layer", "_merge_function"
+    )
     assert "from keras.layers.merge import _Merge\n" in result.migrated
     assert "from keras.layers import Add\n" in result.migrated
     assert "from keras.layers import _Merge" not in result.migrated
@@ -45,17 +57,27 @@ def test_private_merge_is_never_moved():
 FLAGS = {
     "tokenizer": ("from keras.preprocessing.text import Tokenizer\n", "tf_keras"),
     "text_module": ("from keras.preprocessing import text\n", "TextVectorization"),
-    "timeseries_generator": ("from keras.preprocessing.sequence import TimeseriesGenerator\n",
-                             "timeseries_dataset_from_array"),
-    "tokenizer_attribute": ("import keras\ntok = keras.preprocessing.text.Tokenizer(num_words=9)\n",
-                            "tf_keras"),
-    "timeseries_attribute": ("from keras.preprocessing import sequence\n"
-                             "g = sequence.TimeseriesGenerator(x, y, length=3)\n",
-                             "timeseries_dataset_from_array"),
-    "image_iterator": ("from keras.preprocessing.image import load_img, random_rotation\n",
-                       "RandomRotation"),
+    "timeseries_generator": (
+        "from keras.preprocessing.sequence import TimeseriesGenerator\n",
+        "timeseries_dataset_from_array",
+    ),
+    "tokenizer_attribute": (
+        "import keras\ntok = keras.preprocessing.text.Tokenizer(num_words=9)\n",
+        "tf_keras",
+    ),
+    "timeseries_attribute": (
+        "from keras.preprocessing import sequence\n"
+        "g = sequence.TimeseriesGenerator(x, y, length=3)\n",
+        "timeseries_dataset_from_array",
+    ),
+    "image_iterator": (
+        "from keras.preprocessing.image import load_img, random_rotation\n",
+        "RandomRotation",
+    ),
     "tf_path_without_keras3_module": (
-        "from tensorflow.python.keras.utils.tf_utils import smart_cond\n", "public Keras 3"),
+        "from tensorflow.python.keras.utils.tf_utils import smart_cond\n",
+        "public Keras 3",
+    ),
 }
 
 
@@ -71,7 +93,8 @@ def test_keras3_module_list_matches_installed_keras():
     installed = {"keras"} | {
         "keras." + ".".join(path.parent.relative_to(root).parts)
         for path in root.rglob("__init__.py")
-        if path.parent != root and path.parent.relative_to(root).parts[0] not in ("src", "_tf_keras")
+        if path.parent != root
+        and path.parent.relative_to(root).parts[0] not in ("src", "_tf_keras")
     }
     assert imports.KERAS3_MODULES <= installed
 
@@ -84,64 +107,109 @@ def test_flagged_preprocessing_names_are_gone_from_keras3():
         if module == "keras.preprocessing":
             assert not hasattr(keras.preprocessing, attribute)
         else:
-            assert not hasattr(getattr(keras.preprocessing, module.rpartition(".")[2], None)
-                               or object(), attribute), name
+            assert not hasattr(
+                getattr(keras.preprocessing, module.rpartition(".")[2], None) or object(), attribute
+            ), name
 
 
 # `np_utils` and the other Keras 2 module paths, in every import form
 # (tester finding F1: beside multi_gpu_model it was neither moved nor flagged).
 MODULE_MOVES = {
-    "np_utils_by_name": ("from keras.utils import np_utils\ny = np_utils.to_categorical([1, 0], 2)\n",
-                         ("from keras import utils as np_utils\n"
-                          "y = np_utils.to_categorical([1, 0], 2)\n")),
+    "np_utils_by_name": (
+        "from keras.utils import np_utils\ny = np_utils.to_categorical([1, 0], 2)\n",
+        ("from keras import utils as np_utils\ny = np_utils.to_categorical([1, 0], 2)\n"),
+    ),
     "np_utils_beside_multi_gpu_model": (
         "from keras.utils import multi_gpu_model, np_utils\n",
-        "from keras import utils as np_utils\nfrom parallel_keras import multi_gpu_model\n"),
+        "from keras import utils as np_utils\nfrom parallel_keras import multi_gpu_model\n",
+    ),
     "np_utils_beside_multi_gpu_model_in_a_block": (
-        ("try:\n    from keras.utils import np_utils, multi_gpu_model\nexcept ImportError:\n"
-         "    pass\n"),
-        ("try:\n    from keras import utils as np_utils\n"
-         "    from parallel_keras import multi_gpu_model\nexcept ImportError:\n    pass\n")),
-    "np_utils_aliased": ("from keras.utils import np_utils as nu\n",
-                         "from keras import utils as nu\n"),
-    "np_utils_names": ("from keras.utils.np_utils import to_categorical, normalize\n",
-                       "from keras.utils import to_categorical, normalize\n"),
-    "np_utils_dotted": ("import keras\ny = keras.utils.np_utils.to_categorical([1], 2)\n",
-                        "import keras\ny = keras.utils.to_categorical([1], 2)\n"),
-    "tf_np_utils_dotted": ("import tensorflow as tf\ny = tf.keras.utils.np_utils.to_categorical([1], 2)\n",
-                           "import tensorflow as tf\ny = tf.keras.utils.to_categorical([1], 2)\n"),
-    "generic_utils": ("from keras.utils.generic_utils import get_custom_objects, Progbar\n",
-                      "from keras.utils import get_custom_objects, Progbar\n"),
-    "data_utils": ("from keras.utils.data_utils import get_file, Sequence\n",
-                   "from keras.utils import get_file, Sequence\n"),
-    "vis_utils": ("from keras.utils.vis_utils import plot_model\n",
-                  "from keras.utils import plot_model\n"),
-    "io_utils_module": ("from keras.utils import io_utils\n", "from keras import utils as io_utils\n"),
-    "engine_saving": ("from keras.engine.saving import load_model\n",
-                      "from keras.models import load_model\n"),
-    "engine_sequential": ("from keras.engine.sequential import Sequential\n",
-                          "from keras.models import Sequential\n"),
-    "engine_input_layer_names": ("from keras.engine import Input, InputSpec, Layer\n",
-                                 "from keras.layers import Input, InputSpec, Layer\n"),
+        (
+            "try:\n    from keras.utils import np_utils, multi_gpu_model\nexcept ImportError:\n"
+            "    pass\n"
+        ),
+        (
+            "try:\n    from keras import utils as np_utils\n"
+            "    from parallel_keras import multi_gpu_model\nexcept ImportError:\n    pass\n"
+        ),
+    ),
+    "np_utils_aliased": (
+        "from keras.utils import np_utils as nu\n",
+        "from keras import utils as nu\n",
+    ),
+    "np_utils_names": (
+        "from keras.utils.np_utils import to_categorical, normalize\n",
+        "from keras.utils import to_categorical, normalize\n",
+    ),
+    "np_utils_dotted": (
+        "import keras\ny = keras.utils.np_utils.to_categorical([1], 2)\n",
+        "import keras\ny = keras.utils.to_categorical([1], 2)\n",
+    ),
+    "tf_np_utils_dotted": (
+        "import tensorflow as tf\ny = tf.keras.utils.np_utils.to_categorical([1], 2)\n",
+        "import tensorflow as tf\ny = tf.keras.utils.to_categorical([1], 2)\n",
+    ),
+    "generic_utils": (
+        "from keras.utils.generic_utils import get_custom_objects, Progbar\n",
+        "from keras.utils import get_custom_objects, Progbar\n",
+    ),
+    "data_utils": (
+        "from keras.utils.data_utils import get_file, Sequence\n",
+        "from keras.utils import get_file, Sequence\n",
+    ),
+    "vis_utils": (
+        "from keras.utils.vis_utils import plot_model\n",
+        "from keras.utils import plot_model\n",
+    ),
+    "io_utils_module": (
+        "from keras.utils import io_utils\n",
+        "from keras import utils as io_utils\n",
+    ),
+    "engine_saving": (
+        "from keras.engine.saving import load_model\n",
+        "from keras.models import load_model\n",
+    ),
+    "engine_sequential": (
+        "from keras.engine.sequential import Sequential\n",
+        "from keras.models import Sequential\n",
+    ),
+    "engine_input_layer_names": (
+        "from keras.engine import Input, InputSpec, Layer\n",
+        "from keras.layers import Input, InputSpec, Layer\n",
+    ),
     "layers_core_module": ("from keras.layers import core\n", "from keras import layers as core\n"),
-    "convolutional_recurrent": ("from keras.layers.convolutional_recurrent import ConvLSTM2D\n",
-                                "from keras.layers import ConvLSTM2D\n"),
-    "tf_recurrent_v2": ("from tensorflow.python.keras.layers.recurrent_v2 import LSTM\n",
-                        "from keras.layers import LSTM\n"),
+    "convolutional_recurrent": (
+        "from keras.layers.convolutional_recurrent import ConvLSTM2D\n",
+        "from keras.layers import ConvLSTM2D\n",
+    ),
+    "tf_recurrent_v2": (
+        "from tensorflow.python.keras.layers.recurrent_v2 import LSTM\n",
+        "from keras.layers import LSTM\n",
+    ),
     "experimental_preprocessing_module": (
         "from tensorflow.keras.layers.experimental import preprocessing\n",
-        "from keras import layers as preprocessing\n"),
+        "from keras import layers as preprocessing\n",
+    ),
     "experimental_preprocessing_names": (
         "from tensorflow.keras.layers.experimental.preprocessing import Rescaling, RandomFlip\n",
-        "from keras.layers import Rescaling, RandomFlip\n"),
+        "from keras.layers import Rescaling, RandomFlip\n",
+    ),
     "experimental_preprocessing_dotted": (
         "import tensorflow as tf\nf = tf.keras.layers.experimental.preprocessing.RandomFlip()\n",
-        "import tensorflow as tf\nf = tf.keras.layers.RandomFlip()\n"),
-    "mobilenetv2": ("from keras.applications.mobilenetv2 import MobileNetV2\n",
-                    "from keras.applications.mobilenet_v2 import MobileNetV2\n"),
-    "applications_submodule_kept": ("from keras.applications.resnet50 import preprocess_input\n",
-                                    "from keras.applications.resnet50 import preprocess_input\n"),
-    "keras1_objectives": ("from keras import objectives\n", "from keras import losses as objectives\n"),
+        "import tensorflow as tf\nf = tf.keras.layers.RandomFlip()\n",
+    ),
+    "mobilenetv2": (
+        "from keras.applications.mobilenetv2 import MobileNetV2\n",
+        "from keras.applications.mobilenet_v2 import MobileNetV2\n",
+    ),
+    "applications_submodule_kept": (
+        "from keras.applications.resnet50 import preprocess_input\n",
+        "from keras.applications.resnet50 import preprocess_input\n",
+    ),
+    "keras1_objectives": (
+        "from keras import objectives\n",
+        "from keras import losses as objectives\n",
+    ),
 }
 
 
@@ -163,39 +231,57 @@ def test_split_line_is_reported_at_its_own_line():
         "from keras.utils import np_utils\nimport os\nfrom keras.utils import multi_gpu_model, "
         "np_utils\n",
         "from keras import utils as np_utils\nimport os\nfrom keras import utils as np_utils\n"
-        "from parallel_keras import multi_gpu_model\n")
+        "from parallel_keras import multi_gpu_model\n",
+    )
     lines = sorted(c.line for c in result.report.changes if c.rule == imports.RULE)
     assert lines == [1, 3]
 
 
 REMOVED = {
     "hdf5matrix": ("from keras.utils.io_utils import HDF5Matrix\n", "h5py"),
-    "hdf5matrix_dotted": ("import keras\nx = keras.utils.io_utils.HDF5Matrix('d.h5', 'x')\n", "h5py"),
+    "hdf5matrix_dotted": (
+        "import keras\nx = keras.utils.io_utils.HDF5Matrix('d.h5', 'x')\n",
+        "h5py",
+    ),
     "enqueuer": ("from keras.utils.data_utils import OrderedEnqueuer\n", "PyDataset"),
     "probas_to_classes": ("from keras.utils.np_utils import probas_to_classes\n", "np.argmax"),
-    "probas_to_classes_by_module": (("from keras.utils import np_utils\n"
-                                     "c = np_utils.probas_to_classes(p)\n"), "np.argmax"),
+    "probas_to_classes_by_module": (
+        ("from keras.utils import np_utils\nc = np_utils.probas_to_classes(p)\n"),
+        "np.argmax",
+    ),
     "keras1_plot": ("from keras.utils.visualize_util import plot\n", "plot_model"),
     "network": ("from keras.engine.topology import Network\n", "keras.Model"),
     "model_from_yaml": ("from keras.engine.saving import model_from_yaml\n", "to_json"),
-    "load_weights_helper": ("from keras.engine.saving import load_weights_from_hdf5_group\n",
-                            "load_weights"),
+    "load_weights_helper": (
+        "from keras.engine.saving import load_weights_from_hdf5_group\n",
+        "load_weights",
+    ),
     "locally_connected": ("from keras.layers import Dense, LocallyConnected2D\n", "tf_keras"),
-    "locally_connected_dotted": ("import keras\nl = keras.layers.LocallyConnected1D(4, 3)\n",
-                                 "tf_keras"),
+    "locally_connected_dotted": (
+        "import keras\nl = keras.layers.LocallyConnected1D(4, 3)\n",
+        "tf_keras",
+    ),
     "locally_connected_module": ("from keras.layers.local import LocallyConnected2D\n", "tf_keras"),
-    "sync_batch_norm": ("from tensorflow.keras.layers.experimental import SyncBatchNormalization\n",
-                        "synchronized=True"),
+    "sync_batch_norm": (
+        "from tensorflow.keras.layers.experimental import SyncBatchNormalization\n",
+        "synchronized=True",
+    ),
     "scikit_learn": ("from keras.wrappers.scikit_learn import KerasClassifier\n", "scikeras"),
-    "tf_scikit_learn": ("from tensorflow.keras.wrappers.scikit_learn import KerasRegressor\n",
-                        "SKLearnRegressor"),
+    "tf_scikit_learn": (
+        "from tensorflow.keras.wrappers.scikit_learn import KerasRegressor\n",
+        "SKLearnRegressor",
+    ),
     "scikit_learn_module": ("from keras.wrappers import scikit_learn\n", "scikeras"),
     "scikit_learn_import": ("import keras.wrappers.scikit_learn\n", "scikeras"),
-    "scikit_learn_dotted": ("import keras\nc = keras.wrappers.scikit_learn.KerasClassifier(f)\n",
-                            "scikeras"),
+    "scikit_learn_dotted": (
+        "import keras\nc = keras.wrappers.scikit_learn.KerasClassifier(f)\n",
+        "scikeras",
+    ),
     "legacy_interfaces": ("from keras.legacy import interfaces\n", "legacy_*"),
     "private_applications_helper": (
-        "from keras.applications.imagenet_utils import _obtain_input_shape\n", "input_shape"),
+        "from keras.applications.imagenet_utils import _obtain_input_shape\n",
+        "input_shape",
+    ),
 }
 
 
@@ -208,10 +294,15 @@ def test_removed_names_are_kept_and_flagged(before, word):
 
 
 def test_removed_names_keep_their_neighbours_moving():
-    result = check_flag("from keras.utils.io_utils import HDF5Matrix\n"
-                        "from keras.utils.data_utils import OrderedEnqueuer, get_file\n", "PyDataset")
-    assert "from keras.utils.data_utils import OrderedEnqueuer\nfrom keras.utils import get_file\n" \
+    result = check_flag(
+        "from keras.utils.io_utils import HDF5Matrix\n"
+        "from keras.utils.data_utils import OrderedEnqueuer, get_file\n",
+        "PyDataset",
+    )
+    assert (
+        "from keras.utils.data_utils import OrderedEnqueuer\nfrom keras.utils import get_file\n"
         in result.migrated
+    )
 
 
 def _keras3_has(qualified: str) -> bool:

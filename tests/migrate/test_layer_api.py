@@ -11,28 +11,36 @@ REWRITES = {
     "cudnn_lstm": (
         "from keras.layers import CuDNNLSTM, Dense\nx = CuDNNLSTM(64, return_sequences=True)(i)\n",
         "from keras.layers import LSTM, Dense\n"
-        "x = LSTM(64, return_sequences=True, recurrent_activation='sigmoid')(i)\n"),
+        "x = LSTM(64, return_sequences=True, recurrent_activation='sigmoid')(i)\n",
+    ),
     "cudnn_gru_attribute": (
         "import keras\ny = keras.layers.CuDNNGRU(3)(x)\n",
-        "import keras\ny = keras.layers.GRU(3, recurrent_activation='sigmoid', reset_after=True)(x)\n"),
+        "import keras\ny = keras.layers.GRU(3, recurrent_activation='sigmoid', reset_after=True)(x)\n",
+    ),
     "gpu_branch_with_both_imported": (
         "from keras.layers import LSTM, CuDNNLSTM\nrnn = CuDNNLSTM if gpus > 0 else LSTM\n",
-        "from keras.layers import LSTM\nrnn = LSTM if gpus > 0 else LSTM\n"),
+        "from keras.layers import LSTM\nrnn = LSTM if gpus > 0 else LSTM\n",
+    ),
     "cudnn_module": (
         "from keras.layers.cudnn_recurrent import CuDNNGRU\nl = CuDNNGRU(4)\n",
-        "from keras.layers import GRU\nl = GRU(4, recurrent_activation='sigmoid', reset_after=True)\n"),
+        "from keras.layers import GRU\nl = GRU(4, recurrent_activation='sigmoid', reset_after=True)\n",
+    ),
     "slash_name_and_lookup": (
         "from keras.layers import Dense\nd = Dense(3, name='block1/dense')(y)\n"
         "m.get_layer('block1/dense')\n",
         "from keras.layers import Dense\nd = Dense(3, name='block1_dense')(y)\n"
-        "m.get_layer('block1_dense')\n"),
+        "m.get_layer('block1_dense')\n",
+    ),
     "trainable_weights_tracked": (
         "import keras\nclass L(keras.layers.Layer):\n    def build(self, s):\n"
         "        self.w = self.add_weight(shape=(2,))\n        self.trainable_weights = [self.w]\n",
         "import keras\nclass L(keras.layers.Layer):\n    def build(self, s):\n"
-        "        self.w = self.add_weight(shape=(2,))\n"),
-    "plain_string_names_untouched": ("import os\np = os.path.join('a/b', 'c')\n",
-                                     "import os\np = os.path.join('a/b', 'c')\n"),
+        "        self.w = self.add_weight(shape=(2,))\n",
+    ),
+    "plain_string_names_untouched": (
+        "import os\np = os.path.join('a/b', 'c')\n",
+        "import os\np = os.path.join('a/b', 'c')\n",
+    ),
 }
 
 
@@ -51,7 +59,10 @@ def test_cudnn_lstm_equals_keras3_lstm_computation():
     # Keras 2's CuDNNLSTM: i, f, c, o gates with sigmoid, tanh cell (the same weights).
     kernel, recurrent, bias = (w.numpy() for w in layer.weights)
     h = c = np.zeros((2, 4), "float32")
-    sigmoid = lambda v: 1 / (1 + np.exp(-v))
+
+    def sigmoid(v):
+        return 1 / (1 + np.exp(-v))
+
     for t in range(5):
         z = x[:, t] @ kernel + h @ recurrent + bias
         i, f, g, o = np.split(z, 4, axis=-1)
@@ -61,11 +72,15 @@ def test_cudnn_lstm_equals_keras3_lstm_computation():
 
 
 FLAGS = {
-    "computed_slash_name": ("from keras.layers import Dense\ne = Dense(3, name=f'b{i}/d')(y)\n",
-                            "'_' instead of '/'"),
+    "computed_slash_name": (
+        "from keras.layers import Dense\ne = Dense(3, name=f'b{i}/d')(y)\n",
+        "'_' instead of '/'",
+    ),
     "trainable_weights_of_sublayer": (
         "import keras\nclass L(keras.layers.Layer):\n    def build(self, s):\n"
-        "        self.trainable_weights = self.inner.weights\n", "self.add_weight"),
+        "        self.trainable_weights = self.inner.weights\n",
+        "self.add_weight",
+    ),
 }
 
 
@@ -83,18 +98,24 @@ class L(keras.layers.Layer):
 """
 
 
-@pytest.mark.parametrize("line", [
-    "self.trainable_weights.append(self.w)",
-    "self._trainable_weights += [self.w]",
-    "self._trainable_weights = []",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "self.trainable_weights.append(self.w)",
+        "self._trainable_weights += [self.w]",
+        "self._trainable_weights = []",
+    ],
+)
 def test_redundant_weight_list_updates_removed(line):
     check_rewrite(LAYER.format(line=line), LAYER.format(line="").rstrip() + "\n")
 
 
-@pytest.mark.parametrize("line", [
-    "self.trainable_weights.append(self.v)",
-    "self._trainable_weights.extend(self.inner.weights)",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "self.trainable_weights.append(self.v)",
+        "self._trainable_weights.extend(self.inner.weights)",
+    ],
+)
 def test_other_weight_list_updates_flagged(line):
     check_flag(LAYER.format(line=line), "self.add_weight")

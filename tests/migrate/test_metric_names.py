@@ -36,8 +36,14 @@ def test_accuracy_compiled_as_acc_when_the_script_reads_acc_keys():
     result = migrate.migrate_source(SCRIPT)
     assert "metrics=['acc']" in result.migrated
     # Every key the script reads stays as Keras 2 logged it.
-    for key in ("logs['acc']", "logs.get('val_acc')", "{val_acc:.4f}", "monitor='val_acc'",
-                "H.history['acc']", "H.history['val_acc']"):
+    for key in (
+        "logs['acc']",
+        "logs.get('val_acc')",
+        "{val_acc:.4f}",
+        "monitor='val_acc'",
+        "H.history['acc']",
+        "H.history['val_acc']",
+    ):
         assert key in result.migrated
     assert not result.report.flags
     assert [c.rule for c in result.report.changes].count("metric names") == 1
@@ -47,8 +53,10 @@ def test_accuracy_compiled_as_acc_when_the_script_reads_acc_keys():
 
 def test_migrated_script_runs_and_every_acc_key_is_found(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    namespace = {"x": np.random.default_rng(0).random((8, 3)).astype("float32"),
-                 "y": np.eye(2)[[0, 1] * 4]}
+    namespace = {
+        "x": np.random.default_rng(0).random((8, 3)).astype("float32"),
+        "y": np.eye(2)[[0, 1] * 4],
+    }
     exec(migrate.migrate_source(SCRIPT).migrated, namespace)
     assert len(namespace["seen"]) == 2 and None not in namespace["seen"][0]
     assert len(namespace["curve"][1]) == 2
@@ -64,8 +72,10 @@ def test_no_change_without_acc_keys_or_without_accuracy():
 
 
 def test_both_spellings_are_flagged_and_nothing_renamed():
-    source = ("model.compile(loss='mse', metrics=['accuracy'])\n"
-              "a = h.history['val_acc']\nb = h.history['val_accuracy']\n")
+    source = (
+        "model.compile(loss='mse', metrics=['accuracy'])\n"
+        "a = h.history['val_acc']\nb = h.history['val_accuracy']\n"
+    )
     result = migrate.migrate_source(source)
     assert "metrics=['accuracy']" in result.migrated
     assert [flag.rule for flag in result.report.flags] == ["metric names"]
@@ -75,10 +85,11 @@ def test_both_spellings_are_flagged_and_nothing_renamed():
 
 def test_keys_read_in_another_file_of_the_folder_count(tmp_path):
     (tmp_path / "model.py").write_text(
-        "def build(model):\n    model.compile(loss='mse', metrics=['accuracy'])\n")
+        "def build(model):\n    model.compile(loss='mse', metrics=['accuracy'])\n"
+    )
     (tmp_path / "train.py").write_text(
-        "from keras.callbacks import EarlyStopping\n"
-        "stop = EarlyStopping(monitor='val_acc')\n")
+        "from keras.callbacks import EarlyStopping\nstop = EarlyStopping(monitor='val_acc')\n"
+    )
     files = migrate.find_python_files([str(tmp_path)])
     project = migrate.scan_project(files)
     results = {rel: migrate.migrate_file(path, rel, project) for path, rel in files}

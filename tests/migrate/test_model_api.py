@@ -10,19 +10,26 @@ from tests.migrate.helpers import check_flag, check_rewrite, run
 REWRITES = {
     "print_summary": (
         "from keras.utils import print_summary, to_categorical\nprint_summary(m, line_length=90)\n",
-        "from keras.utils import to_categorical\nm.summary(line_length=90)\n"),
+        "from keras.utils import to_categorical\nm.summary(line_length=90)\n",
+    ),
     "print_summary_positional": (
-        "import keras\nkeras.utils.print_summary(m, 90)\n", "import keras\nm.summary(line_length=90)\n"),
+        "import keras\nkeras.utils.print_summary(m, 90)\n",
+        "import keras\nm.summary(line_length=90)\n",
+    ),
     "sample_weight_mode_temporal": (
-        "m.compile('adam', 'mse', sample_weight_mode='temporal')\n", "m.compile('adam', 'mse')\n"),
+        "m.compile('adam', 'mse', sample_weight_mode='temporal')\n",
+        "m.compile('adam', 'mse')\n",
+    ),
     "layer_add_loss_inputs": (
         "class L(keras.layers.Layer):\n    def call(self, x):\n"
         "        self.add_loss(keras.ops.mean(x), inputs=x)\n        return x\n",
         "class L(keras.layers.Layer):\n    def call(self, x):\n"
-        "        self.add_loss(keras.ops.mean(x))\n        return x\n"),
+        "        self.add_loss(keras.ops.mean(x))\n        return x\n",
+    ),
     "sample_weight_mode_none": (
         "m.compile(optimizer='adam', loss='mse', sample_weight_mode=None)\n",
-        "m.compile(optimizer='adam', loss='mse')\n"),
+        "m.compile(optimizer='adam', loss='mse')\n",
+    ),
 }
 
 
@@ -45,8 +52,12 @@ model.compile(optimizer='adam', loss='mse')
 
 
 def test_gan_trainable_flagged_at_second_compile():
-    result = check_flag(GAN, "ParallelModel", "`d.trainable = True` before d.train_on_batch",
-                        "`d.trainable = False` before combined.train_on_batch")
+    result = check_flag(
+        GAN,
+        "ParallelModel",
+        "`d.trainable = True` before d.train_on_batch",
+        "`d.trainable = False` before combined.train_on_batch",
+    )
     assert [flag.line for flag in result.report.flags] == [4]
 
 
@@ -58,9 +69,13 @@ FLAGS = {
     "functional_add_loss": ("vae = Model(x, out)\nvae.add_loss(kl_loss)\n", "self.add_loss"),
     "dict_targets_single_output": (
         "from keras.models import Model\nm = Model(inputs=x, outputs=loss_out)\n"
-        "m.fit(data, {'ctc': np.zeros(n)})\n", "several or dict outputs"),
-    "sample_weight_mode_computed": ("m.compile('adam', 'mse', sample_weight_mode=mode)\n",
-                                    "remove it"),
+        "m.fit(data, {'ctc': np.zeros(n)})\n",
+        "several or dict outputs",
+    ),
+    "sample_weight_mode_computed": (
+        "m.compile('adam', 'mse', sample_weight_mode=mode)\n",
+        "remove it",
+    ),
 }
 
 
@@ -70,8 +85,10 @@ def test_flags(before, word):
 
 
 def test_layer_add_loss_not_flagged():
-    source = "import keras\nclass L(keras.layers.Layer):\n    def call(self, x):\n" \
-             "        self.add_loss(x)\n        return x\n"
+    source = (
+        "import keras\nclass L(keras.layers.Layer):\n    def call(self, x):\n"
+        "        self.add_loss(x)\n        return x\n"
+    )
     assert not run(source).report.flags
 
 
@@ -101,8 +118,10 @@ def test_ctc_generator_dict_targets_flagged_at_the_return():
 
 
 def test_dict_targets_matching_one_loss_key_flagged_in_fit():
-    check_flag("model.compile(loss={'ctc': f}, optimizer='sgd')\n"
-               "model.fit(x, {'ctc': y})\n", "the target array itself")
+    check_flag(
+        "model.compile(loss={'ctc': f}, optimizer='sgd')\nmodel.fit(x, {'ctc': y})\n",
+        "the target array itself",
+    )
 
 
 def test_keras3_weights_each_timestep_without_sample_weight_mode():

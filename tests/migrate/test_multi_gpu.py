@@ -10,7 +10,6 @@ simulated devices with no hand edit and saves what Keras 2 saved.
 
 from __future__ import annotations
 
-import pytest
 import os
 import pathlib
 import subprocess
@@ -19,6 +18,7 @@ import textwrap
 
 import keras
 import numpy as np
+import pytest
 
 from parallel_keras import migrate
 from parallel_keras.cli import migrate as migrate_cli
@@ -58,8 +58,9 @@ def test_single_file_without_the_folder_flags_the_foreign_multi_gpu_model():
     source = (PROJECT / "train.py").read_text()
     result = migrate.migrate_source(source, "train.py")
     assert "from utils.multi_gpu import multi_gpu_model" in result.migrated
-    assert any("from parallel_keras import multi_gpu_model" in flag.action
-               for flag in result.report.flags)
+    assert any(
+        "from parallel_keras import multi_gpu_model" in flag.action for flag in result.report.flags
+    )
 
 
 def test_same_file_definition_is_rewired():
@@ -83,12 +84,15 @@ def test_same_file_definition_is_rewired():
 def test_migrated_project_runs_on_4_devices_and_saves_the_template(tmp_path):
     out = _migrated(tmp_path)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    process = subprocess.run([sys.executable, "-c", _RUN], cwd=out, env=env,
-                             capture_output=True, text=True, timeout=300)
+    process = subprocess.run(
+        [sys.executable, "-c", _RUN], cwd=out, env=env, capture_output=True, text=True, timeout=300
+    )
     assert process.returncode == 0, process.stderr[-4000:]
     # period=2 over 4 epochs, as Keras 2 did; weights of the template.
     assert sorted(p.name for p in out.glob("weights-*")) == [
-        "weights-02.weights.h5", "weights-04.weights.h5"]
+        "weights-02.weights.h5",
+        "weights-04.weights.h5",
+    ]
     assert len(list(out.glob("model-*.hdf5"))) == 4
     # A ModelCheckpoint subclass re-implementing Keras 2's on_epoch_end.
     assert sorted(p.name for p in out.glob("periodic-*")) == ["periodic-03.weights.h5"]

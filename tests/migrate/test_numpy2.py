@@ -8,17 +8,30 @@ import pytest
 from tests.migrate.helpers import check_flag, check_rewrite
 
 REWRITES = {
-    "builtin_aliases": ("import numpy as np\na = x.astype(np.float) + np.int(3) * np.bool(1)\n",
-                        "import numpy as np\na = x.astype(float) + int(3) * bool(1)\n"),
-    "object_dtype": ("import numpy as np\na = np.array(v, dtype=np.object)\n",
-                     "import numpy as np\na = np.array(v, dtype=object)\n"),
-    "constants": ("import numpy as np\nbest = np.Inf\nworst = np.NaN\n",
-                  "import numpy as np\nbest = np.inf\nworst = np.nan\n"),
-    "negative_infinity_keeps_precedence": ("import numpy as np\ny = np.NINF ** 2\n",
-                                           "import numpy as np\ny = (-np.inf) ** 2\n"),
-    "asscalar": ("import numpy as np\nv = np.asscalar(a)\n",
-                 "import numpy as np\nv = np.asarray(a).item()\n"),
-    "float_": ("import numpy as onp\nv = onp.float_(1)\n", "import numpy as onp\nv = onp.float64(1)\n"),
+    "builtin_aliases": (
+        "import numpy as np\na = x.astype(np.float) + np.int(3) * np.bool(1)\n",
+        "import numpy as np\na = x.astype(float) + int(3) * bool(1)\n",
+    ),
+    "object_dtype": (
+        "import numpy as np\na = np.array(v, dtype=np.object)\n",
+        "import numpy as np\na = np.array(v, dtype=object)\n",
+    ),
+    "constants": (
+        "import numpy as np\nbest = np.Inf\nworst = np.NaN\n",
+        "import numpy as np\nbest = np.inf\nworst = np.nan\n",
+    ),
+    "negative_infinity_keeps_precedence": (
+        "import numpy as np\ny = np.NINF ** 2\n",
+        "import numpy as np\ny = (-np.inf) ** 2\n",
+    ),
+    "asscalar": (
+        "import numpy as np\nv = np.asscalar(a)\n",
+        "import numpy as np\nv = np.asarray(a).item()\n",
+    ),
+    "float_": (
+        "import numpy as onp\nv = onp.float_(1)\n",
+        "import numpy as onp\nv = onp.float64(1)\n",
+    ),
     "product": ("import numpy as np\nv = np.product(s)\n", "import numpy as np\nv = np.prod(s)\n"),
     "other_module_untouched": ("import math\nv = math.Inf\n", "import math\nv = math.Inf\n"),
 }

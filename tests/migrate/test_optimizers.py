@@ -10,14 +10,20 @@ from tests.migrate.helpers import check_rewrite
 REWRITES = {
     "epsilon_none": (
         "import keras\nopt = keras.optimizers.Adam(lr=0.1, epsilon=None)\n",
-        "import keras\nopt = keras.optimizers.Adam(learning_rate=0.1, epsilon=keras.backend.epsilon())\n"),
-    "clipnorm_zero": ("import keras\nopt = keras.optimizers.SGD(0.1, clipnorm=0)\n",
-                      "import keras\nopt = keras.optimizers.SGD(0.1)\n"),
+        "import keras\nopt = keras.optimizers.Adam(learning_rate=0.1, epsilon=keras.backend.epsilon())\n",
+    ),
+    "clipnorm_zero": (
+        "import keras\nopt = keras.optimizers.SGD(0.1, clipnorm=0)\n",
+        "import keras\nopt = keras.optimizers.SGD(0.1)\n",
+    ),
     "clipvalue_zero_with_clipnorm": (
         "import keras\nopt = keras.optimizers.SGD(0.1, clipnorm=1.0, clipvalue=0.0)\n",
-        "import keras\nopt = keras.optimizers.SGD(0.1, clipnorm=1.0)\n"),
-    "clipnorm_nonzero_kept": ("import keras\nopt = keras.optimizers.SGD(0.1, clipnorm=1.0)\n",
-                              "import keras\nopt = keras.optimizers.SGD(0.1, clipnorm=1.0)\n"),
+        "import keras\nopt = keras.optimizers.SGD(0.1, clipnorm=1.0)\n",
+    ),
+    "clipnorm_nonzero_kept": (
+        "import keras\nopt = keras.optimizers.SGD(0.1, clipnorm=1.0)\n",
+        "import keras\nopt = keras.optimizers.SGD(0.1, clipnorm=1.0)\n",
+    ),
 }
 
 

@@ -11,12 +11,15 @@ from parallel_keras import migrate
 from parallel_keras.migrate.rules import requirements
 
 
-@pytest.mark.parametrize("source, packages", [
-    ("import keras\ntb = keras.callbacks.TensorBoard('l')\n", ["tensorboard"]),
-    ("from keras.utils import plot_model\nplot_model(m, 'm.png')\n", ["pydot"]),
-    ("from keras.utils.vis_utils import plot_model\nplot_model(m, 'm.png')\n", ["pydot"]),
-    ("import keras\ncb = keras.callbacks.CSVLogger('l.csv')\n", []),
-])
+@pytest.mark.parametrize(
+    "source, packages",
+    [
+        ("import keras\ntb = keras.callbacks.TensorBoard('l')\n", ["tensorboard"]),
+        ("from keras.utils import plot_model\nplot_model(m, 'm.png')\n", ["pydot"]),
+        ("from keras.utils.vis_utils import plot_model\nplot_model(m, 'm.png')\n", ["pydot"]),
+        ("import keras\ncb = keras.callbacks.CSVLogger('l.csv')\n", []),
+    ],
+)
 def test_report_lists_packages_with_pip_command(source, packages):
     result = migrate.migrate_source(source, "script.py")
     assert result.report.requirements == packages
@@ -28,7 +31,16 @@ def test_listed_packages_are_not_tensorflow_or_keras_dependencies():
     needed = set()
     for name in ("tensorflow", "keras"):
         for line in importlib.metadata.requires(name) or ():
-            needed.add(line.split(";")[0].split("[")[0].split(">")[0].split("<")[0]
-                       .split("=")[0].split("!")[0].strip().lower().replace("_", "-"))
+            needed.add(
+                line.split(";")[0]
+                .split("[")[0]
+                .split(">")[0]
+                .split("<")[0]
+                .split("=")[0]
+                .split("!")[0]
+                .strip()
+                .lower()
+                .replace("_", "-")
+            )
     for packages in requirements.REQUIREMENTS.values():
         assert not set(packages) & needed

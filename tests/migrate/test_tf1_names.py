@@ -13,43 +13,63 @@ import pytest
 from tests.migrate.helpers import check_flag, check_rewrite, run
 
 REWRITES = {
-    "set_random_seed": ("import tensorflow as tf\ntf.set_random_seed(1)\n",
-                        # Keras 3 initializers ignore TF's seed (test_backend_ops).
-                        "import tensorflow as tf\nimport keras\n\nkeras.utils.set_random_seed(1)\n"),
+    "set_random_seed": (
+        "import tensorflow as tf\ntf.set_random_seed(1)\n",
+        # Keras 3 initializers ignore TF's seed (test_backend_ops).
+        "import tensorflow as tf\nimport keras\n\nkeras.utils.set_random_seed(1)\n",
+    ),
     "log_and_band_part": (
         "import tensorflow as tf\ny = tf.log(x) + tf.matrix_band_part(a, 0, -1)\n",
-        "import tensorflow as tf\ny = tf.math.log(x) + tf.linalg.band_part(a, 0, -1)\n"),
+        "import tensorflow as tf\ny = tf.math.log(x) + tf.linalg.band_part(a, 0, -1)\n",
+    ),
     "logging_module": (
         "import tensorflow as tf\ntf.logging.set_verbosity(tf.logging.ERROR)\n",
-        "import tensorflow as tf\n"
-        "tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)\n"),
-    "to_float_is_cast": ("import tensorflow as tf\nz = tf.to_float(m)\n",
-                         "import tensorflow as tf\nz = tf.cast(m, tf.float32)\n"),
-    "to_int32_keeps_name": ("import tensorflow as tf\nz = tf.to_int32(m, name='q')\n",
-                            "import tensorflow as tf\nz = tf.cast(m, tf.int32, name='q')\n"),
-    "assign_add_eager_compat": ("import tensorflow as tf\ntf.assign_add(v, 1)\n",
-                                "import tensorflow as tf\ntf.compat.v1.assign_add(v, 1)\n"),
-    "aliased_module": ("import tensorflow as T\ny = T.log(x)\n",
-                       "import tensorflow as T\ny = T.math.log(x)\n"),
+        "import tensorflow as tf\ntf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)\n",
+    ),
+    "to_float_is_cast": (
+        "import tensorflow as tf\nz = tf.to_float(m)\n",
+        "import tensorflow as tf\nz = tf.cast(m, tf.float32)\n",
+    ),
+    "to_int32_keeps_name": (
+        "import tensorflow as tf\nz = tf.to_int32(m, name='q')\n",
+        "import tensorflow as tf\nz = tf.cast(m, tf.int32, name='q')\n",
+    ),
+    "assign_add_eager_compat": (
+        "import tensorflow as tf\ntf.assign_add(v, 1)\n",
+        "import tensorflow as tf\ntf.compat.v1.assign_add(v, 1)\n",
+    ),
+    "aliased_module": (
+        "import tensorflow as T\ny = T.log(x)\n",
+        "import tensorflow as T\ny = T.math.log(x)\n",
+    ),
     "keyword_renames": (
         "import tensorflow as tf\na = tf.reduce_sum(x, axis=1, keep_dims=True)\n"
         "b = tf.argmax(x, dimension=1)\n",
         "import tensorflow as tf\na = tf.reduce_sum(x, axis=1, keepdims=True)\n"
-        "b = tf.argmax(x, axis=1)\n"),
+        "b = tf.argmax(x, axis=1)\n",
+    ),
     "reordered_positional_slot_by_keyword": (
         "import tensorflow as tf\nc = tf.space_to_depth(x, 2, 'n')\n",
-        "import tensorflow as tf\nc = tf.nn.space_to_depth(x, 2, name='n')\n"),
-    "unchanged_positional_slots_kept": ("import tensorflow as tf\ng = tf.reduce_mean(x, 1)\n",
-                                        "import tensorflow as tf\ng = tf.reduce_mean(x, 1)\n"),
-    "dropout_keep_prob": ("import tensorflow as tf\nd = tf.nn.dropout(h, keep_prob=0.8)\n",
-                          "import tensorflow as tf\nd = tf.nn.dropout(h, rate=1 - (0.8))\n"),
+        "import tensorflow as tf\nc = tf.nn.space_to_depth(x, 2, name='n')\n",
+    ),
+    "unchanged_positional_slots_kept": (
+        "import tensorflow as tf\ng = tf.reduce_mean(x, 1)\n",
+        "import tensorflow as tf\ng = tf.reduce_mean(x, 1)\n",
+    ),
+    "dropout_keep_prob": (
+        "import tensorflow as tf\nd = tf.nn.dropout(h, keep_prob=0.8)\n",
+        "import tensorflow as tf\nd = tf.nn.dropout(h, rate=1 - (0.8))\n",
+    ),
     "softmax_xent_labels_without_gradient": (
         "import tensorflow as tf\nf = tf.nn.softmax_cross_entropy_with_logits(labels=y, "
         "logits=z, dim=-1)\n",
         "import tensorflow as tf\nf = tf.nn.softmax_cross_entropy_with_logits("
-        "labels=tf.stop_gradient(y), logits=z, axis=-1)\n"),
-    "compat_v1_untouched": ("import tensorflow.compat.v1 as tf\np = tf.placeholder(tf.float32)\n",
-                            "import tensorflow.compat.v1 as tf\np = tf.placeholder(tf.float32)\n"),
+        "labels=tf.stop_gradient(y), logits=z, axis=-1)\n",
+    ),
+    "compat_v1_untouched": (
+        "import tensorflow.compat.v1 as tf\np = tf.placeholder(tf.float32)\n",
+        "import tensorflow.compat.v1 as tf\np = tf.placeholder(tf.float32)\n",
+    ),
 }
 
 
@@ -59,25 +79,41 @@ def test_rewrites(before, after):
 
 
 FLAGS = {
-    "placeholder": ("import tensorflow as tf\np = tf.placeholder(tf.float32, [None, 3])\n",
-                    "keras.Input"),
-    "summary": ("import tensorflow as tf\n"
-                "s = tf.Summary(value=[tf.Summary.Value(tag='a', simple_value=1.0)])\n",
-                "tf.summary.create_file_writer"),
-    "train_optimizer": ("import tensorflow as tf\nopt = tf.train.AdamOptimizer(0.1)\n",
-                        "keras.optimizers"),
+    "placeholder": (
+        "import tensorflow as tf\np = tf.placeholder(tf.float32, [None, 3])\n",
+        "keras.Input",
+    ),
+    "summary": (
+        "import tensorflow as tf\n"
+        "s = tf.Summary(value=[tf.Summary.Value(tag='a', simple_value=1.0)])\n",
+        "tf.summary.create_file_writer",
+    ),
+    "train_optimizer": (
+        "import tensorflow as tf\nopt = tf.train.AdamOptimizer(0.1)\n",
+        "keras.optimizers",
+    ),
     "layers_module": ("import tensorflow as tf\nh = tf.layers.dense(x, 3)\n", "keras.layers"),
-    "contrib": ("import tensorflow as tf\ni = tf.contrib.layers.xavier_initializer()\n",
-                "tf.contrib was removed"),
-    "too_many_positional": ("import tensorflow as tf\nd = tf.space_to_depth(x, 2, 'n', 'NHWC', 1)\n",
-                            "TF 2 keywords"),
+    "contrib": (
+        "import tensorflow as tf\ni = tf.contrib.layers.xavier_initializer()\n",
+        "tf.contrib was removed",
+    ),
+    "too_many_positional": (
+        "import tensorflow as tf\nd = tf.space_to_depth(x, 2, 'n', 'NHWC', 1)\n",
+        "TF 2 keywords",
+    ),
     "dropout_positional": ("import tensorflow as tf\ne = tf.nn.dropout(h, 0.8)\n", "rate=1 - p"),
-    "removed_argument": ("import tensorflow as tf\nh = tf.cond(p, f1, f2, strict=True)\n",
-                         "delete strict="),
+    "removed_argument": (
+        "import tensorflow as tf\nh = tf.cond(p, f1, f2, strict=True)\n",
+        "delete strict=",
+    ),
     "graph_mode_under_compat_v1": (
-        "import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n", "Keras 3 needs"),
-    "imported_by_name": ("from tensorflow import set_random_seed\nset_random_seed(1)\n",
-                         "tf.random.set_seed"),
+        "import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\n",
+        "Keras 3 needs",
+    ),
+    "imported_by_name": (
+        "from tensorflow import set_random_seed\nset_random_seed(1)\n",
+        "tf.random.set_seed",
+    ),
     "to_float_with_star": ("import tensorflow as tf\nz = tf.to_float(*args)\n", "tf.cast"),
 }
 
@@ -102,14 +138,17 @@ def test_rewritten_tf1_calls_compute_the_tf1_values():
 
 
 def test_summary_flagged_once_per_line():
-    result = check_flag("import tensorflow as tf\n"
-                        "s = tf.Summary(value=[tf.Summary.Value(tag='a')])\n")
+    result = check_flag(
+        "import tensorflow as tf\ns = tf.Summary(value=[tf.Summary.Value(tag='a')])\n"
+    )
     assert len(result.report.flags) == 1
 
 
 def test_sessions_left_to_the_sessions_rule():
-    result = check_rewrite("import tensorflow as tf\nimport keras\nsess = tf.Session()\n",
-                           "import tensorflow as tf\nimport keras\n")
+    result = check_rewrite(
+        "import tensorflow as tf\nimport keras\nsess = tf.Session()\n",
+        "import tensorflow as tf\nimport keras\n",
+    )
     assert all(change.rule != "TF1 names" for change in result.report.changes)
 
 
@@ -119,7 +158,10 @@ def test_committed_table_matches_tensorflows_upgrade_table():
     root = pathlib.Path(__file__).parents[2]
     generated = subprocess.run(
         [sys.executable, str(root / "tests/migrate/make_tf1_table.py")],
-        capture_output=True, text=True, check=True, timeout=300,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     ).stdout
     committed = (root / "parallel_keras/migrate/rules/tf1_table.py").read_text()
     # The header names the TF version it was read from; the data must agree.
@@ -127,8 +169,10 @@ def test_committed_table_matches_tensorflows_upgrade_table():
 
 
 def test_names_tf2_still_has_are_left_alone():
-    source = ("import tensorflow as tf\ntf.debugging.assert_equal(a, b)\n"
-              "i = tf.initializers.he_normal()\n")
+    source = (
+        "import tensorflow as tf\ntf.debugging.assert_equal(a, b)\n"
+        "i = tf.initializers.he_normal()\n"
+    )
     result = check_rewrite(source, source)
     assert not result.report.flags
 
@@ -163,5 +207,7 @@ def test_every_flag_of_the_table_survives_a_second_run():
     assert not carried, carried[:3]
     assert len(second.report.flags) == len(first.report.flags)
     assert {f.line for f in first.report.flags} >= {
-        number for number, name in enumerate(names, start=2)
-        if (tf1_names.lookup(name) or ("",))[0] == "flag"}
+        number
+        for number, name in enumerate(names, start=2)
+        if (tf1_names.lookup(name) or ("",))[0] == "flag"
+    }

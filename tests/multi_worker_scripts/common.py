@@ -18,9 +18,7 @@ def data():
 def data_rows(rows):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(rows, 4)).astype("float32")
-    y = (x @ np.array([[1.0], [-2.0], [0.5], [3.0]], dtype="float32") + 0.1).astype(
-        "float32"
-    )
+    y = (x @ np.array([[1.0], [-2.0], [0.5], [3.0]], dtype="float32") + 0.1).astype("float32")
     return x, y
 
 

@@ -17,9 +17,9 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 
+import common  # noqa: E402
 import keras  # noqa: E402
 
-import common  # noqa: E402
 from parallel_keras import multi_worker  # noqa: E402
 
 GLOBAL_BATCH = 16  # common.ROWS = 64: 4 updates per epoch.
@@ -46,20 +46,23 @@ backup = parallel_keras.BackupAndRestore(os.path.join(args.out, "backup"), save_
 callbacks = [backup]
 if args.kill_worker == info.worker_index and restart == 0:
     callbacks.append(common.kill_mid_epoch(args.kill_epoch, args.kill_batch, info.worker_index))
-parallel.fit(x, y, batch_size=batch_size, epochs=args.epochs, shuffle=False, verbose=0,
-             callbacks=callbacks)
+parallel.fit(
+    x, y, batch_size=batch_size, epochs=args.epochs, shuffle=False, verbose=0, callbacks=callbacks
+)
 print(
     "RESULT "
-    + json.dumps({
-        "worker": info.worker_index,
-        "workers": info.num_workers,
-        "replicas": parallel.strategy.num_replicas_in_sync,
-        "batch_size": batch_size,
-        "steps": steps,
-        "restart": restart,
-        "restored_from": backup.restored_from,
-        "iterations": int(parallel.optimizer.iterations.numpy()),
-        "weights": [w.tolist() for w in template.get_weights()],
-    }),
+    + json.dumps(
+        {
+            "worker": info.worker_index,
+            "workers": info.num_workers,
+            "replicas": parallel.strategy.num_replicas_in_sync,
+            "batch_size": batch_size,
+            "steps": steps,
+            "restart": restart,
+            "restored_from": backup.restored_from,
+            "iterations": int(parallel.optimizer.iterations.numpy()),
+            "weights": [w.tolist() for w in template.get_weights()],
+        }
+    ),
     flush=True,
 )

@@ -14,9 +14,9 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 
+import common  # noqa: E402
 import keras  # noqa: E402
 
-import common  # noqa: E402
 from parallel_keras import multi_worker  # noqa: E402
 
 GLOBAL_BATCH = 12  # Splits evenly over 2, 4 and 6 replicas.
@@ -33,6 +33,7 @@ args = parser.parse_args()
 info = multi_worker.worker_info()
 restart = common.restart()
 
+
 def data():
     x, y = common.data_rows(ROWS)
     return x, y
@@ -47,7 +48,12 @@ callbacks = [backup]
 if args.kill_worker == info.worker_index and restart == 0:
     callbacks.append(common.kill_mid_epoch(args.kill_epoch, args.kill_batch, info.worker_index))
 history = parallel.fit(
-    x, y, batch_size=GLOBAL_BATCH, epochs=args.epochs, shuffle=False, verbose=0,
+    x,
+    y,
+    batch_size=GLOBAL_BATCH,
+    epochs=args.epochs,
+    shuffle=False,
+    verbose=0,
     callbacks=callbacks,
 )
 print(

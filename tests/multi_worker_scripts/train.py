@@ -10,12 +10,11 @@ import argparse
 import json
 import os
 
+import common
 import keras
 
-import common
 import parallel_keras
-from parallel_keras import _internals
-from parallel_keras import multi_worker
+from parallel_keras import _internals, multi_worker
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--out", required=True)
@@ -47,8 +46,13 @@ if args.kill_worker == info.worker_index and restart == 0:
     callbacks.append(common.kill_mid_epoch(args.kill_epoch, args.kill_batch, info.worker_index))
 
 history = parallel.fit(
-    x, y, batch_size=common.GLOBAL_BATCH, epochs=args.epochs, shuffle=False,
-    verbose=0, callbacks=callbacks,
+    x,
+    y,
+    batch_size=common.GLOBAL_BATCH,
+    epochs=args.epochs,
+    shuffle=False,
+    verbose=0,
+    callbacks=callbacks,
 )
 evaluation = parallel.evaluate(x, y, batch_size=common.GLOBAL_BATCH, verbose=0)
 predictions = parallel.predict(x, batch_size=common.GLOBAL_BATCH, verbose=0)

@@ -10,9 +10,9 @@ import argparse
 import os
 import signal
 
+import common
 import keras
 
-import common
 import parallel_keras
 from parallel_keras import multi_worker
 
@@ -36,6 +36,13 @@ class _StopAfterFirstEpoch(keras.callbacks.Callback):
 
 callbacks = [_StopAfterFirstEpoch()] if args.stop_worker == index else []
 epochs = 1 if args.short_worker == index else 3
-parallel.fit(x, y, batch_size=common.GLOBAL_BATCH, epochs=epochs, shuffle=False,
-             verbose=0, callbacks=callbacks)
+parallel.fit(
+    x,
+    y,
+    batch_size=common.GLOBAL_BATCH,
+    epochs=epochs,
+    shuffle=False,
+    verbose=0,
+    callbacks=callbacks,
+)
 print("DONE", flush=True)

@@ -9,31 +9,33 @@ none imports the engine, which sits above them and applies `default_rules`.
 from __future__ import annotations
 
 from parallel_keras.migrate import context
-from parallel_keras.migrate.rules import backend_ops
-from parallel_keras.migrate.rules import batch_shapes
-from parallel_keras.migrate.rules import callback_args
-from parallel_keras.migrate.rules import checkpoints
-from parallel_keras.migrate.rules import devices
-from parallel_keras.migrate.rules import generators
-from parallel_keras.migrate.rules import gpu_count
-from parallel_keras.migrate.rules import image_data
-from parallel_keras.migrate.rules import imports
-from parallel_keras.migrate.rules import keras1_merge
-from parallel_keras.migrate.rules import layer_api
-from parallel_keras.migrate.rules import legacy_api
-from parallel_keras.migrate.rules import model_api
-from parallel_keras.migrate.rules import metric_names
-from parallel_keras.migrate.rules import multi_gpu
-from parallel_keras.migrate.rules import numpy2
-from parallel_keras.migrate.rules import optimizers
-from parallel_keras.migrate.rules import requirements
-from parallel_keras.migrate.rules import reset_states
-from parallel_keras.migrate.rules import saving
-from parallel_keras.migrate.rules import sessions
-from parallel_keras.migrate.rules import template_access
-from parallel_keras.migrate.rules import template_savers
-from parallel_keras.migrate.rules import tf1_names
-from parallel_keras.migrate.rules import training_api
+from parallel_keras.migrate.rules import (
+    backend_ops,
+    batch_shapes,
+    callback_args,
+    checkpoints,
+    devices,
+    generators,
+    gpu_count,
+    image_data,
+    imports,
+    keras1_merge,
+    layer_api,
+    legacy_api,
+    metric_names,
+    model_api,
+    multi_gpu,
+    numpy2,
+    optimizers,
+    requirements,
+    reset_states,
+    saving,
+    sessions,
+    template_access,
+    template_savers,
+    tf1_names,
+    training_api,
+)
 
 
 def default_rules() -> list[context.Rule]:

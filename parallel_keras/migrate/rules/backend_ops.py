@@ -20,8 +20,7 @@ import dataclasses
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "backend ops"
 
@@ -61,20 +60,27 @@ _FLOATX = "keras.backend.floatx()"
 _AXIS_LAST = (("axis", 1, "-1"),)
 _DTYPE_NONE = (("dtype", 1, _FLOATX),)
 OPS: dict[str, Op] = {
-    **_same("sum mean max min prod any all std var abs square exp log round sign "
-            "cast squeeze stack transpose softmax sigmoid tanh shape "
-            "categorical_crossentropy sparse_categorical_crossentropy "
-            "binary_crossentropy"),
-    **_same("maximum minimum equal not_equal greater greater_equal less "
-            "less_equal dot", renames=_BINARY),
+    **_same(
+        "sum mean max min prod any all std var abs square exp log round sign "
+        "cast squeeze stack transpose softmax sigmoid tanh shape "
+        "categorical_crossentropy sparse_categorical_crossentropy "
+        "binary_crossentropy"
+    ),
+    **_same(
+        "maximum minimum equal not_equal greater greater_equal less less_equal dot", renames=_BINARY
+    ),
     **_same("expand_dims", explicit=_AXIS_LAST),
     # Keras 2 called tf.argmax, whose axis=None is axis 0; keras.ops'
     # axis=None is the index in the flattened tensor.
     **_same("argmax argmin", explicit=_AXIS_LAST, none_means=(("axis", 1, "0"),)),
     **_same("cumsum cumprod", explicit=(("axis", 1, "0"),)),
     # Keras 2: dtype=None meant floatx(); keras.ops: the input's dtype.
-    **_same("ones_like zeros_like", dropped=frozenset({"name"}),
-            explicit=_DTYPE_NONE, none_means=_DTYPE_NONE),
+    **_same(
+        "ones_like zeros_like",
+        dropped=frozenset({"name"}),
+        explicit=_DTYPE_NONE,
+        none_means=_DTYPE_NONE,
+    ),
     "clip": Op("ops.clip", renames=(("min_value", "x_min"), ("max_value", "x_max"))),
     "reshape": Op("ops.reshape", renames=(("shape", "newshape"),)),
     "pow": Op("ops.power", renames=(("x", "x1"), ("a", "x2"))),
@@ -85,17 +91,24 @@ OPS: dict[str, Op] = {
     "relu": Op("activations.relu", renames=(("alpha", "negative_slope"),)),
     # tf.nn.l2_normalize: x * rsqrt(max(sum(x**2), 1e-12)); keras.ops.normalize:
     # x * min(rsqrt(sum(x**2)), 1 / epsilon), the same with epsilon = 1e-6.
-    "l2_normalize": Op("ops.normalize", explicit=(("axis", 1, "None"),),
-                       extra=(("order", "2"), ("epsilon", "1e-6"))),
+    "l2_normalize": Op(
+        "ops.normalize",
+        explicit=(("axis", 1, "None"),),
+        extra=(("order", "2"), ("epsilon", "1e-6")),
+    ),
     # Keras 2's TF backend drew with TF's stateful ops: new numbers at every
     # step, also inside a compiled train step. keras.random.normal(seed=None)
     # bakes one seed into a compiled function (keras-team/keras#20569) and
     # creates its global seed variable inside the traced step (a ValueError
     # under tf.function), so the rewrite keeps TF's ops.
-    "random_normal": Op("tf.random.normal", explicit=(("dtype", 3, _FLOATX),),
-                        none_means=(("dtype", 3, _FLOATX),)),
-    "random_uniform": Op("tf.random.uniform", explicit=(
-        ("maxval", 2, "1.0"), ("dtype", 3, _FLOATX)), none_means=(("dtype", 3, _FLOATX),)),
+    "random_normal": Op(
+        "tf.random.normal", explicit=(("dtype", 3, _FLOATX),), none_means=(("dtype", 3, _FLOATX),)
+    ),
+    "random_uniform": Op(
+        "tf.random.uniform",
+        explicit=(("maxval", 2, "1.0"), ("dtype", 3, _FLOATX)),
+        none_means=(("dtype", 3, _FLOATX),),
+    ),
 }
 # Keras 2 parameters before `name` (only for functions that drop it).
 _KERAS2_ARITY = {"ones_like": ("x", "dtype"), "zeros_like": ("x", "dtype")}
@@ -139,7 +152,7 @@ _ACTIONS = {
         "Keras 2 chose between the two by the condition's rank."
     ),
     "batch_dot": "use `keras.ops.einsum` with the axes spelled out (Keras 2's "
-                 "batch_dot axes rules differ from keras.ops.matmul).",
+    "batch_dot axes rules differ from keras.ops.matmul).",
     "variable": "use `keras.Variable(value)`.",
     "constant": "use `keras.ops.convert_to_tensor(value, dtype)`.",
 }
@@ -155,7 +168,8 @@ _GENERIC_ACTION = (
 # draw from Keras's own seed generator, which only keras.utils.set_random_seed
 # seeds (with Python's `random`, NumPy and TF's global seed).
 _TF_SEEDS = frozenset(
-    f"tensorflow.{prefix}{name}" for prefix in ("", "compat.v1.")
+    f"tensorflow.{prefix}{name}"
+    for prefix in ("", "compat.v1.")
     for name in ("set_random_seed", "random.set_random_seed")
 )
 _SEED_REASON = (
@@ -176,24 +190,37 @@ def _signature_text(op: Op) -> str:
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
 AUDIT: list[tuple[str, str | None, str]] = [
     *(
-        (f"keras.backend.{name}",
-         _signature_text(op).replace("keras.tf.", "tf.", 1),
-         "backend math moved to keras.ops"
-         + ("; Keras 2's default passed explicitly" if op.explicit or op.extra else ""))
+        (
+            f"keras.backend.{name}",
+            _signature_text(op).replace("keras.tf.", "tf.", 1),
+            "backend math moved to keras.ops"
+            + ("; Keras 2's default passed explicitly" if op.explicit or op.extra else ""),
+        )
         for name, op in sorted(OPS.items())
     ),
-    ("keras.backend.sqrt", "keras.ops.sqrt(keras.ops.maximum(x, 0.0))",
-     "Keras 2 clipped negative inputs to 0 before the square root"),
+    (
+        "keras.backend.sqrt",
+        "keras.ops.sqrt(keras.ops.maximum(x, 0.0))",
+        "Keras 2 clipped negative inputs to 0 before the square root",
+    ),
     ("keras.backend.flatten", "keras.ops.reshape(x, (-1,))", "no flatten in keras.ops"),
     ("keras.backend.get_value", "keras.ops.convert_to_numpy(x)", "no get_value in Keras 3"),
-    ("keras.backend.clip(x, lo, None)", "keras.ops.maximum(x, lo)",
-     ("Keras 2 read a None bound as +inf (keras.ops.clip fails on None); "
-      "None min: keras.ops.minimum(x, hi)")),
+    (
+        "keras.backend.clip(x, lo, None)",
+        "keras.ops.maximum(x, lo)",
+        (
+            "Keras 2 read a None bound as +inf (keras.ops.clip fails on None); "
+            "None min: keras.ops.minimum(x, hi)"
+        ),
+    ),
     ("keras.backend.int_shape", "tuple(x.shape)", "no int_shape in Keras 3"),
     ("keras.backend.set_value", "variable.assign(value)", "no set_value in Keras 3"),
     ("optimizer.lr", "optimizer.learning_rate", "Keras 3 optimizers have no `lr`"),
-    ("tf.set_random_seed (and tf.random.set_random_seed, tf.compat.v1's)",
-     "keras.utils.set_random_seed(seed)", _SEED_REASON),
+    (
+        "tf.set_random_seed (and tf.random.set_random_seed, tf.compat.v1's)",
+        "keras.utils.set_random_seed(seed)",
+        _SEED_REASON,
+    ),
     *((f"keras.backend.{name}", None, action) for name, action in sorted(_ACTIONS.items())),
     ("keras.backend.<other>", None, _GENERIC_ACTION),
 ]
@@ -231,8 +258,11 @@ class BackendOpsRule(context.Rule):
         qualified = ctx.qualified_name(original.func) or ""
         # `from tensorflow import set_random_seed`: the import itself is
         # flagged by the TF1 names rule; the call stays as it is written.
-        if (qualified in _TF_SEEDS and isinstance(original.func, cst.Attribute)
-                and not syntax.has_star(updated)):
+        if (
+            qualified in _TF_SEEDS
+            and isinstance(original.func, cst.Attribute)
+            and not syntax.has_star(updated)
+        ):
             return self._seed(ctx, original, updated)
         module, _, name = qualified.rpartition(".")
         if module != "keras.backend" or name in KEPT or name in _ELSEWHERE:
@@ -249,13 +279,22 @@ class BackendOpsRule(context.Rule):
             return self._rewrite(ctx, original, updated, name, OPS[name], keras_name)
         ops = f"{keras_name}.ops"
         if name == "sqrt" and len(updated.args) == 1 and not updated.args[0].keyword:
-            ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.sqrt({ops}.maximum(x, 0.0))`: "
-                       "Keras 2 clipped negative inputs to 0")
-            inner = cst.Call(syntax.expression(f"{ops}.maximum"), args=[
-                _comma(updated.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)),
-                cst.Arg(syntax.expression("0.0"))])
-            return updated.with_changes(func=syntax.expression(f"{ops}.sqrt"),
-                                        args=[cst.Arg(inner)])
+            ctx.change(
+                original,
+                RULE,
+                f"`{text}(x)` -> `{ops}.sqrt({ops}.maximum(x, 0.0))`: "
+                "Keras 2 clipped negative inputs to 0",
+            )
+            inner = cst.Call(
+                syntax.expression(f"{ops}.maximum"),
+                args=[
+                    _comma(updated.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)),
+                    cst.Arg(syntax.expression("0.0")),
+                ],
+            )
+            return updated.with_changes(
+                func=syntax.expression(f"{ops}.sqrt"), args=[cst.Arg(inner)]
+            )
         if name == "flatten" and len(updated.args) == 1:
             ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.reshape(x, (-1,))`")
             return updated.with_changes(
@@ -264,13 +303,19 @@ class BackendOpsRule(context.Rule):
             )
         if name == "int_shape" and len(updated.args) == 1 and not updated.args[0].keyword:
             # Keras 2: tuple(x.get_shape().as_list()), None where unknown.
-            ctx.change(original, RULE, f"`{text}(x)` -> `tuple(x.shape)` (the static shape, "
-                       "None where unknown, as Keras 2 gave it)")
+            ctx.change(
+                original,
+                RULE,
+                f"`{text}(x)` -> `tuple(x.shape)` (the static shape, "
+                "None where unknown, as Keras 2 gave it)",
+            )
             value = updated.args[0].value
             if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
                 value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-            return cst.Call(cst.Name("tuple"), args=[cst.Arg(
-                cst.Attribute(value=value, attr=cst.Name("shape")))])
+            return cst.Call(
+                cst.Name("tuple"),
+                args=[cst.Arg(cst.Attribute(value=value, attr=cst.Name("shape")))],
+            )
         if name == "get_value" and len(updated.args) == 1:
             ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.convert_to_numpy(x)`")
             return updated.with_changes(func=syntax.expression(f"{ops}.convert_to_numpy"))
@@ -281,8 +326,12 @@ class BackendOpsRule(context.Rule):
                 func=cst.Attribute(value=variable.value, attr=cst.Name("assign")),
                 args=[value.with_changes(comma=cst.MaybeSentinel.DEFAULT)],
             )
-        ctx.flag(original, RULE, f"`{text}` does not exist in Keras 3",
-                 _ACTIONS.get(name, _GENERIC_ACTION))
+        ctx.flag(
+            original,
+            RULE,
+            f"`{text}` does not exist in Keras 3",
+            _ACTIONS.get(name, _GENERIC_ACTION),
+        )
         return updated
 
     def _rewrite(self, ctx, original, updated, name, op, keras_name):
@@ -294,14 +343,21 @@ class BackendOpsRule(context.Rule):
         renames = dict(op.renames)
         positional = syntax.positional(updated)
         if len(positional) > len(_KERAS2_ARITY.get(name, ())) and op.dropped:
-            ctx.flag(original, RULE, f"`{text}` with a positional `name`",
-                     f"pass name= by keyword (or drop it) and migrate again; "
-                     f"`keras.{op.target}` has no name parameter.")
+            ctx.flag(
+                original,
+                RULE,
+                f"`{text}` with a positional `name`",
+                f"pass name= by keyword (or drop it) and migrate again; "
+                f"`keras.{op.target}` has no name parameter.",
+            )
             return updated
         none_means = {}
         for parameter, position, value in op.none_means:
-            given = (positional[position] if len(positional) > position
-                     else syntax.keyword(updated, parameter))
+            given = (
+                positional[position]
+                if len(positional) > position
+                else syntax.keyword(updated, parameter)
+            )
             if given is not None and _is_none(given.value):
                 none_means[id(given)] = value.replace("keras.", f"{keras_name}.", 1)
         args = []
@@ -331,13 +387,18 @@ class BackendOpsRule(context.Rule):
             args = _append(args, syntax.make_arg(keyword, syntax.expression(value)))
             defaults.append(f"{keyword}={value}")
         module = op.target.rsplit(".", 1)[0]
-        reason = (f"Keras 2's TF backend called {op.target}" if op.target.startswith("tf.")
-                  else f"Keras 3 moved backend math to keras.{module}")
+        reason = (
+            f"Keras 2's TF backend called {op.target}"
+            if op.target.startswith("tf.")
+            else f"Keras 3 moved backend math to keras.{module}"
+        )
         if defaults:
             reason += f"; Keras 2's {', '.join(defaults)} passed explicitly (keras.ops differs)"
         if none_means:
-            reason += (f"; Keras 2 read None as {', '.join(sorted(set(none_means.values())))}"
-                       ", written out (keras.ops reads None otherwise)")
+            reason += (
+                f"; Keras 2 read None as {', '.join(sorted(set(none_means.values())))}"
+                ", written out (keras.ops reads None otherwise)"
+            )
         if op.dropped & {arg.keyword.value for arg in updated.args if arg.keyword}:
             reason += f"; dropped {', '.join(sorted(op.dropped))}= (no effect on values)"
         ctx.change(original, RULE, f"`{text}` -> `{target}` ({reason})")
@@ -369,18 +430,29 @@ class BackendOpsRule(context.Rule):
                 what = f"`{ops}.convert_to_tensor(x)`"
             else:
                 func, limit = ("minimum", high) if _is_none(low) else ("maximum", low)
-                call = cst.Call(syntax.expression(f"{ops}.{func}"),
-                                args=[_comma(cst.Arg(x)), cst.Arg(limit)])
+                call = cst.Call(
+                    syntax.expression(f"{ops}.{func}"), args=[_comma(cst.Arg(x)), cst.Arg(limit)]
+                )
                 what = f"`{ops}.{func}(x, {syntax.code(limit)})`"
-            ctx.change(original, RULE, f"`{text}` with a None bound -> {what}: Keras 2 read "
-                       "None as -inf/+inf (keras.ops.clip fails on None)")
+            ctx.change(
+                original,
+                RULE,
+                f"`{text}` with a None bound -> {what}: Keras 2 read "
+                "None as -inf/+inf (keras.ops.clip fails on None)",
+            )
             return call
         numbers = [_number(low), _number(high)]
         if None not in numbers and numbers[1] < numbers[0]:
-            ctx.change(original, RULE, f"`{text}` -> `{ops}.clip` with max = min: Keras 2 "
-                       "raised a max below the min to the min")
-            return cst.Call(syntax.expression(f"{ops}.clip"), args=[
-                _comma(cst.Arg(x)), _comma(cst.Arg(low)), cst.Arg(low)])
+            ctx.change(
+                original,
+                RULE,
+                f"`{text}` -> `{ops}.clip` with max = min: Keras 2 "
+                "raised a max below the min to the min",
+            )
+            return cst.Call(
+                syntax.expression(f"{ops}.clip"),
+                args=[_comma(cst.Arg(x)), _comma(cst.Arg(low)), cst.Arg(low)],
+            )
         return None
 
     def _seed(self, ctx, original, updated):
@@ -394,7 +466,8 @@ class BackendOpsRule(context.Rule):
         target = f"{ctx.keras_module()}.utils.set_random_seed"
         line = ctx.line(original)
         ctx.report.changes[:] = [
-            change for change in ctx.report.changes
+            change
+            for change in ctx.report.changes
             if not (change.line == line and f"{text.rpartition('.')[2]}` -> `" in change.message)
         ]
         ctx.change(original, RULE, f"`{text}(seed)` -> `{target}(seed)`: {_SEED_REASON}")
@@ -403,15 +476,20 @@ class BackendOpsRule(context.Rule):
     @staticmethod
     def _ctc_rewritable(call) -> bool:
         # y_pred appears twice in the rewrite, so it must be a plain name.
-        return (len(call.args) == 4 and not any(arg.keyword or arg.star for arg in call.args)
-                and isinstance(call.args[1].value, cst.Name))
+        return (
+            len(call.args) == 4
+            and not any(arg.keyword or arg.star for arg in call.args)
+            and isinstance(call.args[1].value, cst.Name)
+        )
 
     def _ctc(self, ctx, original, updated, keras_name):
         y_true, y_pred, input_length, label_length = (
-            syntax.code(arg.value) for arg in updated.args)
+            syntax.code(arg.value) for arg in updated.args
+        )
         ops = f"{keras_name}.ops"
         ctx.change(
-            original, RULE,
+            original,
+            RULE,
             f"`{syntax.dotted(original.func)}` -> `{ops}.ctc_loss` on log-probabilities "
             "with the blank as the last class, as Keras 2 computed it (keras.ops takes "
             "logits, blank index 0 by default)",
@@ -428,10 +506,16 @@ class BackendOpsRule(context.Rule):
         if original.attr.value != "lr":
             return updated
         owner = original.value
-        owner_name = owner.attr.value if isinstance(owner, cst.Attribute) else (
-            owner.value if isinstance(owner, cst.Name) else "")
+        owner_name = (
+            owner.attr.value
+            if isinstance(owner, cst.Attribute)
+            else (owner.value if isinstance(owner, cst.Name) else "")
+        )
         if owner_name not in ("optimizer", "opt", "optim"):
             return updated
-        ctx.change(original, RULE, f"`{syntax.dotted(original)}` -> `.learning_rate` "
-                   "(Keras 3 optimizers have no `lr`)")
+        ctx.change(
+            original,
+            RULE,
+            f"`{syntax.dotted(original)}` -> `.learning_rate` (Keras 3 optimizers have no `lr`)",
+        )
         return updated.with_changes(attr=cst.Name("learning_rate"))

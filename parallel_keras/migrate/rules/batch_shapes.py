@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "Keras 1/2 spellings"
 _SEQUENTIAL = frozenset({"keras.Sequential", "keras.models.Sequential"})
@@ -54,9 +53,13 @@ def _added_layer(line: cst.CSTNode) -> cst.Call | None:
     if len(line.body) != 1 or not isinstance(line.body[0], cst.Expr):
         return None
     outer = line.body[0].value
-    if (isinstance(outer, cst.Call) and syntax.method_name(outer) == "add"
-            and len(outer.args) == 1 and outer.args[0].keyword is None
-            and isinstance(outer.args[0].value, cst.Call)):
+    if (
+        isinstance(outer, cst.Call)
+        and syntax.method_name(outer) == "add"
+        and len(outer.args) == 1
+        and outer.args[0].keyword is None
+        and isinstance(outer.args[0].value, cst.Call)
+    ):
         return outer.args[0].value
     return None
 
@@ -120,18 +123,48 @@ class BatchInputShapeRule(context.Rule):
         shape, keywords = found
         if id(original.body[0].value.args[0].value) in self._later:
             # Keras 2 read the batch shape of the first layer only.
-            ctx.change(original, RULE, "dropped `batch_input_shape=` of a layer after the "
-                       "first (Keras 2 ignored it; Keras 3 rejects it)")
-            return updated.with_changes(body=[cst.Expr(outer.with_changes(args=[
-                outer.args[0].with_changes(value=syntax.remove_args(layer, keywords))]))])
-        ctx.change(original, RULE, "`batch_input_shape=` on the first layer -> "
-                   "`add(keras.Input(batch_shape=...))` before it (Keras 3 layers "
-                   "take no batch shape)")
-        first = updated.with_changes(body=[cst.Expr(outer.with_changes(
-            args=[outer.args[0].with_changes(value=_input(ctx, shape))]))])
+            ctx.change(
+                original,
+                RULE,
+                "dropped `batch_input_shape=` of a layer after the "
+                "first (Keras 2 ignored it; Keras 3 rejects it)",
+            )
+            return updated.with_changes(
+                body=[
+                    cst.Expr(
+                        outer.with_changes(
+                            args=[
+                                outer.args[0].with_changes(
+                                    value=syntax.remove_args(layer, keywords)
+                                )
+                            ]
+                        )
+                    )
+                ]
+            )
+        ctx.change(
+            original,
+            RULE,
+            "`batch_input_shape=` on the first layer -> "
+            "`add(keras.Input(batch_shape=...))` before it (Keras 3 layers "
+            "take no batch shape)",
+        )
+        first = updated.with_changes(
+            body=[
+                cst.Expr(
+                    outer.with_changes(args=[outer.args[0].with_changes(value=_input(ctx, shape))])
+                )
+            ]
+        )
         second = cst.SimpleStatementLine(
-            body=[cst.Expr(outer.with_changes(args=[outer.args[0].with_changes(
-                value=syntax.remove_args(layer, keywords))]))])
+            body=[
+                cst.Expr(
+                    outer.with_changes(
+                        args=[outer.args[0].with_changes(value=syntax.remove_args(layer, keywords))]
+                    )
+                )
+            ]
+        )
         return cst.FlattenSentinel([first, second])
 
     def leave_Call(self, ctx, original, updated):
@@ -141,8 +174,12 @@ class BatchInputShapeRule(context.Rule):
         if found is not None and id(original) not in self._handled:
             # Not the first layer of a model this rule can see: a person
             # moves the shape to a keras.Input.
-            ctx.flag(original, RULE, "`batch_input_shape=`/`batch_size=` on a layer "
-                     "(Keras 3 layers reject them)", _ACTION)
+            ctx.flag(
+                original,
+                RULE,
+                "`batch_input_shape=`/`batch_size=` on a layer (Keras 3 layers reject them)",
+                _ACTION,
+            )
         return updated
 
     def _sequential(self, ctx, original, updated):
@@ -155,25 +192,38 @@ class BatchInputShapeRule(context.Rule):
         if found is None:
             return updated
         shape, keywords = found
-        ctx.change(original, RULE, "`batch_input_shape=` on the first layer -> "
-                   "`keras.Input(batch_shape=...)` first in Sequential([...]) (Keras 3 "
-                   "layers take no batch shape)")
-        first = cst.Element(value=_input(ctx, shape), comma=cst.Comma(
-            whitespace_after=cst.SimpleWhitespace(" ")))
+        ctx.change(
+            original,
+            RULE,
+            "`batch_input_shape=` on the first layer -> "
+            "`keras.Input(batch_shape=...)` first in Sequential([...]) (Keras 3 "
+            "layers take no batch shape)",
+        )
+        first = cst.Element(
+            value=_input(ctx, shape), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        )
         items[0] = items[0].with_changes(value=syntax.remove_args(items[0].value, keywords))
         listed = updated.args[0].value.with_changes(elements=[first, *items])
-        return updated.with_changes(args=[updated.args[0].with_changes(value=listed),
-                                          *updated.args[1:]])
+        return updated.with_changes(
+            args=[updated.args[0].with_changes(value=listed), *updated.args[1:]]
+        )
 
 
 AUDIT = [
-    ("<model>.add(<Layer>(..., batch_input_shape=S))",
-     "<model>.add(keras.Input(batch_shape=S)); <model>.add(<Layer>(...))",
-     "Keras 3 layers take no batch shape; the Input fixes it (stateful RNNs)"),
-    ("Sequential([<Layer>(..., batch_input_shape=S), ...])",
-     "Sequential([keras.Input(batch_shape=S), <Layer>(...), ...])",
-     "Keras 3 layers take no batch shape; the Input fixes it"),
-    ("<Layer>(..., batch_size=B, input_shape=S) as the first layer", "keras.Input(batch_shape=(B, *S))",
-     "the same, from Keras 2's batch_size + input_shape pair"),
+    (
+        "<model>.add(<Layer>(..., batch_input_shape=S))",
+        "<model>.add(keras.Input(batch_shape=S)); <model>.add(<Layer>(...))",
+        "Keras 3 layers take no batch shape; the Input fixes it (stateful RNNs)",
+    ),
+    (
+        "Sequential([<Layer>(..., batch_input_shape=S), ...])",
+        "Sequential([keras.Input(batch_shape=S), <Layer>(...), ...])",
+        "Keras 3 layers take no batch shape; the Input fixes it",
+    ),
+    (
+        "<Layer>(..., batch_size=B, input_shape=S) as the first layer",
+        "keras.Input(batch_shape=(B, *S))",
+        "the same, from Keras 2's batch_size + input_shape pair",
+    ),
     ("<Layer>(..., batch_input_shape=S) elsewhere", None, _ACTION),
 ]

@@ -20,21 +20,35 @@ Keras 2 positional arguments are passed by keyword first (`TensorBoard(d,
 
 from __future__ import annotations
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "callbacks"
 
 # Keras 2.3 signatures, in order.
 LEGACY_SIGNATURES = {
     "TensorBoard": (
-        "log_dir", "histogram_freq", "batch_size", "write_graph", "write_grads",
-        "write_images", "embeddings_freq", "embeddings_layer_names",
-        "embeddings_metadata", "embeddings_data", "update_freq",
+        "log_dir",
+        "histogram_freq",
+        "batch_size",
+        "write_graph",
+        "write_grads",
+        "write_images",
+        "embeddings_freq",
+        "embeddings_layer_names",
+        "embeddings_metadata",
+        "embeddings_data",
+        "update_freq",
     ),
     "ProgbarLogger": ("count_mode", "stateful_metrics"),
     "ReduceLROnPlateau": (
-        "monitor", "factor", "patience", "verbose", "mode", "min_delta", "cooldown", "min_lr",
+        "monitor",
+        "factor",
+        "patience",
+        "verbose",
+        "mode",
+        "min_delta",
+        "cooldown",
+        "min_lr",
     ),
 }
 # Callback -> removed argument -> why it can be dropped.
@@ -59,8 +73,12 @@ REMOVED_CLASSES = {
 def _callback(ctx: context.Context, func) -> str | None:
     qualified = ctx.qualified_name(func) or ""
     module, _, name = qualified.rpartition(".")
-    if module in ("keras.callbacks", "keras.callbacks.callbacks",
-                  "keras.callbacks.tensorboard_v1", "keras.callbacks.tensorboard_v2"):
+    if module in (
+        "keras.callbacks",
+        "keras.callbacks.callbacks",
+        "keras.callbacks.tensorboard_v1",
+        "keras.callbacks.tensorboard_v2",
+    ):
         return name
     return None
 
@@ -82,29 +100,42 @@ class CallbackArgsRule(context.Rule):
         messages = []
         if len(syntax.positional(updated)) > 1:
             updated, named = syntax.keywordize(updated, LEGACY_SIGNATURES[name])
-            messages.append(f"passed {', '.join(named)} by keyword (Keras 3 reordered the "
-                            "positional arguments)")
+            messages.append(
+                f"passed {', '.join(named)} by keyword (Keras 3 reordered the positional arguments)"
+            )
         dropped = [
-            syntax.keyword(updated, arg) for arg in DROPPED.get(name, {})
+            syntax.keyword(updated, arg)
+            for arg in DROPPED.get(name, {})
             if syntax.keyword(updated, arg) is not None
         ]
         if dropped:
             updated = syntax.remove_args(updated, dropped)
-            messages.append("removed " + ", ".join(
-                f"`{arg.keyword.value}=` ({DROPPED[name][arg.keyword.value]})" for arg in dropped
-            ) + ": Keras 3 rejects it")
+            messages.append(
+                "removed "
+                + ", ".join(
+                    f"`{arg.keyword.value}=` ({DROPPED[name][arg.keyword.value]})"
+                    for arg in dropped
+                )
+                + ": Keras 3 rejects it"
+            )
         for old, new in RENAMED.get(name, {}).items():
             arg = syntax.keyword(updated, old)
             if arg is None:
                 continue
             if syntax.keyword(updated, new) is not None:
-                ctx.flag(original, RULE, f"{name} gets both {old}= and {new}=",
-                         f"remove {old}= (Keras 3 ignores it).")
+                ctx.flag(
+                    original,
+                    RULE,
+                    f"{name} gets both {old}= and {new}=",
+                    f"remove {old}= (Keras 3 ignores it).",
+                )
                 continue
-            updated = updated.with_changes(args=[
-                a.with_changes(keyword=syntax.expression(new)) if a is arg else a
-                for a in updated.args
-            ])
+            updated = updated.with_changes(
+                args=[
+                    a.with_changes(keyword=syntax.expression(new)) if a is arg else a
+                    for a in updated.args
+                ]
+            )
             messages.append(f"`{old}=` -> `{new}=` (Keras 3 silently ignores {old}=)")
         if messages:
             ctx.change(original, RULE, f"{name}: " + "; ".join(messages))
@@ -112,9 +143,15 @@ class CallbackArgsRule(context.Rule):
 
 
 AUDIT = [
-    *((f"keras.callbacks.{cls}({arg}=)", "(removed)", f"{why}; Keras 3 rejects the argument")
-      for cls, args in sorted(DROPPED.items()) for arg, why in sorted(args.items())),
-    *((f"keras.callbacks.{cls}({old}=)", f"{new}=", "Keras 3 silently ignores the old name")
-      for cls, names in sorted(RENAMED.items()) for old, new in sorted(names.items())),
+    *(
+        (f"keras.callbacks.{cls}({arg}=)", "(removed)", f"{why}; Keras 3 rejects the argument")
+        for cls, args in sorted(DROPPED.items())
+        for arg, why in sorted(args.items())
+    ),
+    *(
+        (f"keras.callbacks.{cls}({old}=)", f"{new}=", "Keras 3 silently ignores the old name")
+        for cls, names in sorted(RENAMED.items())
+        for old, new in sorted(names.items())
+    ),
     *((f"keras.callbacks.{cls}", None, fix) for cls, fix in sorted(REMOVED_CLASSES.items())),
 ]

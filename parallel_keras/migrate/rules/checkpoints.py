@@ -15,24 +15,38 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 from parallel_keras.migrate.rules import saving
 
 RULE = "checkpoints"
 
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
 AUDIT: list[tuple[str, str | None, str]] = [
-    ("ModelCheckpoint(..., period=N)", "parallel_keras.callbacks.ModelCheckpoint(..., period=N)",
-     "Keras 3's ModelCheckpoint has no period (its 7th parameter is save_freq)"),
-    ("ModelCheckpoint('w.hdf5', save_weights_only=True)", "ModelCheckpoint('w.weights.h5', ...)",
-     "Keras 3 checks the suffix when the callback is built"),
-    ("ModelCheckpoint(<path computed at run time>)", "parallel_keras.callbacks.ModelCheckpoint",
-     "it appends the suffix Keras 3 needs when the path lacks it"),
-    ("<own checkpoint class>('w.hdf5', save_weights_only=True)", "'w.weights.h5'",
-     "the class saves with save_weights, which Keras 3 writes only to .weights.h5"),
-    ("EarlyStopping/ReduceLROnPlateau/ModelCheckpoint(monitor=<not loss>, mode='auto')",
-     "mode='max' or 'min', as Keras 2 chose", "Keras 3 raises for a metric without a direction"),
+    (
+        "ModelCheckpoint(..., period=N)",
+        "parallel_keras.callbacks.ModelCheckpoint(..., period=N)",
+        "Keras 3's ModelCheckpoint has no period (its 7th parameter is save_freq)",
+    ),
+    (
+        "ModelCheckpoint('w.hdf5', save_weights_only=True)",
+        "ModelCheckpoint('w.weights.h5', ...)",
+        "Keras 3 checks the suffix when the callback is built",
+    ),
+    (
+        "ModelCheckpoint(<path computed at run time>)",
+        "parallel_keras.callbacks.ModelCheckpoint",
+        "it appends the suffix Keras 3 needs when the path lacks it",
+    ),
+    (
+        "<own checkpoint class>('w.hdf5', save_weights_only=True)",
+        "'w.weights.h5'",
+        "the class saves with save_weights, which Keras 3 writes only to .weights.h5",
+    ),
+    (
+        "EarlyStopping/ReduceLROnPlateau/ModelCheckpoint(monitor=<not loss>, mode='auto')",
+        "mode='max' or 'min', as Keras 2 chose",
+        "Keras 3 raises for a metric without a direction",
+    ),
 ]
 
 _KERAS_CHECKPOINT = "keras.callbacks.ModelCheckpoint"
@@ -83,12 +97,16 @@ class CheckpointRule(context.Rule):
             ctx.shared.setdefault("first_save_line", {}).setdefault(text, ctx.line(node))
         if syntax.is_literal_true(weights_only):
             saving.register_rename(
-                ctx, literal, saving.weights_suffix(text),
+                ctx,
+                literal,
+                saving.weights_suffix(text),
                 "a weights-only checkpoint writes only '.weights.h5' files",
             )
         elif weights_only is None or syntax.is_literal_false(weights_only):
             saving.register_rename(
-                ctx, literal, saving.model_suffix(text, allow_hdf5=False),
+                ctx,
+                literal,
+                saving.model_suffix(text, allow_hdf5=False),
                 "a full-model checkpoint writes only '.keras' or '.h5' files",
             )
 
@@ -106,15 +124,15 @@ class CheckpointRule(context.Rule):
         if literal is None or not syntax.is_literal_true(weights_only):
             return
         saving.register_rename(
-            ctx, literal, saving.weights_suffix(syntax.string_text(literal)),
+            ctx,
+            literal,
+            saving.weights_suffix(syntax.string_text(literal)),
             f"{name} saves these weights with save_weights, which writes only "
             "'.weights.h5' files in Keras 3",
         )
 
     def leave_Call(self, ctx, original, updated):
-        computed = any(
-            original is call for call in ctx.shared.get("unresolved_checkpoints", ())
-        )
+        computed = any(original is call for call in ctx.shared.get("unresolved_checkpoints", ()))
         if ctx.qualified_name(original.func) != _KERAS_CHECKPOINT:
             return updated
         if computed:
@@ -199,7 +217,9 @@ class MonitorModeRule(context.Rule):
         chosen = _keras2_mode(metric)
         new_value = syntax.expression(f"'{chosen}'")
         if mode is not None:
-            args = [arg.with_changes(value=new_value) if arg is mode else arg for arg in updated.args]
+            args = [
+                arg.with_changes(value=new_value) if arg is mode else arg for arg in updated.args
+            ]
         else:
             args = list(updated.args)
             index = args.index(monitor)

@@ -17,19 +17,27 @@ from __future__ import annotations
 import libcst as cst
 from libcst import matchers as m
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "device scopes"
 
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
 AUDIT: list[tuple[str, str | None, str]] = [
-    ("with tf.device(...): <layer calls>", "with parallel_keras.device(...):",
-     "Keras 3 drops tf.device placement of layer calls when the model runs"),
-    ("with tf.device(...): <model construction only>", "with tf.device(...): (kept)",
-     "placing where a model is built still works"),
-    ("with tf.device(...) inside a vendored def multi_gpu_model", "(kept)",
-     "its callers get parallel_keras.multi_gpu_model; the towers are not placements"),
+    (
+        "with tf.device(...): <layer calls>",
+        "with parallel_keras.device(...):",
+        "Keras 3 drops tf.device placement of layer calls when the model runs",
+    ),
+    (
+        "with tf.device(...): <model construction only>",
+        "with tf.device(...): (kept)",
+        "placing where a model is built still works",
+    ),
+    (
+        "with tf.device(...) inside a vendored def multi_gpu_model",
+        "(kept)",
+        "its callers get parallel_keras.multi_gpu_model; the towers are not placements",
+    ),
     ("tf.device_scope", "parallel_keras.device", "tf.device_scope never existed in TensorFlow"),
 ]
 

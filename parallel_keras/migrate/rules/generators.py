@@ -20,23 +20,33 @@ from __future__ import annotations
 import libcst as cst
 from libcst import matchers as m
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 from parallel_keras.migrate.rules import training_api
 
 RULE = "generators"
 
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
 AUDIT: list[tuple[str, str | None, str]] = [
-    ("class S(Sequence) without super().__init__()", "super().__init__(<loader options>)",
-     "a Keras 3 Sequence is a PyDataset, which needs it"),
-    ("yield [x1, x2], y (generators feeding fit, also in other files of the folder)",
-     "yield (x1, x2), y", "Keras 3's fit rejects list-structured batches"),
-    ("fit_generator(sequence, steps_per_epoch=N)",
-     "fit(parallel_keras.repeat_sequence(sequence, N), steps_per_epoch=N)",
-     "Keras 2 cycled a Sequence for N steps; Keras 3 stops at its end"),
-    ("fit_generator(sequence, steps_per_epoch=<call>)", None,
-     "compute the steps once and pass parallel_keras.repeat_sequence(sequence, steps)"),
+    (
+        "class S(Sequence) without super().__init__()",
+        "super().__init__(<loader options>)",
+        "a Keras 3 Sequence is a PyDataset, which needs it",
+    ),
+    (
+        "yield [x1, x2], y (generators feeding fit, also in other files of the folder)",
+        "yield (x1, x2), y",
+        "Keras 3's fit rejects list-structured batches",
+    ),
+    (
+        "fit_generator(sequence, steps_per_epoch=N)",
+        "fit(parallel_keras.repeat_sequence(sequence, N), steps_per_epoch=N)",
+        "Keras 2 cycled a Sequence for N steps; Keras 3 stops at its end",
+    ),
+    (
+        "fit_generator(sequence, steps_per_epoch=<call>)",
+        None,
+        "compute the steps once and pass parallel_keras.repeat_sequence(sequence, steps)",
+    ),
 ]
 
 _SEQUENCE_BASES = frozenset({"keras.utils.Sequence", "keras.utils.data_utils.Sequence"})
@@ -75,8 +85,10 @@ class GeneratorRule(context.Rule):
     def visit_ClassDef(self, ctx, node):
         project = _project_sequences(ctx)
         for base in node.bases:
-            if ctx.qualified_name(base.value) in _SEQUENCE_BASES or (
-                    syntax.dotted(base.value) or "").split(".")[-1] in project:
+            if (
+                ctx.qualified_name(base.value) in _SEQUENCE_BASES
+                or (syntax.dotted(base.value) or "").split(".")[-1] in project
+            ):
                 self._sequences.add(node.name.value)
 
     def visit_Assign(self, ctx, node):
@@ -111,7 +123,8 @@ class GeneratorRule(context.Rule):
         if sequence is None:
             return
         options = [
-            arg for arg in (syntax.keyword(node, name) for name in training_api.LOADER_ARGUMENTS)
+            arg
+            for arg in (syntax.keyword(node, name) for name in training_api.LOADER_ARGUMENTS)
             if arg is not None
         ]
         if options and all(_literal(arg.value) for arg in options):
@@ -138,7 +151,8 @@ class GeneratorRule(context.Rule):
                 continue
             if not _repeatable(steps.value):
                 ctx.flag(
-                    original, RULE,
+                    original,
+                    RULE,
                     f"`{syntax.code(data.value)}` is a Sequence read for "
                     f"{steps_keyword}={syntax.code(steps.value)} steps; Keras 3 reads it "
                     "only once per epoch (Keras 2 cycled it)",
@@ -150,10 +164,12 @@ class GeneratorRule(context.Rule):
             ctx.require_import("parallel_keras")
             wrapped = syntax.expression(
                 f"parallel_keras.repeat_sequence({syntax.code(data.value)}, "
-                f"{syntax.code(steps.value)})")
+                f"{syntax.code(steps.value)})"
+            )
             args = [arg.with_changes(value=wrapped) if arg is data else arg for arg in args]
             ctx.change(
-                original, RULE,
+                original,
+                RULE,
                 f"`{syntax.code(data.value)}` -> `parallel_keras.repeat_sequence(...)`: "
                 f"Keras 2 cycled a Sequence for {steps_keyword}={syntax.code(steps.value)} "
                 "steps whatever its length; Keras 3 stops at its end",
@@ -165,7 +181,7 @@ class GeneratorRule(context.Rule):
         if name not in self._sequences:
             return updated
         body = list(updated.body.body)
-        for index, statement in enumerate(body):
+        for index, statement in enumerate(body):  # noqa: B007  (`index` is read after the loop)
             if isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__":
                 break
         else:
@@ -174,9 +190,7 @@ class GeneratorRule(context.Rule):
         if _super_init(init.body):
             return updated
         options = self._options.get(name, [])
-        arguments = ", ".join(
-            f"{arg.keyword.value}={syntax.code(arg.value)}" for arg in options
-        )
+        arguments = ", ".join(f"{arg.keyword.value}={syntax.code(arg.value)}" for arg in options)
         call = cst.parse_statement(f"super().__init__({arguments})\n")
         statements = list(init.body.body)
         position = 1 if statements and _is_docstring(statements[0]) else 0
@@ -193,8 +207,10 @@ class GeneratorRule(context.Rule):
     def leave_FunctionDef(self, ctx, original, updated):
         name = original.name.value
         project = ctx.project.fit_data_functions if ctx.project is not None else ()
-        in_scope = name in self._generator_functions or name in project or (
-            name == "__getitem__" and self._sequences
+        in_scope = (
+            name in self._generator_functions
+            or name in project
+            or (name == "__getitem__" and self._sequences)
         )
         if not in_scope:
             return updated
@@ -231,7 +247,8 @@ class GeneratorRule(context.Rule):
         new = _rewrite_batches(updated, to_tuples)
         if changed:
             ctx.change(
-                original, RULE,
+                original,
+                RULE,
                 f"`{name}` returns `[inputs...], targets` -> "
                 "`(inputs...), targets`: Keras 3's fit rejects list-structured "
                 "batches (tensorflow/tensorflow#75329); a tuple is the same inputs",
@@ -283,8 +300,21 @@ def _repeatable(node: cst.BaseExpression) -> bool:
 
 
 # Calls that compute the same number however often they run.
-_PURE_FUNCTIONS = frozenset({"len", "int", "round", "min", "max", "math.ceil", "math.floor",
-                             "np.ceil", "np.floor", "numpy.ceil", "numpy.floor"})
+_PURE_FUNCTIONS = frozenset(
+    {
+        "len",
+        "int",
+        "round",
+        "min",
+        "max",
+        "math.ceil",
+        "math.floor",
+        "np.ceil",
+        "np.floor",
+        "numpy.ceil",
+        "numpy.floor",
+    }
+)
 
 
 def _project_sequences(ctx) -> set[str]:

@@ -16,19 +16,27 @@ from __future__ import annotations
 import libcst as cst
 from libcst import matchers as m
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "GPU count"
 
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
 AUDIT: list[tuple[str, str | None, str]] = [
-    ("K.tensorflow_backend._get_available_gpus()", "names of the logical (or simulated) GPUs",
-     "Keras 3 has no TensorFlow backend module"),
-    ("[d for d in K.get_session().list_devices() if ...'GPU'...]",
-     "the logical (or simulated) GPUs", "TF 2 has no sessions"),
-    ("[d for d in device_lib.list_local_devices() if ...'GPU'...]",
-     "the logical (or simulated) GPUs", "physical devices never include simulated ones"),
+    (
+        "K.tensorflow_backend._get_available_gpus()",
+        "names of the logical (or simulated) GPUs",
+        "Keras 3 has no TensorFlow backend module",
+    ),
+    (
+        "[d for d in K.get_session().list_devices() if ...'GPU'...]",
+        "the logical (or simulated) GPUs",
+        "TF 2 has no sessions",
+    ),
+    (
+        "[d for d in device_lib.list_local_devices() if ...'GPU'...]",
+        "the logical (or simulated) GPUs",
+        "physical devices never include simulated ones",
+    ),
     ("K.get_session().list_devices()", "tf.config.list_logical_devices()", "TF 2 has no sessions"),
 ]
 
@@ -45,8 +53,7 @@ _LOCAL_DEVICES = "tensorflow.python.client.device_lib.list_local_devices"
 
 def _mentions_gpu(node: cst.CSTNode) -> bool:
     return any(
-        str(string.evaluated_value).upper() == "GPU"
-        for string in m.findall(node, m.SimpleString())
+        str(string.evaluated_value).upper() == "GPU" for string in m.findall(node, m.SimpleString())
     )
 
 
@@ -102,7 +109,8 @@ class GpuCountRule(context.Rule):
         template = _NAMES if names else _LIST
         ctx.require_import("parallel_keras.devices")
         ctx.change(
-            original, RULE,
+            original,
+            RULE,
             f"the GPUs listed by `{syntax.code(original.for_in.iter)}` "
             "-> "
             "the logical GPUs, or the simulated devices parallel_keras replicates "
@@ -115,7 +123,8 @@ class GpuCountRule(context.Rule):
         if qualified == _AVAILABLE_GPUS:
             ctx.require_import("parallel_keras.devices")
             ctx.change(
-                original, RULE,
+                original,
+                RULE,
                 f"`{syntax.dotted(original.func)}()` -> the names of the logical "
                 "GPUs, or of the simulated devices when there is no GPU "
                 "(Keras 3 has no TensorFlow backend module)",
@@ -129,7 +138,8 @@ class GpuCountRule(context.Rule):
             if id(original) in self._in_comprehension:
                 return updated
             ctx.change(
-                original, RULE,
+                original,
+                RULE,
                 "`K.get_session().list_devices()` -> `tf.config.list_logical_devices()` "
                 "(TF 2 has no sessions)",
             )
@@ -138,6 +148,4 @@ class GpuCountRule(context.Rule):
 
     def visit_Call(self, ctx, node):
         if self._device_listing(ctx, node) and syntax.method_name(node) == "list_devices":
-            ctx.shared.setdefault("handled_calls", set()).update(
-                (id(node), id(node.func.value))
-            )
+            ctx.shared.setdefault("handled_calls", set()).update((id(node), id(node.func.value)))

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "image generators"
 
@@ -54,9 +53,11 @@ _ACTION_ARRAYS = (
     "tf_keras and import ImageDataGenerator from tf_keras.preprocessing.image."
 )
 AUDIT = [
-    ("ImageDataGenerator(rescale=...).flow_from_directory(...)",
-     "keras.utils.image_dataset_from_directory(...).map(rescale)",
-     "the generator's defaults written out (nearest resizing, label mode)"),
+    (
+        "ImageDataGenerator(rescale=...).flow_from_directory(...)",
+        "keras.utils.image_dataset_from_directory(...).map(rescale)",
+        "the generator's defaults written out (nearest resizing, label mode)",
+    ),
     ("ImageDataGenerator(<augmentation>).flow_from_directory(...)", None, _ACTION),
     ("ImageDataGenerator(...).flow(x, y)", None, _ACTION_ARRAYS),
 ]
@@ -90,8 +91,9 @@ class ImageDataRule(context.Rule):
             simple = (
                 isinstance(target, cst.Name)
                 and not syntax.positional(value)
-                and all(arg.keyword is not None and arg.keyword.value == "rescale"
-                        for arg in value.args)
+                and all(
+                    arg.keyword is not None and arg.keyword.value == "rescale" for arg in value.args
+                )
             )
             if simple:
                 self._generators[target.value] = rescale.value if rescale else None
@@ -103,18 +105,24 @@ class ImageDataRule(context.Rule):
     def visit_Call(self, ctx, node):
         if syntax.method_name(node) == "flow" and (
             ctx.qualified_name(node.func.value) == _GENERATOR
-            or (isinstance(node.func.value, cst.Name)
-                and node.func.value.value in self._all_generators)
+            or (
+                isinstance(node.func.value, cst.Name)
+                and node.func.value.value in self._all_generators
+            )
         ):
             self._flows_arrays = True
-        if syntax.method_name(node) in ("flow", "flow_from_dataframe") and isinstance(
-            node.func.value, cst.Name
-        ) and node.func.value.value in self._generators:
+        if (
+            syntax.method_name(node) in ("flow", "flow_from_dataframe")
+            and isinstance(node.func.value, cst.Name)
+            and node.func.value.value in self._generators
+        ):
             self._ok = False
 
     def visit_Attribute(self, ctx, node):
-        if isinstance(node.value, cst.Name) and node.value.value in self._iterators and (
-            node.attr.value in _ITERATOR_ATTRIBUTES
+        if (
+            isinstance(node.value, cst.Name)
+            and node.value.value in self._iterators
+            and (node.attr.value in _ITERATOR_ATTRIBUTES)
         ):
             self._attribute_uses.append(node)
 
@@ -152,15 +160,23 @@ class ImageDataRule(context.Rule):
             and isinstance(statement.value, cst.Call)
             and ctx.qualified_name(statement.value.func) == _GENERATOR
         ):
-            ctx.change(original, RULE, "removed the ImageDataGenerator (Keras 3 has none); "
-                       "its rescale moved to the dataset read below")
+            ctx.change(
+                original,
+                RULE,
+                "removed the ImageDataGenerator (Keras 3 has none); "
+                "its rescale moved to the dataset read below",
+            )
             return cst.RemoveFromParent()
         return updated
 
     def leave_Call(self, ctx, original, updated):
         if ctx.qualified_name(original.func) == _GENERATOR and not self._ok:
-            ctx.flag(original, RULE, "ImageDataGenerator does not exist in Keras 3",
-                     _ACTION_ARRAYS if self._flows_arrays else _ACTION)
+            ctx.flag(
+                original,
+                RULE,
+                "ImageDataGenerator does not exist in Keras 3",
+                _ACTION_ARRAYS if self._flows_arrays else _ACTION,
+            )
             return updated
         if not self._ok or not self._flow_call(original):
             return updated
@@ -183,8 +199,12 @@ class ImageDataRule(context.Rule):
             else:
                 mode = "?"
         if mode not in _LABEL_MODES and mode is not None:
-            ctx.flag(original, RULE, f"class_mode {syntax.code(class_mode.value)} has no "
-                     "dataset equivalent", _ACTION)
+            ctx.flag(
+                original,
+                RULE,
+                f"class_mode {syntax.code(class_mode.value)} has no dataset equivalent",
+                _ACTION,
+            )
             return updated
         interpolation_given = False
         for arg in updated.args:
@@ -192,12 +212,18 @@ class ImageDataRule(context.Rule):
                 continue
             new = _KEYWORDS.get(arg.keyword.value)
             if new is None:
-                ctx.flag(original, RULE, f"flow_from_directory's {arg.keyword.value}= has "
-                         "no dataset equivalent", _ACTION)
+                ctx.flag(
+                    original,
+                    RULE,
+                    f"flow_from_directory's {arg.keyword.value}= has no dataset equivalent",
+                    _ACTION,
+                )
                 return updated
             interpolation_given |= new == "interpolation"
             args.append(f"{new}={syntax.code(arg.value)}")
-        args.append(f"label_mode={mode!r}" if mode is None else f"label_mode='{_LABEL_MODES[mode]}'")
+        args.append(
+            f"label_mode={mode!r}" if mode is None else f"label_mode='{_LABEL_MODES[mode]}'"
+        )
         if not interpolation_given:
             args.append("interpolation='nearest'")
         keras_module = ctx.keras_module()
@@ -212,7 +238,8 @@ class ImageDataRule(context.Rule):
         else:
             code += f".map(lambda images, labels: ({images}, labels))"
         ctx.change(
-            original, RULE,
+            original,
+            RULE,
             "`flow_from_directory` -> `keras.utils.image_dataset_from_directory` with "
             "the generator's defaults (nearest resizing, label mode) and its rescale: "
             "Keras 3 has no ImageDataGenerator",

@@ -33,8 +33,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst import matchers as m
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 from parallel_keras.migrate.rules import keras1_merge
 
 RULE = "imports"
@@ -129,14 +128,30 @@ REMOVED_NAMES = {
     "keras.utils.count_params": "call layer.count_params() or model.count_params().",
     "keras.utils.plot": "use keras.utils.plot_model (Keras 1's plot, renamed in Keras 2).",
     "keras.utils.probas_to_classes": "use np.argmax(probas, axis=-1) (Keras 1 helper).",
-    "keras.utils.categorical_probas_to_classes": "use np.argmax(probas, axis=-1) "
-    "(Keras 1 helper).",
-    **{f"keras.utils.{name}": _GONE_HELPER for name in (
-        "func_dump", "func_load", "has_arg", "to_list", "unpack_singleton", "validate_file",
-        "ask_to_proceed_with_overwrite", "convert_all_kernels_in_model",
-        "convert_dense_weights_data_format", "convert_kernel", "conv_output_length",
-        "conv_input_length", "deconv_length", "normalize_tuple", "normalize_padding",
-        "H5Dict", "slice_arrays", "object_list_uid")},
+    "keras.utils.categorical_probas_to_classes": "use np.argmax(probas, axis=-1) (Keras 1 helper).",
+    **{
+        f"keras.utils.{name}": _GONE_HELPER
+        for name in (
+            "func_dump",
+            "func_load",
+            "has_arg",
+            "to_list",
+            "unpack_singleton",
+            "validate_file",
+            "ask_to_proceed_with_overwrite",
+            "convert_all_kernels_in_model",
+            "convert_dense_weights_data_format",
+            "convert_kernel",
+            "conv_output_length",
+            "conv_input_length",
+            "deconv_length",
+            "normalize_tuple",
+            "normalize_padding",
+            "H5Dict",
+            "slice_arrays",
+            "object_list_uid",
+        )
+    },
     "keras.layers.Network": "subclass or build keras.Model (Keras 2's Network was a "
     "Model without compile/fit; Keras 3 has only Model).",
     "keras.models.Network": "subclass or build keras.Model (Keras 2's Network was a "
@@ -154,9 +169,15 @@ REMOVED_NAMES = {
     "keras.Model instances; the Functional class is private).",
     "keras.models.model_from_config": "use keras.saving.deserialize_keras_object on the config "
     "or keras.Model.from_config(config['config']).",
-    **{f"keras.models.{name}": _LOAD_WEIGHTS for name in (
-        "load_weights_from_hdf5_group", "load_weights_from_hdf5_group_by_name",
-        "preprocess_weights_for_loading", "save_weights_to_hdf5_group")},
+    **{
+        f"keras.models.{name}": _LOAD_WEIGHTS
+        for name in (
+            "load_weights_from_hdf5_group",
+            "load_weights_from_hdf5_group_by_name",
+            "preprocess_weights_for_loading",
+            "save_weights_to_hdf5_group",
+        )
+    },
 }
 _SKLEARN = (
     "Keras 3 has no keras.wrappers.scikit_learn: pip install scikeras and use "
@@ -174,7 +195,8 @@ GONE_MODULES = {
 }
 # Keras 3.15's public packages (tests/migrate/test_imports.py checks the list
 # against the installed Keras).
-KERAS3_MODULES = frozenset("""
+KERAS3_MODULES = frozenset(
+    """
 keras keras.activations keras.applications keras.applications.convnext
 keras.applications.densenet keras.applications.efficientnet
 keras.applications.efficientnet_v2 keras.applications.imagenet_utils
@@ -194,11 +216,15 @@ keras.optimizers.legacy keras.optimizers.schedules keras.preprocessing
 keras.preprocessing.image keras.preprocessing.sequence keras.quantizers
 keras.random keras.regularizers keras.saving keras.tree keras.utils
 keras.utils.bounding_boxes keras.utils.legacy keras.visualization keras.wrappers
-""".split())
+""".split()
+)
 # TensorFlow's own copies of Keras 2, by the path scripts import them from.
 TF_KERAS_PATHS = (
-    "tensorflow._api.v1.keras", "tensorflow._api.v2.keras", "tensorflow.compat.v1.keras",
-    "tensorflow.compat.v2.keras", "tensorflow.python.keras",
+    "tensorflow._api.v1.keras",
+    "tensorflow._api.v2.keras",
+    "tensorflow.compat.v1.keras",
+    "tensorflow.compat.v2.keras",
+    "tensorflow.python.keras",
 )
 _PRIVATE_ACTIONS = {
     "_obtain_input_shape": "Keras 3 has no public _obtain_input_shape: pass input_shape "
@@ -225,15 +251,29 @@ _IMAGE_ADVICE = (
 )
 # Removed preprocessing names -> the fix.
 PREPROCESSING_FLAGS = {
-    **{f"keras.preprocessing.image.{name}": _IMAGE_ADVICE for name in (
-        "NumpyArrayIterator", "DirectoryIterator", "DataFrameIterator", "Iterator",
-        "apply_affine_transform", "apply_brightness_shift", "apply_channel_shift",
-        "random_rotation", "random_shift", "random_shear", "random_zoom",
-        "random_channel_shift", "random_brightness")},
+    **{
+        f"keras.preprocessing.image.{name}": _IMAGE_ADVICE
+        for name in (
+            "NumpyArrayIterator",
+            "DirectoryIterator",
+            "DataFrameIterator",
+            "Iterator",
+            "apply_affine_transform",
+            "apply_brightness_shift",
+            "apply_channel_shift",
+            "random_rotation",
+            "random_shift",
+            "random_shear",
+            "random_zoom",
+            "random_channel_shift",
+            "random_brightness",
+        )
+    },
     "keras.preprocessing.text": _TF_KERAS_ADVICE,
     "keras.preprocessing.sequence.TimeseriesGenerator": (
         "use keras.utils.timeseries_dataset_from_array with sequence_length=length "
-        "(check the window ends: they differ by one), or tf_keras."),
+        "(check the window ends: they differ by one), or tf_keras."
+    ),
     "keras.preprocessing.sequence.skipgrams": "pip install tf_keras and import it from "
     "tf_keras.preprocessing.sequence.",
     "keras.preprocessing.sequence.make_sampling_table": "pip install tf_keras and import "
@@ -260,7 +300,9 @@ def _removed_fix(qualified: str) -> str | None:
             return fix
     module, _, name = canonical.rpartition(".")
     target = _moved(module) or module
-    return REMOVED_NAMES.get(f"{_NAME_HOMES.get(name, target) if target != module else module}.{name}")
+    return REMOVED_NAMES.get(
+        f"{_NAME_HOMES.get(name, target) if target != module else module}.{name}"
+    )
 
 
 def _preprocessing_fix(qualified: str) -> str | None:
@@ -309,26 +351,34 @@ class ImportPathRule(context.Rule):
     def leave_ImportFrom(self, ctx, original, updated):
         # `from tensorflow.python.keras.layers import Dense`: the same module
         # in Keras 3, renamed here (before other rules split the statement).
-        if updated.relative or updated.module is None or isinstance(
-                updated.names, cst.ImportStar):
+        if updated.relative or updated.module is None or isinstance(updated.names, cst.ImportStar):
             return updated
         old_module = syntax.dotted(updated.module)
         self._originals.append(original)
         canonical = syntax.canonical_name(old_module) or ""
         if not old_module.startswith(TF_KERAS_PATHS) or canonical not in KERAS3_MODULES:
             return updated
-        if any(syntax.dotted(a.name).startswith("_") or syntax.dotted(a.name) in DROPPED_NAMES
-               for a in updated.names):
+        if any(
+            syntax.dotted(a.name).startswith("_") or syntax.dotted(a.name) in DROPPED_NAMES
+            for a in updated.names
+        ):
             return updated
-        ctx.change(original, RULE, f"`from {old_module} import ...` -> `from {canonical} "
-                   "import ...`: TensorFlow's copy of Keras 2; the Keras 3 module of the "
-                   "same name")
+        ctx.change(
+            original,
+            RULE,
+            f"`from {old_module} import ...` -> `from {canonical} "
+            "import ...`: TensorFlow's copy of Keras 2; the Keras 3 module of the "
+            "same name",
+        )
         return updated.with_changes(module=syntax.expression(canonical))
 
     def leave_SimpleStatementLine(self, ctx, original, updated):
         new = self._line(ctx, original, updated)
-        for line in (original, updated, *(
-                new.nodes if isinstance(new, cst.FlattenSentinel) else [new])):
+        for line in (
+            original,
+            updated,
+            *(new.nodes if isinstance(new, cst.FlattenSentinel) else [new]),
+        ):
             self._seen.extend(getattr(line, "body", ()))
         return new
 
@@ -343,9 +393,12 @@ class ImportPathRule(context.Rule):
         # stops a node's hooks there): rewritten here, reported at the
         # original statement's line.
         unseen = [
-            line for line in updated.body
-            if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1
-            and isinstance(line.body[0], cst.ImportFrom) and line.body[0].module is not None
+            line
+            for line in updated.body
+            if isinstance(line, cst.SimpleStatementLine)
+            and len(line.body) == 1
+            and isinstance(line.body[0], cst.ImportFrom)
+            and line.body[0].module is not None
             and not any(line.body[0] is seen for seen in self._seen)
         ]
         if not unseen:
@@ -370,9 +423,11 @@ class ImportPathRule(context.Rule):
         # held all of `statement`'s names.
         names = {syntax.dotted(alias.name) for alias in statement.names}
         for original in self._originals:
-            if (syntax.dotted(original.module) == syntax.dotted(statement.module)
-                    and not any(original is seen for seen in self._seen)
-                    and names <= {syntax.dotted(alias.name) for alias in original.names}):
+            if (
+                syntax.dotted(original.module) == syntax.dotted(statement.module)
+                and not any(original is seen for seen in self._seen)
+                and names <= {syntax.dotted(alias.name) for alias in original.names}
+            ):
                 self._seen.append(original)
                 return original
         return None
@@ -408,8 +463,12 @@ class ImportPathRule(context.Rule):
         for alias in statement.names:
             fix = _preprocessing_fix(f"{canonical}.{syntax.dotted(alias.name)}")
             if fix is not None:
-                ctx.flag(line, RULE, f"`{canonical}.{syntax.dotted(alias.name)}` does not "
-                         "exist in Keras 3", fix)
+                ctx.flag(
+                    line,
+                    RULE,
+                    f"`{canonical}.{syntax.dotted(alias.name)}` does not exist in Keras 3",
+                    fix,
+                )
         if canonical.startswith("keras.") and _moved(old_module) is None:
             # `from keras.wrappers.scikit_learn import KerasClassifier`,
             # `from keras.layers import LocallyConnected2D`, `from
@@ -422,23 +481,26 @@ class ImportPathRule(context.Rule):
                     fix = _PRIVATE_ACTIONS.get(name, _PRIVATE_ACTION)
                 if fix is not None:
                     gone = True
-                    ctx.flag(line, RULE, f"`{canonical}.{name}` does not exist in Keras 3",
-                             fix)
+                    ctx.flag(line, RULE, f"`{canonical}.{name}` does not exist in Keras 3", fix)
             if gone:
                 return None
         target = _moved(old_module)
         if target is None and old_module.startswith(TF_KERAS_PATHS):
-            ctx.flag(line, RULE, f"`{old_module}` is TensorFlow's copy of Keras 2; Keras 3 "
-                     f"has no `{canonical}`",
-                     "import the name from the public Keras 3 package that holds it "
-                     "(keras.layers, keras.models, keras.utils, ...).")
+            ctx.flag(
+                line,
+                RULE,
+                f"`{old_module}` is TensorFlow's copy of Keras 2; Keras 3 has no `{canonical}`",
+                "import the name from the public Keras 3 package that holds it "
+                "(keras.layers, keras.models, keras.utils, ...).",
+            )
             return None
         if target is not None:
             return self._names_from_moved(ctx, line, statement, old_module, target)
         # `from keras.backend import tensorflow_backend as KTF`: a moved module
         # imported by name becomes its new module under the same local name.
         moved = [
-            alias for alias in statement.names
+            alias
+            for alias in statement.names
             if _moved(f"{old_module}.{syntax.dotted(alias.name)}") is not None
         ]
         if not moved:
@@ -449,26 +511,36 @@ class ImportPathRule(context.Rule):
             kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             new.append(statement.with_changes(names=_commas(kept)))
         called = ctx.shared.get(keras1_merge.SHARED_KEY, set()) - ctx.shared.get(
-            keras1_merge.KEPT_KEY, set())
+            keras1_merge.KEPT_KEY, set()
+        )
         for alias in moved:
             full = f"{old_module}.{syntax.dotted(alias.name)}"
             if _alias_name(alias) in called and syntax.canonical_name(full) == "keras.layers.merge":
                 # Keras 1's merge() function: its calls are rewritten by
                 # rules/keras1_merge.py, so the name is no longer imported.
-                ctx.change(line, RULE, f"`from {old_module} import merge` removed: Keras 1's "
-                           "merge() calls become the keras.layers function of their mode")
+                ctx.change(
+                    line,
+                    RULE,
+                    f"`from {old_module} import merge` removed: Keras 1's "
+                    "merge() calls become the keras.layers function of their mode",
+                )
                 continue
             parent, last = _split(_moved(full))
             local = _alias_name(alias)
-            new.append(cst.ImportFrom(
-                module=syntax.expression(parent),
-                names=[cst.ImportAlias(
-                    name=cst.Name(last),
-                    asname=None if local == last else cst.AsName(name=cst.Name(local)),
-                )],
-            ))
+            new.append(
+                cst.ImportFrom(
+                    module=syntax.expression(parent),
+                    names=[
+                        cst.ImportAlias(
+                            name=cst.Name(last),
+                            asname=None if local == last else cst.AsName(name=cst.Name(local)),
+                        )
+                    ],
+                )
+            )
             ctx.change(
-                line, RULE,
+                line,
+                RULE,
                 f"`from {old_module} import {syntax.dotted(alias.name)}` -> "
                 f"`from {parent} import {last}`: the module does not exist in Keras 3",
             )
@@ -490,8 +562,12 @@ class ImportPathRule(context.Rule):
                 continue
             if name.startswith("_"):
                 private.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
-                ctx.flag(line, RULE, f"`{name}` is private to Keras 2's `{old_module}`",
-                         _PRIVATE_ACTIONS.get(name, _PRIVATE_ACTION))
+                ctx.flag(
+                    line,
+                    RULE,
+                    f"`{name}` is private to Keras 2's `{old_module}`",
+                    _PRIVATE_ACTIONS.get(name, _PRIVATE_ACTION),
+                )
                 continue
             submodule = _moved(f"{old_module}.{name}")
             if submodule is not None:
@@ -499,14 +575,15 @@ class ImportPathRule(context.Rule):
                 # a moved module imported by name, bound under its old name.
                 parent, last = _split(submodule)
                 local = _alias_name(alias)
-                groups.setdefault(parent, []).append(cst.ImportAlias(
-                    name=cst.Name(last),
-                    asname=None if local == last else cst.AsName(name=cst.Name(local))))
+                groups.setdefault(parent, []).append(
+                    cst.ImportAlias(
+                        name=cst.Name(last),
+                        asname=None if local == last else cst.AsName(name=cst.Name(local)),
+                    )
+                )
                 continue
             home = _NAME_HOMES.get(name, target)
-            groups.setdefault(home, []).append(
-                alias.with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            )
+            groups.setdefault(home, []).append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
         new = []
         if private:  # Left as it was: the line fails until a person replaces it.
             new.append(statement.with_changes(names=_commas(private)))
@@ -546,7 +623,8 @@ class ImportPathRule(context.Rule):
             # rewritten below, and the new import binds the same root.
             names[index] = alias.with_changes(name=syntax.expression(target))
             ctx.change(
-                line, RULE,
+                line,
+                RULE,
                 f"`import {full}` -> `import {target}`: the module does not exist in Keras 3",
             )
         if not touched:
@@ -571,8 +649,11 @@ class ImportPathRule(context.Rule):
         if text is None or not isinstance(original.value, cst.Attribute):
             return updated
         module_text = syntax.dotted(original.value)
-        roots = [root for root in ("keras.", "tf.keras.", "tensorflow.keras.")
-                 if module_text.startswith(root)]
+        roots = [
+            root
+            for root in ("keras.", "tf.keras.", "tensorflow.keras.")
+            if module_text.startswith(root)
+        ]
         target = _moved(ctx.qualified_name(original.value) or module_text)
         if target is None or not roots:
             return updated
@@ -580,25 +661,47 @@ class ImportPathRule(context.Rule):
             return updated
         # `tf.keras.layers.experimental.preprocessing.RandomFlip` ->
         # `tf.keras.layers.RandomFlip`: the script's own root stays bound.
-        new = f"{roots[0][:-len('keras.')]}{target}.{original.attr.value}"
+        new = f"{roots[0][: -len('keras.')]}{target}.{original.attr.value}"
         ctx.change(original, RULE, f"`{text}` -> `{new}`: the module does not exist in Keras 3")
         return syntax.expression(new)
 
 
 AUDIT = [
-    *((f"{old}.*", f"{new}.*", "the module does not exist in Keras 3")
-      for old, new in sorted(MOVED_MODULES.items())),
-    *((f"{root}.<module>", "keras.<module>",
-       "TensorFlow's copy of Keras 2; the Keras 3 module of the same name (flagged "
-       "when Keras 3 has none)") for root in TF_KERAS_PATHS),
-    ("from keras.<module> import _Private (e.g. keras.layers.merge._Merge)", None,
-     _PRIVATE_ACTIONS["_Merge"]),
-    *((f"{name}.*" if name.count(".") == 2 else name, None, fix)
-      for name, fix in sorted(PREPROCESSING_FLAGS.items())),
-    ("keras.preprocessing.sequence.pad_sequences", "(kept)",
-     "Keras 3 still has it (also as keras.utils.pad_sequences)"),
-    *((f"keras.backend.{name}", "(import dropped)", "TF1 session helper; its uses are "
-       "rewritten by the sessions/GPU-count rules") for name in sorted(DROPPED_NAMES)),
+    *(
+        (f"{old}.*", f"{new}.*", "the module does not exist in Keras 3")
+        for old, new in sorted(MOVED_MODULES.items())
+    ),
+    *(
+        (
+            f"{root}.<module>",
+            "keras.<module>",
+            "TensorFlow's copy of Keras 2; the Keras 3 module of the same name (flagged "
+            "when Keras 3 has none)",
+        )
+        for root in TF_KERAS_PATHS
+    ),
+    (
+        "from keras.<module> import _Private (e.g. keras.layers.merge._Merge)",
+        None,
+        _PRIVATE_ACTIONS["_Merge"],
+    ),
+    *(
+        (f"{name}.*" if name.count(".") == 2 else name, None, fix)
+        for name, fix in sorted(PREPROCESSING_FLAGS.items())
+    ),
+    (
+        "keras.preprocessing.sequence.pad_sequences",
+        "(kept)",
+        "Keras 3 still has it (also as keras.utils.pad_sequences)",
+    ),
+    *(
+        (
+            f"keras.backend.{name}",
+            "(import dropped)",
+            "TF1 session helper; its uses are rewritten by the sessions/GPU-count rules",
+        )
+        for name in sorted(DROPPED_NAMES)
+    ),
     *((f"{module}.*", None, fix) for module, fix in sorted(GONE_MODULES.items())),
     *((name, None, fix) for name, fix in sorted(REMOVED_NAMES.items())),
     ("from keras.<module> import _private (any Keras module)", None, _PRIVATE_ACTION),

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "Keras 1/2 spellings"
 # Local names bound to Keras 1's merge() whose every call is rewritten (the
 # import rule drops their import), and those with a call left for a person.
 SHARED_KEY = "keras1_merge_names"
 KEPT_KEY = "keras1_merge_kept"
-_QUALIFIED = frozenset({"keras.layers.merge", "keras.layers.merge.merge", "keras.legacy.layers.merge"})
+_QUALIFIED = frozenset(
+    {"keras.layers.merge", "keras.layers.merge.merge", "keras.legacy.layers.merge"}
+)
 # Keras 1 mode -> (Keras 3 function in keras.layers, extra keywords).
 MODES = {
     "concat": ("concatenate", ()),
@@ -51,8 +52,11 @@ def _plan(call: cst.Call) -> tuple[str, tuple] | None:
     """The Keras 3 function for a Keras 1 merge() call, or None to flag it."""
     mode_arg = syntax.keyword(call, "mode")
     mode = "sum" if mode_arg is None else syntax.string_text(mode_arg.value)
-    extra = [arg for arg in call.args if arg.keyword is not None and arg.keyword.value
-             not in ("mode", "name", *_RENAMES)]
+    extra = [
+        arg
+        for arg in call.args
+        if arg.keyword is not None and arg.keyword.value not in ("mode", "name", *_RENAMES)
+    ]
     positional = [arg for arg in call.args if arg.keyword is None]
     if mode not in MODES or extra or len(positional) != 1 or positional[0].star:
         return None
@@ -74,8 +78,12 @@ class Keras1MergeRule(context.Rule):
             return updated
         plan = _plan(updated)
         if plan is None:
-            ctx.flag(original, RULE, "Keras 1's `merge(...)` with this mode/arguments has no "
-                     "Keras 3 twin", _ACTION)
+            ctx.flag(
+                original,
+                RULE,
+                "Keras 1's `merge(...)` with this mode/arguments has no Keras 3 twin",
+                _ACTION,
+            )
             return updated
         mode_arg = syntax.keyword(updated, "mode")
         mode, (function, added) = plan
@@ -87,17 +95,23 @@ class Keras1MergeRule(context.Rule):
                 arg = arg.with_changes(keyword=cst.Name(_RENAMES[arg.keyword.value]))
             args.append(arg)
         args += [syntax.make_arg(name, syntax.expression(value)) for name, value in added]
-        args = [arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-                for arg in args[:-1]] + [args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+        args = [
+            arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            for arg in args[:-1]
+        ] + [args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
         new = f"{ctx.keras_module()}.layers.{function}"
         ctx.change(original, RULE, f"Keras 1 `merge(..., mode={mode!r})` -> `{new}(...)`")
         return updated.with_changes(func=syntax.expression(new), args=args)
 
 
 AUDIT = [
-    *((f"keras.layers.merge(..., mode='{mode}')", f"keras.layers.{function}(...)"
-       + (" with normalize=True" if added else ""),
-       "Keras 1's one merge function; concat_axis= -> axis=, dot_axes= -> axes=")
-      for mode, (function, added) in MODES.items()),
+    *(
+        (
+            f"keras.layers.merge(..., mode='{mode}')",
+            f"keras.layers.{function}(...)" + (" with normalize=True" if added else ""),
+            "Keras 1's one merge function; concat_axis= -> axis=, dot_axes= -> axes=",
+        )
+        for mode, (function, added) in MODES.items()
+    ),
     ("keras.layers.merge(..., mode=<callable>)", None, _ACTION),
 ]

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "layers"
 
@@ -32,8 +31,14 @@ _CUDNN = {
     "CuDNNLSTM": ("LSTM", (("recurrent_activation", "'sigmoid'"),)),
     "CuDNNGRU": ("GRU", (("recurrent_activation", "'sigmoid'"), ("reset_after", "True"))),
 }
-_CUDNN_MODULES = frozenset({"keras.layers", "keras.layers.cudnn_recurrent",
-                            "keras.compat.v1.layers", "keras.layers.recurrent"})
+_CUDNN_MODULES = frozenset(
+    {
+        "keras.layers",
+        "keras.layers.cudnn_recurrent",
+        "keras.compat.v1.layers",
+        "keras.layers.recurrent",
+    }
+)
 
 
 def _cudnn(ctx: context.Context, node: cst.CSTNode) -> str | None:
@@ -50,8 +55,9 @@ def _is_layer_call(ctx: context.Context, call: cst.Call) -> bool:
     if not isinstance(call.func, (cst.Name, cst.Attribute)):
         return False
     qualified = ctx.qualified_name(call.func) or ""
-    return qualified.startswith(("keras.layers.", "keras.models.", "keras.Model",
-                                 "keras.Sequential", "keras.Input"))
+    return qualified.startswith(
+        ("keras.layers.", "keras.models.", "keras.Model", "keras.Sequential", "keras.Input")
+    )
 
 
 def _literal_slash(node: cst.CSTNode) -> bool:
@@ -92,8 +98,10 @@ class LayerApiRule(context.Rule):
 
         class _Weights(cst.CSTVisitor):
             def visit_Assign(self, assign):
-                if isinstance(assign.value, cst.Call) and syntax.method_name(
-                        assign.value) == "add_weight":
+                if (
+                    isinstance(assign.value, cst.Call)
+                    and syntax.method_name(assign.value) == "add_weight"
+                ):
                     for target in assign.targets:
                         if isinstance(target.target, cst.Attribute):
                             created.add(syntax.code(target.target))
@@ -113,19 +121,26 @@ class LayerApiRule(context.Rule):
             return updated
         module = syntax.canonical_name(syntax.dotted(updated.module)) if updated.module else ""
         if not any(syntax.dotted(a.name) in _CUDNN for a in original.names) or (
-                module not in _CUDNN_MODULES):
+            module not in _CUDNN_MODULES
+        ):
             return updated
         seen, kept = set(), []
         for alias in updated.names:
             if syntax.dotted(alias.name) in _CUDNN:
-                alias = alias.with_changes(name=cst.Name(_CUDNN[syntax.dotted(alias.name)][0]))  # `import LSTM, CuDNNLSTM` -> one LSTM.
+                alias = alias.with_changes(
+                    name=cst.Name(_CUDNN[syntax.dotted(alias.name)][0])
+                )  # `import LSTM, CuDNNLSTM` -> one LSTM.
             key = (syntax.dotted(alias.name), alias.asname.name.value if alias.asname else None)
             if key not in seen:
                 seen.add(key)
                 kept.append(alias)
         kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        ctx.change(original, RULE, "imports CuDNNLSTM/CuDNNGRU as LSTM/GRU (Keras 3 "
-                   "has no CuDNN layers; LSTM/GRU use cuDNN themselves)")
+        ctx.change(
+            original,
+            RULE,
+            "imports CuDNNLSTM/CuDNNGRU as LSTM/GRU (Keras 3 "
+            "has no CuDNN layers; LSTM/GRU use cuDNN themselves)",
+        )
         if module == "keras.layers.cudnn_recurrent":
             return updated.with_changes(module=syntax.expression("keras.layers"), names=kept)
         return updated.with_changes(names=kept)
@@ -149,27 +164,39 @@ class LayerApiRule(context.Rule):
             if _literal_slash(name.value):
                 return self._rename(ctx, original, updated, name)
             if not isinstance(name.value, cst.SimpleString) and _has_slash_part(name.value):
-                ctx.flag(original, RULE, "a computed layer name holds `/`, which Keras 3 "
-                         "refuses (ValueError)",
-                         "build the name with '_' instead of '/' (and use the same name "
-                         "wherever the layer is looked up).")
+                ctx.flag(
+                    original,
+                    RULE,
+                    "a computed layer name holds `/`, which Keras 3 refuses (ValueError)",
+                    "build the name with '_' instead of '/' (and use the same name "
+                    "wherever the layer is looked up).",
+                )
         if syntax.method_name(original) == "get_layer":
             arg = syntax.keyword(updated, "name") or (
-                syntax.positional(updated)[0] if syntax.positional(updated) else None)
-            if arg is not None and isinstance(arg.value, cst.SimpleString) and (
-                    arg.value.evaluated_value in self._renamed):
+                syntax.positional(updated)[0] if syntax.positional(updated) else None
+            )
+            if (
+                arg is not None
+                and isinstance(arg.value, cst.SimpleString)
+                and (arg.value.evaluated_value in self._renamed)
+            ):
                 return self._rename(ctx, original, updated, arg)
         return updated
 
     def _rename(self, ctx, original, updated, arg):
         old = arg.value.evaluated_value
         new_value = arg.value.value.replace("/", "_")
-        ctx.change(original, RULE, f"layer name {old!r} -> {old.replace('/', '_')!r}: "
-                   "Keras 3 refuses '/' in names")
-        return updated.with_changes(args=[
-            a.with_changes(value=a.value.with_changes(value=new_value)) if a is arg else a
-            for a in updated.args
-        ])
+        ctx.change(
+            original,
+            RULE,
+            f"layer name {old!r} -> {old.replace('/', '_')!r}: Keras 3 refuses '/' in names",
+        )
+        return updated.with_changes(
+            args=[
+                a.with_changes(value=a.value.with_changes(value=new_value)) if a is arg else a
+                for a in updated.args
+            ]
+        )
 
     def _cudnn_call(self, ctx, original, updated, cudnn):
         new, extra = _CUDNN[cudnn]
@@ -179,12 +206,17 @@ class LayerApiRule(context.Rule):
             for keyword, value in extra:
                 if syntax.keyword(updated, keyword) is None:
                     if args:
-                        args[-1] = args[-1].with_changes(comma=cst.Comma(
-                            whitespace_after=cst.SimpleWhitespace(" ")))
+                        args[-1] = args[-1].with_changes(
+                            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                        )
                     args.append(syntax.make_arg(keyword, syntax.expression(value)))
                     added.append(f"{keyword}={value}")
-        ctx.change(original, RULE, f"`{cudnn}` -> `{new}` with {', '.join(added) or 'its'} "
-                   "cuDNN settings: the same computation, and Keras 3 runs it on cuDNN")
+        ctx.change(
+            original,
+            RULE,
+            f"`{cudnn}` -> `{new}` with {', '.join(added) or 'its'} "
+            "cuDNN settings: the same computation, and Keras 3 runs it on cuDNN",
+        )
         return updated.with_changes(args=args)
 
     def leave_SimpleStatementLine(self, ctx, original, updated):
@@ -197,26 +229,39 @@ class LayerApiRule(context.Rule):
         created = set().union(*self._weights_by_class.values()) if self._weights_by_class else set()
         listed = [syntax.code(item) for item in items] if items is not None else None
         if listed is not None and all(item in created for item in listed):
-            ctx.change(original, RULE, f"removed the update of `self.{attribute}`: Keras 3 has "
-                       "no setter (and its list is a copy), and add_weight already tracks "
-                       "these weights")
+            ctx.change(
+                original,
+                RULE,
+                f"removed the update of `self.{attribute}`: Keras 3 has "
+                "no setter (and its list is a copy), and add_weight already tracks "
+                "these weights",
+            )
             return cst.RemoveFromParent()
-        ctx.flag(original, RULE, f"`self.{attribute}` is updated by hand: Keras 3 layers have "
-                 "no setter, and appending to the list they return changes nothing (the "
-                 "weight would silently not train)",
-                 "create each weight with self.add_weight(...) in build (Keras 3 tracks "
-                 "it) and delete this line; for a sub-layer's weights, assign the "
-                 "sub-layer to an attribute of self.")
+        ctx.flag(
+            original,
+            RULE,
+            f"`self.{attribute}` is updated by hand: Keras 3 layers have "
+            "no setter, and appending to the list they return changes nothing (the "
+            "weight would silently not train)",
+            "create each weight with self.add_weight(...) in build (Keras 3 tracks "
+            "it) and delete this line; for a sub-layer's weights, assign the "
+            "sub-layer to an attribute of self.",
+        )
         return updated
 
 
-_WEIGHT_LISTS = frozenset({"trainable_weights", "non_trainable_weights",
-                           "_trainable_weights", "_non_trainable_weights"})
+_WEIGHT_LISTS = frozenset(
+    {"trainable_weights", "non_trainable_weights", "_trainable_weights", "_non_trainable_weights"}
+)
 
 
 def _weight_list(node: cst.CSTNode) -> str | None:
-    if (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
-            and node.value.value == "self" and node.attr.value in _WEIGHT_LISTS):
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+        and node.attr.value in _WEIGHT_LISTS
+    ):
         return node.attr.value
     return None
 
@@ -246,17 +291,32 @@ def _weight_list_update(statement):
                 return attribute, [value] if call.func.attr.value == "append" else _elements(value)
     return None
 
+
 AUDIT = [
-    ("keras.layers.CuDNNLSTM", "keras.layers.LSTM(..., recurrent_activation='sigmoid')",
-     "Keras 2's CuDNNLSTM was LSTM with cuDNN's fixed settings; Keras 3 LSTM uses cuDNN"),
-    ("keras.layers.CuDNNGRU",
-     "keras.layers.GRU(..., recurrent_activation='sigmoid', reset_after=True)",
-     "Keras 2's CuDNNGRU was GRU with cuDNN's fixed settings; Keras 3 GRU uses cuDNN"),
-    ("layer name 'a/b' (literal)", "'a_b'", "Keras 3 refuses '/' in names; get_layer "
-     "literals of the name follow"),
+    (
+        "keras.layers.CuDNNLSTM",
+        "keras.layers.LSTM(..., recurrent_activation='sigmoid')",
+        "Keras 2's CuDNNLSTM was LSTM with cuDNN's fixed settings; Keras 3 LSTM uses cuDNN",
+    ),
+    (
+        "keras.layers.CuDNNGRU",
+        "keras.layers.GRU(..., recurrent_activation='sigmoid', reset_after=True)",
+        "Keras 2's CuDNNGRU was GRU with cuDNN's fixed settings; Keras 3 GRU uses cuDNN",
+    ),
+    (
+        "layer name 'a/b' (literal)",
+        "'a_b'",
+        "Keras 3 refuses '/' in names; get_layer literals of the name follow",
+    ),
     ("layer name with '/' (computed)", None, "build it with '_' instead of '/'"),
-    ("self.trainable_weights = / += / .append(...) (weights from add_weight)", "(removed)",
-     "no setter in Keras 3; add_weight tracks them"),
-    ("self.trainable_weights / self._trainable_weights updated by hand (other)", None,
-     "create weights with self.add_weight and delete the line"),
+    (
+        "self.trainable_weights = / += / .append(...) (weights from add_weight)",
+        "(removed)",
+        "no setter in Keras 3; add_weight tracks them",
+    ),
+    (
+        "self.trainable_weights / self._trainable_weights updated by hand (other)",
+        None,
+        "create weights with self.add_weight and delete the line",
+    ),
 ]

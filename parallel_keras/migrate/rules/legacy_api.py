@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "Keras 1/2 spellings"
 
@@ -32,7 +31,8 @@ def _rename_keyword(call: cst.Call, old: str, new: str) -> cst.Call:
     return call.with_changes(
         args=[
             arg.with_changes(keyword=cst.Name(new))
-            if arg.keyword is not None and arg.keyword.value == old else arg
+            if arg.keyword is not None and arg.keyword.value == old
+            else arg
             for arg in call.args
         ]
     )
@@ -76,9 +76,17 @@ class LegacyApiRule(context.Rule):
         if qualified in _MODEL_CLASSES:
             return self._model(ctx, original, updated)
         if qualified == "keras.backend.image_dim_ordering":
-            ctx.change(original, RULE, "`image_dim_ordering()` -> `image_data_format()` "
-                       "mapped back to 'th'/'tf' (Keras 3 removed dim ordering)")
-            owner = syntax.dotted(original.func.value) if isinstance(original.func, cst.Attribute) else None
+            ctx.change(
+                original,
+                RULE,
+                "`image_dim_ordering()` -> `image_data_format()` "
+                "mapped back to 'th'/'tf' (Keras 3 removed dim ordering)",
+            )
+            owner = (
+                syntax.dotted(original.func.value)
+                if isinstance(original.func, cst.Attribute)
+                else None
+            )
             function = f"{owner}.image_data_format" if owner else "keras.backend.image_data_format"
             if owner is None:
                 ctx.require_import("keras")
@@ -96,14 +104,22 @@ class LegacyApiRule(context.Rule):
         if syntax.keyword(updated, "input_shape") is not None:
             return updated
         value = syntax.code(length.value)
-        ctx.change(original, RULE, f"Embedding `input_length={value}` -> `input_shape=({value},)`: "
-                   "Keras 3 ignores input_length, so the model would not be built")
-        return updated.with_changes(args=[
-            arg.with_changes(keyword=cst.Name("input_shape"),
-                             value=syntax.expression(f"({value},)"))
-            if arg is length else arg
-            for arg in updated.args
-        ])
+        ctx.change(
+            original,
+            RULE,
+            f"Embedding `input_length={value}` -> `input_shape=({value},)`: "
+            "Keras 3 ignores input_length, so the model would not be built",
+        )
+        return updated.with_changes(
+            args=[
+                arg.with_changes(
+                    keyword=cst.Name("input_shape"), value=syntax.expression(f"({value},)")
+                )
+                if arg is length
+                else arg
+                for arg in updated.args
+            ]
+        )
 
     def _model(self, ctx, original, updated):
         renamed = []
@@ -112,8 +128,9 @@ class LegacyApiRule(context.Rule):
                 updated = _rename_keyword(updated, old, new)
                 renamed.append(f"{old}= -> {new}=")
         if renamed:
-            ctx.change(original, RULE, f"Model({', '.join(renamed)}) (Keras 1 names, "
-                       "rejected by Keras 3)")
+            ctx.change(
+                original, RULE, f"Model({', '.join(renamed)}) (Keras 1 names, rejected by Keras 3)"
+            )
         return updated
 
     def _set_ordering(self, ctx, original, updated):
@@ -130,11 +147,13 @@ class LegacyApiRule(context.Rule):
         else:
             ctx.require_import("keras")
             func = syntax.expression("keras.backend.set_image_data_format")
-        ctx.change(original, RULE, "`set_image_dim_ordering` -> `set_image_data_format` "
-                   "('th' = 'channels_first', 'tf' = 'channels_last')")
-        return updated.with_changes(
-            func=func, args=[updated.args[0].with_changes(value=new_value)]
+        ctx.change(
+            original,
+            RULE,
+            "`set_image_dim_ordering` -> `set_image_data_format` "
+            "('th' = 'channels_first', 'tf' = 'channels_last')",
         )
+        return updated.with_changes(func=func, args=[updated.args[0].with_changes(value=new_value)])
 
     def _fit(self, ctx, original, updated):
         if syntax.keyword(updated, "nb_epoch") is not None:
@@ -142,7 +161,9 @@ class LegacyApiRule(context.Rule):
             ctx.change(original, RULE, "`nb_epoch=` -> `epochs=` (Keras 1 name)")
         data = syntax.keyword(updated, "generator") or syntax.keyword(updated, "x")
         positional = syntax.positional(updated)
-        data_value = data.value if data is not None else (positional[0].value if positional else None)
+        data_value = (
+            data.value if data is not None else (positional[0].value if positional else None)
+        )
         validation = syntax.keyword(updated, "validation_data")
         for samples, steps, source in (
             ("samples_per_epoch", "steps_per_epoch", data_value),
@@ -153,27 +174,45 @@ class LegacyApiRule(context.Rule):
                 continue
             if source is not None and self._is_sized(ctx, source):
                 updated = syntax.remove_args(updated, [arg])
-                ctx.change(original, RULE, f"removed `{samples}=` (Keras 1, in samples): "
-                           "the iterator knows its number of batches")
+                ctx.change(
+                    original,
+                    RULE,
+                    f"removed `{samples}=` (Keras 1, in samples): "
+                    "the iterator knows its number of batches",
+                )
             else:
-                ctx.flag(original, RULE, f"`{samples}=` counts samples (Keras 1); Keras 3 "
-                         f"counts batches in `{steps}=`",
-                         f"replace {samples}=N by {steps}=N // batch_size (the batch "
-                         "size of the generator).")
+                ctx.flag(
+                    original,
+                    RULE,
+                    f"`{samples}=` counts samples (Keras 1); Keras 3 counts batches in `{steps}=`",
+                    f"replace {samples}=N by {steps}=N // batch_size (the batch "
+                    "size of the generator).",
+                )
         return updated
 
 
 AUDIT = [
     ("Model(input=, output=)", "Model(inputs=, outputs=)", "Keras 1 names, rejected by Keras 3"),
     ("fit/fit_generator(nb_epoch=)", "epochs=", "Keras 1 name"),
-    ("samples_per_epoch= / nb_val_samples= on an iterator or Sequence", "(removed)",
-     "the iterator knows its number of batches"),
-    ("samples_per_epoch= / nb_val_samples= on a plain generator", None,
-     "replace by steps_per_epoch=N // batch_size"),
-    ("keras.backend.image_dim_ordering()", "'th'/'tf' from image_data_format()",
-     "Keras 3 removed dim ordering"),
-    ("keras.backend.set_image_dim_ordering(x)", "keras.backend.set_image_data_format(...)",
-     "'th' = channels_first, 'tf' = channels_last"),
-    ("Embedding(input_length=n)", "Embedding(input_shape=(n,))",
-     "Keras 3 ignores input_length"),
+    (
+        "samples_per_epoch= / nb_val_samples= on an iterator or Sequence",
+        "(removed)",
+        "the iterator knows its number of batches",
+    ),
+    (
+        "samples_per_epoch= / nb_val_samples= on a plain generator",
+        None,
+        "replace by steps_per_epoch=N // batch_size",
+    ),
+    (
+        "keras.backend.image_dim_ordering()",
+        "'th'/'tf' from image_data_format()",
+        "Keras 3 removed dim ordering",
+    ),
+    (
+        "keras.backend.set_image_dim_ordering(x)",
+        "keras.backend.set_image_data_format(...)",
+        "'th' = channels_first, 'tf' = channels_last",
+    ),
+    ("Embedding(input_length=n)", "Embedding(input_shape=(n,))", "Keras 3 ignores input_length"),
 ]

@@ -19,8 +19,7 @@ import re
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "metric names"
 
@@ -29,12 +28,17 @@ _NEW_KEYS = frozenset({"accuracy", "val_accuracy"})
 _FIELD = re.compile(r"\{((?:val_)?acc(?:uracy)?)[:!}]")
 
 AUDIT: list[tuple[str, str | None, str]] = [
-    ("compile(metrics=['accuracy']) with 'acc'/'val_acc' read as log keys",
-     "compile(metrics=['acc'])",
-     "Keras 2.0-2.2 logged 'accuracy' as 'acc'; Keras 3 logs metrics=['acc'] as "
-     "'acc', so monitor=, path format fields, logs[...] and history keys stay right"),
-    ("'acc' and 'accuracy' log keys in one script", None,
-     "no single metric name serves both: use one spelling throughout"),
+    (
+        "compile(metrics=['accuracy']) with 'acc'/'val_acc' read as log keys",
+        "compile(metrics=['acc'])",
+        "Keras 2.0-2.2 logged 'accuracy' as 'acc'; Keras 3 logs metrics=['acc'] as "
+        "'acc', so monitor=, path format fields, logs[...] and history keys stay right",
+    ),
+    (
+        "'acc' and 'accuracy' log keys in one script",
+        None,
+        "no single metric name serves both: use one spelling throughout",
+    ),
 ]
 
 
@@ -100,7 +104,8 @@ class MetricKeyRule(context.Rule):
     def _flag_conflict(self, ctx, original):
         if original is self._conflict:
             ctx.flag(
-                original, RULE,
+                original,
+                RULE,
                 "the script reads both 'acc' and 'accuracy' log keys of "
                 "metrics=['accuracy'] (Keras 3 logs it as 'accuracy')",
                 "use one spelling: 'accuracy' (and 'val_accuracy') everywhere with "
@@ -120,7 +125,8 @@ class MetricKeyRule(context.Rule):
         if not self._rename or not any(original is node for node in self._compiled):
             return updated
         ctx.change(
-            original, RULE,
+            original,
+            RULE,
             "metrics=['accuracy'] -> ['acc']: Keras 2 logged it as 'acc', and this "
             "script reads 'acc' keys (monitor=, path fields, logs, history); Keras 3 "
             "logs metrics=['acc'] as 'acc'",

@@ -29,16 +29,20 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "model API"
 
 _PRINT_SUMMARY = frozenset(
-    {"keras.utils.print_summary", "keras.utils.layer_utils.print_summary",
-     "keras.utils.vis_utils.print_summary"}
+    {
+        "keras.utils.print_summary",
+        "keras.utils.layer_utils.print_summary",
+        "keras.utils.vis_utils.print_summary",
+    }
 )
 _PRINT_SUMMARY_SIGNATURE = ("model", "line_length", "positions", "print_fn")
+
+
 def _trainable_action(frozen: str, combined: str) -> str:
     return (
         "Keras 2 froze `trainable` at compile; Keras 3 reads it at every train step. "
@@ -97,7 +101,8 @@ class ModelApiRule(context.Rule):
 
     def visit_Assign(self, ctx, node):
         if isinstance(node.value, cst.Call) and (
-                ctx.qualified_name(node.value.func) or "").endswith(".multi_gpu_model"):
+            ctx.qualified_name(node.value.func) or ""
+        ).endswith(".multi_gpu_model"):
             for target in node.targets:
                 self._parallel.add(syntax.code(target.target))
         for target in node.targets:
@@ -113,10 +118,14 @@ class ModelApiRule(context.Rule):
                 qualified = ctx.qualified_name(node.value.func) or ""
                 if qualified in ("keras.Model", "keras.models.Model"):
                     outputs = syntax.keyword(node.value, "outputs") or syntax.keyword(
-                        node.value, "output")
+                        node.value, "output"
+                    )
                     positional = syntax.positional(node.value)
-                    value = outputs.value if outputs else (
-                        positional[1].value if len(positional) > 1 else None)
+                    value = (
+                        outputs.value
+                        if outputs
+                        else (positional[1].value if len(positional) > 1 else None)
+                    )
                     if value is not None and not isinstance(value, (cst.List, cst.Tuple, cst.Dict)):
                         self._single_output.add(target.target.value)
                     else:
@@ -130,14 +139,20 @@ class ModelApiRule(context.Rule):
         key = _single_key(loss.value) if loss is not None else None
         if key is not None and model not in self._parallel:
             self._single_loss_keys.add(key)
-        if not (syntax.keyword(node, "loss") or syntax.keyword(node, "optimizer")
-                or syntax.positional(node)):
+        if not (
+            syntax.keyword(node, "loss")
+            or syntax.keyword(node, "optimizer")
+            or syntax.positional(node)
+        ):
             return
         # A model recompiled after its own sub-model changed (fine-tuning)
         # means the same in Keras 2 and 3; another model compiled while a
         # compiled one is frozen is the GAN idiom.
-        if (self._frozen_after_compile and model not in self._frozen_after_compile
-                and model not in self._parallel):
+        if (
+            self._frozen_after_compile
+            and model not in self._frozen_after_compile
+            and model not in self._parallel
+        ):
             self._flag_compiles[id(node)] = tuple(sorted(self._frozen_after_compile))
         self._frozen_after_compile = set()
         self._compiled.add(model)
@@ -148,13 +163,19 @@ class ModelApiRule(context.Rule):
         if isinstance(updated.names, cst.ImportStar) or updated.module is None:
             return updated
         module = syntax.canonical_name(syntax.dotted(updated.module))
-        kept = [alias for alias in updated.names
-                if f"{module}.{syntax.dotted(alias.name)}" not in _PRINT_SUMMARY
-                or alias.asname is not None]
+        kept = [
+            alias
+            for alias in updated.names
+            if f"{module}.{syntax.dotted(alias.name)}" not in _PRINT_SUMMARY
+            or alias.asname is not None
+        ]
         if len(kept) == len(updated.names):
             return updated
-        ctx.change(original, RULE, "removed the import of `print_summary` (Keras 3 has only "
-                   "model.summary(), used below)")
+        ctx.change(
+            original,
+            RULE,
+            "removed the import of `print_summary` (Keras 3 has only model.summary(), used below)",
+        )
         if not kept:
             return cst.RemoveFromParent()
         kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -169,10 +190,14 @@ class ModelApiRule(context.Rule):
             if id(original) in self._flag_compiles:
                 frozen = self._flag_compiles[id(original)]
                 combined = syntax.code(original.func.value)
-                ctx.flag(original, RULE, f"`{combined}` is compiled after "
-                         f"{', '.join(f'`{name}`' for name in frozen)} was compiled and its "
-                         "`trainable` changed (the Keras 2 GAN idiom)",
-                         _trainable_action(frozen[0], combined))
+                ctx.flag(
+                    original,
+                    RULE,
+                    f"`{combined}` is compiled after "
+                    f"{', '.join(f'`{name}`' for name in frozen)} was compiled and its "
+                    "`trainable` changed (the Keras 2 GAN idiom)",
+                    _trainable_action(frozen[0], combined),
+                )
             return self._compile(ctx, original, updated)
         if method == "add_loss":
             owner = original.func.value
@@ -180,13 +205,21 @@ class ModelApiRule(context.Rule):
             if inputs is not None and not syntax.has_star(updated):
                 # Keras 2 used `inputs=` only to mark the loss conditional on
                 # those inputs for its graph bookkeeping; Keras 3 rejects it.
-                ctx.change(original, RULE, "removed `add_loss(..., inputs=...)`: Keras 3's "
-                           "add_loss takes the loss only (TypeError otherwise)")
+                ctx.change(
+                    original,
+                    RULE,
+                    "removed `add_loss(..., inputs=...)`: Keras 3's "
+                    "add_loss takes the loss only (TypeError otherwise)",
+                )
                 updated = syntax.remove_args(updated, [inputs])
             # Inside a layer, `self.add_loss(...)` is the Keras 3 form itself.
             if not (isinstance(owner, cst.Name) and owner.value == "self"):
-                ctx.flag(original, RULE, "`add_loss` on a model with a tensor (Keras 2 "
-                         "functional idiom)", _ADD_LOSS_ACTION)
+                ctx.flag(
+                    original,
+                    RULE,
+                    "`add_loss` on a model with a tensor (Keras 2 functional idiom)",
+                    _ADD_LOSS_ACTION,
+                )
             return updated
         if method in ("fit", "train_on_batch", "evaluate", "test_on_batch"):
             self._dict_targets(ctx, original)
@@ -201,8 +234,13 @@ class ModelApiRule(context.Rule):
         if key is None and isinstance(targets, cst.Name):
             key = self._dict_names.get(targets.value)
         if key is not None and key in self._single_loss_keys:
-            ctx.flag(node, RULE, f"batches give their targets as a dict {{'{key}': ...}} "
-                     f"for a model whose one output is '{key}' (the CTC idiom)", _DICT_ACTION)
+            ctx.flag(
+                node,
+                RULE,
+                f"batches give their targets as a dict {{'{key}': ...}} "
+                f"for a model whose one output is '{key}' (the CTC idiom)",
+                _DICT_ACTION,
+            )
 
     def leave_Return(self, ctx, original, updated):
         if original.value is not None:
@@ -220,8 +258,12 @@ class ModelApiRule(context.Rule):
         positional = syntax.positional(call)
         value = targets.value if targets else (positional[1].value if len(positional) > 1 else None)
         if value is not None and _single_key(value) in self._single_loss_keys:
-            ctx.flag(call, RULE, "targets given as a dict by output name to a model with "
-                     "one output", _DICT_ACTION)
+            ctx.flag(
+                call,
+                RULE,
+                "targets given as a dict by output name to a model with one output",
+                _DICT_ACTION,
+            )
             return
         if not isinstance(owner, cst.Name) or owner.value not in self._single_output:
             return
@@ -229,23 +271,31 @@ class ModelApiRule(context.Rule):
         positional = syntax.positional(call)
         value = targets.value if targets else (positional[1].value if len(positional) > 1 else None)
         if isinstance(value, cst.Dict):
-            ctx.flag(call, RULE, f"targets given as a dict by output name to `{owner.value}`, "
-                     "which has one output", _DICT_ACTION)
+            ctx.flag(
+                call,
+                RULE,
+                f"targets given as a dict by output name to `{owner.value}`, which has one output",
+                _DICT_ACTION,
+            )
 
     def _print_summary(self, ctx, original, updated):
-        if syntax.has_star(updated) or not syntax.positional(updated) and not syntax.keyword(
-                updated, "model"):
+        if (
+            syntax.has_star(updated)
+            or not syntax.positional(updated)
+            and not syntax.keyword(updated, "model")
+        ):
             return updated
         updated, _ = syntax.keywordize(updated, _PRINT_SUMMARY_SIGNATURE)
         model = syntax.keyword(updated, "model") or syntax.positional(updated)[0]
         rest = [arg for arg in updated.args if arg is not model]
         if rest:
             rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        ctx.change(original, RULE, "`print_summary(model)` -> `model.summary()` (Keras 3 "
-                   "removed print_summary)")
-        return cst.Call(
-            func=cst.Attribute(value=model.value, attr=cst.Name("summary")), args=rest
+        ctx.change(
+            original,
+            RULE,
+            "`print_summary(model)` -> `model.summary()` (Keras 3 removed print_summary)",
         )
+        return cst.Call(func=cst.Attribute(value=model.value, attr=cst.Name("summary")), args=rest)
 
     def _compile(self, ctx, original, updated):
         mode = syntax.keyword(updated, "sample_weight_mode")
@@ -255,28 +305,47 @@ class ModelApiRule(context.Rule):
         if syntax.dotted(value) == "None" or (
             isinstance(value, cst.SimpleString) and value.evaluated_value == "temporal"
         ):
-            ctx.change(original, RULE, f"removed `sample_weight_mode={syntax.code(value)}`: "
-                       "Keras 3 rejects it and takes (batch, steps) sample weights as "
-                       "temporal weights by their shape")
+            ctx.change(
+                original,
+                RULE,
+                f"removed `sample_weight_mode={syntax.code(value)}`: "
+                "Keras 3 rejects it and takes (batch, steps) sample weights as "
+                "temporal weights by their shape",
+            )
             return syntax.remove_args(updated, [mode])
-        ctx.flag(original, RULE, "`sample_weight_mode=` does not exist in Keras 3",
-                 "remove it; Keras 3 reads temporal weights from the shape of "
-                 "sample_weight (batch, steps).")
+        ctx.flag(
+            original,
+            RULE,
+            "`sample_weight_mode=` does not exist in Keras 3",
+            "remove it; Keras 3 reads temporal weights from the shape of "
+            "sample_weight (batch, steps).",
+        )
         return updated
 
 
 AUDIT = [
-    ("keras.utils.print_summary(model, ...)", "model.summary(...)",
-     "Keras 3 has only the method"),
-    ("compile(sample_weight_mode=None | 'temporal')", "(removed)",
-     "Keras 3 rejects it; (batch, steps) sample weights are temporal by shape"),
+    ("keras.utils.print_summary(model, ...)", "model.summary(...)", "Keras 3 has only the method"),
+    (
+        "compile(sample_weight_mode=None | 'temporal')",
+        "(removed)",
+        "Keras 3 rejects it; (batch, steps) sample weights are temporal by shape",
+    ),
     ("compile(sample_weight_mode=<computed>)", None, "remove it (Keras 3 rejects it)"),
     ("model.add_loss(<symbolic tensor>)", None, _ADD_LOSS_ACTION),
-    ("self.add_loss(loss, inputs=...)", "self.add_loss(loss)",
-     "Keras 3's add_loss takes the loss only"),
+    (
+        "self.add_loss(loss, inputs=...)",
+        "self.add_loss(loss)",
+        "Keras 3's add_loss takes the loss only",
+    ),
     ("fit/train_on_batch(y={'output_name': y}) on a one-output model", None, _DICT_ACTION),
-    ("generator `return/yield inputs, {'ctc': y}` with compile(loss={'ctc': ...})", None,
-     _DICT_ACTION),
-    ("d.trainable = ... after d.compile(), then gan.compile() (GAN)", None,
-     _trainable_action("d", "gan")),
+    (
+        "generator `return/yield inputs, {'ctc': y}` with compile(loss={'ctc': ...})",
+        None,
+        _DICT_ACTION,
+    ),
+    (
+        "d.trainable = ... after d.compile(), then gan.compile() (GAN)",
+        None,
+        _trainable_action("d", "gan"),
+    ),
 ]

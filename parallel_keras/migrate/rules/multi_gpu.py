@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "multi_gpu_model"
 
@@ -30,12 +29,21 @@ _REASON = (
 
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
 AUDIT: list[tuple[str, str | None, str]] = [
-    ("keras.utils.multi_gpu_model (and training_utils/multi_gpu_utils)",
-     "parallel_keras.multi_gpu_model", _REASON),
-    ("multi_gpu_model from the project's own module (migrated with the folder)",
-     "parallel_keras.multi_gpu_model", "a vendored copy of Keras 2's tf.device towers"),
-    ("multi_gpu_model from a module not migrated with the file", None,
-     "if it is a copy of Keras 2's, import parallel_keras's instead"),
+    (
+        "keras.utils.multi_gpu_model (and training_utils/multi_gpu_utils)",
+        "parallel_keras.multi_gpu_model",
+        _REASON,
+    ),
+    (
+        "multi_gpu_model from the project's own module (migrated with the folder)",
+        "parallel_keras.multi_gpu_model",
+        "a vendored copy of Keras 2's tf.device towers",
+    ),
+    (
+        "multi_gpu_model from a module not migrated with the file",
+        None,
+        "if it is a copy of Keras 2's, import parallel_keras's instead",
+    ),
 ]
 
 
@@ -119,7 +127,8 @@ class MultiGpuModelRule(context.Rule):
         vendored = _vendored_module(ctx, module)
         if not vendored:
             ctx.flag(
-                original, RULE,
+                original,
+                RULE,
                 f"multi_gpu_model comes from `{module}`, not from Keras"
                 + ("" if vendored is None else " (not a module migrated with this file)"),
                 f"if `{module}.multi_gpu_model` is a copy of Keras 2's (tf.device "
@@ -132,7 +141,8 @@ class MultiGpuModelRule(context.Rule):
             self._rewired.add(alias.asname.name.value if alias.asname else "multi_gpu_model")
         kept = [a for a in statement.names if a not in moved]
         ctx.change(
-            original, RULE,
+            original,
+            RULE,
             f"`from {module} import multi_gpu_model` -> `from parallel_keras import "
             f"multi_gpu_model`: `{module}` is the project's copy of Keras 2's "
             "multi_gpu_model (tf.device towers, which Keras 3 does not keep); "
@@ -156,9 +166,7 @@ class MultiGpuModelRule(context.Rule):
             for alias in moved[:-1]
         ] + moved[-1:]
         remaining = updated.with_changes(body=[statement.with_changes(names=kept)])
-        added = cst.SimpleStatementLine(
-            body=[cst.ImportFrom(module=new_module, names=moved)]
-        )
+        added = cst.SimpleStatementLine(body=[cst.ImportFrom(module=new_module, names=moved)])
         return cst.FlattenSentinel([remaining, added])
 
     def _import(self, ctx, original, updated, statement):
@@ -191,11 +199,15 @@ class MultiGpuModelRule(context.Rule):
     def leave_Call(self, ctx, original, updated):
         if not (isinstance(original.func, cst.Name) and original.func.value in self._rewired):
             return updated
-        unknown = [arg.keyword.value for arg in original.args
-                   if arg.keyword is not None and arg.keyword.value not in _KERAS2_KEYWORDS]
+        unknown = [
+            arg.keyword.value
+            for arg in original.args
+            if arg.keyword is not None and arg.keyword.value not in _KERAS2_KEYWORDS
+        ]
         if unknown or syntax.has_star(original) or len(original.args) > 4:
             ctx.flag(
-                original, RULE,
+                original,
+                RULE,
                 f"the project's own multi_gpu_model is called with arguments Keras 2's "
                 f"did not have ({', '.join(unknown) or 'more than 4, or *args'})",
                 "call parallel_keras.multi_gpu_model(model, gpus, cpu_merge, "
@@ -205,7 +217,8 @@ class MultiGpuModelRule(context.Rule):
             return updated
         ctx.require_import("parallel_keras")
         ctx.change(
-            original, RULE,
+            original,
+            RULE,
             "`multi_gpu_model(...)` (defined in this file, a copy of Keras 2's) -> "
             f"`parallel_keras.multi_gpu_model(...)`: {_REASON}",
         )
@@ -218,7 +231,6 @@ class MultiGpuModelRule(context.Rule):
         ctx.change(
             original,
             RULE,
-            f"`{syntax.dotted(original)}` -> `parallel_keras.multi_gpu_model`: "
-            f"{_REASON}",
+            f"`{syntax.dotted(original)}` -> `parallel_keras.multi_gpu_model`: {_REASON}",
         )
         return syntax.expression("parallel_keras.multi_gpu_model")

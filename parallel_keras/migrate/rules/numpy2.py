@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "NumPy 2"
 
@@ -85,9 +84,9 @@ def _numpy_attr(ctx: context.Context, node: cst.Attribute) -> str | None:
         return None
     qualified = ctx.qualified_name(node) or ""
     if qualified.startswith("numpy."):
-        return qualified[len("numpy."):]
+        return qualified[len("numpy.") :]
     if qualified.startswith("np.") and qualified == syntax.dotted(node):
-        return qualified[len("np."):]  # A snippet that never imports numpy.
+        return qualified[len("np.") :]  # A snippet that never imports numpy.
     return None
 
 
@@ -109,12 +108,15 @@ class NumPy2Rule(context.Rule):
         template, reason = _CALLS[name]
         module = original.func.value.value
         if len(updated.args) != 1 or updated.args[0].keyword or updated.args[0].star:
-            ctx.flag(original, RULE, f"`np.{name}` was removed in NumPy 2",
-                     f"use {_spelled(template, module).format('a')} ({reason}).")
+            ctx.flag(
+                original,
+                RULE,
+                f"`np.{name}` was removed in NumPy 2",
+                f"use {_spelled(template, module).format('a')} ({reason}).",
+            )
             return updated
         new = _spelled(template, module).format(syntax.code(updated.args[0].value))
-        ctx.change(original, RULE, f"`{module}.{name}(a)` -> `{new}`: removed in NumPy 2; "
-                   f"{reason}")
+        ctx.change(original, RULE, f"`{module}.{name}(a)` -> `{new}`: removed in NumPy 2; {reason}")
         return syntax.expression(new)
 
     def leave_Attribute(self, ctx, original, updated):
@@ -124,8 +126,11 @@ class NumPy2Rule(context.Rule):
         module = original.value.value
         if name in _RENAMES:
             new = _spelled(_RENAMES[name], module)
-            ctx.change(original, RULE, f"`{module}.{name}` -> `{new}`: removed in NumPy 2 "
-                       "(the exact equivalent)")
+            ctx.change(
+                original,
+                RULE,
+                f"`{module}.{name}` -> `{new}`: removed in NumPy 2 (the exact equivalent)",
+            )
             return syntax.expression(new)
         if name in _FLAGS:
             ctx.flag(original, RULE, f"`{module}.{name}` was removed in NumPy 2", _FLAGS[name])
@@ -133,9 +138,13 @@ class NumPy2Rule(context.Rule):
 
 
 AUDIT = [
-    *((f"np.{old}", new, "removed in NumPy 2; the exact equivalent")
-      for old, new in sorted(_RENAMES.items())),
-    *((f"np.{old}(a)", template.format("a"), f"removed in NumPy 2; {reason}")
-      for old, (template, reason) in sorted(_CALLS.items())),
+    *(
+        (f"np.{old}", new, "removed in NumPy 2; the exact equivalent")
+        for old, new in sorted(_RENAMES.items())
+    ),
+    *(
+        (f"np.{old}(a)", template.format("a"), f"removed in NumPy 2; {reason}")
+        for old, (template, reason) in sorted(_CALLS.items())
+    ),
     *((f"np.{old}", None, f"removed in NumPy 2: {fix}") for old, fix in sorted(_FLAGS.items())),
 ]

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "optimizers"
 
@@ -38,9 +37,7 @@ LEGACY_DEFAULT_LR = {
     "Nadam": "0.002",
 }
 _SCHEDULES = frozenset({"keras.optimizers.schedules.InverseTimeDecay"})
-_SETS_LR = frozenset(
-    {"keras.callbacks.ReduceLROnPlateau", "keras.callbacks.LearningRateScheduler"}
-)
+_SETS_LR = frozenset({"keras.callbacks.ReduceLROnPlateau", "keras.callbacks.LearningRateScheduler"})
 
 
 def _optimizer_class(ctx: context.Context, call: cst.Call) -> str | None:
@@ -53,18 +50,29 @@ def _optimizer_class(ctx: context.Context, call: cst.Call) -> str | None:
 
 AUDIT = [
     ("keras.optimizers.X(lr=)", "learning_rate=", "Keras 3 rejects lr="),
-    ("keras.optimizers.X(decay=d)", "learning_rate=InverseTimeDecay(lr, decay_steps=1, "
-     "decay_rate=d)", "Keras 2's lr / (1 + d * iterations); Keras 3 ignores decay="),
+    (
+        "keras.optimizers.X(decay=d)",
+        "learning_rate=InverseTimeDecay(lr, decay_steps=1, decay_rate=d)",
+        "Keras 2's lr / (1 + d * iterations); Keras 3 ignores decay=",
+    ),
     ("keras.optimizers.X(decay=0)", "(removed)", "no decay"),
-    ("keras.optimizers.X(epsilon=None)", "epsilon=keras.backend.epsilon()",
-     "Keras 2 used the backend epsilon; Keras 3 fails on None"),
-    ("keras.optimizers.X(clipnorm=0 / clipvalue=0)", "(removed)",
-     "Keras 2: 0 meant no clipping"),
-    ("keras.optimizers.X(a, b, c) (positional)", "keywords",
-     "Keras 3 reordered the positional arguments"),
+    (
+        "keras.optimizers.X(epsilon=None)",
+        "epsilon=keras.backend.epsilon()",
+        "Keras 2 used the backend epsilon; Keras 3 fails on None",
+    ),
+    ("keras.optimizers.X(clipnorm=0 / clipvalue=0)", "(removed)", "Keras 2: 0 meant no clipping"),
+    (
+        "keras.optimizers.X(a, b, c) (positional)",
+        "keywords",
+        "Keras 3 reordered the positional arguments",
+    ),
     ("keras.optimizers.Nadam(schedule_decay=)", None, "Keras 3's Nadam has a fixed schedule"),
-    ("ReduceLROnPlateau / LearningRateScheduler next to a decay schedule", None,
-     "Keras 3 does not let callbacks overwrite a schedule"),
+    (
+        "ReduceLROnPlateau / LearningRateScheduler next to a decay schedule",
+        None,
+        "Keras 3 does not let callbacks overwrite a schedule",
+    ),
 ]
 
 
@@ -79,8 +87,13 @@ class OptimizerRule(context.Rule):
 
     def visit_Assign(self, ctx, node):
         value = node.value
-        is_class = lambda v: (ctx.qualified_name(v) or "").rpartition(".")[2] in LEGACY_SIGNATURES and (
-            (ctx.qualified_name(v) or "").startswith("keras.optimizers."))
+
+        def is_class(v):
+            name = ctx.qualified_name(v) or ""
+            return name.rpartition(".")[2] in LEGACY_SIGNATURES and name.startswith(
+                "keras.optimizers."
+            )
+
         factory = is_class(value) or (
             isinstance(value, cst.Dict)
             and value.elements
@@ -102,7 +115,8 @@ class OptimizerRule(context.Rule):
             isinstance(func, cst.Call)
             and syntax.dotted(func.func) == "getattr"
             and len(func.args) >= 2
-            and ctx.qualified_name(func.args[0].value) in ("keras.optimizers", "keras.optimizers.legacy")
+            and ctx.qualified_name(func.args[0].value)
+            in ("keras.optimizers", "keras.optimizers.legacy")
         )
 
     def visit_Call(self, ctx, node):
@@ -140,14 +154,17 @@ class OptimizerRule(context.Rule):
         if len(syntax.positional(updated)) > 1:
             updated, named = syntax.keywordize(updated, LEGACY_SIGNATURES[name])
             messages.append(
-                f"passed {', '.join(named)} by keyword (Keras 3 reordered the "
-                "positional arguments)"
+                f"passed {', '.join(named)} by keyword (Keras 3 reordered the positional arguments)"
             )
         lr = syntax.keyword(updated, "lr")
         if lr is not None:
             if syntax.keyword(updated, "learning_rate") is not None:
-                ctx.flag(original, RULE, f"{name} gets both lr= and learning_rate=",
-                         "remove lr= (Keras 3 only knows learning_rate=).")
+                ctx.flag(
+                    original,
+                    RULE,
+                    f"{name} gets both lr= and learning_rate=",
+                    "remove lr= (Keras 3 only knows learning_rate=).",
+                )
                 return updated
             updated = updated.with_changes(
                 args=[
@@ -170,8 +187,12 @@ class OptimizerRule(context.Rule):
                 )
         updated = self._changed_meaning(ctx, original, name, updated, messages)
         if syntax.keyword(updated, "schedule_decay") is not None:
-            ctx.flag(original, RULE, "Nadam's `schedule_decay` does not exist in Keras 3",
-                     "remove schedule_decay= (Keras 3's Nadam has a fixed momentum schedule).")
+            ctx.flag(
+                original,
+                RULE,
+                "Nadam's `schedule_decay` does not exist in Keras 3",
+                "remove schedule_decay= (Keras 3's Nadam has a fixed momentum schedule).",
+            )
         if messages:
             ctx.change(original, RULE, f"{name}: " + "; ".join(messages))
         return updated
@@ -182,14 +203,21 @@ class OptimizerRule(context.Rule):
         if epsilon is not None and syntax.dotted(epsilon.value) == "None":
             # Keras 2: `if epsilon is None: epsilon = K.epsilon()` (1e-7 by default).
             keras_module = ctx.keras_module()
-            updated = updated.with_changes(args=[
-                arg.with_changes(value=syntax.expression(f"{keras_module}.backend.epsilon()"))
-                if arg is epsilon else arg for arg in updated.args
-            ])
-            messages.append("`epsilon=None` -> `epsilon=keras.backend.epsilon()` (what "
-                            "Keras 2 used; Keras 3 fails on None at the first update)")
+            updated = updated.with_changes(
+                args=[
+                    arg.with_changes(value=syntax.expression(f"{keras_module}.backend.epsilon()"))
+                    if arg is epsilon
+                    else arg
+                    for arg in updated.args
+                ]
+            )
+            messages.append(
+                "`epsilon=None` -> `epsilon=keras.backend.epsilon()` (what "
+                "Keras 2 used; Keras 3 fails on None at the first update)"
+            )
         zero_clips = [
-            arg for arg in (syntax.keyword(updated, "clipnorm"), syntax.keyword(updated, "clipvalue"))
+            arg
+            for arg in (syntax.keyword(updated, "clipnorm"), syntax.keyword(updated, "clipvalue"))
             if arg is not None and syntax.is_zero(arg.value)
         ]
         if zero_clips:
@@ -197,8 +225,11 @@ class OptimizerRule(context.Rule):
             # skips 0 too but counts it as set, so `clipnorm=0, clipvalue=1`
             # raises "Only one of clipnorm, clipvalue...".
             updated = syntax.remove_args(updated, zero_clips)
-            messages.append("removed " + ", ".join(f"`{a.keyword.value}=0`" for a in zero_clips)
-                            + " (Keras 2: no clipping; Keras 3 counts it as a clipping choice)")
+            messages.append(
+                "removed "
+                + ", ".join(f"`{a.keyword.value}=0`" for a in zero_clips)
+                + " (Keras 2: no clipping; Keras 3 counts it as a clipping choice)"
+            )
         return updated
 
     def _factory(self, ctx, original, updated):
@@ -209,10 +240,12 @@ class OptimizerRule(context.Rule):
             return updated
         messages = []
         if lr is not None:
-            updated = updated.with_changes(args=[
-                arg.with_changes(keyword=cst.Name("learning_rate")) if arg is lr else arg
-                for arg in updated.args
-            ])
+            updated = updated.with_changes(
+                args=[
+                    arg.with_changes(keyword=cst.Name("learning_rate")) if arg is lr else arg
+                    for arg in updated.args
+                ]
+            )
             messages.append("`lr=` -> `learning_rate=`")
         decay = syntax.keyword(updated, "decay")
         if decay is not None and syntax.is_zero(decay.value):
@@ -221,11 +254,17 @@ class OptimizerRule(context.Rule):
         elif decay is not None and lr is not None:
             updated = syntax.remove_args(updated, [decay])
             updated = self._decay_schedule(ctx, "SGD", updated, decay.value)
-            messages.append("`decay=d` -> learning_rate=InverseTimeDecay(lr, decay_steps=1, decay_rate=d)")
+            messages.append(
+                "`decay=d` -> learning_rate=InverseTimeDecay(lr, decay_steps=1, decay_rate=d)"
+            )
         elif decay is not None:
-            ctx.flag(original, RULE, "an optimizer chosen at run time gets decay= without lr=",
-                     "pass learning_rate=keras.optimizers.schedules.InverseTimeDecay(<the "
-                     "optimizer's default lr>, decay_steps=1, decay_rate=<decay>) instead.")
+            ctx.flag(
+                original,
+                RULE,
+                "an optimizer chosen at run time gets decay= without lr=",
+                "pass learning_rate=keras.optimizers.schedules.InverseTimeDecay(<the "
+                "optimizer's default lr>, decay_steps=1, decay_rate=<decay>) instead.",
+            )
         if messages:
             ctx.change(original, RULE, "optimizer chosen at run time: " + "; ".join(messages))
         return updated

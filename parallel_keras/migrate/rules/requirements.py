@@ -39,7 +39,11 @@ class RequirementsRule(context.Rule):
 
 
 AUDIT = [
-    (name, "(kept)", f"needs `pip install {' '.join(packages)}` (not installed with "
-     "TensorFlow 2.21); listed in the report")
+    (
+        name,
+        "(kept)",
+        f"needs `pip install {' '.join(packages)}` (not installed with "
+        "TensorFlow 2.21); listed in the report",
+    )
     for name, packages in sorted(REQUIREMENTS.items())
 ]

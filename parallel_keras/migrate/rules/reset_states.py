@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "model API"
 _TEMPLATE = """if hasattr({x}, "reset_states"):  # parallel models and RNN layers
@@ -34,9 +33,13 @@ _ACTION = (
 
 
 def _reset_call(node: cst.CSTNode) -> cst.Call | None:
-    if (isinstance(node, cst.Call) and syntax.method_name(node) == "reset_states"
-            and not node.args and isinstance(node.func, cst.Attribute)
-            and isinstance(node.func.value, (cst.Name, cst.Attribute))):
+    if (
+        isinstance(node, cst.Call)
+        and syntax.method_name(node) == "reset_states"
+        and not node.args
+        and isinstance(node.func, cst.Attribute)
+        and isinstance(node.func.value, (cst.Name, cst.Attribute))
+    ):
         return node
     return None
 
@@ -65,9 +68,13 @@ class ResetStatesRule(context.Rule):
 
     def visit_If(self, ctx, node):
         test = node.test
-        if (isinstance(test, cst.Call) and isinstance(test.func, cst.Name)
-                and test.func.value == "hasattr" and len(test.args) == 2
-                and syntax.string_text(test.args[1].value) == "reset_states"):
+        if (
+            isinstance(test, cst.Call)
+            and isinstance(test.func, cst.Name)
+            and test.func.value == "hasattr"
+            and len(test.args) == 2
+            and syntax.string_text(test.args[1].value) == "reset_states"
+        ):
             guarded = self._guarded
 
             class _Find(cst.CSTVisitor):
@@ -83,23 +90,36 @@ class ResetStatesRule(context.Rule):
         if call is None or id(call) in self._guarded or _statement_call(updated) is None:
             return updated
         receiver = syntax.code(_statement_call(updated).func.value)
-        ctx.change(original, RULE, f"`{receiver}.reset_states()` -> reset_states() where the "
-                   "object has it, else reset_state() of each stateful layer (Keras 3 "
-                   "models have no reset_states)")
+        ctx.change(
+            original,
+            RULE,
+            f"`{receiver}.reset_states()` -> reset_states() where the "
+            "object has it, else reset_state() of each stateful layer (Keras 3 "
+            "models have no reset_states)",
+        )
         block = cst.parse_statement(_TEMPLATE.format(x=receiver))
         return block.with_changes(leading_lines=updated.leading_lines)
 
     def leave_Call(self, ctx, original, updated):
-        if (_reset_call(original) is not None and id(original) not in self._statements
-                and id(original) not in self._guarded):
-            ctx.flag(original, RULE, "`reset_states()` inside an expression (a Keras 3 "
-                     "model has none)", _ACTION)
+        if (
+            _reset_call(original) is not None
+            and id(original) not in self._statements
+            and id(original) not in self._guarded
+        ):
+            ctx.flag(
+                original,
+                RULE,
+                "`reset_states()` inside an expression (a Keras 3 model has none)",
+                _ACTION,
+            )
         return updated
 
 
 AUDIT = [
-    ("<model>.reset_states()", "if hasattr(<model>, 'reset_states'): ... else: reset_state() "
-     "of each stateful layer", "Keras 3 kept reset_states() on RNN layers (and parallel "
-     "models) only"),
+    (
+        "<model>.reset_states()",
+        "if hasattr(<model>, 'reset_states'): ... else: reset_state() of each stateful layer",
+        "Keras 3 kept reset_states() on RNN layers (and parallel models) only",
+    ),
     ("lambda ...: <model>.reset_states()", None, _ACTION),
 ]

@@ -22,31 +22,36 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "save formats"
 
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
 AUDIT: list[tuple[str, str | None, str]] = [
-    ("model.save_weights('x.h5')", "model.save_weights('x.weights.h5')",
-     "save_weights writes only .weights.h5"),
+    (
+        "model.save_weights('x.h5')",
+        "model.save_weights('x.weights.h5')",
+        "save_weights writes only .weights.h5",
+    ),
     ("model.save('x') (no suffix)", "model.save('x.keras')", "Keras 3 writes no SavedModel folder"),
-    ("save(..., save_format=...)", "(argument removed)", "Keras 3 takes the format from the suffix"),
-    ("load of a path the script saves later", "(kept)",
-     "it reads what an earlier Keras 2 run wrote, which Keras 3 still reads; flagged with "
-     "the new name to resume from"),
+    (
+        "save(..., save_format=...)",
+        "(argument removed)",
+        "Keras 3 takes the format from the suffix",
+    ),
+    (
+        "load of a path the script saves later",
+        "(kept)",
+        "it reads what an earlier Keras 2 run wrote, which Keras 3 still reads; flagged with "
+        "the new name to resume from",
+    ),
     ("load of a path the script saved before", "the renamed path", "one file, one name"),
     ("<own class>.save('x.json')", "(kept)", "not a Keras object"),
     ("save_weights(<computed path>)", None, "make sure the path ends with .weights.h5"),
 ]
 
-_LOAD_MODEL_NAMES = frozenset(
-    {"keras.models.load_model", "keras.saving.load_model"}
-)
-_SAVE_MODEL_NAMES = frozenset(
-    {"keras.models.save_model", "keras.saving.save_model"}
-)
+_LOAD_MODEL_NAMES = frozenset({"keras.models.load_model", "keras.saving.load_model"})
+_SAVE_MODEL_NAMES = frozenset({"keras.models.save_model", "keras.saving.save_model"})
 
 
 def weights_suffix(text: str) -> tuple[str, str] | None:
@@ -96,9 +101,7 @@ def path_literal(ctx: context.Context, node: cst.BaseExpression):
     return None
 
 
-def register_rename(
-    ctx: context.Context, literal, fix: tuple[str, str] | None, why: str
-) -> bool:
+def register_rename(ctx: context.Context, literal, fix: tuple[str, str] | None, why: str) -> bool:
     """Schedules a suffix fix of `literal`; False when there is nothing to do."""
     if fix is None or literal in ctx.literal_renames:
         return False
@@ -146,7 +149,9 @@ class SavePathRule(context.Rule):
             return
         for statement in node.body.body:
             if isinstance(statement, cst.FunctionDef) and statement.name.value in (
-                    "save", "save_weights"):
+                "save",
+                "save_weights",
+            ):
                 self._own_savers.add(node.name.value)
 
     def visit_Assign(self, ctx, node):
@@ -180,14 +185,29 @@ class SavePathRule(context.Rule):
     def finish_scan(self, ctx):
         for call, kind in self._saves:
             if kind == "weights":
-                self._fix(ctx, call, path_argument(call, 0), weights_suffix,
-                          "save_weights writes only '.weights.h5' files")
+                self._fix(
+                    ctx,
+                    call,
+                    path_argument(call, 0),
+                    weights_suffix,
+                    "save_weights writes only '.weights.h5' files",
+                )
             elif kind == "save_model":
-                self._fix(ctx, call, path_argument(call, 1), _model_fix,
-                          "save_model writes '.keras' or '.h5' files")
+                self._fix(
+                    ctx,
+                    call,
+                    path_argument(call, 1),
+                    _model_fix,
+                    "save_model writes '.keras' or '.h5' files",
+                )
             else:
-                self._fix(ctx, call, path_argument(call, 0), _model_fix,
-                          "save writes '.keras' or '.h5' files")
+                self._fix(
+                    ctx,
+                    call,
+                    path_argument(call, 0),
+                    _model_fix,
+                    "save writes '.keras' or '.h5' files",
+                )
         # A file this script saves and then loads must keep one name; a load
         # that comes before the save reads what an earlier (Keras 2) run
         # wrote, which Keras 3 still reads under its old name.
@@ -221,7 +241,10 @@ class SavePathRule(context.Rule):
 
     def leave_Call(self, ctx, original, updated):
         method = syntax.method_name(updated)
-        if method in ("save", "save_weights") or ctx.qualified_name(original.func) in _SAVE_MODEL_NAMES:
+        if (
+            method in ("save", "save_weights")
+            or ctx.qualified_name(original.func) in _SAVE_MODEL_NAMES
+        ):
             save_format = syntax.keyword(updated, "save_format")
             if save_format is not None:
                 value = syntax.code(save_format.value)
@@ -235,7 +258,8 @@ class SavePathRule(context.Rule):
         if id(original) in self._stale_loads:
             new_name = self._stale_loads[id(original)]
             ctx.flag(
-                original, RULE,
+                original,
+                RULE,
                 "this load comes before the script saves the same file, so it reads "
                 "what an earlier Keras 2 run wrote (Keras 3 still reads it); the save "
                 f"now writes '{new_name}'",
@@ -254,7 +278,8 @@ class SavePathRule(context.Rule):
 
 
 _NOT_KERAS_SUFFIXES = frozenset(
-    "json pkl pickle txt csv npy npz yaml yml png jpg log pt pth ckpt".split())
+    "json pkl pickle txt csv npy npz yaml yml png jpg log pt pth ckpt".split()
+)
 
 
 def _note_save_line(ctx: context.Context, call: cst.Call) -> None:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 _CLUSTER = (
     "for training on several machines, start every worker with "

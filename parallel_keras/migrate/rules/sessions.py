@@ -34,26 +34,43 @@ import collections
 import libcst as cst
 from libcst import matchers as m
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 from parallel_keras.migrate.rules import session_options
 
 RULE = "TF1 sessions"
 
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
 AUDIT: list[tuple[str, str | None, str]] = [
-    ("tf.ConfigProto / tf.GPUOptions options (set-up only)", "tf.config calls after the imports",
-     "TF 2 has no sessions; each option is a process-wide tf.config call"),
-    ("tf.Session(config=...) + K.set_session(...) (set-up only)", "(removed)",
-     "Keras 3 has no session; the options became tf.config calls"),
-    ("os.environ['CUDA_VISIBLE_DEVICES'] before the TensorFlow/Keras imports", "(kept)",
-     "TF 2 reads it when it starts"),
-    ("os.environ['CUDA_VISIBLE_DEVICES'] after them", "tf.config.set_visible_devices(...)",
-     "the call works until a GPU is used, and is moved up after the imports"),
-    ("per_process_gpu_memory_fraction", None, "no TF 2 equivalent: memory growth, plus the "
-     "exact set_logical_device_configuration call for a hard cap"),
-    *((name.replace("tensorflow.", "tf.").replace("keras.backend.", "K."), None, action)
-      for name, (_, action) in session_options.FLAGGED.items()),
+    (
+        "tf.ConfigProto / tf.GPUOptions options (set-up only)",
+        "tf.config calls after the imports",
+        "TF 2 has no sessions; each option is a process-wide tf.config call",
+    ),
+    (
+        "tf.Session(config=...) + K.set_session(...) (set-up only)",
+        "(removed)",
+        "Keras 3 has no session; the options became tf.config calls",
+    ),
+    (
+        "os.environ['CUDA_VISIBLE_DEVICES'] before the TensorFlow/Keras imports",
+        "(kept)",
+        "TF 2 reads it when it starts",
+    ),
+    (
+        "os.environ['CUDA_VISIBLE_DEVICES'] after them",
+        "tf.config.set_visible_devices(...)",
+        "the call works until a GPU is used, and is moved up after the imports",
+    ),
+    (
+        "per_process_gpu_memory_fraction",
+        None,
+        "no TF 2 equivalent: memory growth, plus the "
+        "exact set_logical_device_configuration call for a hard cap",
+    ),
+    *(
+        (name.replace("tensorflow.", "tf.").replace("keras.backend.", "K."), None, action)
+        for name, (_, action) in session_options.FLAGGED.items()
+    ),
 ]
 
 # Stands where the first hoisted statement was, until `leave_Module` moves
@@ -147,7 +164,10 @@ class SessionRule(context.Rule):
             value = node.args[0].value
             if isinstance(value, cst.Name):
                 self._known_uses[value.value] += 1
-            elif isinstance(value, cst.Call) and ctx.qualified_name(value.func) == session_options.SESSION:
+            elif (
+                isinstance(value, cst.Call)
+                and ctx.qualified_name(value.func) == session_options.SESSION
+            ):
                 self._count_config_argument(value)
 
     def _count_config_argument(self, session_call: cst.Call) -> None:
@@ -171,8 +191,11 @@ class SessionRule(context.Rule):
         # config would leave the session naming a deleted variable.
         for name, call in self._sessions.items():
             config = syntax.keyword(call, "config")
-            if name not in self._removable and config is not None and isinstance(
-                    config.value, cst.Name):
+            if (
+                name not in self._removable
+                and config is not None
+                and isinstance(config.value, cst.Name)
+            ):
                 self._removable.discard(config.value.value)
 
     # -- Rewrite ------------------------------------------------------------
@@ -224,7 +247,10 @@ class SessionRule(context.Rule):
         if (
             id(original) in self._top_level
             and not ctx.has_pending_notes()
-            and all(syntax.free_names(new) <= {ctx.tf_module(), *_GENERATED_NAMES} for new in replacement)
+            and all(
+                syntax.free_names(new) <= {ctx.tf_module(), *_GENERATED_NAMES}
+                for new in replacement
+            )
         ):
             # TF 2 accepts these calls only before TensorFlow starts using
             # the GPUs, so they go right after the imports.
@@ -239,7 +265,8 @@ class SessionRule(context.Rule):
         if index is None:
             return updated
         imports = [
-            i for i, statement in enumerate(body[:index])
+            i
+            for i, statement in enumerate(body[:index])
             if isinstance(statement, cst.SimpleStatementLine)
             and all(isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)
         ]
@@ -284,9 +311,11 @@ class SessionRule(context.Rule):
                 statements += self._from_config_call(ctx, line, arg.value)
             elif name == "device_count":
                 if session_options.device_count(arg.value) == 0:
-                    statements.append(cst.parse_statement(
-                        f"{ctx.tf_module()}.config.set_visible_devices([], 'GPU')\n"
-                    ))
+                    statements.append(
+                        cst.parse_statement(
+                            f"{ctx.tf_module()}.config.set_visible_devices([], 'GPU')\n"
+                        )
+                    )
             else:
                 statements += self._option(ctx, line, name, arg.value, record=False)
         return statements
@@ -324,7 +353,9 @@ class SessionRule(context.Rule):
             # here would run before `tf` is imported.
             return None
         statement = cst.parse_statement(
-            session_options.OPTIONS["visible_device_list"].format(tf=ctx.tf_module(), value=syntax.code(value))
+            session_options.OPTIONS["visible_device_list"].format(
+                tf=ctx.tf_module(), value=syntax.code(value)
+            )
         )
         ctx.change(
             line,
@@ -362,9 +393,7 @@ class SessionRule(context.Rule):
             return updated  # Rewritten by another rule (GPU counts).
         for name, (message, action) in session_options.FLAGGED.items():
             if qualified == name or qualified.startswith(name + "."):
-                ctx.flag(
-                    original, RULE, f"`{syntax.dotted(original.func)}`: {message}", action
-                )
+                ctx.flag(original, RULE, f"`{syntax.dotted(original.func)}`: {message}", action)
                 break
         return updated
 
@@ -372,7 +401,11 @@ class SessionRule(context.Rule):
         """Whether `call` is part of set-up that the statement rewrite removes."""
         if qualified == session_options.SET_SESSION:
             return self._set_session_removable(ctx, call)
-        if qualified in (session_options.CONFIG, session_options.GPU_OPTIONS, session_options.SESSION):
+        if qualified in (
+            session_options.CONFIG,
+            session_options.GPU_OPTIONS,
+            session_options.SESSION,
+        ):
             return self._in_removed_statement(ctx, call)
         return False
 
@@ -382,9 +415,11 @@ class SessionRule(context.Rule):
         value = call.args[0].value
         if isinstance(value, cst.Name):
             return value.value in self._removable
-        return isinstance(value, cst.Call) and ctx.qualified_name(
-            value.func
-        ) == session_options.SESSION and self._session_call_removable(ctx, value)
+        return (
+            isinstance(value, cst.Call)
+            and ctx.qualified_name(value.func) == session_options.SESSION
+            and self._session_call_removable(ctx, value)
+        )
 
     def _in_removed_statement(self, ctx, call) -> bool:
         """A config/session constructor in an assignment or set_session that goes."""

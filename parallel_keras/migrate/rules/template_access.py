@@ -18,23 +18,33 @@ import re
 import libcst as cst
 from libcst import matchers as m
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 from parallel_keras.migrate.rules import multi_gpu
 
 RULE = "template access"
 
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
 AUDIT: list[tuple[str, str | None, str]] = [
-    ("parallel_model.layers[-2] / .get_layer('model_1')", "parallel_model.template",
-     "Keras 2 kept the template as a layer; parallel_keras exposes it"),
-    ("model.layers[-2] in a callback's set_model(self, model)",
-     "model.template if hasattr(model, 'template') else model.layers[-2]",
-     "fit hands callbacks the parallel model"),
-    ("self.model = ... in a callback's set_model", "self.template_model = ...",
-     "Keras 3 callbacks do not let self.model be assigned"),
-    ("<unknown>.layers[-2] with a parallel-looking name", None,
-     "use .template if it is a multi_gpu_model result"),
+    (
+        "parallel_model.layers[-2] / .get_layer('model_1')",
+        "parallel_model.template",
+        "Keras 2 kept the template as a layer; parallel_keras exposes it",
+    ),
+    (
+        "model.layers[-2] in a callback's set_model(self, model)",
+        "model.template if hasattr(model, 'template') else model.layers[-2]",
+        "fit hands callbacks the parallel model",
+    ),
+    (
+        "self.model = ... in a callback's set_model",
+        "self.template_model = ...",
+        "Keras 3 callbacks do not let self.model be assigned",
+    ),
+    (
+        "<unknown>.layers[-2] with a parallel-looking name",
+        None,
+        "use .template if it is a multi_gpu_model result",
+    ),
 ]
 
 _TEMPLATE_NAME = re.compile(r"^(model|sequential|functional)(_\d+)?$")
@@ -72,14 +82,28 @@ class TemplateAccessRule(context.Rule):
         # set_model stores the template in self.model keeps it elsewhere.
         methods = [s for s in node.body.body if isinstance(s, cst.FunctionDef)]
         assigns = [
-            assign for method in methods if method.name.value == "set_model"
-            for assign in m.findall(method.body, m.Assign(targets=[m.AssignTarget(
-                target=m.Attribute(value=m.Name("self"), attr=m.Name("model")))]))
+            assign
+            for method in methods
+            if method.name.value == "set_model"
+            for assign in m.findall(
+                method.body,
+                m.Assign(
+                    targets=[
+                        m.AssignTarget(
+                            target=m.Attribute(value=m.Name("self"), attr=m.Name("model"))
+                        )
+                    ]
+                ),
+            )
         ]
         if assigns:
             for method in methods:
-                self._self_model.update(id(node) for node in m.findall(
-                    method.body, m.Attribute(value=m.Name("self"), attr=m.Name("model"))))
+                self._self_model.update(
+                    id(node)
+                    for node in m.findall(
+                        method.body, m.Attribute(value=m.Name("self"), attr=m.Name("model"))
+                    )
+                )
             self._self_model_classes.add(node.name.value)
 
     def leave_Attribute(self, ctx, original, updated):
@@ -90,7 +114,8 @@ class TemplateAccessRule(context.Rule):
     def leave_ClassDef(self, ctx, original, updated):
         if original.name.value in self._self_model_classes:
             ctx.change(
-                original, RULE,
+                original,
+                RULE,
                 f"class {original.name.value}: `self.model` -> `self.template_model`: "
                 "its set_model stores another model there, and Keras 3 callbacks "
                 "do not let `self.model` be assigned",
@@ -103,11 +128,19 @@ class TemplateAccessRule(context.Rule):
             return
         model = params[1].name.value
         # Already rewritten (a second run): `model.template if hasattr(...) else ...`.
-        done = {id(subscript) for choice in m.findall(node.body, m.IfExp(
-                    test=m.Call(func=m.Name("hasattr")), body=m.Attribute(attr=m.Name("template"))))
-                for subscript in m.findall(choice.orelse, m.Subscript())}
-        for subscript in m.findall(node.body, m.Subscript(value=m.Attribute(
-                value=m.Name(model), attr=m.Name("layers")))):
+        done = {
+            id(subscript)
+            for choice in m.findall(
+                node.body,
+                m.IfExp(
+                    test=m.Call(func=m.Name("hasattr")), body=m.Attribute(attr=m.Name("template"))
+                ),
+            )
+            for subscript in m.findall(choice.orelse, m.Subscript())
+        }
+        for subscript in m.findall(
+            node.body, m.Subscript(value=m.Attribute(value=m.Name(model), attr=m.Name("layers")))
+        ):
             index = _negative_index(subscript)
             if index is not None and index <= -2 and id(subscript) not in done:
                 self._set_model_picks.add(id(subscript))
@@ -150,19 +183,21 @@ class TemplateAccessRule(context.Rule):
         if id(original) in self._set_model_picks:
             owner = syntax.dotted(value.value)
             ctx.change(
-                original, RULE,
+                original,
+                RULE,
                 f"`{owner}.layers[{index}]` in set_model -> `{owner}.template` when "
                 "fit trains a parallel model: Keras 2's multi_gpu_model kept the "
                 "template at that layer; parallel_keras's has it as `.template`",
             )
             return syntax.expression(
-                f"{owner}.template if hasattr({owner}, 'template') else "
-                f"{syntax.code(updated)}")
+                f"{owner}.template if hasattr({owner}, 'template') else {syntax.code(updated)}"
+            )
         known = self._known(value.value)
         owner = syntax.dotted(value.value)
         if known:
             ctx.change(
-                original, RULE,
+                original,
+                RULE,
                 f"`{owner}.layers[{index}]` -> `{owner}.template`: Keras 2 kept the "
                 f"template at layers[-(outputs + 1)]; parallel_keras exposes it directly",
             )
@@ -175,14 +210,17 @@ class TemplateAccessRule(context.Rule):
         if syntax.method_name(original) != "get_layer" or len(original.args) != 1:
             return updated
         value = original.args[0].value
-        if not (isinstance(value, cst.SimpleString) and _TEMPLATE_NAME.match(str(value.evaluated_value))):
+        if not (
+            isinstance(value, cst.SimpleString) and _TEMPLATE_NAME.match(str(value.evaluated_value))
+        ):
             return updated
         owner_node = original.func.value
         known = self._known(owner_node)
         owner = syntax.dotted(owner_node)
         if known:
             ctx.change(
-                original, RULE,
+                original,
+                RULE,
                 f"`{owner}.get_layer({value.value})` -> `{owner}.template`: the "
                 "parallel model has no template layer in Keras 3",
             )
@@ -193,7 +231,8 @@ class TemplateAccessRule(context.Rule):
 
     def _flag(self, ctx, node, text, owner):
         ctx.flag(
-            node, RULE,
+            node,
+            RULE,
             f"`{text}` reaches the template the Keras 2 way, but `{owner}` is not "
             "known to hold a multi_gpu_model result",
             f"if {owner} is a multi_gpu_model result, use `{owner}.template`; "

@@ -74,9 +74,7 @@ def assigned_parameter(init: cst.FunctionDef | None, attribute: str) -> str | No
     return None
 
 
-def super_init_call(
-    init: cst.FunctionDef | None, base: cst.BaseExpression
-) -> cst.Call | None:
+def super_init_call(init: cst.FunctionDef | None, base: cst.BaseExpression) -> cst.Call | None:
     """The base-class `__init__` call in `init` (`super()` or by name)."""
     if init is None:
         return None
@@ -121,9 +119,7 @@ def only_swaps(statements: Sequence[cst.BaseStatement]) -> bool:
             if isinstance(small, cst.Assign):
                 texts = [syntax.dotted(t.target) for t in small.targets]
                 value = syntax.dotted(small.value)
-                if value is not None and (
-                    "self.model" in texts or value == "self.model"
-                ):
+                if value is not None and ("self.model" in texts or value == "self.model"):
                     continue
             return False
     return True
@@ -160,10 +156,16 @@ def is_exact_seed_class(
             param_default = syntax.code(param.default).replace('"', "'")
         if param_default != default:
             return False
-    passed = [arg for arg in super_call.args if not (
-        isinstance(arg.value, cst.Name) and arg.value.value == "self" and arg.keyword is None
-        and not isinstance(super_call.func.value, cst.Call)
-    )]
+    passed = [
+        arg
+        for arg in super_call.args
+        if not (
+            isinstance(arg.value, cst.Name)
+            and arg.value.value == "self"
+            and arg.keyword is None
+            and not isinstance(super_call.func.value, cst.Call)
+        )
+    ]
     expected = [param.name.value for param in rest]
     if len(passed) != len(expected):
         return False

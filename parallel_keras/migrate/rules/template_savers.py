@@ -24,22 +24,33 @@ from __future__ import annotations
 import libcst as cst
 from libcst import matchers as m
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 from parallel_keras.migrate.rules import template_saver_patterns as patterns
 
 RULE = "checkpoint classes"
 
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
 AUDIT: list[tuple[str, str | None, str]] = [
-    ("class ParallelModelCheckpoint(ModelCheckpoint) (the legacy tutorials')",
-     "from parallel_keras import ParallelModelCheckpoint", "same signature, period= included"),
-    ("ModelCheckpoint subclass swapping in a stored template",
-     "subclass of parallel_keras.ParallelModelCheckpoint", "Keras 3's has no period"),
-    ("ModelMGPU (a Model adopting multi_gpu_model(...).__dict__)", "a function returning "
-     "parallel_keras.multi_gpu_model(...)", "Keras 3 models cannot adopt another's __dict__"),
-    ("such classes doing more", None, "use parallel_keras.ParallelModelCheckpoint / "
-     "multi_gpu_model directly"),
+    (
+        "class ParallelModelCheckpoint(ModelCheckpoint) (the legacy tutorials')",
+        "from parallel_keras import ParallelModelCheckpoint",
+        "same signature, period= included",
+    ),
+    (
+        "ModelCheckpoint subclass swapping in a stored template",
+        "subclass of parallel_keras.ParallelModelCheckpoint",
+        "Keras 3's has no period",
+    ),
+    (
+        "ModelMGPU (a Model adopting multi_gpu_model(...).__dict__)",
+        "a function returning parallel_keras.multi_gpu_model(...)",
+        "Keras 3 models cannot adopt another's __dict__",
+    ),
+    (
+        "such classes doing more",
+        None,
+        "use parallel_keras.ParallelModelCheckpoint / multi_gpu_model directly",
+    ),
 ]
 
 _MODEL_BASES = frozenset(
@@ -60,8 +71,10 @@ class TemplateSaverRule(context.Rule):
             if isinstance(statement, cst.FunctionDef)
         }
         for index, base in enumerate(base_names):
-            if base is not None and base.split(".")[-1] == "ModelCheckpoint" and (
-                base.startswith("keras.") or base == "ModelCheckpoint"
+            if (
+                base is not None
+                and base.split(".")[-1] == "ModelCheckpoint"
+                and (base.startswith("keras.") or base == "ModelCheckpoint")
             ):
                 return self._checkpoint(ctx, original, updated, index, methods)
         if any(base in _MODEL_BASES for base in base_names):
@@ -85,7 +98,8 @@ class TemplateSaverRule(context.Rule):
         template_parameter = patterns.assigned_parameter(init, template_attribute)
         super_call = patterns.super_init_call(init, updated.bases[base_index].value)
         unsafe = [
-            name for name, method in swap_methods.items()
+            name
+            for name, method in swap_methods.items()
             if not patterns.only_swaps(method.body.body)
         ]
         if template_parameter is None or super_call is None or unsafe:
@@ -100,7 +114,9 @@ class TemplateSaverRule(context.Rule):
                 "period included), or subclass it and keep only your extra code.",
             )
             return updated
-        if patterns.is_exact_seed_class(updated, init, template_parameter, super_call, swap_methods):
+        if patterns.is_exact_seed_class(
+            updated, init, template_parameter, super_call, swap_methods
+        ):
             alias = "" if class_name == "ParallelModelCheckpoint" else f" as {class_name}"
             ctx.change(
                 original,
@@ -114,13 +130,28 @@ class TemplateSaverRule(context.Rule):
             )
             return statement.with_changes(leading_lines=updated.leading_lines)
         return self._delegate(
-            ctx, original, updated, base_index, init, template_parameter,
-            super_call, swap_methods, template_attribute,
+            ctx,
+            original,
+            updated,
+            base_index,
+            init,
+            template_parameter,
+            super_call,
+            swap_methods,
+            template_attribute,
         )
 
     def _delegate(
-        self, ctx, original, updated, base_index, init, template_parameter,
-        super_call, swap_methods, template_attribute,
+        self,
+        ctx,
+        original,
+        updated,
+        base_index,
+        init,
+        template_parameter,
+        super_call,
+        swap_methods,
+        template_attribute,
     ):
         ctx.require_import("parallel_keras")
         library_class = syntax.expression("parallel_keras.ParallelModelCheckpoint")
@@ -139,19 +170,30 @@ class TemplateSaverRule(context.Rule):
         if insert_at == len(args):
             template_arg = template_arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)
         args.insert(insert_at, template_arg)
-        new_init = init.deep_replace(
-            super_call, super_call.with_changes(func=func, args=args)
-        )
+        new_init = init.deep_replace(super_call, super_call.with_changes(func=func, args=args))
         if template_attribute == "model":
             # Keras 3 callbacks do not let `self.model` be assigned; the
             # library class keeps the template itself.
             kept = [
-                statement for statement in new_init.body.body
-                if not m.matches(statement, m.SimpleStatementLine(body=[m.Assign(
-                    targets=[m.AssignTarget(target=m.Attribute(
-                        value=m.Name("self"), attr=m.Name("model")))],
-                    value=m.Name(template_parameter),
-                )]))
+                statement
+                for statement in new_init.body.body
+                if not m.matches(
+                    statement,
+                    m.SimpleStatementLine(
+                        body=[
+                            m.Assign(
+                                targets=[
+                                    m.AssignTarget(
+                                        target=m.Attribute(
+                                            value=m.Name("self"), attr=m.Name("model")
+                                        )
+                                    )
+                                ],
+                                value=m.Name(template_parameter),
+                            )
+                        ]
+                    ),
+                )
             ]
             new_init = new_init.with_changes(body=new_init.body.with_changes(body=kept))
         body = []
@@ -171,9 +213,7 @@ class TemplateSaverRule(context.Rule):
             f"{', '.join(sorted(swap_methods))} (they swapped in the template, "
             "which the library class does)",
         )
-        return updated.with_changes(
-            bases=bases, body=updated.body.with_changes(body=body)
-        )
+        return updated.with_changes(bases=bases, body=updated.body.with_changes(body=body))
 
     def _keras2_period(self, ctx, original, updated, base_index, methods):
         """A ModelCheckpoint subclass passing Keras 2's `period` to its base.
@@ -189,8 +229,8 @@ class TemplateSaverRule(context.Rule):
         if super_call is None:
             return updated
         passes_period = syntax.keyword(super_call, "period") is not None or len(
-            syntax.positional(super_call)) >= (8 if not isinstance(
-                super_call.func.value, cst.Call) else 7)
+            syntax.positional(super_call)
+        ) >= (8 if not isinstance(super_call.func.value, cst.Call) else 7)
         if not passes_period:
             return updated
         ctx.require_import("parallel_keras.callbacks")
@@ -204,16 +244,24 @@ class TemplateSaverRule(context.Rule):
         note = ""
         new_init = init
         if not isinstance(super_call.func.value, cst.Call):  # ModelCheckpoint.__init__(self, ...)
-            new_init = new_init.deep_replace(super_call, super_call.with_changes(
-                func=super_call.func.with_changes(value=library_class)))
+            new_init = new_init.deep_replace(
+                super_call,
+                super_call.with_changes(func=super_call.func.with_changes(value=library_class)),
+            )
         if reads_counter and not sets_counter:
-            new_init = new_init.with_changes(body=new_init.body.with_changes(body=[
-                *new_init.body.body,
-                cst.parse_statement("self.epochs_since_last_save = 0\n")]))
+            new_init = new_init.with_changes(
+                body=new_init.body.with_changes(
+                    body=[
+                        *new_init.body.body,
+                        cst.parse_statement("self.epochs_since_last_save = 0\n"),
+                    ]
+                )
+            )
             note = "; `self.epochs_since_last_save = 0` added (Keras 2's base set it)"
         body = [new_init if statement is init else statement for statement in body]
         ctx.change(
-            original, RULE,
+            original,
+            RULE,
             f"class {updated.name.value} now subclasses "
             "parallel_keras.callbacks.ModelCheckpoint: it passes Keras 2's `period` "
             "to its base, which Keras 3's ModelCheckpoint reads as save_freq "

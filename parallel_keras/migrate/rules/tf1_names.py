@@ -37,8 +37,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst import metadata
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 from parallel_keras.migrate.rules import tf1_table
 
 RULE = "TF1 names"
@@ -46,8 +45,13 @@ RULE = "TF1 names"
 # Owned by the sessions and GPU-count rules.
 _ELSEWHERE = frozenset(
     {
-        "tf.Session", "tf.InteractiveSession", "tf.ConfigProto", "tf.GPUOptions",
-        "tf.global_variables_initializer", "tf.train.Server", "tf.get_default_session",
+        "tf.Session",
+        "tf.InteractiveSession",
+        "tf.ConfigProto",
+        "tf.GPUOptions",
+        "tf.global_variables_initializer",
+        "tf.train.Server",
+        "tf.get_default_session",
     }
 )
 _CASTS = {
@@ -70,9 +74,13 @@ _EXACT = {
     "tf.random.set_random_seed": ("tf.random.set_seed", "TF 2's name of the global seed"),
     "tf.assign": ("tf.compat.v1.assign", "on a tf.Variable it calls variable.assign, eagerly"),
     "tf.assign_add": (
-        "tf.compat.v1.assign_add", "on a tf.Variable it calls variable.assign_add, eagerly"),
+        "tf.compat.v1.assign_add",
+        "on a tf.Variable it calls variable.assign_add, eagerly",
+    ),
     "tf.assign_sub": (
-        "tf.compat.v1.assign_sub", "on a tf.Variable it calls variable.assign_sub, eagerly"),
+        "tf.compat.v1.assign_sub",
+        "on a tf.Variable it calls variable.assign_sub, eagerly",
+    ),
     "tf.div": (
         "tf.compat.v1.div",
         "keeps TF1's Python 2 division (integer inputs floor-divide); an eager op",
@@ -86,9 +94,20 @@ _LOGGING_REASON = "TF1's logging module is kept as tf.compat.v1.logging (absl lo
 
 # Modules TF 2.21 no longer has at all (tf_upgrade_v2's module warnings, and
 # what Keras 3 took with it).
-_REMOVED_MODULES = tuple(sorted(
-    {"tf.layers", "tf.contrib", "tf.flags", "tf.app", "tf.estimator",
-     *tf1_table.REMOVED_MODULES}, key=len, reverse=True))
+_REMOVED_MODULES = tuple(
+    sorted(
+        {
+            "tf.layers",
+            "tf.contrib",
+            "tf.flags",
+            "tf.app",
+            "tf.estimator",
+            *tf1_table.REMOVED_MODULES,
+        },
+        key=len,
+        reverse=True,
+    )
+)
 
 _KERAS_FIX = "write it with Keras 3 (keras.layers, keras.losses, keras.metrics, keras.optimizers)"
 # TF1 name or module prefix -> the TF 2 way, for the flags.
@@ -120,8 +139,7 @@ _FIXES = {
     "tf.disable_eager_execution": "delete it: Keras 3 needs eager execution.",
     "tf.disable_v2_behavior": "delete it: Keras 3 needs TF 2 behaviour.",
     "tf.enable_eager_execution": "delete it: TF 2 runs eagerly by default.",
-    "tf.Print": "use tf.print(...) (it prints and returns nothing: keep using the "
-    "tensor itself).",
+    "tf.Print": "use tf.print(...) (it prints and returns nothing: keep using the tensor itself).",
     "tf.layers.": _KERAS_FIX + "; tf.layers are gone with Keras 2.",
     "tf.losses.": "use the keras.losses function or class of the same meaning.",
     "tf.metrics.": "use the keras.metrics class of the same meaning.",
@@ -132,17 +150,19 @@ _FIXES = {
     "tf.nn.bidirectional_dynamic_rnn": "use keras.layers.Bidirectional around keras.layers.LSTM.",
     "tf.flags.": "use argparse or absl.flags.",
     "tf.app.flags.": "use argparse or absl.flags.",
-    "tf.app.": "call your main function directly (or absl.app.run); flags: argparse "
-    "or absl.flags.",
+    "tf.app.": "call your main function directly (or absl.app.run); flags: argparse or absl.flags.",
     "tf.estimator.": "TF 2.16 removed tf.estimator: train with Keras 3 model.fit.",
     "tf.contrib.": "tf.contrib was removed in TF 2: use the TF 2 / Keras 3 API named in "
     "https://www.tensorflow.org/guide/migrate (or TensorFlow Addons' successor).",
 }
 
 
-_GRAPH_MODE_SWITCHES = frozenset({
-    "tensorflow.compat.v1.disable_v2_behavior", "tensorflow.compat.v1.disable_eager_execution",
-})
+_GRAPH_MODE_SWITCHES = frozenset(
+    {
+        "tensorflow.compat.v1.disable_v2_behavior",
+        "tensorflow.compat.v1.disable_eager_execution",
+    }
+)
 
 
 def _fix(name: str) -> str:
@@ -154,13 +174,17 @@ def _fix(name: str) -> str:
     # The note is re-read by the next run from wrapped comment lines, so the
     # long `tf.compat.v1.<name>` is not spelled out (a wrapped word would split).
     if tf1_table.COMPAT_ONLY.get(name):
-        return ("TF 2 keeps it only under tf.compat.v1 (the same name after "
-                "`tf.compat.v1.`), which its own docs say does not work eagerly: rewrite "
-                "this part as eager TF 2 / Keras 3 code "
-                "(https://www.tensorflow.org/guide/migrate).")
-    return ("use the TF 2 API of the same meaning; tf.compat.v1 keeps the TF1 function "
-            "under the same name, correct only where it needs no graph, collection or "
-            "session (https://www.tensorflow.org/guide/migrate).")
+        return (
+            "TF 2 keeps it only under tf.compat.v1 (the same name after "
+            "`tf.compat.v1.`), which its own docs say does not work eagerly: rewrite "
+            "this part as eager TF 2 / Keras 3 code "
+            "(https://www.tensorflow.org/guide/migrate)."
+        )
+    return (
+        "use the TF 2 API of the same meaning; tf.compat.v1 keeps the TF1 function "
+        "under the same name, correct only where it needs no graph, collection or "
+        "session (https://www.tensorflow.org/guide/migrate)."
+    )
 
 
 def lookup(name: str) -> tuple[str, str | None, str] | None:
@@ -180,13 +204,19 @@ def lookup(name: str) -> tuple[str, str | None, str] | None:
         new, reason = _EXACT[name]
         return ("rename", new, reason)
     if name.startswith("tf.logging.") and name in tf1_table.COMPAT_ONLY:
-        return ("rename", "tf.compat.v1." + name[len("tf."):], _LOGGING_REASON)
+        return ("rename", "tf.compat.v1." + name[len("tf.") :], _LOGGING_REASON)
     if name in tf1_table.RENAMES:
-        return ("rename", tf1_table.RENAMES[name],
-                "the same function under its TF 2 name (tf_upgrade_v2's table)")
+        return (
+            "rename",
+            tf1_table.RENAMES[name],
+            "the same function under its TF 2 name (tf_upgrade_v2's table)",
+        )
     if name in tf1_table.ARGS_CHANGED:
-        return ("keywords", tf1_table.ARGS_CHANGED[name],
-                "TF 2 renamed or reordered its arguments (tf_upgrade_v2's table)")
+        return (
+            "keywords",
+            tf1_table.ARGS_CHANGED[name],
+            "TF 2 renamed or reordered its arguments (tf_upgrade_v2's table)",
+        )
     if name in tf1_table.COMPAT_ONLY or name in _FIXES:
         return ("flag", None, _fix(name))
     for module in _REMOVED_MODULES:
@@ -209,7 +239,7 @@ def _tf_name(ctx: context.Context, node: cst.CSTNode) -> str | None:
         return "tf." + full.rpartition(".")[2]
     if full.startswith(("tensorflow.compat.", "tensorflow.keras.", "tensorflow.python.")):
         return None
-    return "tf." + full[len("tensorflow."):]
+    return "tf." + full[len("tensorflow.") :]
 
 
 class Tf1NameRule(context.Rule):
@@ -241,11 +271,14 @@ class Tf1NameRule(context.Rule):
         if original.module is None or isinstance(original.names, cst.ImportStar):
             return updated
         module = syntax.dotted(original.module) or ""
-        if module != "tensorflow" and not module.startswith("tensorflow.") or module.startswith(
-                ("tensorflow.compat", "tensorflow.keras", "tensorflow.python")):
+        if (
+            module != "tensorflow"
+            and not module.startswith("tensorflow.")
+            or module.startswith(("tensorflow.compat", "tensorflow.keras", "tensorflow.python"))
+        ):
             return updated
         for alias in original.names:
-            name = "tf." + module[len("tensorflow."):] + "." if module != "tensorflow" else "tf."
+            name = "tf." + module[len("tensorflow.") :] + "." if module != "tensorflow" else "tf."
             name += syntax.dotted(alias.name)
             found = lookup(name)
             if found is None:
@@ -254,9 +287,12 @@ class Tf1NameRule(context.Rule):
             target = new if kind in ("rename", "keywords") and new else None
             if kind == "cast":
                 target = "tf.cast"
-            ctx.flag(original, RULE, f"`{name}` is imported by name and does not exist in TF 2",
-                     f"import tensorflow as tf and call {target} ({reason})." if target
-                     else reason)
+            ctx.flag(
+                original,
+                RULE,
+                f"`{name}` is imported by name and does not exist in TF 2",
+                f"import tensorflow as tf and call {target} ({reason})." if target else reason,
+            )
         return updated
 
     def visit_Attribute(self, ctx, node):
@@ -275,42 +311,63 @@ class Tf1NameRule(context.Rule):
     def leave_Call(self, ctx, original, updated):
         match = self._matched.get(id(original.func))
         if match is None:
-            name = _tf_name(ctx, original.func) if isinstance(
-                original.func, cst.Attribute) else None
+            name = (
+                _tf_name(ctx, original.func) if isinstance(original.func, cst.Attribute) else None
+            )
             if name in _TRANSFORMS:
                 updated = _TRANSFORMS[name](ctx, original, updated)
             if name in tf1_table.POSITIONAL_NAMES or name in tf1_table.KEYWORD_RENAMES:
                 fixed = self._arguments(ctx, original, updated, name)
                 if fixed is not None and fixed is not updated:
-                    ctx.change(original, RULE, f"`{name}`: TF1 arguments passed as TF 2 reads "
-                               "them (tf_upgrade_v2's table)")
+                    ctx.change(
+                        original,
+                        RULE,
+                        f"`{name}`: TF1 arguments passed as TF 2 reads "
+                        "them (tf_upgrade_v2's table)",
+                    )
                     return fixed
             return updated
         name, (kind, new, reason) = match
         root = syntax.dotted(original.func).split(".")[0]
         if kind == "cast":
             positional = syntax.positional(updated)
-            if syntax.has_star(updated) or len(positional) != 1 or any(
-                arg.keyword is not None and arg.keyword.value != "name" for arg in updated.args
+            if (
+                syntax.has_star(updated)
+                or len(positional) != 1
+                or any(
+                    arg.keyword is not None and arg.keyword.value != "name" for arg in updated.args
+                )
             ):
-                ctx.flag(original, RULE, f"`{name}` was removed in TF 2",
-                         f"use {root}.cast(x, {root}.{_CASTS[name]}).")
+                ctx.flag(
+                    original,
+                    RULE,
+                    f"`{name}` was removed in TF 2",
+                    f"use {root}.cast(x, {root}.{_CASTS[name]}).",
+                )
                 return updated
-            ctx.change(original, RULE, f"`{name}(x)` -> `{root}.cast(x, {root}.{_CASTS[name]})`: "
-                       + reason)
-            args = [positional[0].with_changes(comma=cst.Comma(
-                whitespace_after=cst.SimpleWhitespace(" ")))]
+            ctx.change(
+                original, RULE, f"`{name}(x)` -> `{root}.cast(x, {root}.{_CASTS[name]})`: " + reason
+            )
+            args = [
+                positional[0].with_changes(
+                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                )
+            ]
             args.append(cst.Arg(syntax.expression(f"{root}.{_CASTS[name]}")))
             rest = [arg for arg in updated.args if arg is not positional[0]]
             if rest:
-                args[-1] = args[-1].with_changes(comma=cst.Comma(
-                    whitespace_after=cst.SimpleWhitespace(" ")))
-            return updated.with_changes(
-                func=syntax.expression(f"{root}.cast"), args=[*args, *rest])
+                args[-1] = args[-1].with_changes(
+                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                )
+            return updated.with_changes(func=syntax.expression(f"{root}.cast"), args=[*args, *rest])
         if kind == "rename" and _takes_args(new):
             if _ambiguous(updated, new):
-                ctx.flag(original, RULE, f"`{name}` is `{new}` in TF 2, whose arguments "
-                         "differ from TF1's", f"call {new} with its TF 2 arguments, by keyword.")
+                ctx.flag(
+                    original,
+                    RULE,
+                    f"`{name}` is `{new}` in TF 2, whose arguments differ from TF1's",
+                    f"call {new} with its TF 2 arguments, by keyword.",
+                )
                 return updated
             ctx.change(original, RULE, f"`{name}` -> `{new}`: {reason}")
             return updated.with_changes(func=_spelled(new, root))
@@ -319,11 +376,14 @@ class Tf1NameRule(context.Rule):
             if fixed is None:
                 return updated
             if _ambiguous(fixed, new):
-                ctx.flag(original, RULE, f"`{name}` is `{new}` in TF 2, whose arguments "
-                         "differ from TF1's", f"call {new} with its TF 2 arguments, by keyword.")
+                ctx.flag(
+                    original,
+                    RULE,
+                    f"`{name}` is `{new}` in TF 2, whose arguments differ from TF1's",
+                    f"call {new} with its TF 2 arguments, by keyword.",
+                )
                 return updated
-            ctx.change(original, RULE, f"`{name}` -> `{new}`: {reason}, passed as TF 2 "
-                       "reads them")
+            ctx.change(original, RULE, f"`{name}` -> `{new}`: {reason}, passed as TF 2 reads them")
             return fixed.with_changes(func=_spelled(new, root))
         return updated
 
@@ -341,7 +401,8 @@ class Tf1NameRule(context.Rule):
             return updated
         name, (kind, new, reason) = match
         if kind in ("cast", "keywords") or (
-                kind == "rename" and _takes_args(new) and id(original) in self._call_funcs):
+            kind == "rename" and _takes_args(new) and id(original) in self._call_funcs
+        ):
             return updated  # The call is rewritten (or flagged) in leave_Call.
         root = syntax.dotted(original).split(".")[0] if syntax.dotted(original) else "tf"
         if kind == "flag":
@@ -363,31 +424,43 @@ def _convert(call: cst.Call, name: str) -> tuple[cst.Call, tuple[str, str] | Non
     order = tf1_table.POSITIONAL_NAMES.get(name, [])
     renames = tf1_table.KEYWORD_RENAMES.get(name, {})
     if syntax.has_star(call):
-        return call, ("TF 2 renamed or reordered its arguments, and this call passes "
-                      "*args/**kwargs", "pass the arguments by their TF 2 keywords.")
+        return call, (
+            "TF 2 renamed or reordered its arguments, and this call passes *args/**kwargs",
+            "pass the arguments by their TF 2 keywords.",
+        )
     args = []
     position = 0
     for arg in call.args:
         if arg.keyword is None:
             if order and position >= len(order):
-                return call, ("more positional arguments than TF1 had",
-                              "pass the arguments by their TF 2 keywords.")
+                return call, (
+                    "more positional arguments than TF1 had",
+                    "pass the arguments by their TF 2 keywords.",
+                )
             slot = order[position] if position < len(order) else None
             position += 1
             if slot is not None:
-                arg = arg.with_changes(keyword=cst.Name(slot), equal=cst.AssignEqual(
-                    whitespace_before=cst.SimpleWhitespace(""),
-                    whitespace_after=cst.SimpleWhitespace("")))
+                arg = arg.with_changes(
+                    keyword=cst.Name(slot),
+                    equal=cst.AssignEqual(
+                        whitespace_before=cst.SimpleWhitespace(""),
+                        whitespace_after=cst.SimpleWhitespace(""),
+                    ),
+                )
         if arg.keyword is not None and arg.keyword.value in renames:
             new_keyword = renames[arg.keyword.value]
             if new_keyword is None:
-                return call, (f"TF 2 removed the argument {arg.keyword.value}=",
-                              f"delete {arg.keyword.value}= and check that the TF 2 "
-                              "behaviour is what the script needs.")
+                return call, (
+                    f"TF 2 removed the argument {arg.keyword.value}=",
+                    f"delete {arg.keyword.value}= and check that the TF 2 "
+                    "behaviour is what the script needs.",
+                )
             arg = arg.with_changes(keyword=cst.Name(new_keyword))
         args.append(arg)
-    if all(a.keyword is b.keyword or (a.keyword and b.keyword and a.keyword.value == b.keyword.value)
-           for a, b in zip(args, call.args)):
+    if all(
+        a.keyword is b.keyword or (a.keyword and b.keyword and a.keyword.value == b.keyword.value)
+        for a, b in zip(args, call.args)
+    ):
         return call, None
     return call.with_changes(args=args), None
 
@@ -410,18 +483,31 @@ def _dropout(ctx, original, updated):
     keep = syntax.keyword(updated, "keep_prob")
     positional = syntax.positional(updated)
     if keep is not None and syntax.keyword(updated, "rate") is None:
-        ctx.change(original, RULE, "`tf.nn.dropout(keep_prob=p)` -> `rate=1 - p`: TF 2 "
-                   "removed keep_prob (tf_upgrade_v2 does the same)")
-        return updated.with_changes(args=[
-            arg.with_changes(keyword=cst.Name("rate"),
-                             value=syntax.expression(f"1 - ({syntax.code(arg.value)})"))
-            if arg is keep else arg for arg in updated.args
-        ])
+        ctx.change(
+            original,
+            RULE,
+            "`tf.nn.dropout(keep_prob=p)` -> `rate=1 - p`: TF 2 "
+            "removed keep_prob (tf_upgrade_v2 does the same)",
+        )
+        return updated.with_changes(
+            args=[
+                arg.with_changes(
+                    keyword=cst.Name("rate"),
+                    value=syntax.expression(f"1 - ({syntax.code(arg.value)})"),
+                )
+                if arg is keep
+                else arg
+                for arg in updated.args
+            ]
+        )
     if len(positional) > 1 and not syntax.has_star(updated):
-        ctx.flag(original, RULE, "`tf.nn.dropout(x, p)`: TF1's second argument was "
-                 "keep_prob, TF 2's is the drop rate",
-                 "if this line was written for TF1, pass rate=1 - p by keyword; if for "
-                 "TF 2, pass rate=p by keyword (either silences this note).")
+        ctx.flag(
+            original,
+            RULE,
+            "`tf.nn.dropout(x, p)`: TF1's second argument was keep_prob, TF 2's is the drop rate",
+            "if this line was written for TF1, pass rate=1 - p by keyword; if for "
+            "TF 2, pass rate=p by keyword (either silences this note).",
+        )
     return updated
 
 
@@ -431,17 +517,27 @@ def _softmax_xent(ctx, original, updated):
     if labels is None or syntax.has_star(updated):
         return updated
     if isinstance(labels.value, cst.Call) and (syntax.dotted(labels.value.func) or "").endswith(
-            "stop_gradient"):
+        "stop_gradient"
+    ):
         return updated
     root = syntax.dotted(original.func).split(".")[0]
-    ctx.change(original, RULE, "`tf.nn.softmax_cross_entropy_with_logits(labels=y)` -> "
-               "`labels=tf.stop_gradient(y)`: the TF1 function did not backprop into the "
-               "labels; TF 2's does (tf_upgrade_v2 does the same)")
-    return updated.with_changes(args=[
-        arg.with_changes(value=syntax.expression(
-            f"{root}.stop_gradient({syntax.code(arg.value)})")) if arg is labels else arg
-        for arg in updated.args
-    ])
+    ctx.change(
+        original,
+        RULE,
+        "`tf.nn.softmax_cross_entropy_with_logits(labels=y)` -> "
+        "`labels=tf.stop_gradient(y)`: the TF1 function did not backprop into the "
+        "labels; TF 2's does (tf_upgrade_v2 does the same)",
+    )
+    return updated.with_changes(
+        args=[
+            arg.with_changes(
+                value=syntax.expression(f"{root}.stop_gradient({syntax.code(arg.value)})")
+            )
+            if arg is labels
+            else arg
+            for arg in updated.args
+        ]
+    )
 
 
 # TF 2 names whose TF1 calls mean something else: name -> rewrite.
@@ -452,7 +548,7 @@ _TRANSFORMS = {
 
 
 def _spelled(name: str, root: str) -> cst.BaseExpression:
-    return syntax.expression(root + name[len("tf"):])
+    return syntax.expression(root + name[len("tf") :])
 
 
 def _attributes(node: cst.CSTNode) -> list[cst.Attribute]:
@@ -468,9 +564,16 @@ def _attributes(node: cst.CSTNode) -> list[cst.Attribute]:
 
 def _audit() -> list[tuple[str, str | None, str]]:
     rows: list[tuple[str, str | None, str]] = []
-    names = sorted({*tf1_table.RENAMES, *tf1_table.ARGS_CHANGED, *tf1_table.COMPAT_ONLY,
-                    *_CASTS, *_EXACT, *(k for k in _FIXES if not k.endswith(".")),
-                    })
+    names = sorted(
+        {
+            *tf1_table.RENAMES,
+            *tf1_table.ARGS_CHANGED,
+            *tf1_table.COMPAT_ONLY,
+            *_CASTS,
+            *_EXACT,
+            *(k for k in _FIXES if not k.endswith(".")),
+        }
+    )
     for name in names:
         found = lookup(name)
         if found is None:
@@ -483,20 +586,47 @@ def _audit() -> list[tuple[str, str | None, str]]:
         else:
             rows.append((name, new, reason))
     for name in tf1_table.TF2_SAME_NAME:
-        rows.append((name, "(kept)", "TF 2 has a function of this name (TF 2 code uses it "
-                     "as is); tf_upgrade_v2 sends TF1 callers to tf.compat.v1: check the TF 2 "
-                     "signature"))
+        rows.append(
+            (
+                name,
+                "(kept)",
+                "TF 2 has a function of this name (TF 2 code uses it "
+                "as is); tf_upgrade_v2 sends TF1 callers to tf.compat.v1: check the TF 2 "
+                "signature",
+            )
+        )
     for name, renames in sorted(tf1_table.KEYWORD_RENAMES.items()):
         for old, new in sorted(renames.items()):
-            rows.append((f"{name}({old}=)", f"{new}=" if new else None,
-                         "TF 2 renamed the argument" if new else
-                         "TF 2 removed the argument: delete it and check the TF 2 behaviour"))
-    rows.append(("tf.nn.dropout(x, keep_prob=p)", "tf.nn.dropout(x, rate=1 - (p))",
-                 "TF 2 takes the drop rate"))
-    rows.append(("tf.nn.dropout(x, p) (positional)", None,
-                 "TF1 meant keep_prob, TF 2 means rate: pass rate= by keyword"))
-    rows.append(("tf.nn.softmax_cross_entropy_with_logits(labels=y)",
-                 "labels=tf.stop_gradient(y)", "TF1 did not backprop into the labels"))
+            rows.append(
+                (
+                    f"{name}({old}=)",
+                    f"{new}=" if new else None,
+                    "TF 2 renamed the argument"
+                    if new
+                    else "TF 2 removed the argument: delete it and check the TF 2 behaviour",
+                )
+            )
+    rows.append(
+        (
+            "tf.nn.dropout(x, keep_prob=p)",
+            "tf.nn.dropout(x, rate=1 - (p))",
+            "TF 2 takes the drop rate",
+        )
+    )
+    rows.append(
+        (
+            "tf.nn.dropout(x, p) (positional)",
+            None,
+            "TF1 meant keep_prob, TF 2 means rate: pass rate= by keyword",
+        )
+    )
+    rows.append(
+        (
+            "tf.nn.softmax_cross_entropy_with_logits(labels=y)",
+            "labels=tf.stop_gradient(y)",
+            "TF1 did not backprop into the labels",
+        )
+    )
     for module in sorted(_REMOVED_MODULES):
         rows.append((module + ".*", None, _fix(module + ".")))
     return rows

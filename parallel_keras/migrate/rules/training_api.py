@@ -14,26 +14,45 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context
-from parallel_keras.migrate import syntax
+from parallel_keras.migrate import context, syntax
 
 RULE = "generator methods"
 
 # Keras 2.2-2.3 signatures (keras/engine/training.py).
 LEGACY_SIGNATURES = {
     "fit_generator": (
-        "generator", "steps_per_epoch", "epochs", "verbose", "callbacks",
-        "validation_data", "validation_steps", "validation_freq",
-        "class_weight", "max_queue_size", "workers", "use_multiprocessing",
-        "shuffle", "initial_epoch",
+        "generator",
+        "steps_per_epoch",
+        "epochs",
+        "verbose",
+        "callbacks",
+        "validation_data",
+        "validation_steps",
+        "validation_freq",
+        "class_weight",
+        "max_queue_size",
+        "workers",
+        "use_multiprocessing",
+        "shuffle",
+        "initial_epoch",
     ),
     "evaluate_generator": (
-        "generator", "steps", "callbacks", "max_queue_size", "workers",
-        "use_multiprocessing", "verbose",
+        "generator",
+        "steps",
+        "callbacks",
+        "max_queue_size",
+        "workers",
+        "use_multiprocessing",
+        "verbose",
     ),
     "predict_generator": (
-        "generator", "steps", "callbacks", "max_queue_size", "workers",
-        "use_multiprocessing", "verbose",
+        "generator",
+        "steps",
+        "callbacks",
+        "max_queue_size",
+        "workers",
+        "use_multiprocessing",
+        "verbose",
     ),
 }
 LOADER_ARGUMENTS = ("max_queue_size", "workers", "use_multiprocessing")
@@ -52,8 +71,12 @@ class GeneratorMethodsRule(context.Rule):
     def leave_Call(self, ctx, original, updated):
         method = syntax.method_name(updated)
         if method in _REMOVED_PREDICTORS:
-            ctx.flag(original, RULE, f"`{method}` was removed in TF 2.6",
-                     f"use {_REMOVED_PREDICTORS[method]}.")
+            ctx.flag(
+                original,
+                RULE,
+                f"`{method}` was removed in TF 2.6",
+                f"use {_REMOVED_PREDICTORS[method]}.",
+            )
             return updated
         if method not in LEGACY_SIGNATURES or syntax.has_star(updated):
             return updated
@@ -70,10 +93,14 @@ class GeneratorMethodsRule(context.Rule):
         dropped = [syntax.keyword(updated, name) for name in LOADER_ARGUMENTS]
         dropped = [arg for arg in dropped if arg is not None]
         parallel_loading = any(
-            (arg.keyword.value == "workers" and not (
-                isinstance(arg.value, cst.Integer) and int(arg.value.value) <= 1))
-            or (arg.keyword.value == "use_multiprocessing"
-                and not syntax.is_literal_false(arg.value))
+            (
+                arg.keyword.value == "workers"
+                and not (isinstance(arg.value, cst.Integer) and int(arg.value.value) <= 1)
+            )
+            or (
+                arg.keyword.value == "use_multiprocessing"
+                and not syntax.is_literal_false(arg.value)
+            )
             for arg in dropped
         )
         if dropped:
@@ -89,10 +116,7 @@ class GeneratorMethodsRule(context.Rule):
         updated = _keep_continuation_indent(updated, len(method) - len(new_method))
         ctx.change(original, RULE, message)
         if parallel_loading and id(original) not in ctx.shared.get("loader_options_moved", ()):
-            options = ", ".join(
-                f"{arg.keyword.value}={syntax.code(arg.value)}"
-                for arg in dropped
-            )
+            options = ", ".join(f"{arg.keyword.value}={syntax.code(arg.value)}" for arg in dropped)
             data = syntax.keyword(updated, "x")
             data_text = syntax.code(data.value) if data else "the generator"
             ctx.flag(
@@ -103,9 +127,7 @@ class GeneratorMethodsRule(context.Rule):
                 "keras.utils.PyDataset (or Sequence) subclass and call "
                 f"super().__init__({options}) first in its __init__.",
             )
-        return updated.with_changes(
-            func=updated.func.with_changes(attr=cst.Name(new_method))
-        )
+        return updated.with_changes(func=updated.func.with_changes(attr=cst.Name(new_method)))
 
 
 def _keep_continuation_indent(call: cst.Call, shift: int) -> cst.Call:
@@ -130,11 +152,21 @@ def _keep_continuation_indent(call: cst.Call, shift: int) -> cst.Call:
 
 
 AUDIT = [
-    *((f"model.{name}(...)", f"model.{name[:-len('_generator')]}(...)",
-       "Keras 3 removed the *_generator methods; positional arguments by keyword")
-      for name in LEGACY_SIGNATURES),
-    *((f"{name}(workers=, use_multiprocessing=, max_queue_size=)", "(removed)",
-       "now arguments of keras.utils.PyDataset; flagged when they asked for parallel loading")
-      for name in ("fit_generator",)),
+    *(
+        (
+            f"model.{name}(...)",
+            f"model.{name[: -len('_generator')]}(...)",
+            "Keras 3 removed the *_generator methods; positional arguments by keyword",
+        )
+        for name in LEGACY_SIGNATURES
+    ),
+    *(
+        (
+            f"{name}(workers=, use_multiprocessing=, max_queue_size=)",
+            "(removed)",
+            "now arguments of keras.utils.PyDataset; flagged when they asked for parallel loading",
+        )
+        for name in ("fit_generator",)
+    ),
     *((f"model.{name}(x)", None, f"use {fix}") for name, fix in _REMOVED_PREDICTORS.items()),
 ]
