@@ -11,10 +11,10 @@ import ast
 import pathlib
 import re
 import textwrap
+import tomllib
 
 import keras
 import pytest
-import tomllib
 
 from parallel_keras import _environment
 from parallel_keras.testing import run_python

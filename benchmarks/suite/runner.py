@@ -93,7 +93,7 @@ def run_suite(
             key: list(value) if isinstance(value, tuple) else value
             for key, value in dataclasses.asdict(config).items()
         },
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "tf_version": ok[0]["tf_version"] if ok else None,
         "keras_version": ok[0]["keras_version"] if ok else None,
         "elapsed_s": round(time.monotonic() - started, 1),
