@@ -15,7 +15,6 @@ from parallel_keras.data_parallel import adoption, strategies
 from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import parallel_model as parallel_model_lib
 from parallel_keras.data_parallel import template as template_lib
-from parallel_keras.device_placement import replicas as placement_replicas
 
 ParallelModel = parallel_model_lib.ParallelModel
 
@@ -169,7 +168,7 @@ def multi_gpu_model(
     if getattr(model, "optimizer", None) is not None:
         strategies.adopt_optimizer(model.optimizer, strategy)
     template_lib.attach_template(model, strategy, stateful_batch)
-    placement_replicas.follow_replica_devices(model, strategy, replica_devices)
+    _follow_replica_devices(model, strategy, replica_devices)
     with strategy.scope():
         parallel = ParallelModel(
             model,
@@ -221,3 +220,19 @@ def _synchronization(variable: keras.Variable) -> tuple[str, str] | None:
     ):
         return "mean", _internals.variable_synchronization(variable)
     return None
+
+
+def _follow_replica_devices(model, strategy, replica_devices) -> None:
+    """Keras 2's rule for a placed template: each replica on its own device.
+
+    On a Keras without device placement (below 3.11) no layer call can have
+    been placed, and the placement package cannot be imported there (its
+    hooks refuse that Keras): nothing to follow.
+    """
+    try:
+        _internals.require_placement_support()
+    except _internals.PlacementNeedsNewerKeras:
+        return
+    from parallel_keras.device_placement import replicas
+
+    replicas.follow_replica_devices(model, strategy, replica_devices)
