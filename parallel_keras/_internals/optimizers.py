@@ -100,8 +100,15 @@ def overwrite_with_moving_average_here(optimizer: keras.optimizers.Optimizer) ->
 
 
 def overwrites_with_gradient(optimizer: keras.optimizers.Optimizer, variable) -> bool:
-    """Whether Keras assigns `variable` its gradient instead of updating it."""
-    return optimizer._overwrite_variable_with_gradient(variable)
+    """Whether Keras assigns `variable` its gradient instead of updating it.
+
+    Keras 3.8+ asks the optimizer (`_overwrite_variable_with_gradient`);
+    3.5-3.7 read the variable's `overwrite_with_gradient` flag.
+    """
+    method = getattr(optimizer, "_overwrite_variable_with_gradient", None)
+    if method is not None:
+        return bool(method(variable))
+    return bool(getattr(variable, "overwrite_with_gradient", False))
 
 
 def rekey_optimizer_variables(optimizer: keras.optimizers.Optimizer) -> None:

@@ -465,7 +465,9 @@ def use_replica_seed_generator() -> None:
     if shared is None:
         shared = _REPLICA_SEEDS[strategy] = _ReplicaSeeds()
     generator = _replica_seed_generator_class()(shared, int(replica))
-    global_state.set_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR, generator)
+    # The key's constant exists from Keras 3.8; 3.5-3.7 spell it inline.
+    key = getattr(seed_generator, "GLOBAL_SEED_GENERATOR", "global_seed_generator")
+    global_state.set_global_attribute(key, generator)
 
 
 # --- A validation generator read as one stream ------------------------------
