@@ -115,3 +115,23 @@ def test_dropout_draws_its_own_mask_on_each_replica(cpu_relocation):
     masks = [np.asarray(mask)[0] for mask in masks]
     assert len({mask.tobytes() for mask in masks}) == 4
     assert all(0.3 < mask.mean() < 0.7 for mask in masks)
+
+
+def test_an_lstm_with_dropout_and_recurrent_dropout_trains_on_replicas():
+    # The cell draws its masks inside the RNN's while loop: the replicas must
+    # trace the same merge calls there (a per-replica generator update did not).
+    keras.utils.set_random_seed(3)
+    template = keras.Sequential(
+        [
+            keras.Input((5, 3)),
+            keras.layers.LSTM(4, dropout=0.2, recurrent_dropout=0.2),
+            keras.layers.Dense(1),
+        ]
+    )
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    parallel.compile("adam", "mse")
+    history = parallel.fit(
+        np.ones((8, 5, 3), "float32"), np.ones((8, 1), "float32"), batch_size=4, epochs=2, verbose=0
+    )
+    assert np.isfinite(history.history["loss"]).all()
+    assert parallel.predict(np.ones((4, 5, 3), "float32"), verbose=0).shape == (4, 1)

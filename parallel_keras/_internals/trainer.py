@@ -556,6 +556,12 @@ def replicate_seed_generators(model: keras.Model, strategy: tf.distribute.Strate
     from parallel_keras._internals import variables
 
     for layer in model._flatten_layers(include_self=True, recursive=True):
+        if hasattr(layer, "state_size") or isinstance(layer, keras.layers.RNN):
+            # An RNN cell draws its dropout masks inside the RNN's while loop,
+            # where a per-replica update of the generator's state makes the
+            # replicas trace different merge calls ("Values to regroup had
+            # different lengths"): RNN dropout keeps Keras's own generator.
+            continue
         for generator in getattr(layer, "_seed_generators", ()):
             variables.relocate_variables(
                 [generator.state],

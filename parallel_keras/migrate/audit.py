@@ -30,7 +30,12 @@ def collect() -> dict[str, list[tuple[str, str | None, str]]]:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    text = text.replace("|", "\\|").replace("\n", " ")
+    # Square brackets outside code spans would read as Markdown links.
+    parts = text.split("`")
+    for index in range(0, len(parts), 2):
+        parts[index] = parts[index].replace("[", "\\[").replace("]", "\\]")
+    return "`".join(parts)
 
 
 def render() -> str:

@@ -174,6 +174,9 @@ def test_every_rewritten_name_is_a_keras2_backend_function():
         ("K.repeat_elements(p, rep=2, axis=1)", "keras.ops.repeat(p, repeats=2, axis=1)"),
         ("K.int_shape(p)[-1]", "tuple(p.shape)[-1]"),
         ("K.int_shape(p + p)", "tuple((p + p).shape)"),
+        ("K.in_train_phase(a, b, training=training)", "(a if training else b)"),
+        ("K.in_train_phase(a * 2, b, training)", "((a * 2) if training else b)"),
+        ("K.in_test_phase(a, b, training=t)", "(b if t else a)"),
     ],
 )
 def test_before_after(before, after):

@@ -154,6 +154,11 @@ _ACTIONS = {
     "batch_dot": "use `keras.ops.einsum` with the axes spelled out (Keras 2's "
     "batch_dot axes rules differ from keras.ops.matmul).",
     "variable": "use `keras.Variable(value)`.",
+    "in_train_phase": "take the layer's `training` argument (`def call(self, inputs, "
+    "training=None)`) and write `x if training else alt` (Keras 2 called x and alt "
+    "when they were functions: call them in that expression).",
+    "in_test_phase": "take the layer's `training` argument (`def call(self, inputs, "
+    "training=None)`) and write `alt if training else x`.",
     "constant": "use `keras.ops.convert_to_tensor(value, dtype)`.",
 }
 _GENERIC_ACTION = (
@@ -316,6 +321,10 @@ class BackendOpsRule(context.Rule):
                 cst.Name("tuple"),
                 args=[cst.Arg(cst.Attribute(value=value, attr=cst.Name("shape")))],
             )
+        if name in ("in_train_phase", "in_test_phase"):
+            phased = self._phase(ctx, original, updated, name, text)
+            if phased is not None:
+                return phased
         if name == "get_value" and len(updated.args) == 1:
             ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.convert_to_numpy(x)`")
             return updated.with_changes(func=syntax.expression(f"{ops}.convert_to_numpy"))
@@ -403,6 +412,48 @@ class BackendOpsRule(context.Rule):
             reason += f"; dropped {', '.join(sorted(op.dropped))}= (no effect on values)"
         ctx.change(original, RULE, f"`{text}` -> `{target}` ({reason})")
         return updated.with_changes(func=syntax.expression(target), args=args)
+
+    def _phase(self, ctx, original, updated, name, text):
+        """`K.in_train_phase(x, alt, training=t)` -> `(x if t else alt)`.
+
+        Exact where Keras 3 passes layers a Python `training` (True, False or
+        None, which Keras 2 read as the test phase); Keras 2 called `x` and
+        `alt` when they were callables, so lambdas and missing `training` stay
+        flagged.
+        """
+        if syntax.has_star(updated):
+            return None
+        positional = [arg for arg in updated.args if arg.keyword is None]
+        keywords = {arg.keyword.value: arg for arg in updated.args if arg.keyword is not None}
+        values = [arg.value for arg in positional]
+        for key in ("x", "alt", "training"):
+            if key in keywords:
+                values.append(keywords.pop(key).value)
+        if keywords or len(values) != 3:
+            return None
+        first, second, training = values
+        if any(isinstance(value, cst.Lambda) for value in (first, second)):
+            return None
+        if name == "in_test_phase":
+            first, second = second, first
+        ctx.change(
+            original,
+            RULE,
+            f"`{text}(x, alt, training=t)` -> `x if t else alt` (Keras 3 passes a "
+            "layer's `training` as True, False or None; None was Keras 2's test phase)",
+        )
+
+        def grouped(value):
+            code = syntax.code(value)
+            return (
+                code
+                if isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript))
+                else f"({code})"
+            )
+
+        return syntax.expression(
+            f"({grouped(first)} if {grouped(training)} else {grouped(second)})"
+        )
 
     def _clip(self, ctx, original, updated, keras_name):
         """`K.clip(x, lo, None)` -> `keras.ops.maximum(x, lo)`.

@@ -10,7 +10,7 @@ def focal(alpha=0.25, gamma=2.0):
         anchor_state = y_true[:, :, -1]  # -1 for ignore, 0 for background, 1 for object
         classification = y_pred
 
-        alpha_factor = keras.ops.ones_like(labels) * alpha
+        alpha_factor = keras.ops.ones_like(labels, dtype=keras.backend.floatx()) * alpha
         alpha_factor = tf.where(keras.ops.equal(labels, 1), alpha_factor, 1 - alpha_factor)
         focal_weight = tf.where(keras.ops.equal(labels, 1), 1 - classification, classification)
         focal_weight = alpha_factor * focal_weight ** gamma

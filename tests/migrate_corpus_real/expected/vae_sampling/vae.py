@@ -4,6 +4,7 @@ from keras.layers import Layer
 from keras.layers import Input, Dense
 from keras.models import Model
 import keras
+import tensorflow
 
 
 class Sampling(Layer):
@@ -21,9 +22,9 @@ class Sampling(Layer):
         z_mean, z_log_var = inputs
         kl_batch = - .5 * keras.ops.sum(1 + z_log_var - keras.ops.square(z_mean) - keras.ops.exp(z_log_var), axis=-1)
         self.add_loss(self.kl_weight * keras.ops.mean(kl_batch))
-        epsilon = keras.random.normal(shape=keras.ops.shape(z_mean))
+        epsilon = tensorflow.random.normal(shape=keras.ops.shape(z_mean), dtype=keras.backend.floatx())
         sampled = z_mean + keras.ops.exp(0.5 * z_log_var) * epsilon
-        return sampled if training else z_mean
+        return (sampled if training else z_mean)
 
     def compute_output_shape(self, input_shape):
         return input_shape[0]
