@@ -19,6 +19,7 @@ It imports nothing of parallel_keras, so it starts in milliseconds.
 import os
 import signal
 import sys
+import time
 
 
 def _alive(pid):
@@ -43,8 +44,16 @@ def main(argv):
             continue
         except OSError:
             break
-    if not _alive(worker) or _alive(launcher) and os.getppid() == launcher:
-        return 0  # The launcher reaped its worker, or closed the pipe itself.
+    if not _alive(worker):
+        return 0  # The launcher reaped its worker.
+    # A killed launcher's pipe closes while it exits, a moment before this
+    # process is handed to another parent: wait for that before deciding
+    # the launcher closed the pipe itself (under load the moment is longer).
+    deadline = time.monotonic() + 5
+    while _alive(launcher) and os.getppid() == launcher and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _alive(launcher) and os.getppid() == launcher:
+        return 0  # The launcher closed the pipe itself.
     try:
         os.killpg(worker, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
