@@ -156,6 +156,24 @@ def _tf_variable_arguments(variable: keras.Variable) -> dict[str, object]:
     return arguments
 
 
+def replica_aggregation(variable: keras.Variable) -> str:
+    """How the replicas' updates of a Keras variable combine, in Keras's names.
+
+    What TensorFlow does, read from the tf.Variable behind it: on Keras 3.8+
+    the same as `variable.aggregation`; on Keras 3.5-3.7 a weight's Keras
+    `aggregation` ("mean" by default) is never passed on (shape "name, dtype,
+    trainable" above), so its replicas update their own copies ("none"),
+    as Keras 3.8+'s default weights do.
+    """
+    value = getattr(variable, "_value", None)
+    aggregation = getattr(value, "aggregation", None)
+    if aggregation is not None:  # tf.VariableAggregation (V1 or V2).
+        for name, member in _AGGREGATIONS.items():
+            if member == aggregation:
+                return name
+    return variable.aggregation or "none"
+
+
 def keras_variable_value(variable: keras.Variable) -> tf.Variable:
     """The tf.Variable behind a Keras variable (private `_value`)."""
     return variable._value

@@ -231,8 +231,8 @@ def _check_variables(inner, variables) -> None:
                     "is overwritten with its gradient (`overwrite_with_gradient`, float8 training)",
                 )
             )
-        aggregation = getattr(variable, "aggregation", "none")
-        if aggregation not in ("none", None):
+        aggregation = _internals.replica_aggregation(variable)
+        if aggregation != "none":
             raise ValueError(_cannot(variable, f"has aggregation={aggregation!r}"))
 
 
