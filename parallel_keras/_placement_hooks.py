@@ -91,10 +91,16 @@ def _install_after_import(finished: str | None = None) -> None:
     # Any failure of Keras internals to take the hooks is reported, and
     # raised again at first use; an import must not fail because of it.
     except Exception as error:  # noqa: BLE001
+        if type(error).__name__ == "PlacementNeedsNewerKeras":
+            # A Keras below placement's floor, inside the tested range:
+            # everything else works, and placement's own API raises this
+            # error (with the pip command) at first use. No warning on every
+            # `import keras` for a feature the script may never use.
+            return
         warnings.warn(
             "parallel_keras could not install its device-placement hooks into "
             f"this Keras, so models loaded now lose their saved placement. "
-            f"Received: {type(error).__name__}: {error}. Install the Keras "
+            f"Received: {type(error).__name__}: {error} Install the Keras "
             "version parallel_keras was checked on (see "
             "parallel_keras._internals.CHECKED_VERSIONS) or upgrade "
             "parallel_keras.",
