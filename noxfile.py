@@ -1,5 +1,4 @@
 # SPDX-License-Identifier: Apache-2.0
-# SPDX-License-Identifier: Apache-2.0
 """The TensorFlow/Keras matrix: the core tests on every tested pair.
 
     nox -s core                      # every pair, one after the other
