@@ -66,6 +66,27 @@ def test_relocation_keeps_what_keras_gives_a_native_variable():
         assert getattr(relocated.value, attribute) == getattr(native.value, attribute), attribute
 
 
+def test_replica_aggregation_is_what_the_tf_variable_does():
+    """A layer's weight: Keras says "mean" before 3.8 (never passed on, so
+    TensorFlow's NONE) and "none" from 3.8; the replicas see NONE on both.
+    Gradient accumulation relies on it (each replica updates its own copy)."""
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        layer = keras.layers.Dense(1)
+        layer.build((None, 2))
+        total = keras.Variable(0.0, trainable=False, aggregation="sum")
+    assert layer.kernel.aggregation == ("none" if _keras_version() >= (3, 8) else "mean")
+    assert layer.kernel.value.aggregation == tf.VariableAggregation.NONE
+    assert _internals.replica_aggregation(layer.kernel) == "none"
+    # Passed on from 3.8; before, Keras's "sum" also became NONE.
+    expected_total = "sum" if _keras_version() >= (3, 8) else "none"
+    assert _internals.replica_aggregation(total) == expected_total
+    # Relocated by parallel_keras, a "sum" counter is SUM on every Keras.
+    relocated = keras.Variable(0.0, trainable=False, aggregation="sum")
+    assert _internals.relocate_variables([relocated], strategy) == 1
+    assert _internals.replica_aggregation(relocated) == "sum"
+
+
 def test_relocation_gives_the_variable_a_copy_per_replica():
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     variable = keras.Variable(np.arange(3, dtype="float32"), trainable=False)
