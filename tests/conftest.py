@@ -8,6 +8,10 @@ given an empty slice, which oneDNN's Conv2D would mis-shape.
 import os
 import subprocess
 
+# NumPy 1.26 (what TensorFlow 2.16/2.17 install) runs `lscpu` when
+# `numpy.testing` is first imported (numpy/numpy#22982's SVE probe): done
+# here, before any test, so no test is taken for one starting a process.
+import numpy.testing  # noqa: F401
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
