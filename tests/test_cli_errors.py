@@ -68,6 +68,8 @@ def _prepare(folder: str) -> None:
     write("failing_import.py", "raise ImportError('a package the module needs')\n")
     write("failing_module_pk.py", "raise RuntimeError('configuration missing')\n")
     write("existing.keras", b"not really a model")
+    write("readonly.keras", b"kept as it is", mode=0o444)
+    os.makedirs(os.path.join(folder, "folder.keras"))
     write("not_hdf5.h5", b"plain text, not HDF5\n")
     write("train.py", "print('training')\n")
     legacy_files.write_parallel_model_file(
@@ -163,6 +165,18 @@ CASES = [
         ("convert", "functional.h5", "--template", TEMPLATE, "-o", "notdir/out.keras"),
         USAGE,
         ("is a regular file, not a folder", "-o notdir/out.keras", "move that file away"),
+    ),
+    Case(
+        "convert_output_is_a_folder",
+        ("convert", "functional.h5", "--template", TEMPLATE, "-o", "folder.keras"),
+        USAGE,
+        ("convert writes a file", "Received: -o folder.keras", "Pass a file path"),
+    ),
+    Case(
+        "convert_overwrite_of_a_read_only_file",
+        ("convert", "functional.h5", "--template", TEMPLATE, "-o", "readonly.keras", "--overwrite"),
+        USAGE,
+        ("keeps read-only files", "-o readonly.keras", "chmod u+w readonly.keras"),
     ),
     Case(
         "convert_template_without_colon",
@@ -287,6 +301,12 @@ CASES = [
         ("launch", "--workers", "2", "--log-dir", "notdir", "train.py"),
         USAGE,
         ("--log-dir names a folder", "Received: --log-dir notdir", "Pass a folder path"),
+    ),
+    Case(
+        "launch_log_dir_that_cannot_be_created",
+        ("launch", "--workers", "2", "--log-dir", "/proc/logs", "train.py"),
+        USAGE,
+        ("--log-dir must be a folder this process can write", "--log-dir /proc/logs", "Pass a"),
     ),
     Case(
         "launch_slurm_outside_slurm",
