@@ -547,3 +547,28 @@ def test_a_failing_worker_is_an_error_line_with_its_own_exit_code(workspace, cap
     assert len(error_lines) == 1, process.stderr[-3000:]
     assert error_lines[0].startswith("parallel-keras launch: error: worker 0 (pid ")
     assert "exited with code 7" in error_lines[0]
+
+
+@pytest.mark.subprocess
+def test_a_reader_that_leaves_early_is_no_traceback(workspace):
+    reader, writer = os.pipe()
+    os.close(reader)  # `| head` that has already exited.
+    try:
+        process = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from parallel_keras.cli.main import run; run()",
+                "migrate",
+                "--diff",
+                "script.py",
+            ],
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(writer)
+    assert process.returncode == errors.EXIT_FAILED
+    assert process.stderr == ""

@@ -164,6 +164,13 @@ def main(args: argparse.Namespace) -> int:
         return args.run(args) or errors.EXIT_OK
     except errors.CommandError as error:
         return errors.report(args.subcommand, error)
+    except BrokenPipeError:
+        # `parallel-keras migrate scripts/ --diff | head`: the reader left,
+        # which is not worth a traceback. Python's documented recipe: point
+        # stdout at /dev/null so the flush at exit cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return errors.EXIT_FAILED
 
 
 def run(argv: list[str] | None = None) -> None:
