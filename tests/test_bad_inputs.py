@@ -494,7 +494,7 @@ ROWS = [
         lambda ws: _convert(
             ws, "legacy.h5", "--template", "no_such_models:build", "-o", "out.keras"
         ),
-        1,
+        2,
         "module Python cannot find",
         "No module named 'no_such_models'",
         "pass path/to/file.py:function",
@@ -502,7 +502,7 @@ ROWS = [
     Row(
         "convert_template_names_no_function",
         lambda ws: _convert(ws, "legacy.h5", "--template", "templates.py:biuld", "-o", "out.keras"),
-        1,
+        2,
         "--template names no function",
         "'biuld'",
         "['build', 'raising']",
@@ -510,7 +510,7 @@ ROWS = [
     Row(
         "convert_missing_input",
         lambda ws: _convert(ws, "nope.h5", "--template", "templates.py:build", "-o", "out.keras"),
-        1,
+        2,
         "must exist to be loaded",
         "filepath='nope.h5'",
         "Check the path",
@@ -520,7 +520,7 @@ ROWS = [
         lambda ws: _convert(
             ws, "not_hdf5.h5", "--template", "templates.py:build", "-o", "out.keras"
         ),
-        1,
+        2,
         "must be an HDF5 file",
         "filepath='not_hdf5.h5'",
         "Pass a file written by",
@@ -552,7 +552,7 @@ ROWS = [
     Row(
         "convert_template_without_colon",
         lambda ws: _convert(ws, "legacy.h5", "--template", "templates.build", "-o", "out.keras"),
-        1,
+        2,
         "--template takes module:function",
         "--template templates.build",
         "Example: --template",
@@ -560,7 +560,7 @@ ROWS = [
     Row(
         "convert_template_file_missing",
         lambda ws: _convert(ws, "legacy.h5", "--template", "models.py:build", "-o", "out.keras"),
-        1,
+        2,
         "names a file that does not exist",
         "'models.py' not found",
         "Check the path",
@@ -1147,7 +1147,7 @@ ROWS = [
     Row(
         "migrate_output_is_the_input",
         lambda ws: ws.migrate("legacy_train.py", "-o", "legacy_train.py"),
-        1,
+        2,
         "-o must name a new file, not the script being migrated",
         "Received: -o legacy_train.py",
         "Use --in-place",
@@ -1155,7 +1155,7 @@ ROWS = [
     Row(
         "migrate_output_is_the_input_by_another_spelling",
         lambda ws: ws.migrate("legacy_train.py", "-o", "./legacy_train.py"),
-        1,
+        2,
         "-o must name a new file",
         "Received: -o ./legacy_train.py",
         "Use --in-place",
@@ -1163,7 +1163,7 @@ ROWS = [
     Row(
         "migrate_output_folder_is_the_input_folder",
         lambda ws: ws.migrate(".", "-o", "."),
-        1,
+        2,
         "-o must name a new file",
         "Received: -o .",
         "pass another -o path",
@@ -1171,7 +1171,7 @@ ROWS = [
     Row(
         "migrate_output_under_a_regular_file",
         lambda ws: ws.migrate("legacy_train.py", "-o", "notdir/legacy_train.py"),
-        1,
+        2,
         "a regular file is in the way",
         "Received: -o notdir/legacy_train.py",
         "Pass an -o path outside it",
@@ -1179,7 +1179,7 @@ ROWS = [
     Row(
         "migrate_output_onto_an_existing_file",
         lambda ws: ws.migrate("legacy_train.py", "-o", "legacy_train_k3.py"),
-        1,
+        2,
         "-o does not overwrite existing files",
         "Received: -o legacy_train_k3.py",
         "Delete it, or pass a new -o path",
@@ -1187,7 +1187,7 @@ ROWS = [
     Row(
         "migrate_output_into_a_read_only_folder",
         lambda ws: ws.migrate("legacy_train.py", "-o", "ro_folder/legacy_train.py"),
-        1,
+        2,
         "-o must be in a folder you can write to",
         "Received: -o ro_folder/legacy_train.py",
         "Pass an -o path in a writable folder",
@@ -1195,7 +1195,7 @@ ROWS = [
     Row(
         "migrate_folder_without_python_files",
         lambda ws: ws.migrate("no_scripts"),
-        1,
+        2,
         "a folder given must contain some",
         "Received: 'no_scripts'",
         "Pass the folder or the files",
@@ -1203,7 +1203,7 @@ ROWS = [
     Row(
         "migrate_in_place_onto_an_existing_orig",
         lambda ws: ws.migrate("legacy_kept.py", "--in-place"),
-        1,
+        2,
         "so the original could not be kept",
         "legacy_kept.py.orig already exists",
         "Move it away and run again",
@@ -1211,7 +1211,7 @@ ROWS = [
     Row(
         "migrate_missing_path",
         lambda ws: ws.migrate("legacy_trian.py"),
-        1,
+        2,
         "needs existing files or folders",
         "Received: 'legacy_trian.py'",
         "does not exist",
@@ -1652,13 +1652,9 @@ ROWS = [
                 ),
             ),
         ),
-        1,
-        "--in-place must write the original's copy (.orig) and the new script",
-        (
-            "hostile/ro/train.py: ERROR, left untouched",
-            "the folder is read-only",
-            "hostile/good.py: 1 change",
-        ),
+        2,
+        "--in-place writes each new script and its PATH.orig in the script's folder",
+        ("Received: {dir}/hostile/ro/train.py", "the folder is read-only"),
         "Make the folder writable (chmod u+w {dir}/hostile/ro)",
     ),
     Row(

@@ -58,5 +58,6 @@ def test_convert_refuses_a_mismatching_template_and_writes_nothing(tmp_path):
     assert done.returncode == 1
     assert "first mismatching layer" in done.stderr
     missing = _convert(str(tmp_path / "nope.h5"), "--template", TEMPLATE, "-o", str(out))
-    assert missing.returncode == 1 and "does not exist" in missing.stderr
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    assert missing.stderr.startswith("parallel-keras convert: error: ")
     assert not out.exists() and not [n for n in os.listdir(tmp_path) if ".tmp-" in n]

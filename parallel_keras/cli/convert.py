@@ -17,6 +17,8 @@ import importlib.util
 import os
 import sys
 
+from parallel_keras.cli import errors
+
 _OUTPUT_SUFFIXES = (".weights.h5", ".keras")
 
 
@@ -44,26 +46,30 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    """Converts; prints one line on success, an error on stderr otherwise.
+    """Converts; prints one line on success.
 
     The output path, the input file and the template spec are checked
     first, so a typo fails before the template is built or any weight
-    loaded, and nothing is written.
+    loaded, and nothing is written: those are usage errors (exit 2). A
+    template function that raises, or legacy weights that do not fit it, is
+    a failed conversion (exit 1); nothing is written then either.
+
+    Raises:
+        errors.UsageError: A bad -o, input file or --template.
+        errors.CommandFailed: The template or the loading failed.
     """
     problem = _check_output(args.output, args.overwrite)
     if problem:
-        return _fail(problem, usage=True)
+        raise errors.UsageError(problem)
     from parallel_keras import quiet
 
     # The template's module may import TensorFlow: quiet it first.
     quiet.quiet_tensorflow(verbose=bool(getattr(args, "verbose", False)))
     from parallel_keras.saving import files  # h5py only
 
-    try:
+    with errors.raised_as(errors.UsageError, ValueError):
         files.describe(args.legacy_file)
         build = _load_function(args.template)
-    except (ValueError, ImportError, AttributeError) as error:
-        return _fail(str(error))
     # TensorFlow loads only now, so `--help` stays fast.
     import keras
 
@@ -73,31 +79,29 @@ def run(args) -> int:
         template = build()
     # The user's function may raise anything; each becomes one error line.
     except Exception as error:  # noqa: BLE001
-        return _fail(
+        raise errors.CommandFailed(
             f"--template {args.template} raised {type(error).__name__}: {error}. "
             "The function must build and return the template model with no "
             "arguments; fix it, or point --template at one that does. "
             f"Nothing was written to {args.output}."
-        )
+        ) from error
     if not isinstance(template, keras.Model):
-        return _fail(
+        raise errors.UsageError(
             f"--template must name a function returning a keras.Model. "
             f"Received: {args.template} returned {type(template).__name__}. "
-            "Make it `return model`."
+            "Make it `return model`, or point --template at the function that does."
         )
-    try:
+    with errors.raised_as(errors.CommandFailed, ValueError, OSError):
         loaded = legacy.load_legacy_weights(template, args.legacy_file)
         if args.output.endswith(".keras"):
             atomic.save_model(template, args.output)
         else:
             atomic.save_weights(template, args.output)
-    except (ValueError, OSError) as error:
-        return _fail(str(error))
     print(
         f"Converted {args.legacy_file} -> {args.output}: "
         f"{len(loaded)} layers into {template.name!r}."
     )
-    return 0
+    return errors.EXIT_OK
 
 
 def _check_output(output: str, overwrite: bool) -> str | None:
@@ -157,6 +161,12 @@ def _load_function(spec: str):
                 "and sys.path. Run from the folder that holds the module, "
                 "install its package, or pass path/to/file.py:function."
             ) from error
+        # The user's module may raise anything while it is imported.
+        except Exception as error:
+            raise ValueError(
+                f"--template module {module_name!r} failed to import: "
+                f"{type(error).__name__}: {error}. Fix the module, then run again."
+            ) from error
     function = getattr(module, function_name, None)
     if not callable(function):
         available = sorted(
@@ -173,8 +183,3 @@ def _load_function(spec: str):
             f"{module_name}:<one of them>."
         )
     return function
-
-
-def _fail(message: str, usage: bool = False) -> int:
-    print(f"parallel-keras convert: error: {message}", file=sys.stderr)
-    return 2 if usage else 1

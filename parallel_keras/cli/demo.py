@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
+
+from parallel_keras.cli import errors
 
 _SIMULATED_CPU_DEVICES = 4
 _TOLERANCE = 1e-5
@@ -142,6 +143,9 @@ def device_plan(physical_gpus: int, gpus: int | None) -> tuple[str | None, int, 
 
     Data parallelism needs two devices: a machine without a GPU rehearses on
     simulated CPU devices, and a single GPU is split into logical GPUs.
+
+    Raises:
+        errors.UsageError: `gpus` asks for more of several GPUs than exist.
     """
     if physical_gpus == 0:
         replicas = gpus or _SIMULATED_CPU_DEVICES
@@ -164,6 +168,12 @@ def device_plan(physical_gpus: int, gpus: int | None) -> tuple[str | None, int, 
                 f'(parallel_keras.simulate_devices({replicas}, "GPU")).'
             ),
         )
+    if gpus is not None and gpus > physical_gpus:
+        raise errors.UsageError(
+            "--gpus must be at most the number of GPUs found. Received: "
+            f"--gpus {gpus}, and this machine has {physical_gpus} GPUs. Pass "
+            f"--gpus {physical_gpus} or fewer, or leave --gpus out to use every GPU."
+        )
     replicas = gpus or physical_gpus
     return None, replicas, f"{physical_gpus} GPUs found: replicating on {replicas}."
 
@@ -175,8 +185,7 @@ def run(args) -> int:
 
     problem = _output_dir_problem(args.output_dir)
     if problem:
-        print(f"parallel-keras demo: error: {problem}", file=sys.stderr)
-        return 2
+        raise errors.UsageError(problem)
     import numpy as np
     import tensorflow as tf
 
@@ -207,11 +216,9 @@ def run(args) -> int:
 def _train_save_reload(np, keras, tf, parallel_keras, args, replicas, output_dir) -> int:
     with tf.device("/cpu:0"):
         template = _small_cnn(keras)
-    try:
+    # `device_plan` checked --gpus; a refusal here is the demo failing.
+    with errors.raised_as(errors.CommandFailed, ValueError):
         parallel = parallel_keras.multi_gpu_model(template, gpus=replicas)
-    except ValueError as error:
-        print(f"parallel-keras demo: error: {error}", file=sys.stderr)
-        return 2
     print(
         f"Replicating {template.name} ({template.count_params():,} parameters) "
         f"on {len(parallel.replica_devices)} devices: "
@@ -278,7 +285,14 @@ def _train_save_reload(np, keras, tf, parallel_keras, args, replicas, output_dir
         f"Reloaded on one device in a fresh process: max |difference| = "
         f"{difference:.2e} ({'OK' if ok else 'MISMATCH'}, tolerance {_TOLERANCE:g})"
     )
-    return 0 if ok else 1
+    if not ok:
+        raise errors.CommandFailed(
+            "the template reloaded on one device must predict what the "
+            f"parallel model predicted (within {_TOLERANCE:g}). Received: max "
+            f"|difference| = {difference:.2e}. Keep --output-dir and report "
+            "it with this output: it is a bug."
+        )
+    return errors.EXIT_OK
 
 
 def _short(device_name: str) -> str:

@@ -8,7 +8,8 @@
 
 Everything after the script is passed to it. Each worker's output is
 prefixed with `[worker I]`; the exit code is the first non-zero exit code of
-a worker (0 when all succeed).
+a worker (0 when all succeed), 2 for a usage error (nothing started) and 130
+when interrupted.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+
+from parallel_keras.cli import errors
 
 
 def _positive(kind, flag, example):
@@ -134,16 +137,24 @@ def run(args) -> int:
             output=sys.stdout,
         )
     except ValueError as error:
-        print(f"parallel-keras launch: {error}", file=sys.stderr)
-        return 2
+        # launch() checks everything before a worker starts (its docstring).
+        raise errors.UsageError(str(error)) from error
     except KeyboardInterrupt:
-        print("parallel-keras launch: interrupted; workers stopped.", file=sys.stderr)
+        print(f"{errors.prefix('launch')}interrupted; workers stopped.", file=sys.stderr)
         return 130
-    stream = sys.stdout if result.exit_code == 0 else sys.stderr
+    if result.exit_code == 0:
+        print(
+            f"parallel-keras launch: {result.message} "
+            f"(attempts: {result.attempts}, workers: {','.join(result.addresses)}).",
+        )
+        print(f"parallel-keras launch: summary: {result.summary()}.")
+        return errors.EXIT_OK
+    # The worker's own exit code is passed on (as mpirun does): a script's
+    # code such as 75 (EX_TEMPFAIL) keeps its meaning for the caller.
     print(
-        f"parallel-keras launch: {result.message} "
+        f"{errors.prefix('launch')}{result.message} "
         f"(attempts: {result.attempts}, workers: {','.join(result.addresses)}).",
-        file=stream,
+        file=sys.stderr,
     )
-    print(f"parallel-keras launch: summary: {result.summary()}.", file=stream)
+    print(f"parallel-keras launch: summary: {result.summary()}.", file=sys.stderr)
     return result.exit_code

@@ -21,6 +21,7 @@ import os
 import sys
 
 import parallel_keras
+from parallel_keras.cli import errors
 
 # Subcommand name -> module defining `add_parser(subparsers)`.
 SUBCOMMANDS = {
@@ -59,10 +60,14 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 # The exit codes every subcommand uses (also in `parallel-keras --help`).
-EXIT_CODES_HELP = """exit codes:
-  0  success
-  1  the command ran and failed (training, a check, a worker)
-  2  usage error: an unknown flag, a bad value, a missing or unusable file
+EXIT_CODES_HELP = f"""exit codes:
+  {errors.EXIT_OK}  success
+  {errors.EXIT_FAILED}  the command ran and failed (training, a check, a file it processed)
+  {errors.EXIT_USAGE}  usage error: an unknown flag, a bad value, a missing or unusable
+     input or output path, an output it will not overwrite; nothing was
+     done
+  Either error is one line on stderr: `parallel-keras COMMAND: error: ...`.
+  launch exits with its failed worker's own code; migrate --strict with 3.
 """
 
 
@@ -145,19 +150,39 @@ def configure_logging(verbose: int) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Runs the parsed command; its `CommandError` becomes the error line.
+
+    Returns:
+        The exit code (see `EXIT_CODES_HELP`).
+    """
     configure_logging(args.verbose)
     if args.subcommand in _USE_TENSORFLOW:
         from parallel_keras import quiet
 
         quiet.quiet_tensorflow(verbose=bool(args.verbose))
-    return args.run(args) or 0
+    try:
+        return args.run(args) or errors.EXIT_OK
+    except errors.CommandError as error:
+        return errors.report(args.subcommand, error)
+    except BrokenPipeError:
+        # `parallel-keras migrate scripts/ --diff | head`: the reader left,
+        # which is not worth a traceback. Python's documented recipe: point
+        # stdout at /dev/null so the flush at exit cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return errors.EXIT_FAILED
 
 
-def run() -> None:
-    """Console-script entry point.
+def run(argv: list[str] | None = None) -> None:
+    """Console-script entry point; exits with the command's exit code.
 
     Not `absl.app.run`: it imports pdb and more (~10 ms of every `--help`)
     for features this CLI does not offer; `configure_logging` sets up absl
     logging the way it does.
+
+    Args:
+        argv: The arguments after `parallel-keras`. Defaults to None:
+            `sys.argv[1:]`.
     """
-    sys.exit(main(parse_flags(sys.argv)))
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    sys.exit(main(parse_flags(["parallel-keras", *arguments])))

@@ -10,19 +10,26 @@ Prints the report (and with --diff the diff before it). Exit codes: see
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import textwrap
 
-EXIT_FAILED_FILE = 1
+from parallel_keras.cli import errors
+
+EXIT_FAILED_FILE = errors.EXIT_FAILED
+EXIT_USAGE = errors.EXIT_USAGE
 EXIT_FLAGGED = 3
 _EXIT_CODES = f"""\
 exit codes:
   0  every file was migrated (with --strict: and nothing needs a person)
-  {EXIT_FAILED_FILE}  a file could not be read or parsed (it was left untouched), or a
-     path or -o was refused (nothing was written)
-  2  bad command line
+  {EXIT_FAILED_FILE}  a file could not be read, parsed or written: it was left
+     untouched, the other files were migrated (the report says why)
+  {EXIT_USAGE}  usage error: a bad flag, a missing PATH, a folder without .py files,
+     an -o that is refused, an --in-place that would replace a PATH.orig
+     or write in a read-only folder; nothing was printed or written
   {EXIT_FLAGGED}  with --strict: something was flagged for a person (the report says
      what and how to fix it; notes left by an earlier run count too)
+Errors are one line on stderr: `parallel-keras migrate: error: ...`.
 """
 
 
@@ -68,16 +75,29 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    """Runs the migration; returns the exit code."""
-    from parallel_keras import migrate
+    """Runs the migration; returns the exit code.
 
-    try:
+    Every path, `-o` and `--in-place` destination is checked before anything
+    is printed or written.
+
+    Raises:
+        errors.UsageError: A path or destination is refused.
+        errors.CommandFailed: A file could not be migrated (after the report).
+    """
+    from parallel_keras import migrate
+    from parallel_keras.migrate import driver
+
+    with errors.raised_as(errors.UsageError, ValueError):
         files = migrate.find_python_files(args.paths)
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_FAILED_FILE
     project = migrate.scan_project(files)
     results = [migrate.migrate_file(path, relative, project) for path, relative in files]
+    single = len(args.paths) == 1 and len(files) == 1 and files[0][0] == args.paths[0]
+    data_files = migrate.find_data_files(args.paths) if args.output else []
+    if args.output:
+        with errors.raised_as(errors.UsageError, ValueError):
+            driver.check_output(results, args.output, single_file=single, data_files=data_files)
+    if args.in_place:
+        _check_in_place(results)
     if args.diff:
         for result in results:
             sys.stdout.write(migrate.unified_diff(result))
@@ -87,14 +107,9 @@ def run(args) -> int:
                 migrate.write_in_place(result)
     copied = None
     if args.output:
-        single = len(args.paths) == 1 and len(files) == 1 and files[0][0] == args.paths[0]
-        data_files = migrate.find_data_files(args.paths)
-        try:
+        # Checked above: a failure now is the write itself (a full disk).
+        with errors.raised_as(errors.CommandFailed, ValueError):
             migrate.write_output(results, args.output, single_file=single, data_files=data_files)
-        except ValueError as error:
-            print(migrate.format_report([result.report for result in results]))
-            print(f"error: {error}", file=sys.stderr)
-            return EXIT_FAILED_FILE
         copied = [
             result.relative
             for result in results
@@ -102,20 +117,57 @@ def run(args) -> int:
         ]
         copied = sorted(copied + [relative for _, relative in data_files])
     print(migrate.format_report([result.report for result in results], copied))
-    if any(not result.report.ok for result in results):
-        return EXIT_FAILED_FILE
+    failed = [result for result in results if not result.report.ok]
+    if failed:
+        names = ", ".join(result.path for result in failed[:5])
+        if len(failed) > 5:
+            names += f" and {len(failed) - 5} more"
+        raise errors.CommandFailed(
+            f"{len(failed)} of {len(results)} file(s) could not be migrated and "
+            f"were left untouched: {names}. The report above says why and how "
+            "to fix each."
+        )
     if args.strict and any(result.report.flags for result in results):
         return EXIT_FLAGGED
-    return 0
+    return errors.EXIT_OK
+
+
+def _check_in_place(results) -> None:
+    """Refuses `--in-place` before any file is written.
+
+    Raises:
+        errors.UsageError: A changed file's `PATH.orig` exists, or its folder
+            is read-only (the mode bits: root may write anywhere, but a
+            folder marked read-only was marked so to be kept as it is).
+    """
+    for result in results:
+        if not (result.report.ok and result.changed):
+            continue
+        backup = result.path + ".orig"
+        if os.path.lexists(backup):
+            raise errors.UsageError(
+                "--in-place keeps each original as PATH.orig and never replaces "
+                f"one. Received: {backup} already exists (from an earlier run?), "
+                "so the original could not be kept. Move it away and run again; "
+                "nothing was written."
+            )
+        folder = os.path.dirname(os.path.abspath(result.path))
+        if not os.stat(folder).st_mode & 0o222 or not os.access(folder, os.W_OK):
+            raise errors.UsageError(
+                "--in-place writes each new script and its PATH.orig in the "
+                f"script's folder. Received: {result.path}, in {folder}, and "
+                f"the folder is read-only. Make the folder writable (chmod u+w "
+                f"{folder}), or write the migrated files elsewhere with -o OUT; "
+                "nothing was written."
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the subcommand alone (`python -m parallel_keras.cli.migrate`)."""
+    from parallel_keras.cli import main as cli_main
 
-    parser = argparse.ArgumentParser(prog="parallel-keras")
-    add_parser(parser.add_subparsers(dest="subcommand", required=True))
-    args = parser.parse_args(["migrate", *(sys.argv[1:] if argv is None else argv)])
-    return args.run(args)
+    arguments = sys.argv[1:] if argv is None else argv
+    return cli_main.main(cli_main.parse_flags(["parallel-keras", "migrate", *arguments]))
 
 
 if __name__ == "__main__":

@@ -79,7 +79,7 @@ def find_python_files(paths: list[str]) -> list[tuple[str, str]]:
                         found.append((full, os.path.relpath(full, path)))
             if len(found) == before:
                 raise ValueError(
-                    "parallel-keras migrate rewrites Python files, and a folder "
+                    "migrate rewrites Python files, and a folder "
                     f"given must contain some. Received: {path!r}, which has no "
                     ".py file (searched recursively). Pass the folder or the "
                     "files that hold the training scripts."
@@ -88,8 +88,9 @@ def find_python_files(paths: list[str]) -> list[tuple[str, str]]:
             found.append((path, os.path.basename(path)))
         else:
             raise ValueError(
-                f"parallel-keras migrate needs existing files or folders. "
-                f"Received: {path!r}, which does not exist."
+                f"migrate needs existing files or folders. "
+                f"Received: {path!r}, which does not exist. Check the path "
+                f"(relative paths start from {os.getcwd()!r})."
             )
     return found
 
@@ -384,3 +385,29 @@ def write_output(
             ) from error
         written.append(destination)
     return written
+
+
+def check_output(
+    results: list[FileResult],
+    output: str,
+    single_file: bool,
+    data_files: list[tuple[str, str]] | tuple[()] = (),
+) -> None:
+    """Refuses `-o OUTPUT` as `write_output` would, without writing anything.
+
+    The command line calls it before it prints or writes, so a refused `-o`
+    is a usage error with nothing done.
+
+    Args:
+        results: Results, as given to `write_output`.
+        output: A file path when `single_file`, else a folder.
+        single_file: Whether one input file was given.
+        data_files: The folders' other files, as given to `write_output`.
+            Defaults to none.
+
+    Raises:
+        ValueError: As `output_paths`, also for a data file's destination.
+    """
+    output_paths(results, output, single_file)
+    for source, relative in data_files:
+        _check_destination(os.path.join(output, relative), output, source)

@@ -30,3 +30,42 @@ def check_flag(before: str, *words: str) -> migrate.MigrationResult:
     assert second.migrated == result.migrated
     assert len(second.report.flags) == len(result.report.flags)
     return result
+
+
+def run_rules(before: str, *rules: type, project=None) -> migrate.MigrationResult:
+    """Migrates a snippet with only `rules` (classes), as the engine applies them."""
+    return migrate.migrate_source(
+        textwrap.dedent(before),
+        "script.py",
+        rules=[rule() for rule in rules],
+        project=project,
+    )
+
+
+def check_rules(before: str, after: str, *rules: type, project=None) -> migrate.MigrationResult:
+    """Asserts `rules` rewrite `before` to `after`, and change nothing on a second run.
+
+    A second run must record no change and carry every flag of the first
+    (as the note it left in the code).
+    """
+    result = run_rules(before, *rules, project=project)
+    assert result.migrated == textwrap.dedent(after)
+    again = run_rules(result.migrated, *rules, project=project)
+    assert again.migrated == result.migrated
+    assert not again.report.changes, again.report.changes
+    assert len(again.report.flags) == len(result.report.flags)
+    return result
+
+
+def changes(result: migrate.MigrationResult, rule: str) -> list[tuple[int, str]]:
+    """(line, message) of each change `rule` recorded."""
+    return [
+        (change.line, change.message) for change in result.report.changes if change.rule == rule
+    ]
+
+
+def flags(result: migrate.MigrationResult, rule: str) -> list[tuple[int, str, str]]:
+    """(line, message, action) of each flag `rule` raised."""
+    return [
+        (flag.line, flag.message, flag.action) for flag in result.report.flags if flag.rule == rule
+    ]

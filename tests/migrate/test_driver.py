@@ -40,7 +40,11 @@ def test_existing_data_file_in_output_refuses_before_any_write(tmp_path, capsys)
     out = tmp_path / "out"
     out.mkdir()
     (out / "config.yaml").write_text("theirs")
-    assert migrate_cli.main([str(tmp_path / "pkg"), "-o", str(out)]) == 1
+    capsys.readouterr()
+    assert migrate_cli.main([str(tmp_path / "pkg"), "-o", str(out)]) == 2
     assert sorted(path.name for path in out.iterdir()) == ["config.yaml"]
     assert (out / "config.yaml").read_text() == "theirs"
-    assert "config.yaml already exists" in capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err.startswith("parallel-keras migrate: error: -o does not overwrite")
+    assert "config.yaml already exists" in printed.err

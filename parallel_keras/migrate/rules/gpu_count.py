@@ -57,6 +57,14 @@ def _mentions_gpu(node: cst.CSTNode) -> bool:
     )
 
 
+def _is_device_or_its_name(element: cst.BaseExpression, target: cst.BaseExpression) -> bool:
+    if not isinstance(target, cst.Name):
+        return False
+    if isinstance(element, cst.Attribute) and element.attr.value == "name":
+        element = element.value
+    return isinstance(element, cst.Name) and element.value == target.value
+
+
 class GpuCountRule(context.Rule):
     """`len(K.tensorflow_backend._get_available_gpus())` -> `len([... logical GPUs])`."""
 
@@ -87,9 +95,19 @@ class GpuCountRule(context.Rule):
         )
 
     def _gpu_comprehension(self, ctx, node) -> bool:
+        """`[d.name for d in <listing> if <GPU test>]` (or `[d for ...]`).
+
+        Only that form becomes the logical GPUs: another element
+        (`d.physical_device_desc`) or another condition (`and 'K80' in ...`)
+        has no logical-device equivalent: the comprehension is kept, and only
+        a session's listing in it is rewritten.
+        """
         return (
-            len(node.for_in.ifs if hasattr(node.for_in, "ifs") else ()) > 0
+            len(node.for_in.ifs) == 1
+            and isinstance(node.for_in.ifs[0].test, cst.Comparison)
+            and len(node.for_in.ifs[0].test.comparisons) == 1
             and node.for_in.inner_for_in is None
+            and _is_device_or_its_name(node.elt, node.for_in.target)
             and self._device_listing(ctx, node.for_in.iter)
             and _mentions_gpu(node.for_in)
         )

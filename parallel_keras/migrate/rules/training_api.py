@@ -117,8 +117,11 @@ class GeneratorMethodsRule(context.Rule):
         ctx.change(original, RULE, message)
         if parallel_loading and id(original) not in ctx.shared.get("loader_options_moved", ()):
             options = ", ".join(f"{arg.keyword.value}={syntax.code(arg.value)}" for arg in dropped)
+            # The data stays positional when it was (`fit_generator(gen, 10)`).
             data = syntax.keyword(updated, "x")
-            data_text = syntax.code(data.value) if data else "the generator"
+            positional = syntax.positional(updated)
+            data_value = data.value if data else (positional[0].value if positional else None)
+            data_text = syntax.code(data_value) if data_value is not None else "the generator"
             ctx.flag(
                 original,
                 RULE,

@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tests of rules/gpu_count.py: TF1 GPU-count idioms -> the devices TF 2 sees."""
+
+from __future__ import annotations
+
+import pytest
+
+from parallel_keras.migrate.rules import gpu_count
+from tests.migrate.helpers import changes, check_rules
+
+_HEAD = (
+    "import tensorflow as tf\nfrom keras import backend as K\n"
+    "from tensorflow.python.client import device_lib\n"
+)
+_ADDED = "import parallel_keras.devices\n\n"
+_DEVICES = (
+    "tf.config.list_logical_devices('GPU') or (tf.config.list_logical_devices('CPU') "
+    "if parallel_keras.devices.gpus_are_simulated() else [])"
+)
+_NAMES = f"[device.name for device in {_DEVICES}]"
+_LIST = f"[device for device in {_DEVICES}]"
+
+
+def _listed(listing):
+    return (
+        f"the GPUs listed by `{listing}` -> the logical GPUs, or the simulated devices "
+        "parallel_keras replicates on when there is no GPU"
+    )
+
+
+REWRITES = {
+    "get_available_gpus": (
+        _HEAD + "G = len(K.tensorflow_backend._get_available_gpus())\n",
+        _HEAD + _ADDED + f"G = len({_NAMES})\n",
+        [
+            (
+                4,
+                "`K.tensorflow_backend._get_available_gpus()` -> the names of the logical "
+                "GPUs, or of the simulated devices when there is no GPU (Keras 3 has no "
+                "TensorFlow backend module)",
+            )
+        ],
+    ),
+    "session_devices_names": (
+        _HEAD
+        + "gpus = [d.name for d in K.get_session().list_devices() if d.device_type == 'GPU']\n",
+        _HEAD + _ADDED + f"gpus = {_NAMES}\n",
+        [(4, _listed("K.get_session().list_devices()"))],
+    ),
+    "local_devices_objects": (
+        _HEAD + "n = len([x for x in device_lib.list_local_devices() if 'GPU' in x.device_type])\n",
+        _HEAD + _ADDED + f"n = len({_LIST})\n",
+        [(4, _listed("device_lib.list_local_devices()"))],
+    ),
+    "listing_held_in_a_name": (
+        _HEAD + "protos = device_lib.list_local_devices()\n"
+        "names = [p.name for p in protos if p.device_type == 'GPU']\n",
+        _HEAD + _ADDED + "protos = device_lib.list_local_devices()\n" + f"names = {_NAMES}\n",
+        [(5, _listed("protos"))],
+    ),
+    "session_listing_alone": (
+        _HEAD + "everything = K.get_session().list_devices()\n",
+        _HEAD + "everything = tf.config.list_logical_devices()\n",
+        [
+            (
+                4,
+                "`K.get_session().list_devices()` -> `tf.config.list_logical_devices()` (TF 2 has no sessions)",
+            )
+        ],
+    ),
+    # A comprehension the logical devices cannot stand for keeps its own
+    # filter; only the session, which TF 2 lacks, is replaced.
+    "session_listing_with_another_condition": (
+        _HEAD + "s = [d.name for d in K.get_session().list_devices() "
+        "if d.device_type == 'GPU' and 'XLA' not in d.name]\n",
+        _HEAD + "s = [d.name for d in tf.config.list_logical_devices() "
+        "if d.device_type == 'GPU' and 'XLA' not in d.name]\n",
+        [
+            (
+                4,
+                "`K.get_session().list_devices()` -> `tf.config.list_logical_devices()` (TF 2 has no sessions)",
+            )
+        ],
+    ),
+    "tensorflow_imported_when_the_script_has_none": (
+        "from keras import backend as K\nG = len(K.tensorflow_backend._get_available_gpus())\n",
+        "from keras import backend as K\nimport parallel_keras.devices\nimport tensorflow\n\n"
+        + f"G = len({_NAMES.replace('tf.', 'tensorflow.')})\n",
+        [
+            (
+                2,
+                "`K.tensorflow_backend._get_available_gpus()` -> the names of the logical "
+                "GPUs, or of the simulated devices when there is no GPU (Keras 3 has no "
+                "TensorFlow backend module)",
+            )
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("before, after, recorded", REWRITES.values(), ids=REWRITES.keys())
+def test_rewrites(before, after, recorded):
+    result = check_rules(before, after, gpu_count.GpuCountRule)
+    assert changes(result, gpu_count.RULE) == recorded
+    assert not result.report.flags
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # CPUs, not GPUs.
+        _HEAD
+        + "cpus = [x.name for x in device_lib.list_local_devices() if x.device_type == 'CPU']\n",
+        # Another attribute than the name: logical devices have no such thing.
+        _HEAD + "descs = [x.physical_device_desc for x in device_lib.list_local_devices() "
+        "if x.device_type == 'GPU']\n",
+        # A second filter the logical GPUs would drop.
+        _HEAD + "k80 = [x.name for x in device_lib.list_local_devices() "
+        "if x.device_type == 'GPU' if 'K80' in x.physical_device_desc]\n",
+        # Physical devices of TF 2 itself.
+        _HEAD + "gpus = tf.config.list_physical_devices('GPU')\n",
+    ],
+)
+def test_left_alone(source):
+    result = check_rules(source, source, gpu_count.GpuCountRule)
+    assert not result.report.changes and not result.report.flags

@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tests of rules/training_api.py: the `*_generator` methods Keras 3 removed."""
+
+from __future__ import annotations
+
+import pytest
+
+from parallel_keras.migrate.rules import training_api
+from tests.migrate.helpers import changes, check_rules, flags, run_rules
+
+
+def _moved(method: str, rest: str = "") -> str:
+    new = method[: -len("_generator")]
+    return f"`{method}` -> `{new}` (Keras 3 removed {method}){rest}"
+
+
+REWRITES = {
+    "positional_arguments_by_keyword": (
+        "model.fit_generator(gen, 100, 5, 1)\n",
+        "model.fit(gen, steps_per_epoch=100, epochs=5, verbose=1)\n",
+        _moved("fit_generator", "; passed steps_per_epoch, epochs, verbose by keyword"),
+    ),
+    "generator_keyword_becomes_x": (
+        "model.fit_generator(generator=gen, steps_per_epoch=10)\n",
+        "model.fit(x=gen, steps_per_epoch=10)\n",
+        _moved("fit_generator"),
+    ),
+    "single_worker_options_dropped_silently": (
+        "model.fit_generator(gen, steps_per_epoch=10, max_queue_size=10, workers=1, "
+        "use_multiprocessing=False)\n",
+        "model.fit(gen, steps_per_epoch=10)\n",
+        _moved(
+            "fit_generator",
+            "; removed max_queue_size, workers, use_multiprocessing (now arguments of "
+            "keras.utils.PyDataset)",
+        ),
+    ),
+    "evaluate_generator": (
+        "score = model.evaluate_generator(test_gen, 20)\n",
+        "score = model.evaluate(test_gen, steps=20)\n",
+        _moved("evaluate_generator", "; passed steps by keyword"),
+    ),
+    "predict_generator": (
+        "preds = model.predict_generator(test_gen, steps=20, verbose=1)\n",
+        "preds = model.predict(test_gen, steps=20, verbose=1)\n",
+        _moved("predict_generator"),
+    ),
+    "continuation_lines_follow_the_shorter_name": (
+        "model.fit_generator(train_gen,\n"
+        "                    steps_per_epoch=10,\n"
+        "                    epochs=2)\n",
+        "model.fit(train_gen,\n          steps_per_epoch=10,\n          epochs=2)\n",
+        _moved("fit_generator"),
+    ),
+}
+
+
+@pytest.mark.parametrize("before, after, message", REWRITES.values(), ids=REWRITES.keys())
+def test_rewrites(before, after, message):
+    result = check_rules(before, after, training_api.GeneratorMethodsRule)
+    assert changes(result, training_api.RULE) == [(1, message)]
+    assert not result.report.flags
+
+
+@pytest.mark.parametrize(
+    "call, data, options",
+    [
+        (
+            "model.fit_generator(gen, 100, workers=4, use_multiprocessing=True)",
+            "gen",
+            "workers=4, use_multiprocessing=True",
+        ),
+        ("model.fit_generator(generator=batches(), workers=8)", "batches()", "workers=8"),
+    ],
+)
+def test_parallel_loading_is_flagged_naming_the_data(call, data, options):
+    result = run_rules(call + "\n", training_api.GeneratorMethodsRule)
+    [(line, message, action)] = flags(result, training_api.RULE)
+    assert line == 1
+    assert message == f"`{data}` was read with several workers or processes"
+    assert action == (
+        f"to keep parallel loading, make the class of `{data}` a keras.utils.PyDataset (or "
+        f"Sequence) subclass and call super().__init__({options}) first in its __init__."
+    )
+    assert "workers" not in result.migrated.splitlines()[-1]
+    again = run_rules(result.migrated, training_api.GeneratorMethodsRule)
+    assert again.migrated == result.migrated and len(again.report.flags) == 1
+
+
+@pytest.mark.parametrize(
+    "method, fix",
+    [
+        (
+            "predict_classes",
+            "use np.argmax(model.predict(x), axis=-1) for softmax outputs, or "
+            "(model.predict(x) > 0.5).astype('int32') for a sigmoid output.",
+        ),
+        ("predict_proba", "use model.predict(x)."),
+    ],
+)
+def test_removed_predictors_are_flagged(method, fix):
+    source = f"out = model.{method}(x)\n"
+    result = run_rules(source, training_api.GeneratorMethodsRule)
+    assert flags(result, training_api.RULE) == [(1, f"`{method}` was removed in TF 2.6", fix)]
+    assert result.migrated.endswith(source)
+    assert not result.report.changes
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "model.fit(x, y, epochs=2)\n",
+        "model.fit_generator(*args, **kwargs)\n",  # Where each argument lands is unknown.
+        "model.predict(x)\n",
+    ],
+)
+def test_left_alone(source):
+    result = check_rules(source, source, training_api.GeneratorMethodsRule)
+    assert not result.report.changes and not result.report.flags
