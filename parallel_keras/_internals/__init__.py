@@ -121,8 +121,8 @@ from parallel_keras._internals.variables import (
     created_trainable,
     is_keras_variable,
     keras_variable_value,
-    replica_aggregation,
     relocate_variables,
+    replica_aggregation,
     rnn_state_variables,
     variable_synchronization,
 )
