@@ -106,16 +106,16 @@ class _Scanner(cst.CSTVisitor):
         elif isinstance(node, cst.Import):
             for alias in node.names:
                 if syntax.dotted(alias.name) == "keras":
-                    ctx.keras_names.append(alias.asname.name.value if alias.asname else "keras")
+                    ctx.keras_names.append(alias.evaluated_alias or "keras")
                 elif syntax.dotted(alias.name) == "tensorflow":
-                    ctx.tf_names.append(alias.asname.name.value if alias.asname else "tensorflow")
+                    ctx.tf_names.append(alias.evaluated_alias or "tensorflow")
         elif isinstance(node, cst.ImportFrom) and node.module is not None:
             if isinstance(node.names, cst.ImportStar):
                 return
             if syntax.dotted(node.module) == "tensorflow":
                 for alias in node.names:
                     if syntax.dotted(alias.name) == "keras":
-                        ctx.keras_names.append(alias.asname.name.value if alias.asname else "keras")
+                        ctx.keras_names.append(alias.evaluated_alias or "keras")
 
 
 class _Transformer(cst.CSTTransformer):
@@ -160,7 +160,7 @@ def _leave(ctx, rules, original_node, updated_node):
     name = f"leave_{node_type.__name__}"
     for index, rule in enumerate(rules):
         if isinstance(updated_node, cst.FlattenSentinel):
-            pieces = []
+            pieces: list[cst.CSTNode] = []
             for piece in updated_node.nodes:
                 if isinstance(piece, node_type):
                     piece = _leave(ctx, rules[index:], original_node, piece)

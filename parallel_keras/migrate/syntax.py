@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast, overload
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -63,8 +64,21 @@ def fallback_name(node: cst.CSTNode) -> str | None:
     return f"{root}.{rest}" if rest else root
 
 
+@overload
+def dotted(node: cst.Name | cst.Attribute) -> str: ...
+
+
+@overload
+def dotted(node: cst.CSTNode) -> str | None: ...
+
+
 def dotted(node: cst.CSTNode) -> str | None:
-    """Source text of a Name/Attribute chain, e.g. `"keras.utils.x"`."""
+    """Source text of a Name/Attribute chain, e.g. `"keras.utils.x"`.
+
+    Never None for a Name or an Attribute: LibCST always joins an
+    attribute's parts (`f().x` is `"f.x"`, `(a + b).x` is `"None.x"`).
+    None for a node it cannot name.
+    """
     return get_full_name_for_node(node)
 
 
@@ -235,6 +249,8 @@ def with_string_text(node: cst.CSTNode, old_tail: str, new_tail: str):
         prefix_length = len(node.prefix)
         quote = node.quote
         return node.with_changes(value=node.value[: prefix_length + len(quote)] + new_text + quote)
+    # string_text gave text, so `node` is one of the two literals: not simple, formatted.
+    node = cast(cst.FormattedString, node)
     if node.parts and isinstance(node.parts[-1], cst.FormattedStringText):
         parts = list(node.parts)
         parts[-1] = parts[-1].with_changes(value=new_text)

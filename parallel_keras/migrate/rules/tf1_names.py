@@ -227,7 +227,7 @@ def lookup(name: str) -> tuple[str, str | None, str] | None:
 
 def _tf_name(ctx: context.Context, node: cst.CSTNode) -> str | None:
     """`"tf.x.y"` for a use of `tensorflow.x.y`; None under `tf.compat.v1` or elsewhere."""
-    names = ctx._owner.get_metadata(metadata.QualifiedNameProvider, node, set())
+    names = ctx._metadata_owner().get_metadata(metadata.QualifiedNameProvider, node, set())
     if names:
         full = min(name.name for name in names)
     else:
