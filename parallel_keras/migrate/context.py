@@ -49,7 +49,7 @@ class Context:
         self.required_imports: list[str] = []
         # Module-level `NAME = "literal"` assignments: name -> literal node,
         # or None when the name is assigned more than once.
-        self.string_constants: dict[str, cst.CSTNode | None] = {}
+        self.string_constants: dict[str, syntax.StringLiteral | None] = {}
         # Names bound to the keras module at module level (`import keras`,
         # `from tensorflow import keras`).
         self.keras_names: list[str] = []

@@ -99,7 +99,10 @@ class _Scanner(cst.CSTVisitor):
                 if isinstance(target.target, cst.Name):
                     name = target.target.value
                     literal = node.value
-                    if syntax.string_text(literal) is None or name in ctx.string_constants:
+                    if (
+                        not isinstance(literal, (cst.SimpleString, cst.FormattedString))
+                        or name in ctx.string_constants
+                    ):
                         ctx.string_constants[name] = None
                     else:
                         ctx.string_constants[name] = literal
