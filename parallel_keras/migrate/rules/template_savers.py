@@ -100,7 +100,7 @@ class TemplateSaverRule(context.Rule):
         unsafe = [
             name
             for name, method in swap_methods.items()
-            if not patterns.only_swaps(method.body.body)
+            if not patterns.only_swaps(syntax.statements(method.body))
         ]
         if template_parameter is None or super_call is None or unsafe:
             ctx.flag(
@@ -280,7 +280,7 @@ class TemplateSaverRule(context.Rule):
         class_name = updated.name.value
         parallel_call = patterns.multi_gpu_call(init, ctx.shared.get("multi_gpu_names", ()))
         extra = set(methods) - {"__init__", "__getattribute__", "__getattr__"}
-        if parallel_call is None or extra or not patterns.only_adopts(init.body.body):
+        if parallel_call is None or extra or not patterns.only_adopts(syntax.statements(init.body)):
             ctx.flag(
                 original,
                 RULE,
