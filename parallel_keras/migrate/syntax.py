@@ -104,8 +104,11 @@ def findall(
 
 
 def statements(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
-    """The statements of a body, for reading: a one-line body (`def f(self): pass`)
-    comes back as the one line it is, so checks see both forms alike."""
+    """The statements of a body, for reading, a one-line body included.
+
+    `def f(self): pass` holds small statements; they come back as the one
+    line they are, so checks read both spellings alike.
+    """
     if isinstance(suite, cst.IndentedBlock):
         return suite.body
     if isinstance(suite, cst.SimpleStatementSuite):
@@ -306,7 +309,7 @@ def with_string_text(node: cst.CSTNode, old_tail: str, new_tail: str):
         prefix_length = len(node.prefix)
         quote = node.quote
         return node.with_changes(value=node.value[: prefix_length + len(quote)] + new_text + quote)
-    # string_text gave text, so `node` is one of the two literals: not simple, formatted.
+    # string_text gave text and `node` is no SimpleString: it is a FormattedString.
     node = cast(cst.FormattedString, node)
     if node.parts and isinstance(node.parts[-1], cst.FormattedStringText):
         parts = list(node.parts)
