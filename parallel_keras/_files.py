@@ -123,7 +123,7 @@ def replacing(
 
 def replace_with(
     path: str | os.PathLike,
-    write: Callable[[str], None],
+    write: Callable[[str], object],
     *,
     keep_suffixes: Sequence[str] = (),
     mode_from: str | os.PathLike | None = None,
@@ -133,7 +133,8 @@ def replace_with(
 
     Args:
         path: The file to create or replace.
-        write: Writes the new content to the path it is given.
+        write: Writes the new content to the path it is given; what it
+            returns is ignored.
         keep_suffixes: As for `temporary_sibling`. Defaults to none.
         mode_from: As for `replacing`. Defaults to None.
         refuse_read_only: As for `replacing`. Defaults to False.

@@ -73,6 +73,11 @@ EXIT_CODES_HELP = f"""exit codes:
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line; each subcommand's --help lists only its flags."""
+    return _build_parsers()[0]
+
+
+def _build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser, and each subcommand's parser by name."""
     parser = argparse.ArgumentParser(
         prog="parallel-keras",
         description="Legacy Keras multi-GPU training on modern TensorFlow.",
@@ -104,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         subparser.add_argument(
             "-v", "--verbose", action="count", default=argparse.SUPPRESS, help=_VERBOSE_HELP
         )
-    return parser
+    return parser, subparsers.choices
 
 
 def parse_flags(argv: list[str]) -> argparse.Namespace:
@@ -114,11 +119,11 @@ def parse_flags(argv: list[str]) -> argparse.Namespace:
     the parser it was given to (`parallel-keras demo --bogus` shows the
     demo's usage), exit code 2.
     """
-    parser = build_parser()
+    parser, subcommand_parsers = _build_parsers()
     args, unknown = parser.parse_known_args(argv[1:])
     command = getattr(args, "subcommand", None)
     if unknown:
-        owner = parser._subparsers._group_actions[0].choices[command] if command else parser  # noqa: SLF001
+        owner = subcommand_parsers[command] if command else parser
         owner.error(f"unrecognized arguments: {' '.join(unknown)}")
     if command is None:
         parser.print_help()

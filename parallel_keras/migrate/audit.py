@@ -65,8 +65,8 @@ def render() -> str:
             "| Keras 2 / TF1 | becomes | why / what to do |",
             "|---|---|---|",
         ]
-        for name, becomes, reason in rows:
-            target = f"`{_cell(becomes)}`" if becomes is not None else "*flagged*"
+        for name, replacement, reason in rows:
+            target = f"`{_cell(replacement)}`" if replacement is not None else "*flagged*"
             lines.append(f"| `{_cell(name)}` | {target} | {_cell(reason)} |")
     return "\n".join(lines) + "\n"
 

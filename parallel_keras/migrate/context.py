@@ -49,7 +49,7 @@ class Context:
         self.required_imports: list[str] = []
         # Module-level `NAME = "literal"` assignments: name -> literal node,
         # or None when the name is assigned more than once.
-        self.string_constants: dict[str, cst.CSTNode | None] = {}
+        self.string_constants: dict[str, syntax.StringLiteral | None] = {}
         # Names bound to the keras module at module level (`import keras`,
         # `from tensorflow import keras`).
         self.keras_names: list[str] = []
@@ -71,9 +71,18 @@ class Context:
 
     # -- Reading the original tree ----------------------------------------
 
+    def _metadata_owner(self) -> cst.MetadataDependent:
+        """The visitor of the pass under way, whose metadata reads the original tree."""
+        if self._owner is None:
+            raise RuntimeError(
+                "The original tree's metadata is read only during the engine's scan and "
+                "rewrite passes, which set the visitor that holds it; none is set now."
+            )
+        return self._owner
+
     def line(self, node: cst.CSTNode) -> int:
         """Line of `node` in the original file."""
-        position = self._owner.get_metadata(metadata.PositionProvider, node, None)
+        position = self._metadata_owner().get_metadata(metadata.PositionProvider, node, None)
         return position.start.line if position is not None else 0
 
     def qualified_name(self, node: cst.CSTNode) -> str | None:
@@ -83,7 +92,7 @@ class Context:
         no import binds (snippets) falls back to its dotted text with the
         conventional roots (`tf`, `K`) expanded.
         """
-        names = self._owner.get_metadata(metadata.QualifiedNameProvider, node, set())
+        names = self._metadata_owner().get_metadata(metadata.QualifiedNameProvider, node, set())
         if names:
             imported = [
                 name for name in names if name.source == metadata.QualifiedNameSource.IMPORT

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import io
 import os
 import shutil
 import stat
 import tokenize
+from collections.abc import Sequence
 
 from absl import logging
 
@@ -67,7 +69,7 @@ def find_python_files(paths: list[str]) -> list[tuple[str, str]]:
     Raises:
         ValueError: If a path does not exist.
     """
-    found = []
+    found: list[tuple[str, str]] = []
     for path in paths:
         if os.path.isdir(path):
             before = len(found)
@@ -112,7 +114,7 @@ def find_data_files(paths: list[str]) -> list[tuple[str, str]]:
         (path, path relative to its folder) pairs of every file that is not
         `.py` (nor compiled Python), in order.
     """
-    found = []
+    found: list[tuple[str, str]] = []
     for path in paths:
         if not os.path.isdir(path):
             continue
@@ -219,7 +221,7 @@ def unified_diff(result: FileResult) -> str:
     Returns:
         The diff text, or "" when the file failed or nothing changed.
     """
-    if not result.changed:
+    if result.source is None or result.migrated is None or not result.changed:
         return ""
     return "".join(
         difflib.unified_diff(
@@ -242,7 +244,7 @@ def write_in_place(result: FileResult) -> bool:
         `PATH.orig` already exists (then the report gets the error and the
         file is left as it was).
     """
-    if not result.changed:
+    if result.migrated is None or not result.changed:
         return False
     backup = result.path + ".orig"
     if os.path.exists(backup):
@@ -329,7 +331,7 @@ def write_output(
     results: list[FileResult],
     output: str,
     single_file: bool,
-    data_files: list[tuple[str, str]] = (),
+    data_files: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
     """Writes every migrated file under `output` (or to it, for one file).
 
@@ -359,7 +361,7 @@ def write_output(
         copies.append((source, destination))
     written = []
     for result, destination in zip(results, destinations):
-        if not destination:
+        if not destination or result.migrated is None:  # A failed file: nothing to write.
             continue
         try:
             os.makedirs(os.path.dirname(os.path.abspath(destination)), exist_ok=True)
@@ -375,9 +377,7 @@ def write_output(
     for source, destination in copies:
         try:
             os.makedirs(os.path.dirname(os.path.abspath(destination)), exist_ok=True)
-            _files.replace_with(
-                destination, lambda temporary, source=source: shutil.copy2(source, temporary)
-            )
+            _files.replace_with(destination, functools.partial(shutil.copy2, source))
         except OSError as error:
             raise ValueError(
                 f"Could not copy {source} to {destination} for -o {output}: "

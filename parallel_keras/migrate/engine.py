@@ -99,23 +99,26 @@ class _Scanner(cst.CSTVisitor):
                 if isinstance(target.target, cst.Name):
                     name = target.target.value
                     literal = node.value
-                    if syntax.string_text(literal) is None or name in ctx.string_constants:
+                    if (
+                        not isinstance(literal, (cst.SimpleString, cst.FormattedString))
+                        or name in ctx.string_constants
+                    ):
                         ctx.string_constants[name] = None
                     else:
                         ctx.string_constants[name] = literal
         elif isinstance(node, cst.Import):
             for alias in node.names:
                 if syntax.dotted(alias.name) == "keras":
-                    ctx.keras_names.append(alias.asname.name.value if alias.asname else "keras")
+                    ctx.keras_names.append(alias.evaluated_alias or "keras")
                 elif syntax.dotted(alias.name) == "tensorflow":
-                    ctx.tf_names.append(alias.asname.name.value if alias.asname else "tensorflow")
+                    ctx.tf_names.append(alias.evaluated_alias or "tensorflow")
         elif isinstance(node, cst.ImportFrom) and node.module is not None:
             if isinstance(node.names, cst.ImportStar):
                 return
             if syntax.dotted(node.module) == "tensorflow":
                 for alias in node.names:
                     if syntax.dotted(alias.name) == "keras":
-                        ctx.keras_names.append(alias.asname.name.value if alias.asname else "keras")
+                        ctx.keras_names.append(alias.evaluated_alias or "keras")
 
 
 class _Transformer(cst.CSTTransformer):
@@ -160,7 +163,7 @@ def _leave(ctx, rules, original_node, updated_node):
     name = f"leave_{node_type.__name__}"
     for index, rule in enumerate(rules):
         if isinstance(updated_node, cst.FlattenSentinel):
-            pieces = []
+            pieces: list[cst.CSTNode] = []
             for piece in updated_node.nodes:
                 if isinstance(piece, node_type):
                     piece = _leave(ctx, rules[index:], original_node, piece)

@@ -4,9 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar, cast, overload
 
 import libcst as cst
+from libcst import matchers as m
 from libcst.helpers import get_full_name_for_node
+
+_Node = TypeVar("_Node", bound=cst.CSTNode)
+
+# A string literal, as `string_text` reads it.
+StringLiteral = cst.SimpleString | cst.FormattedString
 
 # Conventional roots of legacy scripts, used when a snippet never imports them
 # (the legacy tutorials' fragments call `keras.utils.multi_gpu_model` with no import).
@@ -63,9 +70,59 @@ def fallback_name(node: cst.CSTNode) -> str | None:
     return f"{root}.{rest}" if rest else root
 
 
+@overload
+def dotted(node: cst.Name | cst.Attribute) -> str: ...
+
+
+@overload
+def dotted(node: cst.CSTNode) -> str | None: ...
+
+
 def dotted(node: cst.CSTNode) -> str | None:
-    """Source text of a Name/Attribute chain, e.g. `"keras.utils.x"`."""
+    """Source text of a Name/Attribute chain, e.g. `"keras.utils.x"`.
+
+    Never None for a Name or an Attribute: LibCST always joins an
+    attribute's parts (`f().x` is `"f.x"`, `(a + b).x` is `"None.x"`).
+    None for a node it cannot name.
+    """
     return get_full_name_for_node(node)
+
+
+def findall(
+    tree: cst.CSTNode, node_type: type[_Node], matcher: m.BaseMatcherNode | None = None
+) -> list[_Node]:
+    """The `node_type` nodes in `tree` (that match `matcher`), in source order.
+
+    `m.findall`, typed: `matcher` is a matcher of `node_type` (`cst.Call`
+    and `m.Call(...)`), so type checkers know what the nodes found are.
+    """
+    is_node_type: m.MatchIfTrue[cst.CSTNode] = m.MatchIfTrue(
+        lambda node: isinstance(node, node_type)
+    )
+    found = m.findall(tree, matcher if matcher is not None else is_node_type)
+    return [node for node in found if isinstance(node, node_type)]
+
+
+def statements(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
+    """The statements of a body, for reading, a one-line body included.
+
+    `def f(self): pass` holds small statements; they come back as the one
+    line they are, so checks read both spellings alike.
+    """
+    if isinstance(suite, cst.IndentedBlock):
+        return suite.body
+    if isinstance(suite, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(body=suite.body)]
+    raise TypeError(f"Expected an indented or one-line body. Received: {type(suite).__name__}.")
+
+
+def dotted_expression(name: str) -> cst.Name | cst.Attribute:
+    """The Name/Attribute chain of a dotted name, e.g. an import's module `keras.layers`."""
+    first, *rest = name.split(".")
+    node: cst.Name | cst.Attribute = cst.Name(first)
+    for part in rest:
+        node = cst.Attribute(value=node, attr=cst.Name(part))
+    return node
 
 
 def code(node: cst.CSTNode) -> str:
@@ -208,6 +265,14 @@ def method_name(call: cst.Call) -> str | None:
 # --- String literals that hold file paths -------------------------------
 
 
+@overload
+def string_text(node: StringLiteral) -> str: ...
+
+
+@overload
+def string_text(node: cst.CSTNode) -> str | None: ...
+
+
 def string_text(node: cst.CSTNode) -> str | None:
     """The source text between the quotes of a path literal.
 
@@ -225,6 +290,15 @@ def string_text(node: cst.CSTNode) -> str | None:
     return None
 
 
+def string_value(node: cst.CSTNode | None) -> str | None:
+    """The value of a str literal (`'a/b'` is `a/b`); None for bytes and anything else."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        if isinstance(value, str):
+            return value
+    return None
+
+
 def with_string_text(node: cst.CSTNode, old_tail: str, new_tail: str):
     """Replaces the end `old_tail` of a path literal's text by `new_tail`."""
     text = string_text(node)
@@ -235,6 +309,8 @@ def with_string_text(node: cst.CSTNode, old_tail: str, new_tail: str):
         prefix_length = len(node.prefix)
         quote = node.quote
         return node.with_changes(value=node.value[: prefix_length + len(quote)] + new_text + quote)
+    # string_text gave text and `node` is no SimpleString: it is a FormattedString.
+    node = cast(cst.FormattedString, node)
     if node.parts and isinstance(node.parts[-1], cst.FormattedStringText):
         parts = list(node.parts)
         parts[-1] = parts[-1].with_changes(value=new_text)

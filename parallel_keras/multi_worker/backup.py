@@ -37,6 +37,8 @@ import json
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
+from typing import Any, Literal
 
 import keras
 import numpy as np
@@ -86,7 +88,7 @@ class BackupAndRestore(keras.callbacks.Callback):
     def __init__(
         self,
         backup_dir: str | os.PathLike,
-        save_freq: str | int = "epoch",
+        save_freq: Literal["epoch"] | int = "epoch",
         double_checkpoint: bool = False,
         delete_checkpoint: bool = True,
     ):
@@ -109,7 +111,7 @@ class BackupAndRestore(keras.callbacks.Callback):
         self._global_batch: int | None = None
         self._old_global_batch: int | None = None
         self._skipping_batches = 0
-        self._count_rows = None
+        self._count_rows: Callable[[Any], Any] | None = None
         self.restored_from: dict | None = None
 
     @property
@@ -126,7 +128,8 @@ class BackupAndRestore(keras.callbacks.Callback):
     def _state(self) -> dict[str, list]:
         """Variables by part. The step counter and the accumulators are kept
         apart: their meaning depends on the accumulation steps."""
-        model = list(getattr(self.model, "template", self.model).weights)
+        template: keras.Model = getattr(self.model, "template", self.model)
+        model = list(template.weights)
         optimizer = getattr(self.model, "optimizer", None)
         if optimizer is None:
             return {"model": model, "optimizer": [], "accumulator": []}
@@ -175,7 +178,8 @@ class BackupAndRestore(keras.callbacks.Callback):
                 prefix=".backup.tmp-", suffix=".npz", dir=self.backup_dir
             )
             with os.fdopen(handle, "wb") as file:
-                np.savez(file, **arrays)
+                # Without pickles, as the restore reads them (np.load's allow_pickle=False).
+                np.savez(file, allow_pickle=False, **arrays)
             if self.double_checkpoint and os.path.exists(latest):
                 os.replace(latest, os.path.join(self.backup_dir, _PREVIOUS))
             os.replace(temp_path, latest)

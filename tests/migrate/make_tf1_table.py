@@ -128,17 +128,19 @@ def build() -> str:
         '"""\n\n'
     )
     body = []
-    for name, table in (
-        ("RENAMES", renames),
-        ("ARGS_CHANGED", args_changed),
-        ("COMPAT_ONLY", compat_only),
-        ("TF2_SAME_NAME", tf2_same_name),
-        ("MEANING_CHANGED", meaning_changed),
-        ("REMOVED_MODULES", removed_modules),
-        ("POSITIONAL_NAMES", positional_names),
-        ("KEYWORD_RENAMES", keyword_renames),
+    # Annotated, so that type checkers know an empty table's type too.
+    for name, annotation, table in (
+        ("RENAMES", "dict[str, str]", renames),
+        ("ARGS_CHANGED", "dict[str, str]", args_changed),
+        ("COMPAT_ONLY", "dict[str, bool]", compat_only),
+        ("TF2_SAME_NAME", "list[str]", tf2_same_name),
+        ("MEANING_CHANGED", "dict[str, str]", meaning_changed),
+        ("REMOVED_MODULES", "list[str]", removed_modules),
+        ("POSITIONAL_NAMES", "dict[str, list[str | None]]", positional_names),
+        ("KEYWORD_RENAMES", "dict[str, dict[str, str | None]]", keyword_renames),
     ):
-        body.append(f"{name} = {pprint.pformat(table, width=88, sort_dicts=True)}\n")
+        table_text = pprint.pformat(table, width=88, sort_dicts=True)
+        body.append(f"{name}: {annotation} = {table_text}\n")
     return header + "\n".join(body)
 
 

@@ -41,6 +41,14 @@ REWRITES = {
         "import os\np = os.path.join('a/b', 'c')\n",
         "import os\np = os.path.join('a/b', 'c')\n",
     ),
+    # A bytes literal is no layer name (Keras rejects it on its own); the
+    # rule read it as text and stopped the whole run with a TypeError.
+    "bytes_names_untouched": (
+        "from keras.layers import Dense\nd = Dense(3, name=b'block1/dense')(y)\n"
+        "e = Dense(3, name=b'b/' + s)(y)\n",
+        "from keras.layers import Dense\nd = Dense(3, name=b'block1/dense')(y)\n"
+        "e = Dense(3, name=b'b/' + s)(y)\n",
+    ),
 }
 
 

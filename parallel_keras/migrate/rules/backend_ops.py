@@ -492,8 +492,8 @@ class BackendOpsRule(context.Rule):
                 "None as -inf/+inf (keras.ops.clip fails on None)",
             )
             return call
-        numbers = [_number(low), _number(high)]
-        if None not in numbers and numbers[1] < numbers[0]:
+        low_number, high_number = _number(low), _number(high)
+        if low_number is not None and high_number is not None and high_number < low_number:
             ctx.change(
                 original,
                 RULE,

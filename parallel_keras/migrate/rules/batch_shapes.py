@@ -48,7 +48,7 @@ def _batch_shape(call: cst.Call) -> tuple[cst.BaseExpression, list[cst.Arg]] | N
     return syntax.expression(f"({', '.join(elements)}{trailing})"), [batch, shape]
 
 
-def _added_layer(line: cst.CSTNode) -> cst.Call | None:
+def _added_layer(line: cst.SimpleStatementLine) -> cst.Call | None:
     """`L` in a `model.add(L(...))` line."""
     if len(line.body) != 1 or not isinstance(line.body[0], cst.Expr):
         return None

@@ -103,19 +103,16 @@ class CallbackArgsRule(context.Rule):
             messages.append(
                 f"passed {', '.join(named)} by keyword (Keras 3 reordered the positional arguments)"
             )
-        dropped = [
-            syntax.keyword(updated, arg)
-            for arg in DROPPED.get(name, {})
-            if syntax.keyword(updated, arg) is not None
-        ]
+        dropped = {
+            keyword: arg
+            for keyword in DROPPED.get(name, {})
+            if (arg := syntax.keyword(updated, keyword)) is not None
+        }
         if dropped:
-            updated = syntax.remove_args(updated, dropped)
+            updated = syntax.remove_args(updated, list(dropped.values()))
             messages.append(
                 "removed "
-                + ", ".join(
-                    f"`{arg.keyword.value}=` ({DROPPED[name][arg.keyword.value]})"
-                    for arg in dropped
-                )
+                + ", ".join(f"`{keyword}=` ({DROPPED[name][keyword]})" for keyword in dropped)
                 + ": Keras 3 rejects it"
             )
         for old, new in RENAMED.get(name, {}).items():

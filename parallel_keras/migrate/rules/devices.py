@@ -83,7 +83,7 @@ class DeviceScopeRule(context.Rule):
                     self._layer_names.add(target.target.value)
 
     def _calls_layer(self, ctx, body) -> bool:
-        for call in m.findall(body, m.Call()):
+        for call in syntax.findall(body, cst.Call):
             func = call.func
             if isinstance(func, cst.Call) and _is_layer_class(ctx.qualified_name(func.func)):
                 return True

@@ -17,8 +17,11 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 from libcst import matchers as m
+from libcst.helpers import ensure_type
 
 from parallel_keras.migrate import context, syntax
 from parallel_keras.migrate.rules import training_api
@@ -60,8 +63,8 @@ def _literal(node: cst.BaseExpression) -> bool:
 
 
 def _super_init(body) -> bool:
-    for call in m.findall(body, m.Call(func=m.Attribute(attr=m.Name("__init__")))):
-        owner = call.func.value
+    for call in syntax.findall(body, cst.Call, m.Call(func=m.Attribute(attr=m.Name("__init__")))):
+        owner = cast(cst.Attribute, call.func).value  # The matcher's: `<owner>.__init__`.
         if isinstance(owner, cst.Call) and syntax.dotted(owner.func) == "super":
             return True
         if syntax.dotted(owner) in ("Sequence", "keras.utils.Sequence", "PyDataset"):
@@ -77,7 +80,7 @@ class GeneratorRule(context.Rule):
     def __init__(self):
         self._sequences: set[str] = set()
         self._instances: dict[str, str] = {}  # variable -> Sequence class
-        self._options: dict[str, list[cst.Arg]] = {}  # class -> loader options
+        self._options: dict[str, dict[str, cst.Arg]] = {}  # class -> loader options
         self._generator_functions: set[str] = set()
 
     # -- Scan -----------------------------------------------------------------
@@ -122,12 +125,12 @@ class GeneratorRule(context.Rule):
         sequence = self._sequence_of(value)
         if sequence is None:
             return
-        options = [
-            arg
-            for arg in (syntax.keyword(node, name) for name in training_api.LOADER_ARGUMENTS)
-            if arg is not None
-        ]
-        if options and all(_literal(arg.value) for arg in options):
+        options = {
+            name: arg
+            for name in training_api.LOADER_ARGUMENTS
+            if (arg := syntax.keyword(node, name)) is not None
+        }
+        if options and all(_literal(arg.value) for arg in options.values()):
             self._options.setdefault(sequence, options)
             ctx.shared.setdefault("loader_options_moved", set()).add(id(node))
 
@@ -189,8 +192,10 @@ class GeneratorRule(context.Rule):
         init = body[index]
         if _super_init(init.body):
             return updated
-        options = self._options.get(name, [])
-        arguments = ", ".join(f"{arg.keyword.value}={syntax.code(arg.value)}" for arg in options)
+        options = self._options.get(name, {})
+        arguments = ", ".join(
+            f"{keyword}={syntax.code(arg.value)}" for keyword, arg in options.items()
+        )
         call = cst.parse_statement(f"super().__init__({arguments})\n")
         statements = list(init.body.body)
         position = 1 if statements and _is_docstring(statements[0]) else 0
@@ -217,14 +222,15 @@ class GeneratorRule(context.Rule):
         changed = []
         # Names the function binds to lists only: `inputs = [a, b]`, `batch = []`
         # (not `batch = np.array(batch)` later, which makes it one array).
-        list_names, other_names = set(), set()
-        for assign in m.findall(original.body, m.Assign()):
+        list_names: set[str] = set()
+        other_names: set[str] = set()
+        for assign in syntax.findall(original.body, cst.Assign):
             is_list = isinstance(assign.value, (cst.List, cst.ListComp))
             for target in assign.targets:
                 if isinstance(target.target, cst.Name):
                     (list_names if is_list else other_names).add(target.target.value)
-        for assign in m.findall(original.body, m.AugAssign(target=m.Name())):
-            other_names.add(assign.target.value)
+        for augmented in syntax.findall(original.body, cst.AugAssign, m.AugAssign(target=m.Name())):
+            other_names.add(cast(cst.Name, augmented.target).value)  # The matcher's: a name.
         list_names -= other_names
 
         def to_tuples(node):
@@ -277,7 +283,8 @@ def _rewrite_batches(function: cst.FunctionDef, to_tuples) -> cst.FunctionDef:
         def leave_Return(self, original_node, updated_node):
             return updated_node.with_changes(value=to_tuples(updated_node.value))
 
-    return function.visit(_Batches())
+    # Its leave_FunctionDef returns the function: never removed or split.
+    return ensure_type(function.visit(_Batches()), cst.FunctionDef)
 
 
 # Legacy method -> (data argument, its step count) pairs Keras 2 cycled.

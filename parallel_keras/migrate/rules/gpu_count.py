@@ -53,7 +53,8 @@ _LOCAL_DEVICES = "tensorflow.python.client.device_lib.list_local_devices"
 
 def _mentions_gpu(node: cst.CSTNode) -> bool:
     return any(
-        str(string.evaluated_value).upper() == "GPU" for string in m.findall(node, m.SimpleString())
+        (syntax.string_value(string) or "").upper() == "GPU"
+        for string in syntax.findall(node, cst.SimpleString)
     )
 
 
@@ -90,6 +91,7 @@ class GpuCountRule(context.Rule):
             return True
         return (
             syntax.method_name(call) == "list_devices"
+            and isinstance(call.func, cst.Attribute)
             and isinstance(call.func.value, cst.Call)
             and ctx.qualified_name(call.func.value.func) in _LIST_SOURCES
         )

@@ -88,14 +88,10 @@ class ImageDataRule(context.Rule):
             self._all_generators.add(target.value)
         if ctx.qualified_name(value.func) == _GENERATOR:
             rescale = syntax.keyword(value, "rescale")
-            simple = (
-                isinstance(target, cst.Name)
-                and not syntax.positional(value)
-                and all(
-                    arg.keyword is not None and arg.keyword.value == "rescale" for arg in value.args
-                )
+            simple = not syntax.positional(value) and all(
+                arg.keyword is not None and arg.keyword.value == "rescale" for arg in value.args
             )
-            if simple:
+            if isinstance(target, cst.Name) and simple:
                 self._generators[target.value] = rescale.value if rescale else None
             else:
                 self._complex.append(value)
@@ -190,22 +186,22 @@ class ImageDataRule(context.Rule):
         directory_value = directory.value if directory else positional[0].value
         args.append(syntax.code(directory_value))
         class_mode = syntax.keyword(updated, "class_mode")
-        mode = "categorical"
+        mode: str | None = "categorical"
         if class_mode is not None:
             if isinstance(class_mode.value, cst.SimpleString):
-                mode = class_mode.value.evaluated_value
+                mode = syntax.string_value(class_mode.value) or "?"  # Bytes: no mode.
             elif syntax.dotted(class_mode.value) == "None":
                 mode = None
             else:
                 mode = "?"
-        if mode not in _LABEL_MODES and mode is not None:
-            ctx.flag(
-                original,
-                RULE,
-                f"class_mode {syntax.code(class_mode.value)} has no dataset equivalent",
-                _ACTION,
-            )
-            return updated
+            if mode not in _LABEL_MODES and mode is not None:
+                ctx.flag(
+                    original,
+                    RULE,
+                    f"class_mode {syntax.code(class_mode.value)} has no dataset equivalent",
+                    _ACTION,
+                )
+                return updated
         interpolation_given = False
         for arg in updated.args:
             if arg.keyword is None or arg.keyword.value in ("directory", "class_mode"):

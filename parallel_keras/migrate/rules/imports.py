@@ -318,7 +318,7 @@ def _split(module: str) -> tuple[str, str]:
 
 
 def _alias_name(alias: cst.ImportAlias) -> str:
-    return alias.asname.name.value if alias.asname else syntax.dotted(alias.name)
+    return alias.evaluated_alias or syntax.dotted(alias.name)
 
 
 def _commas(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
@@ -403,7 +403,7 @@ class ImportPathRule(context.Rule):
         ]
         if not unseen:
             return updated
-        body = []
+        body: list[cst.BaseStatement] = []
         for line in updated.body:
             if any(line is other for other in unseen):
                 original = self._original_of(line.body[0])
@@ -424,7 +424,9 @@ class ImportPathRule(context.Rule):
         names = {syntax.dotted(alias.name) for alias in statement.names}
         for original in self._originals:
             if (
-                syntax.dotted(original.module) == syntax.dotted(statement.module)
+                original.module is not None
+                and not isinstance(original.names, cst.ImportStar)
+                and syntax.dotted(original.module) == syntax.dotted(statement.module)
                 and not any(original is seen for seen in self._seen)
                 and names <= {syntax.dotted(alias.name) for alias in original.names}
             ):
@@ -525,11 +527,14 @@ class ImportPathRule(context.Rule):
                     "merge() calls become the keras.layers function of their mode",
                 )
                 continue
-            parent, last = _split(_moved(full))
+            new_module = _moved(full)
+            if new_module is None:  # Only moved names are here.
+                continue
+            parent, last = _split(new_module)
             local = _alias_name(alias)
             new.append(
                 cst.ImportFrom(
-                    module=syntax.expression(parent),
+                    module=syntax.dotted_expression(parent),
                     names=[
                         cst.ImportAlias(
                             name=cst.Name(last),
@@ -594,7 +599,7 @@ class ImportPathRule(context.Rule):
                 alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
                 for alias in aliases[:-1]
             ] + aliases[-1:]
-            new.append(cst.ImportFrom(module=syntax.expression(home), names=aliases))
+            new.append(cst.ImportFrom(module=syntax.dotted_expression(home), names=aliases))
         message = f"`from {old_module} import ...` -> "
         message += ", ".join(f"`from {home} import ...`" for home in groups) or "removed"
         message += ": the module does not exist in Keras 3"

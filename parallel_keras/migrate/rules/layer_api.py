@@ -61,7 +61,9 @@ def _is_layer_call(ctx: context.Context, call: cst.Call) -> bool:
 
 
 def _literal_slash(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.SimpleString) and "/" in node.evaluated_value
+    """Whether `node` is a str literal holding `/` (a bytes literal is no layer name)."""
+    value = syntax.string_value(node)
+    return value is not None and "/" in value
 
 
 def _has_slash_part(node: cst.CSTNode) -> bool:
@@ -71,7 +73,7 @@ def _has_slash_part(node: cst.CSTNode) -> bool:
     class _Find(cst.CSTVisitor):
         def visit_SimpleString(self, string):
             nonlocal found
-            found |= "/" in string.evaluated_value
+            found |= _literal_slash(string)
 
         def visit_FormattedStringText(self, text):
             nonlocal found
@@ -111,8 +113,9 @@ class LayerApiRule(context.Rule):
 
     def visit_Call(self, ctx, node):
         name = syntax.keyword(node, "name")
-        if name is not None and _literal_slash(name.value) and _is_layer_call(ctx, node):
-            self._renamed.add(name.value.evaluated_value)
+        value = syntax.string_value(name.value) if name is not None else None
+        if value is not None and "/" in value and _is_layer_call(ctx, node):
+            self._renamed.add(value)
 
     # -- Rewrite --------------------------------------------------------------
 

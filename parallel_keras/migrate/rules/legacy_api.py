@@ -101,7 +101,7 @@ class LegacyApiRule(context.Rule):
 
     def _embedding(self, ctx, original, updated):
         length = syntax.keyword(updated, "input_length")
-        if syntax.keyword(updated, "input_shape") is not None:
+        if length is None or syntax.keyword(updated, "input_shape") is not None:
             return updated
         value = syntax.code(length.value)
         ctx.change(

@@ -71,8 +71,9 @@ class MetricKeyRule(context.Rule):
             metrics = syntax.keyword(node, "metrics")
             if metrics is not None and isinstance(metrics.value, (cst.List, cst.Tuple)):
                 for element in metrics.value.elements:
-                    if _text(element.value) == "accuracy":
-                        self._compiled.append(element.value)
+                    value = element.value
+                    if isinstance(value, cst.SimpleString) and _text(value) == "accuracy":
+                        self._compiled.append(value)
         monitor = syntax.keyword(node, "monitor")
         if monitor is not None:
             self._use(monitor.value, _text(monitor.value))

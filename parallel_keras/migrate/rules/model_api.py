@@ -76,8 +76,8 @@ def _single_key(node: cst.CSTNode | None) -> str | None:
     if not isinstance(node, cst.Dict) or len(node.elements) != 1:
         return None
     element = node.elements[0]
-    if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
-        return element.key.evaluated_value
+    if isinstance(element, cst.DictElement):
+        return syntax.string_value(element.key)
     return None
 
 
@@ -112,8 +112,9 @@ class ModelApiRule(context.Rule):
                 and syntax.code(target.target.value) in self._compiled
             ):
                 self._frozen_after_compile.add(syntax.code(target.target.value))
-            if isinstance(target.target, cst.Name) and _single_key(node.value) is not None:
-                self._dict_names[target.target.value] = _single_key(node.value)
+            key = _single_key(node.value)
+            if isinstance(target.target, cst.Name) and key is not None:
+                self._dict_names[target.target.value] = key
             if isinstance(target.target, cst.Name) and isinstance(node.value, cst.Call):
                 qualified = ctx.qualified_name(node.value.func) or ""
                 if qualified in ("keras.Model", "keras.models.Model"):

@@ -151,7 +151,7 @@ class MultiGpuModelRule(context.Rule):
         return self._move(updated, statement, moved, kept)
 
     def _move(self, updated, statement, moved, kept):
-        new_module = syntax.expression("parallel_keras")
+        new_module = syntax.dotted_expression("parallel_keras")
         if not kept:
             return updated.with_changes(
                 body=[statement.with_changes(module=new_module, relative=())]

@@ -78,15 +78,16 @@ _FLAGS = {
 }
 
 
-def _numpy_attr(ctx: context.Context, node: cst.Attribute) -> str | None:
-    """`"float"` for `np.float` (numpy under any local name), else None."""
+def _numpy_attr(ctx: context.Context, node: cst.Attribute) -> tuple[str, str] | None:
+    """`("np", "float")` for `np.float` (numpy under any local name), else None."""
     if not isinstance(node.value, cst.Name):
         return None
+    module = node.value.value
     qualified = ctx.qualified_name(node) or ""
     if qualified.startswith("numpy."):
-        return qualified[len("numpy.") :]
+        return module, qualified[len("numpy.") :]
     if qualified.startswith("np.") and qualified == syntax.dotted(node):
-        return qualified[len("np.") :]  # A snippet that never imports numpy.
+        return module, qualified[len("np.") :]  # A snippet that never imports numpy.
     return None
 
 
@@ -102,11 +103,11 @@ class NumPy2Rule(context.Rule):
     def leave_Call(self, ctx, original, updated):
         if not isinstance(original.func, cst.Attribute):
             return updated
-        name = _numpy_attr(ctx, original.func)
-        if name not in _CALLS:
+        found = _numpy_attr(ctx, original.func)
+        if found is None or found[1] not in _CALLS:
             return updated
+        module, name = found
         template, reason = _CALLS[name]
-        module = original.func.value.value
         if len(updated.args) != 1 or updated.args[0].keyword or updated.args[0].star:
             ctx.flag(
                 original,
@@ -120,10 +121,10 @@ class NumPy2Rule(context.Rule):
         return syntax.expression(new)
 
     def leave_Attribute(self, ctx, original, updated):
-        name = _numpy_attr(ctx, original)
-        if name is None:
+        found = _numpy_attr(ctx, original)
+        if found is None:
             return updated
-        module = original.value.value
+        module, name = found
         if name in _RENAMES:
             new = _spelled(_RENAMES[name], module)
             ctx.change(

@@ -127,9 +127,10 @@ class OptimizerRule(context.Rule):
             if decay is not None and not syntax.is_zero(decay.value):
                 ctx.shared["uses_decay"] = True
             return
-        if _optimizer_class(ctx, node) is None:
+        optimizer_class = _optimizer_class(ctx, node)
+        if optimizer_class is None:
             return
-        legacy, _ = syntax.keywordize(node, LEGACY_SIGNATURES[_optimizer_class(ctx, node)])
+        legacy, _ = syntax.keywordize(node, LEGACY_SIGNATURES[optimizer_class])
         decay = syntax.keyword(legacy, "decay")
         if decay is not None and not syntax.is_zero(decay.value):
             ctx.shared["uses_decay"] = True
@@ -215,19 +216,19 @@ class OptimizerRule(context.Rule):
                 "`epsilon=None` -> `epsilon=keras.backend.epsilon()` (what "
                 "Keras 2 used; Keras 3 fails on None at the first update)"
             )
-        zero_clips = [
-            arg
-            for arg in (syntax.keyword(updated, "clipnorm"), syntax.keyword(updated, "clipvalue"))
-            if arg is not None and syntax.is_zero(arg.value)
-        ]
+        zero_clips = {
+            name: arg
+            for name in ("clipnorm", "clipvalue")
+            if (arg := syntax.keyword(updated, name)) is not None and syntax.is_zero(arg.value)
+        }
         if zero_clips:
             # Keras 2 tested `if clipnorm > 0`: 0 meant no clipping. Keras 3
             # skips 0 too but counts it as set, so `clipnorm=0, clipvalue=1`
             # raises "Only one of clipnorm, clipvalue...".
-            updated = syntax.remove_args(updated, zero_clips)
+            updated = syntax.remove_args(updated, list(zero_clips.values()))
             messages.append(
                 "removed "
-                + ", ".join(f"`{a.keyword.value}=0`" for a in zero_clips)
+                + ", ".join(f"`{name}=0`" for name in zero_clips)
                 + " (Keras 2: no clipping; Keras 3 counts it as a clipping choice)"
             )
         return updated

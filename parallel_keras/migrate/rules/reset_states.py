@@ -13,6 +13,8 @@ expressions (a lambda in a `LambdaCallback`) are flagged with the same code.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from parallel_keras.migrate import context, syntax
@@ -44,7 +46,7 @@ def _reset_call(node: cst.CSTNode) -> cst.Call | None:
     return None
 
 
-def _statement_call(line: cst.CSTNode) -> cst.Call | None:
+def _statement_call(line: cst.SimpleStatementLine) -> cst.Call | None:
     if len(line.body) == 1 and isinstance(line.body[0], cst.Expr):
         return _reset_call(line.body[0].value)
     return None
@@ -87,9 +89,11 @@ class ResetStatesRule(context.Rule):
 
     def leave_SimpleStatementLine(self, ctx, original, updated):
         call = _statement_call(original)
-        if call is None or id(call) in self._guarded or _statement_call(updated) is None:
+        updated_call = _statement_call(updated)
+        if call is None or id(call) in self._guarded or updated_call is None:
             return updated
-        receiver = syntax.code(_statement_call(updated).func.value)
+        # _reset_call's: `<receiver>.reset_states()`.
+        receiver = syntax.code(cast(cst.Attribute, updated_call.func).value)
         ctx.change(
             original,
             RULE,

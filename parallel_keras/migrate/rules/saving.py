@@ -73,7 +73,7 @@ def model_suffix(text: str, allow_hdf5: bool) -> tuple[str, str] | None:
     return "", ".keras"
 
 
-def path_literal(ctx: context.Context, node: cst.BaseExpression):
+def path_literal(ctx: context.Context, node: cst.BaseExpression) -> syntax.StringLiteral | None:
     """The literal that ends the path `node` evaluates to, or None."""
     if isinstance(node, (cst.SimpleString, cst.FormattedString)):
         return node
@@ -179,6 +179,8 @@ class SavePathRule(context.Rule):
             self._loads.append((node, ctx.line(node)))
 
     def _own_receiver(self, call: cst.Call) -> bool:
+        if not isinstance(call.func, cst.Attribute):
+            return False
         receiver = syntax.dotted(call.func.value) or ""
         return receiver in self._own_saver_names or receiver in self._own_savers
 
@@ -299,5 +301,7 @@ def _looks_like_model_save(call: cst.Call) -> bool:
     """`model.save(...)`, not `np.save` or `saver.save(sess, ...)`."""
     if syntax.keyword(call, "save_format") is not None:
         return True
+    if not isinstance(call.func, cst.Attribute):
+        return False
     receiver = syntax.dotted(call.func.value) or ""
     return "model" in receiver.split(".")[-1].lower()

@@ -81,9 +81,11 @@ OPTIONS = {
     "inter_op_parallelism_threads": (
         "{tf}.config.threading.set_inter_op_parallelism_threads({value})\n"
     ),
-    "device_count": None,  # Handled on its own: only {'GPU': 0} is known.
-    "gpu_options": None,  # A GPUOptions(...) call, read option by option.
 }
+# Options known but read on their own, with no template: `device_count`
+# (only {'GPU': 0} is known) and `gpu_options` (a GPUOptions(...) call, read
+# option by option).
+OPTIONS_READ_APART = frozenset({"device_count", "gpu_options"})
 MEMORY_FRACTION_ACTION = (
     "per_process_gpu_memory_fraction={value} became memory growth; for a hard "
     "cap, call tf.config.set_logical_device_configuration(gpu, "
@@ -94,11 +96,11 @@ MEMORY_FRACTION_ACTION = (
 
 def options_known(ctx: context.Context, call: cst.Call) -> bool:
     """Whether every option of a `ConfigProto`/`GPUOptions` call has a TF 2 call."""
-    if syntax.positional(call) or syntax.has_star(call):
-        return False
     for arg in call.args:
+        if arg.keyword is None:  # Positional, *args or **kwargs: not known by name.
+            return False
         name = arg.keyword.value
-        if name not in OPTIONS:
+        if name not in OPTIONS and name not in OPTIONS_READ_APART:
             return False
         if name == "device_count" and device_count(arg.value) is None:
             return False

@@ -86,14 +86,17 @@ _STARTS_TENSORFLOW = ("tensorflow", "keras")
 
 def _imports_tensorflow(statement: cst.CSTNode) -> bool:
     """Whether a module-level statement imports TensorFlow (or what imports it)."""
-    for node in m.findall(statement, m.Import() | m.ImportFrom()):
-        if isinstance(node, cst.Import):
-            modules = [syntax.dotted(alias.name) for alias in node.names]
-        else:
-            modules = [syntax.dotted(node.module) if node.module is not None else ""]
-        if any((module or "").split(".")[0] in _STARTS_TENSORFLOW for module in modules):
-            return True
-    return False
+    modules = [
+        syntax.dotted(alias.name)
+        for node in syntax.findall(statement, cst.Import)
+        for alias in node.names
+    ]
+    modules += [
+        syntax.dotted(node.module)
+        for node in syntax.findall(statement, cst.ImportFrom)
+        if node.module is not None
+    ]
+    return any(module.split(".")[0] in _STARTS_TENSORFLOW for module in modules)
 
 
 class SessionRule(context.Rule):
@@ -112,7 +115,7 @@ class SessionRule(context.Rule):
         self._carried_lines: list[cst.EmptyLine] = []
         # Module-level tf.config calls, moved up to follow the imports.
         self._top_level: set[int] = set()
-        self._hoisted: list[cst.BaseStatement] = []
+        self._hoisted: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = []
         self._before_tensorflow: set[int] = set()
 
     # -- Scan: which names hold a config or a session, and their other uses --
@@ -155,7 +158,7 @@ class SessionRule(context.Rule):
         if option is not None:
             root, name = option
             self._known_uses[root] += 1
-            if name not in session_options.OPTIONS or session_options.OPTIONS[name] is None:
+            if name not in session_options.OPTIONS:  # Nor one of OPTIONS_READ_APART.
                 self._configs[root] = False
 
     def visit_Call(self, ctx, node):
@@ -432,7 +435,7 @@ class SessionRule(context.Rule):
             return
         statement = node.body[0]
         owners = ctx.shared.setdefault("session_call_owners", {})
-        owner = None
+        owner: cst.Name | cst.Call | None = None
         if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call):
             if isinstance(statement.targets[0].target, cst.Name):
                 owner = statement.targets[0].target

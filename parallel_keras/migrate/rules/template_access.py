@@ -130,16 +130,19 @@ class TemplateAccessRule(context.Rule):
         # Already rewritten (a second run): `model.template if hasattr(...) else ...`.
         done = {
             id(subscript)
-            for choice in m.findall(
+            for choice in syntax.findall(
                 node.body,
+                cst.IfExp,
                 m.IfExp(
                     test=m.Call(func=m.Name("hasattr")), body=m.Attribute(attr=m.Name("template"))
                 ),
             )
-            for subscript in m.findall(choice.orelse, m.Subscript())
+            for subscript in syntax.findall(choice.orelse, cst.Subscript)
         }
-        for subscript in m.findall(
-            node.body, m.Subscript(value=m.Attribute(value=m.Name(model), attr=m.Name("layers")))
+        for subscript in syntax.findall(
+            node.body,
+            cst.Subscript,
+            m.Subscript(value=m.Attribute(value=m.Name(model), attr=m.Name("layers"))),
         ):
             index = _negative_index(subscript)
             if index is not None and index <= -2 and id(subscript) not in done:

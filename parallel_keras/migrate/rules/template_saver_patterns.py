@@ -11,6 +11,7 @@ changes the tree or records anything.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 import libcst as cst
 from libcst import matchers as m
@@ -47,12 +48,13 @@ DICT_UPDATE = m.Call(
 def template_attribute(method: cst.FunctionDef, name: str) -> str | None:
     """`x` when the method swaps in `self.x` for the parallel model."""
     if name == "set_model":
-        for call in m.findall(method, _SET_MODEL_WITH_ATTRIBUTE):
-            return call.args[0].value.attr.value
+        for call in syntax.findall(method, cst.Call, _SET_MODEL_WITH_ATTRIBUTE):
+            # The matcher's: the argument is an attribute of `self`.
+            return cast(cst.Attribute, call.args[0].value).attr.value
     if name == "set_model" or (name.startswith("on_") and name.endswith("_end")):
-        for assign in m.findall(method, _SWAP):
-            return assign.value.attr.value
-    if name == "set_model" and all(is_docstring(s) for s in method.body.body):
+        for assign in syntax.findall(method, cst.Assign, _SWAP):
+            return cast(cst.Attribute, assign.value).attr.value  # _SWAP's: `self.x`.
+    if name == "set_model" and all(is_docstring(s) for s in syntax.statements(method.body)):
         # `set_model` does nothing, so `self.model` stays what `__init__`
         # assigned: the template.
         return "model"
@@ -68,9 +70,10 @@ def assigned_parameter(init: cst.FunctionDef | None, attribute: str) -> str | No
         targets=[m.AssignTarget(target=m.Attribute(value=m.Name("self"), attr=m.Name(attribute)))],
         value=m.Name(),
     )
-    for assign in m.findall(init, target):
-        if assign.value.value in parameters:
-            return assign.value.value
+    for assign in syntax.findall(init, cst.Assign, target):
+        value = cast(cst.Name, assign.value)  # The matcher's: a name.
+        if value.value in parameters:
+            return value.value
     return None
 
 
@@ -79,8 +82,8 @@ def super_init_call(init: cst.FunctionDef | None, base: cst.BaseExpression) -> c
     if init is None:
         return None
     base_text = syntax.dotted(base)
-    for call in m.findall(init, m.Call(func=m.Attribute(attr=m.Name("__init__")))):
-        owner = call.func.value
+    for call in syntax.findall(init, cst.Call, m.Call(func=m.Attribute(attr=m.Name("__init__")))):
+        owner = cast(cst.Attribute, call.func).value  # The matcher's: `<owner>.__init__`.
         if isinstance(owner, cst.Call) and syntax.dotted(owner.func) == "super":
             return call
         if syntax.dotted(owner) == base_text:
@@ -92,9 +95,9 @@ def only_swaps(statements: Sequence[cst.BaseStatement]) -> bool:
     """Whether a method only swaps `self.model` and calls the base class."""
     for statement in statements:
         if isinstance(statement, cst.Try):
-            blocks = [statement.body.body]
+            blocks = [syntax.statements(statement.body)]
             if statement.finalbody is not None:
-                blocks.append(statement.finalbody.body.body)
+                blocks.append(syntax.statements(statement.finalbody.body))
             if statement.handlers or statement.orelse:
                 return False
             if not all(only_swaps(block) for block in blocks):
@@ -135,7 +138,7 @@ def is_exact_seed_class(
     """Whether the class is the legacy tutorials' class: same signature, nothing else."""
     if template_parameter != "model":
         return False
-    for statement in classdef.body.body:
+    for statement in syntax.statements(classdef.body):
         if isinstance(statement, cst.FunctionDef):
             if statement is not init and statement.name.value not in swap_methods:
                 return False
@@ -156,6 +159,10 @@ def is_exact_seed_class(
             param_default = syntax.code(param.default).replace('"', "'")
         if param_default != default:
             return False
+    # `Base.__init__(self, ...)` passes `self`; `super().__init__(...)` does not.
+    self_passed = isinstance(super_call.func, cst.Attribute) and not isinstance(
+        super_call.func.value, cst.Call
+    )
     passed = [
         arg
         for arg in super_call.args
@@ -163,7 +170,7 @@ def is_exact_seed_class(
             isinstance(arg.value, cst.Name)
             and arg.value.value == "self"
             and arg.keyword is None
-            and not isinstance(super_call.func.value, cst.Call)
+            and self_passed
         )
     ]
     expected = [param.name.value for param in rest]
@@ -174,7 +181,7 @@ def is_exact_seed_class(
             return False
         if arg.keyword is not None and arg.keyword.value != name:
             return False
-    for statement in init.body.body:
+    for statement in syntax.statements(init.body):
         if is_docstring(statement):
             continue
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
@@ -203,17 +210,17 @@ def is_docstring(statement: cst.BaseStatement) -> bool:
 
 def multi_gpu_call(init: cst.FunctionDef, aliases: Iterable[str]) -> cst.Call | None:
     """The `multi_gpu_model(...)` call whose `__dict__` the class adopts."""
-    source = m.findall(init, DICT_UPDATE)[0].args[0].value.value
+    update = syntax.findall(init, cst.Call, DICT_UPDATE)[0]
+    source = cast(cst.Attribute, update.args[0].value).value  # DICT_UPDATE's: `x.__dict__`.
     if isinstance(source, cst.Call):
         candidates = [source]
     elif isinstance(source, cst.Name):
-        candidates = [
-            assign.value
-            for assign in m.findall(
-                init,
-                m.Assign(targets=[m.AssignTarget(target=m.Name(source.value))], value=m.Call()),
-            )
-        ]
+        assigns = syntax.findall(
+            init,
+            cst.Assign,
+            m.Assign(targets=[m.AssignTarget(target=m.Name(source.value))], value=m.Call()),
+        )
+        candidates = [cast(cst.Call, assign.value) for assign in assigns]  # The matcher's: calls.
     else:
         return None
     for call in candidates:

@@ -100,7 +100,7 @@ class TemplateSaverRule(context.Rule):
         unsafe = [
             name
             for name, method in swap_methods.items()
-            if not patterns.only_swaps(method.body.body)
+            if not patterns.only_swaps(syntax.statements(method.body))
         ]
         if template_parameter is None or super_call is None or unsafe:
             ctx.flag(
@@ -228,9 +228,11 @@ class TemplateSaverRule(context.Rule):
         super_call = patterns.super_init_call(init, updated.bases[base_index].value)
         if super_call is None:
             return updated
+        func = super_call.func  # `super().__init__` or `ModelCheckpoint.__init__`.
+        by_name = isinstance(func, cst.Attribute) and not isinstance(func.value, cst.Call)
         passes_period = syntax.keyword(super_call, "period") is not None or len(
             syntax.positional(super_call)
-        ) >= (8 if not isinstance(super_call.func.value, cst.Call) else 7)
+        ) >= (8 if by_name else 7)
         if not passes_period:
             return updated
         ctx.require_import("parallel_keras.callbacks")
@@ -243,10 +245,10 @@ class TemplateSaverRule(context.Rule):
         sets_counter = bool(m.findall(init, m.Assign(targets=[m.AssignTarget(target=counter)])))
         note = ""
         new_init = init
-        if not isinstance(super_call.func.value, cst.Call):  # ModelCheckpoint.__init__(self, ...)
+        if isinstance(func, cst.Attribute) and not isinstance(func.value, cst.Call):
+            # ModelCheckpoint.__init__(self, ...)
             new_init = new_init.deep_replace(
-                super_call,
-                super_call.with_changes(func=super_call.func.with_changes(value=library_class)),
+                super_call, super_call.with_changes(func=func.with_changes(value=library_class))
             )
         if reads_counter and not sets_counter:
             new_init = new_init.with_changes(
@@ -278,7 +280,7 @@ class TemplateSaverRule(context.Rule):
         class_name = updated.name.value
         parallel_call = patterns.multi_gpu_call(init, ctx.shared.get("multi_gpu_names", ()))
         extra = set(methods) - {"__init__", "__getattribute__", "__getattr__"}
-        if parallel_call is None or extra or not patterns.only_adopts(init.body.body):
+        if parallel_call is None or extra or not patterns.only_adopts(syntax.statements(init.body)):
             ctx.flag(
                 original,
                 RULE,

@@ -227,7 +227,8 @@ def lookup(name: str) -> tuple[str, str | None, str] | None:
 
 def _tf_name(ctx: context.Context, node: cst.CSTNode) -> str | None:
     """`"tf.x.y"` for a use of `tensorflow.x.y`; None under `tf.compat.v1` or elsewhere."""
-    names = ctx._owner.get_metadata(metadata.QualifiedNameProvider, node, set())
+    names = ctx._metadata_owner().get_metadata(metadata.QualifiedNameProvider, node, set())
+    full: str | None
     if names:
         full = min(name.name for name in names)
     else:
@@ -249,7 +250,7 @@ class Tf1NameRule(context.Rule):
 
     def __init__(self):
         self._inner: set[int] = set()  # Attribute chains inside a matched one.
-        self._matched: dict[int, tuple[str, tuple]] = {}
+        self._matched: dict[int, tuple[str, tuple[str, str | None, str]]] = {}
         self._flagged: set[tuple[int, str]] = set()
         self._call_funcs: set[int] = set()
 
@@ -300,7 +301,7 @@ class Tf1NameRule(context.Rule):
             return
         name = _tf_name(ctx, node)
         found = lookup(name) if name else None
-        if found is None:
+        if name is None or found is None:
             return
         self._matched[id(node)] = (name, found)
         value = node.value
@@ -328,6 +329,8 @@ class Tf1NameRule(context.Rule):
                     return fixed
             return updated
         name, (kind, new, reason) = match
+        if new is None:  # A flag: leave_Attribute reports it.
+            return updated
         root = syntax.dotted(original.func).split(".")[0]
         if kind == "cast":
             positional = syntax.positional(updated)
@@ -405,7 +408,7 @@ class Tf1NameRule(context.Rule):
         ):
             return updated  # The call is rewritten (or flagged) in leave_Call.
         root = syntax.dotted(original).split(".")[0] if syntax.dotted(original) else "tf"
-        if kind == "flag":
+        if new is None:  # A flag: no TF 2 name.
             key = (ctx.line(original), name)
             if key not in self._flagged:  # `tf.Summary(value=[tf.Summary.Value(...)])`
                 self._flagged.add(key)

@@ -7,7 +7,7 @@ tf_upgrade_v2.py), read from TensorFlow 2.21.0 by
 tests/migrate/make_tf1_table.py, which also says what each table holds.
 """
 
-RENAMES = {'tf.COMPILER_VERSION': 'tf.version.COMPILER_VERSION',
+RENAMES: dict[str, str] = {'tf.COMPILER_VERSION': 'tf.version.COMPILER_VERSION',
  'tf.CXX11_ABI_FLAG': 'tf.sysconfig.CXX11_ABI_FLAG',
  'tf.CXX_VERSION': 'tf.sysconfig.CXX_VERSION',
  'tf.FIFOQueue': 'tf.queue.FIFOQueue',
@@ -262,7 +262,7 @@ RENAMES = {'tf.COMPILER_VERSION': 'tf.version.COMPILER_VERSION',
  'tf.write_file': 'tf.io.write_file',
  'tf.zeta': 'tf.math.zeta'}
 
-ARGS_CHANGED = {'tf.arg_max': 'tf.argmax',
+ARGS_CHANGED: dict[str, str] = {'tf.arg_max': 'tf.argmax',
  'tf.arg_min': 'tf.argmin',
  'tf.confusion_matrix': 'tf.math.confusion_matrix',
  'tf.count_nonzero': 'tf.math.count_nonzero',
@@ -320,7 +320,7 @@ ARGS_CHANGED = {'tf.arg_max': 'tf.argmax',
  'tf.substr': 'tf.strings.substr',
  'tf.verify_tensor_all_finite': 'tf.debugging.assert_all_finite'}
 
-COMPAT_ONLY = {'tf.AUTO_REUSE': False,
+COMPAT_ONLY: dict[str, bool] = {'tf.AUTO_REUSE': False,
  'tf.AttrValue': False,
  'tf.ConditionalAccumulator': False,
  'tf.ConditionalAccumulatorBase': False,
@@ -826,7 +826,7 @@ COMPAT_ONLY = {'tf.AUTO_REUSE': False,
  'tf.variance_scaling_initializer': False,
  'tf.wrap_function': False}
 
-TF2_SAME_NAME = ['tf.assert_equal',
+TF2_SAME_NAME: list[str] = ['tf.assert_equal',
  'tf.assert_greater',
  'tf.assert_less',
  'tf.assert_rank',
@@ -874,11 +874,11 @@ TF2_SAME_NAME = ['tf.assert_equal',
  'tf.where',
  'tf.zeros_initializer']
 
-MEANING_CHANGED = {}
+MEANING_CHANGED: dict[str, str] = {}
 
-REMOVED_MODULES = ['tf.app.flags', 'tf.contrib', 'tf.flags']
+REMOVED_MODULES: list[str] = ['tf.app.flags', 'tf.contrib', 'tf.flags']
 
-POSITIONAL_NAMES = {'tf.argmax': [None, None, 'name', 'dimension', 'output_type'],
+POSITIONAL_NAMES: dict[str, list[str | None]] = {'tf.argmax': [None, None, 'name', 'dimension', 'output_type'],
  'tf.argmin': [None, None, 'name', 'dimension', 'output_type'],
  'tf.batch_to_space': [None, 'crops', 'block_size', 'name', 'block_shape'],
  'tf.boolean_mask': [None, None, 'name', 'axis'],
@@ -1186,7 +1186,7 @@ POSITIONAL_NAMES = {'tf.argmax': [None, None, 'name', 'dimension', 'output_type'
                    'maximum_iterations',
                    'return_same_structure']}
 
-KEYWORD_RENAMES = {'tf.arg_max': {'dimension': 'axis'},
+KEYWORD_RENAMES: dict[str, dict[str, str | None]] = {'tf.arg_max': {'dimension': 'axis'},
  'tf.arg_min': {'dimension': 'axis'},
  'tf.argmax': {'dimension': 'axis'},
  'tf.argmin': {'dimension': 'axis'},

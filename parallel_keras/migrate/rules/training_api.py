@@ -90,33 +90,28 @@ class GeneratorMethodsRule(context.Rule):
                     for arg in updated.args
                 ]
             )
-        dropped = [syntax.keyword(updated, name) for name in LOADER_ARGUMENTS]
-        dropped = [arg for arg in dropped if arg is not None]
-        parallel_loading = any(
-            (
-                arg.keyword.value == "workers"
-                and not (isinstance(arg.value, cst.Integer) and int(arg.value.value) <= 1)
-            )
-            or (
-                arg.keyword.value == "use_multiprocessing"
-                and not syntax.is_literal_false(arg.value)
-            )
-            for arg in dropped
-        )
+        dropped = {
+            name: arg
+            for name in LOADER_ARGUMENTS
+            if (arg := syntax.keyword(updated, name)) is not None
+        }
+        workers = dropped.get("workers")
+        processes = dropped.get("use_multiprocessing")
+        parallel_loading = (
+            workers is not None
+            and not (isinstance(workers.value, cst.Integer) and int(workers.value.value) <= 1)
+        ) or (processes is not None and not syntax.is_literal_false(processes.value))
         if dropped:
-            updated = syntax.remove_args(updated, dropped)
+            updated = syntax.remove_args(updated, list(dropped.values()))
         message = f"`{method}` -> `{new_method}` (Keras 3 removed {method})"
         if named:
             message += f"; passed {', '.join(named)} by keyword"
         if dropped:
-            message += (
-                f"; removed {', '.join(arg.keyword.value for arg in dropped)} "
-                "(now arguments of keras.utils.PyDataset)"
-            )
+            message += f"; removed {', '.join(dropped)} (now arguments of keras.utils.PyDataset)"
         updated = _keep_continuation_indent(updated, len(method) - len(new_method))
         ctx.change(original, RULE, message)
         if parallel_loading and id(original) not in ctx.shared.get("loader_options_moved", ()):
-            options = ", ".join(f"{arg.keyword.value}={syntax.code(arg.value)}" for arg in dropped)
+            options = ", ".join(f"{name}={syntax.code(arg.value)}" for name, arg in dropped.items())
             # The data stays positional when it was (`fit_generator(gen, 10)`).
             data = syntax.keyword(updated, "x")
             positional = syntax.positional(updated)
