@@ -15,6 +15,7 @@ test_checkpoints.py` fails when an upgrade changes what this relies on.
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import keras
 
@@ -71,8 +72,11 @@ class _WriteThroughModel:
 class _InlineDecisionHook(keras.callbacks.ModelCheckpoint):
     """Shape 2: Keras's `_save_model` decides inline; its save is our write."""
 
+    _model: Any  # Keras's ModelCheckpoint sets it (`set_model`).
+
     def _save_model(self, epoch, batch, logs):
         model = self._model
+        write_through: _WriteThroughModel
 
         def write(filepath):
             # `write_checkpoint` sees the real model.

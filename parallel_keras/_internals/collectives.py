@@ -102,7 +102,7 @@ def collective_reductions_in_traced_function(name_contains: str) -> dict[str, in
     from tensorflow.python.eager import context
 
     eager_context = context.context()
-    best = collections.Counter()
+    best: collections.Counter[str] = collections.Counter()
     for name in eager_context.list_function_names():
         if name_contains not in name:
             continue

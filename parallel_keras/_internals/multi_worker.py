@@ -65,7 +65,7 @@ def run_before_tf_starts(callback: Callable[[], None]) -> None:
             callback_now()
         return original(self)
 
-    ensure_initialized._parallel_keras_hook = True
+    setattr(ensure_initialized, "_parallel_keras_hook", True)  # noqa: B010  (a mark on a function)
     context.Context.ensure_initialized = ensure_initialized
 
 
@@ -93,8 +93,10 @@ def multi_worker_mirrored_strategy(
     extended = mwms_lib.CollectiveAllReduceExtended
     original = extended._initialize_local_devices
 
+    device_count = local_cpu_devices or 0
+
     def simulated_local_devices(self, resolver, worker_device):
-        names = tuple(f"{worker_device}/device:CPU:{index}" for index in range(local_cpu_devices))
+        names = tuple(f"{worker_device}/device:CPU:{index}" for index in range(device_count))
         return names, "CPU"
 
     if local_cpu_devices:

@@ -57,8 +57,11 @@ def micro_step_counter(optimizer: keras.optimizers.Optimizer) -> keras.Variable:
     return optimizer._iterations
 
 
-def gradient_accumulators(optimizer: keras.optimizers.Optimizer, variables) -> list:
-    """The optimizer's accumulator of each variable (`build` made them)."""
+def gradient_accumulators(optimizer: keras.optimizers.Optimizer, variables) -> list | None:
+    """The optimizer's accumulator of each variable (`build` made them).
+
+    None when the optimizer was built without accumulators.
+    """
     accumulators = getattr(optimizer, "_accumulated_gradients", None)
     if accumulators is None:
         return None

@@ -16,9 +16,11 @@ test_placement.py` fails when an upgrade changes what this relies on.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from collections.abc import Callable
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -48,7 +50,7 @@ from parallel_keras._internals.versions import CHECKED_VERSIONS
 #    `Function._nodes_by_depth`, `Node.parent_nodes`, `Node.is_input`, with
 #    nodes renumbered per layer the way `Functional.get_config` does.
 
-_placement_hooks = {}
+_placement_hooks: dict[str, Any] = {}
 
 
 class PlacementInternalsChanged(RuntimeError):
@@ -68,8 +70,8 @@ PLACEMENT_MIN_KERAS = (3, 11)
 
 
 def _keras_major_minor() -> tuple[int, int]:
-    numbers = re.findall(r"\d+", keras.__version__)[:2]
-    return tuple(int(number) for number in numbers)
+    major, minor = (int(number) for number in re.findall(r"\d+", keras.__version__)[:2])
+    return major, minor
 
 
 def _internals_changed(what: str) -> PlacementInternalsChanged:
@@ -146,7 +148,7 @@ def install_node_created_hook(hook: Callable[[object], None]) -> None:
         if not node.is_input:
             _placement_hooks["node_created"](node)
 
-    init_then_notify.__wrapped__ = original_init
+    functools.update_wrapper(init_then_notify, original_init)
     _placement_hooks["node_created"] = hook
     node_class.__init__ = init_then_notify
 
@@ -170,7 +172,7 @@ def install_operation_for_node_hook(hook: Callable[[object, object], object]) ->
     def operation_for_node(function, node):
         return _placement_hooks["operation_for_node"](node, original(function, node))
 
-    operation_for_node.__wrapped__ = original
+    functools.update_wrapper(operation_for_node, original)
     _placement_hooks["operation_for_node"] = hook
     function_class._get_operation_for_node = operation_for_node
 
@@ -222,8 +224,8 @@ def install_functional_config_hooks(
             load(model, value)
         return model
 
-    get_config.__wrapped__ = original_get_config
-    functional_from_config.__wrapped__ = original_from_config
+    functools.update_wrapper(get_config, original_get_config)
+    functools.update_wrapper(functional_from_config, original_from_config)
     functional_class.get_config = get_config
     functional_module.functional_from_config = functional_from_config
 

@@ -40,8 +40,8 @@ _warned = False
 
 
 def _major_minor(version: str) -> tuple[int, int]:
-    numbers = re.findall(r"\d+", version)[:2]
-    return tuple(int(number) for number in numbers) + (0,) * (2 - len(numbers))
+    numbers = [int(number) for number in re.findall(r"\d+", version)[:2]] + [0, 0]
+    return numbers[0], numbers[1]
 
 
 def version_problems(installed: Mapping[str, str]) -> list[str]:

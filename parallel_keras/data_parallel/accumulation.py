@@ -69,7 +69,7 @@ def accumulation_steps(optimizer: keras.optimizers.Optimizer | None) -> int | No
             f"{type(inner).__name__}({_STEPS}={steps!r}). Pass e.g. "
             f"{_STEPS}=4, or None for an update every batch."
         )
-    return int(steps)
+    return int(float(steps))
 
 
 def check_optimizer(
@@ -125,6 +125,8 @@ def _apply_accumulating(optimizer, steps: int, gradients: list, variables: list)
         gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
     gradients = [tf.convert_to_tensor(g) for g in gradients]
     accumulators = _internals.gradient_accumulators(inner, variables)
+    if accumulators is None:  # `check_optimizer` raised for this already.
+        raise RuntimeError(f"{type(inner).__name__} has no gradient accumulators.")
     counter = _internals.micro_step_counter(inner)
 
     def micro_step(grads):

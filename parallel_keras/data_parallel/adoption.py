@@ -30,6 +30,7 @@ still sending `save*`/`load*` to the serial model.
 from __future__ import annotations
 
 import types
+from typing import Any
 
 import keras
 from absl import logging
@@ -47,9 +48,11 @@ class _Adopted:
         # model: undo, and let Keras initialize it as the user's class.
         if "_template" in vars(self):
             return
-        user_class = type(self).__bases__[0]
+        user_class: type[Any] = type(self).__bases__[0]
         self.__class__ = user_class
-        super(user_class, self).__init__(*args, **kwargs)
+        # Now an instance of the user's class (typed as such for `super`).
+        instance: Any = self
+        super(user_class, instance).__init__(*args, **kwargs)
 
     @property
     def _execution(self):

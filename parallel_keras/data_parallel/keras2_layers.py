@@ -105,6 +105,8 @@ class Keras2Surface:
     Mixed into `ParallelModel`, which holds the template as `_template`.
     """
 
+    _template: keras.Model
+
     @property
     def inputs(self) -> list:
         """The template's symbolic inputs."""
