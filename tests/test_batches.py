@@ -121,8 +121,9 @@ def test_a_batch_size_known_up_front_keeps_static_shapes(rows, expected):
 
 
 def test_equal_static_slices_are_left_as_they_are():
+    # Only copied (see the generator test below): no mask, same shapes.
     dataset = tf.data.Dataset.from_tensors((tf.zeros([8, 3]), tf.zeros([8])))
-    assert batches.prepare_dataset(dataset, 4) is dataset
+    assert batches.prepare_dataset(dataset, 4).element_spec == dataset.element_spec
 
 
 def test_a_batch_size_unknown_up_front_is_decided_per_batch():
@@ -217,3 +218,70 @@ def test_a_validation_pydataset_gives_one_devices_val_loss_every_epoch():
             ).history["val_loss"]
         )
     np.testing.assert_allclose(histories[1], histories[0], atol=1e-5)
+
+
+def _on_64_byte_boundary(array: np.ndarray) -> np.ndarray:
+    """A copy of `array` whose memory starts on a 64-byte boundary.
+
+    TensorFlow hands a generator's NumPy batch to the pipeline without a
+    copy when its memory is aligned for Eigen (64 bytes); NumPy aligns to
+    16, so a user's array is shared like this in about one run in four,
+    which made the corruption below look intermittent.
+    """
+    buffer = np.empty(array.nbytes + 64, np.uint8)
+    start = -buffer.ctypes.data % 64
+    aligned = buffer[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
+    aligned[...] = array
+    return aligned
+
+
+@pytest.mark.parametrize("source", ["generator", "pydataset", "static_dataset"])
+def test_epochs_from_a_generator_match_one_device_and_leave_the_arrays_unchanged(source):
+    """Every epoch from a generator, a PyDataset or `Dataset.from_generator`
+    trains as one device and leaves the user's arrays as they were.
+
+    The first replica's slice of a shared (aligned) batch is a view of the
+    user's memory, and TensorFlow's in-place ops (the loss's `y - y_pred`,
+    then its gradient) wrote into it: the targets the next epoch read back
+    were corrupted."""
+    rng = np.random.RandomState(0)
+    x = _on_64_byte_boundary(rng.rand(48, 4).astype("float32"))
+    y = _on_64_byte_boundary(x.sum(axis=1, keepdims=True))
+    x_before, y_before = x.copy(), y.copy()
+
+    def generator():
+        while True:
+            for start in range(0, 48, 16):
+                yield x[start : start + 16], y[start : start + 16]
+
+    class Batches(keras.utils.PyDataset):
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, index):
+            return x[index * 16 : (index + 1) * 16], y[index * 16 : (index + 1) * 16]
+
+    def data():
+        if source == "generator":
+            return generator(), {"steps_per_epoch": 3}
+        if source == "pydataset":
+            return Batches(), {}
+        signature = (tf.TensorSpec([16, 4], tf.float32), tf.TensorSpec([16, 1], tf.float32))
+        dataset = tf.data.Dataset.from_generator(generator, output_signature=signature)
+        return dataset, {"steps_per_epoch": 3}
+
+    weights = []
+    for replicated in (False, True):
+        keras.utils.set_random_seed(1)
+        template = keras.Sequential(
+            [keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)]
+        )
+        network = parallel_keras.multi_gpu_model(template, gpus=4) if replicated else template
+        network.compile(keras.optimizers.SGD(0.05), "mse")
+        inputs, steps = data()
+        network.fit(inputs, epochs=3, shuffle=False, verbose=0, **steps)
+        np.testing.assert_array_equal(x, x_before)
+        np.testing.assert_array_equal(y, y_before)
+        weights.append(template.get_weights())
+    for expected, trained in zip(*weights):
+        np.testing.assert_allclose(trained, expected, atol=ATOL)
