@@ -235,24 +235,61 @@ def _on_64_byte_boundary(array: np.ndarray) -> np.ndarray:
     return aligned
 
 
-@pytest.mark.parametrize("source", ["generator", "pydataset", "static_dataset"])
-def test_epochs_from_a_generator_match_one_device_and_leave_the_arrays_unchanged(source):
-    """Every epoch from a generator, a PyDataset or `Dataset.from_generator`
-    trains as one device and leaves the user's arrays as they were.
+def _aligned_rows(rows: int, seed: int = 0):
+    x = _on_64_byte_boundary(np.random.RandomState(seed).rand(rows, 4).astype("float32"))
+    return x, _on_64_byte_boundary(x.sum(axis=1, keepdims=True))
 
-    The first replica's slice of a shared (aligned) batch is a view of the
-    user's memory, and TensorFlow's in-place ops (the loss's `y - y_pred`,
-    then its gradient) wrote into it: the targets the next epoch read back
-    were corrupted."""
-    rng = np.random.RandomState(0)
-    x = _on_64_byte_boundary(rng.rand(48, 4).astype("float32"))
-    y = _on_64_byte_boundary(x.sum(axis=1, keepdims=True))
-    x_before, y_before = x.copy(), y.copy()
 
+def _cycle(x, y, batch: int = 16):
     def generator():
         while True:
-            for start in range(0, 48, 16):
-                yield x[start : start + 16], y[start : start + 16]
+            for start in range(0, len(x), batch):
+                yield x[start : start + batch], y[start : start + batch]
+
+    return generator
+
+
+def _small_model() -> keras.Model:
+    keras.utils.set_random_seed(1)
+    return keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)]
+    )
+
+
+def test_upstream_mirrored_fit_still_writes_into_an_aligned_generator_batch():
+    """Canary for the copy in `batches._owned`: native MirroredStrategy `fit`
+    (TF 2.21 / Keras 3.15) overwrites the first replica's targets in the
+    user's array. When this fails, TensorFlow no longer does, and the copy
+    can go."""
+    x, y = _aligned_rows(48)
+    y_before = y.copy()
+    strategy = tf.distribute.MirroredStrategy([f"/cpu:{index}" for index in range(4)])
+    with strategy.scope():
+        model = _small_model()
+        model.compile(keras.optimizers.SGD(0.05), "mse")
+    model.fit(_cycle(x, y)(), steps_per_epoch=3, epochs=1, verbose=0)
+    # Only ever the first replica's 4 rows of a batch of 16 (the last
+    # batch's, depending on when the step ends, not always).
+    changed = set(np.flatnonzero(y[:, 0] != y_before[:, 0]).tolist())
+    assert {0, 1, 2, 3} <= changed <= {0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35}
+
+
+@pytest.mark.parametrize(
+    "source, steps", [("generator", 3), ("generator", 2), ("pydataset", None), ("dataset", 3)]
+)
+def test_epochs_from_a_generator_match_one_device_and_leave_the_arrays_unchanged(source, steps):
+    """Every epoch from a generator (`steps_per_epoch` dividing its cycle or
+    not), a PyDataset or `Dataset.from_generator` with a static batch, and
+    its validation from a generator, match one device, and the user's
+    arrays stay as they were.
+
+    The first replica's slice of a shared (aligned) batch was a view of the
+    user's memory, and TensorFlow's in-place ops (the loss's `y - y_pred`,
+    then its gradient) wrote into it: the next epoch read corrupted targets.
+    """
+    x, y = _aligned_rows(48)
+    x_val, y_val = _aligned_rows(32, seed=1)
+    before = [array.copy() for array in (x, y, x_val, y_val)]
 
     class Batches(keras.utils.PyDataset):
         def __len__(self):
@@ -263,25 +300,32 @@ def test_epochs_from_a_generator_match_one_device_and_leave_the_arrays_unchanged
 
     def data():
         if source == "generator":
-            return generator(), {"steps_per_epoch": 3}
+            return _cycle(x, y)()
         if source == "pydataset":
-            return Batches(), {}
+            return Batches()
         signature = (tf.TensorSpec([16, 4], tf.float32), tf.TensorSpec([16, 1], tf.float32))
-        dataset = tf.data.Dataset.from_generator(generator, output_signature=signature)
-        return dataset, {"steps_per_epoch": 3}
+        return tf.data.Dataset.from_generator(_cycle(x, y), output_signature=signature)
 
-    weights = []
+    weights, histories = [], []
     for replicated in (False, True):
-        keras.utils.set_random_seed(1)
-        template = keras.Sequential(
-            [keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)]
-        )
+        template = _small_model()
         network = parallel_keras.multi_gpu_model(template, gpus=4) if replicated else template
         network.compile(keras.optimizers.SGD(0.05), "mse")
-        inputs, steps = data()
-        network.fit(inputs, epochs=3, shuffle=False, verbose=0, **steps)
-        np.testing.assert_array_equal(x, x_before)
-        np.testing.assert_array_equal(y, y_before)
+        history = network.fit(
+            data(),
+            steps_per_epoch=steps,
+            epochs=3,
+            shuffle=False,
+            verbose=0,
+            validation_data=_cycle(x_val, y_val)(),
+            validation_steps=1,
+        ).history
+        for array, original in zip((x, y, x_val, y_val), before):
+            np.testing.assert_array_equal(array, original)
         weights.append(template.get_weights())
+        histories.append(history)
     for expected, trained in zip(*weights):
         np.testing.assert_allclose(trained, expected, atol=ATOL)
+    # Only the loss: the validation reads its generator as one stream, as
+    # Keras 2 did, where Keras 3 restarts it (see the validation test above).
+    np.testing.assert_allclose(histories[1]["loss"], histories[0]["loss"], atol=1e-5)
