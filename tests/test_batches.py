@@ -121,8 +121,9 @@ def test_a_batch_size_known_up_front_keeps_static_shapes(rows, expected):
 
 
 def test_equal_static_slices_are_left_as_they_are():
+    # Only copied (see the generator test below): no mask, same shapes.
     dataset = tf.data.Dataset.from_tensors((tf.zeros([8, 3]), tf.zeros([8])))
-    assert batches.prepare_dataset(dataset, 4) is dataset
+    assert batches.prepare_dataset(dataset, 4).element_spec == dataset.element_spec
 
 
 def test_a_batch_size_unknown_up_front_is_decided_per_batch():
@@ -217,3 +218,114 @@ def test_a_validation_pydataset_gives_one_devices_val_loss_every_epoch():
             ).history["val_loss"]
         )
     np.testing.assert_allclose(histories[1], histories[0], atol=1e-5)
+
+
+def _on_64_byte_boundary(array: np.ndarray) -> np.ndarray:
+    """A copy of `array` whose memory starts on a 64-byte boundary.
+
+    TensorFlow hands a generator's NumPy batch to the pipeline without a
+    copy when its memory is aligned for Eigen (64 bytes); NumPy aligns to
+    16, so a user's array is shared like this in about one run in four,
+    which made the corruption below look intermittent.
+    """
+    buffer = np.empty(array.nbytes + 64, np.uint8)
+    start = -buffer.ctypes.data % 64
+    aligned = buffer[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
+    aligned[...] = array
+    return aligned
+
+
+def _aligned_rows(rows: int, seed: int = 0):
+    x = _on_64_byte_boundary(np.random.RandomState(seed).rand(rows, 4).astype("float32"))
+    return x, _on_64_byte_boundary(x.sum(axis=1, keepdims=True))
+
+
+def _cycle(x, y, batch: int = 16):
+    def generator():
+        while True:
+            for start in range(0, len(x), batch):
+                yield x[start : start + batch], y[start : start + batch]
+
+    return generator
+
+
+def _small_model() -> keras.Model:
+    keras.utils.set_random_seed(1)
+    return keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)]
+    )
+
+
+def test_upstream_mirrored_fit_still_writes_into_an_aligned_generator_batch():
+    """Canary for the copy in `batches._owned`: native MirroredStrategy `fit`
+    (TF 2.21 / Keras 3.15) overwrites the first replica's targets in the
+    user's array. When this fails, TensorFlow no longer does, and the copy
+    can go."""
+    x, y = _aligned_rows(48)
+    y_before = y.copy()
+    strategy = tf.distribute.MirroredStrategy([f"/cpu:{index}" for index in range(4)])
+    with strategy.scope():
+        model = _small_model()
+        model.compile(keras.optimizers.SGD(0.05), "mse")
+    model.fit(_cycle(x, y)(), steps_per_epoch=3, epochs=1, verbose=0)
+    # Only ever the first replica's 4 rows of a batch of 16 (the last
+    # batch's, depending on when the step ends, not always).
+    changed = set(np.flatnonzero(y[:, 0] != y_before[:, 0]).tolist())
+    assert {0, 1, 2, 3} <= changed <= {0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35}
+
+
+@pytest.mark.parametrize(
+    "source, steps", [("generator", 3), ("generator", 2), ("pydataset", None), ("dataset", 3)]
+)
+def test_epochs_from_a_generator_match_one_device_and_leave_the_arrays_unchanged(source, steps):
+    """Every epoch from a generator (`steps_per_epoch` dividing its cycle or
+    not), a PyDataset or `Dataset.from_generator` with a static batch, and
+    its validation from a generator, match one device, and the user's
+    arrays stay as they were.
+
+    The first replica's slice of a shared (aligned) batch was a view of the
+    user's memory, and TensorFlow's in-place ops (the loss's `y - y_pred`,
+    then its gradient) wrote into it: the next epoch read corrupted targets.
+    """
+    x, y = _aligned_rows(48)
+    x_val, y_val = _aligned_rows(32, seed=1)
+    before = [array.copy() for array in (x, y, x_val, y_val)]
+
+    class Batches(keras.utils.PyDataset):
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, index):
+            return x[index * 16 : (index + 1) * 16], y[index * 16 : (index + 1) * 16]
+
+    def data():
+        if source == "generator":
+            return _cycle(x, y)()
+        if source == "pydataset":
+            return Batches()
+        signature = (tf.TensorSpec([16, 4], tf.float32), tf.TensorSpec([16, 1], tf.float32))
+        return tf.data.Dataset.from_generator(_cycle(x, y), output_signature=signature)
+
+    weights, histories = [], []
+    for replicated in (False, True):
+        template = _small_model()
+        network = parallel_keras.multi_gpu_model(template, gpus=4) if replicated else template
+        network.compile(keras.optimizers.SGD(0.05), "mse")
+        history = network.fit(
+            data(),
+            steps_per_epoch=steps,
+            epochs=3,
+            shuffle=False,
+            verbose=0,
+            validation_data=_cycle(x_val, y_val)(),
+            validation_steps=1,
+        ).history
+        for array, original in zip((x, y, x_val, y_val), before):
+            np.testing.assert_array_equal(array, original)
+        weights.append(template.get_weights())
+        histories.append(history)
+    for expected, trained in zip(*weights):
+        np.testing.assert_allclose(trained, expected, atol=ATOL)
+    # Only the loss: the validation reads its generator as one stream, as
+    # Keras 2 did, where Keras 3 restarts it (see the validation test above).
+    np.testing.assert_allclose(histories[1]["loss"], histories[0]["loss"], atol=1e-5)

@@ -73,10 +73,11 @@ def prepare_dataset(
             it passes (then no per-batch check runs). Defaults to None.
 
     Returns:
-        The mapped dataset, or `dataset` itself when its elements hold
-        something other than dense tensors (sparse or ragged rows cannot be
-        tiled, and are split as tf.distribute does) or when every batch has
-        the same known size, a multiple of `num_replicas`.
+        The mapped dataset, its tensors copied into memory TensorFlow owns
+        (see `_owned`); as it is, only copied, when every batch has the same
+        known size, a multiple of `num_replicas`; or `dataset` itself when
+        its elements hold something other than dense tensors (sparse or
+        ragged rows cannot be tiled, and are split as tf.distribute does).
     """
     specs = tf.nest.flatten(dataset.element_spec)
     if not specs or not all(isinstance(spec, tf.TensorSpec) for spec in specs):
@@ -103,10 +104,10 @@ def prepare_dataset(
     if static_tile is False and check_rows is None and static_rows % num_replicas == 0:
         # Every batch splits into equal, non-empty slices: nothing to mark,
         # and the steps know each replica's share from the static shapes.
-        return dataset
+        return dataset.map(lambda *element: _owned(element if unpacked else element[0]))
 
     def prepare(*element):
-        data = element if unpacked else element[0]
+        data = _owned(element if unpacked else element[0])
         rows = _rows(data)
         checks = [check_rows(rows)] if check_rows is not None else []
         with tf.control_dependencies(checks):
@@ -131,6 +132,28 @@ def prepare_dataset(
     # Not prefetched here: a PyDataset's generator must not be read ahead
     # of Keras's epoch bookkeeping (tf.distribute prefetches to the devices).
     return dataset.map(prepare)
+
+
+def _owned(data):
+    """`data` with every dense tensor copied into memory TensorFlow owns.
+
+    A Python generator's (or a `PyDataset`'s) NumPy batch reaches the
+    pipeline without a copy when its memory is 64-byte aligned
+    (`Dataset.from_generator`'s `numpy_function`; checked on TF 2.21). The
+    whole batch is then protected from in-place reuse, but tf.distribute's
+    split hands the first replica a slice that views the same memory and is
+    not: the step's ops (`y - y_pred` in the loss, its gradient) wrote into
+    it, overwriting the user's targets, which the next epoch read back (one
+    device never splits, so never did). Copied, every slice is TensorFlow's
+    own; the copy runs in the input pipeline, ahead of the steps.
+    """
+
+    def copy(tensor):
+        if isinstance(tensor, tf.Tensor):
+            return tf.raw_ops.DeepCopy(x=tensor)
+        return tensor
+
+    return tf.nest.map_structure(copy, data)
 
 
 def _rows(data) -> tf.Tensor:
