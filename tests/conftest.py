@@ -8,7 +8,12 @@ given an empty slice, which oneDNN's Conv2D would mis-shape.
 import os
 import subprocess
 
+import numpy.testing  # noqa: F401
 import pytest
+
+# NumPy 1.x runs `lscpu` when `numpy.testing` is first imported
+# (its SVE check): imported here, before any test, so the first test to use
+# `np.testing` (TF 2.16's NumPy) does not count as starting a child process.
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

@@ -472,20 +472,37 @@ def use_replica_seed_generator() -> None:
 
 # --- A validation generator read as one stream ------------------------------
 #
-# Keras 3.15's `fit` evaluates each epoch on one cached `TFEpochIterator`
-# (`_eval_epoch_iterator`) and `evaluate` calls its `reset()`, which drops the
-# iterator; with `validation_steps` the next evaluation starts a new one on
-# the same Python generator. Every batch the old iterator had read ahead is
-# lost: tf.data's prefetch on one device, and on replicas also
-# tf.distribute's per-device prefetch (several batches), so each epoch
-# validates on other batches than one device. Keras 2 (`fit_generator`) read
-# the validation generator as one stream across epochs. For a generator with
-# `validation_steps`, `reset` keeps the iterator.
+# Keras 2 (`fit_generator`) read the validation generator as one stream
+# across epochs. Keras 3's `fit` evaluates each epoch on one cached
+# `TFEpochIterator` (`_eval_epoch_iterator`, backend/tensorflow/trainer.py);
+# whether the next evaluation continues its stream depends on the shape,
+# chosen once:
+# 1. Keras 3.8+ (checked 3.8.0, 3.10.0, 3.11.3, 3.15.1): `evaluate` calls the
+#    iterator's `reset()` (trainers/epoch_iterator.py), which drops
+#    `_current_iterator`; with `validation_steps` the next evaluation starts
+#    a new one on the same Python generator. Every batch the old iterator had
+#    read ahead is lost: tf.data's prefetch on one device, and on replicas
+#    also tf.distribute's per-device prefetch (several batches), so each
+#    epoch validates on other batches than one device. For a generator with
+#    `validation_steps`, `reset` is made to keep the iterator.
+# 2. Keras 3.5-3.7 (checked 3.5.0): `EpochIterator` has no `reset`;
+#    `TFEpochIterator.enumerate_epoch` with a step count creates
+#    `_current_iterator` only when there is none, so the cached iterator
+#    already continues across evaluations (one stream): nothing to do.
+
+
+@functools.cache
+def _evaluate_resets_epoch_iterator() -> bool:
+    from keras.src.trainers import epoch_iterator
+
+    return callable(getattr(epoch_iterator.EpochIterator, "reset", None))
 
 
 def keep_validation_stream(model: keras.Model, iterator) -> None:
     """Makes `iterator`, if it is `fit`'s validation iterator over a Python
     generator with a step count, continue across evaluations."""
+    if not _evaluate_resets_epoch_iterator():
+        return  # Shape 2: the cached iterator continues by itself.
     if iterator is None or iterator is not getattr(model, "_eval_epoch_iterator", None):
         return
     if "reset" in iterator.__dict__ or not getattr(iterator, "steps_per_epoch", None):
