@@ -145,7 +145,8 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         An optimizer instance created outside the replication strategy (as in
         every legacy script) is moved into it, so it keeps its identity and
         any callback holding it still works. Loss-name dicts must name the
-        parallel model's `output_names`.
+        parallel model's `output_names`; on list outputs, those a loss dict
+        leaves out get no loss (Keras 2's reading).
         """
         for name, value in (
             ("loss", loss),
@@ -159,6 +160,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         trainable_at_compile.check_optimizer(self, optimizer)
         if isinstance(optimizer, keras.optimizers.Optimizer):
             strategies.adopt_optimizer(optimizer, self._strategy)
+        loss, loss_weights = losses_lib.in_output_order(self, loss, loss_weights)
         with self._strategy.scope():
             super().compile(
                 optimizer,
