@@ -170,6 +170,11 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
                 weighted_metrics=targets_lib.keras2_metric_names(weighted_metrics),
                 **kwargs,
             )
+        # An optimizer Keras made in the scope (a name: "rmsprop"): Keras
+        # 3.5-3.7 gave its `iterations` no aggregation, so its replica-context
+        # update fails under CentralStorageStrategy; recreated as an adopted
+        # optimizer's (a no-op where Keras passed the aggregation on).
+        _internals.relocate_variables(self.optimizer.variables, self._strategy)
         if self._batch_loss == "auto":
             self._global_loss = not losses_lib.all_keras_builtins(loss, metrics, weighted_metrics)
         self._trained = trainable_at_compile.TrainableAtCompile(self)
