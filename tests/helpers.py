@@ -45,6 +45,28 @@ def one_device_on_batch(model: keras.Model, method: str, x, y=None, sample_weigh
     return getattr(model, method)(x, y, sample_weight, **kwargs)
 
 
+def _keras_major_minor() -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", keras.__version__)[:2])
+
+
+def keras_has_multi_step_at_data_end() -> bool:
+    """Whether this Keras's `steps_per_execution` loop stops at the end of an
+    epoch's data (Keras 3.7+); below, parallel_keras refuses an epoch whose
+    batches are not a multiple of it."""
+    return _keras_major_minor() >= (3, 7)
+
+
+def assert_multi_step_error(message: str, steps: int, batches: int) -> None:
+    """`message` is the refusal of several steps per execution on this Keras."""
+    for part in (
+        "Keras 3.7 or newer",
+        f"keras=={keras.__version__}",
+        f"steps_per_execution={steps}, {batches} batches per epoch",
+        "pip install 'keras>=3.7,<3.16'",
+    ):
+        assert part in message, message
+
+
 def keras_has_placement() -> bool:
     """Whether this Keras can place layer calls (Keras 3.11+).
 
@@ -53,8 +75,7 @@ def keras_has_placement() -> bool:
     tests/internals/test_placement.py::test_placement_is_refused_below_keras_3_11
     asserts.
     """
-    major_minor = tuple(int(part) for part in re.findall(r"\d+", keras.__version__)[:2])
-    return major_minor >= (3, 11)
+    return _keras_major_minor() >= (3, 11)
 
 
 def skip_module_without_placement() -> None:

@@ -258,3 +258,18 @@ def test_child_layers_of_a_model_and_of_a_wrapper_layer():
     # Keras tracks a wrapper's sublayers only privately (`Layer._layers`).
     assert len(_internals.child_layers(wrapper)) == 2
     assert all(isinstance(child, keras.layers.LSTM) for child in _internals.child_layers(wrapper))
+
+
+def test_the_multi_step_loop_stops_at_the_data_end_or_runs_past_it():
+    """Keras 3.7+: `_make_function` loops over `get_next_as_optional` (stops
+    at the data's end). Keras 3.5-3.6: `next(iterator)` `steps_per_execution`
+    times, which `require_multi_step_support` refuses for a partial epoch."""
+    trainer_class = keras_tf_trainer.TensorFlowTrainer
+    if hasattr(trainer_class, "_make_function"):  # Keras 3.7+.
+        assert trainer._multi_step_stops_at_data_end()
+        assert "get_next_as_optional" in inspect.getsource(trainer_class._make_function)
+    else:  # Keras 3.5-3.6.
+        assert not trainer._multi_step_stops_at_data_end()
+        source = inspect.getsource(trainer_class.make_train_function)
+        assert "for _ in range(self.steps_per_execution):" in source
+        assert "get_next_as_optional" not in source
