@@ -10,12 +10,18 @@ Upstream surface: Keras 3 `Trainer` / `TensorFlowTrainer`
 backend/tensorflow/trainer.py), `TFOptimizer` (`_distribution_strategy`,
 `_clip_gradients`, `_all_reduce_sum_gradients`), the global and layer-owned
 `SeedGenerator`s (random/seed_generator.py, `Layer._seed_generators`) and
-`EpochIterator.reset` (trainers/epoch_iterator.py). Works around Keras's `_maybe_symbolic_build` reducing the first distributed
+`EpochIterator.reset` (trainers/epoch_iterator.py), the multi-step loop
+(`_make_function`, or `make_train_function` before 3.7). Works around Keras's `_maybe_symbolic_build` reducing the first distributed
 batch across replicas (keras-team/keras#20585, tensorflow/tensorflow#72388).
 
-Read in the Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 sources (one shape of each
-touch on all of them); `tests/internals/test_trainer.py` fails when an upgrade changes what this relies on, or when
-the symbolic-build defect is fixed upstream (so the workaround can go).
+Read in the Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 sources (3.6.0 and
+3.7.0 for the multi-step loop). Where a touch has one upstream form on all of
+them its comment says so or names Keras 3.15; where forms differ (the loss
+under a strategy, the validation iterator, several steps per execution) each
+form lists the versions it was checked on and one is chosen once, at first
+use. `tests/internals/test_trainer.py` fails when an upgrade changes what this
+relies on, or when the symbolic-build defect is fixed upstream (so the
+workaround can go).
 """
 
 from __future__ import annotations
@@ -589,7 +595,11 @@ def require_multi_step_support(iterator) -> None:
 # total once more: N * old + the replicas' values, from the second batch on.
 # parallel_keras updates the loss tracker and compiled metrics in
 # cross-replica context instead (assigned once), and corrects the per-output
-# loss trackers that Keras's `compute_loss` updates on each replica.
+# loss trackers that Keras's `compute_loss` updates on each replica. The
+# same on every Keras checked (3.5.0 to 3.15.1): below 3.10 the metric
+# variables are first relocated (`symbolic_build_from_local_replica`; on
+# 3.5-3.7 Keras's own are unaggregated and a replica-context update raises),
+# after which they double count alike.
 
 
 def sums_replica_assigns(strategy) -> bool:
@@ -614,7 +624,9 @@ def correct_summed_assigns(before, num_replicas: int) -> None:
 # A layer that draws random numbers with a seed (Dropout, GaussianNoise, a
 # custom layer holding `keras.random.SeedGenerator`) keeps it in the private
 # `Layer._seed_generators` (layers/layer.py, Keras 3.15); `SeedGenerator.next`
-# assigns its `state` variable, created with aggregation "none". On
+# assigns its `state` variable, its tf.Variable created unaggregated (Keras
+# 3.8+ say aggregation "none"; 3.5-3.7 say "mean" but never pass it on:
+# the same tf.Variable, checked on 3.5.0 to 3.15.1). On
 # CentralStorageStrategy's replicas an assign to such a variable raises ("You
 # must specify an aggregation method to update a AggregatingVariable in
 # Replica Context"); on MirroredStrategy's every replica draws the same seed.
