@@ -160,7 +160,7 @@ def test_per_output_losses_train_like_one_device(form, gpus):
 
     reference = two_input_two_output()
     # The list form: what the dict means by output name (Keras 2, Keras
-    # 3.8+). Keras 3.5 pairs a loss dict with list outputs in sorted key
+    # 3.7+). Keras 3.5 pairs a loss dict with list outputs in sorted key
     # order, training `label` on the mse; the parallel model reads it by name.
     reference.compile(keras.optimizers.Adam(0.01), **COMPILE_FORMS["list"])
     expected = reference.fit(
@@ -623,7 +623,7 @@ def test_dict_targets_weights_on_list_outputs_float64_and_keras2_metric_names(tm
 @pytest.mark.parametrize("loss", [{"score": "mse", "label": None}, {"score": "mse"}])
 def test_dict_targets_may_leave_out_outputs_without_a_loss(loss):
     """Keras 2 fed targets only to outputs given a loss, and read a loss dict
-    by output name (Keras 3.5-3.7 pair it with list outputs in sorted key
+    by output name (Keras 3.5-3.6 pair it with list outputs in sorted key
     order: "No loss to compute"); the one-device reference takes the list."""
     a, b, score, label = two_io_data()
     reference = two_input_two_output()

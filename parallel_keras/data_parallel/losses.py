@@ -45,12 +45,13 @@ def in_output_order(model: keras.Model, loss, loss_weights):
 
     Keras 2 read a loss dict by output name, leaving the outputs it does not
     name without a loss (and a `loss_weights` dict likewise, weight 1 by
-    default). Keras 3.8+'s `CompileLoss.build` reads a dict naming every
-    output so; Keras 3.5-3.7 flatten it in sorted key order and pair that
+    default). Keras 3.7+'s `CompileLoss.build` reads a dict naming every
+    output so; Keras 3.5-3.6 flatten it in sorted key order and pair that
     with the outputs in their own order, so `{'score': 'mse', 'label': None}`
     on outputs `[score, label]` gives "No loss to compute". A list in output
     order means the same on every Keras. Dict outputs, one output and
-    subclassed templates keep Keras's own rules.
+    subclassed templates keep Keras's own rules. (Run on Keras 3.5.0; the
+    3.6.0 and 3.7.0 sources read.)
     """
     names = list(getattr(model, "output_names", None) or [])
     if not isinstance(loss, Mapping) or len(names) < 2 or not set(loss) <= set(names):
