@@ -21,8 +21,74 @@ from typing import Any
 
 import keras
 import numpy as np
+import pytest
 
 from parallel_keras.testing import legacy_files, run_python
+
+
+def one_device_on_batch(model: keras.Model, method: str, x, y=None, sample_weight=None, **kwargs):
+    """One device's `train_on_batch`/`test_on_batch` logs: the batch's own.
+
+    What Keras 2 and Keras 3.15 return, and what a parallel model returns on
+    every Keras. Keras 3.5 to 3.11 (before keras-team/keras#22617) average
+    over every batch since the metrics were last reset, a `fit` included, so
+    the metrics are reset first. `test_on_batch` is one batch's `evaluate`:
+    on Keras 3.5 a multi-output model's first `test_on_batch` raises
+    StopIteration.
+    """
+    model.reset_metrics()
+    if method == "test_on_batch":
+        rows = len(next(iter(keras.tree.flatten(x))))
+        return model.evaluate(
+            x, y, sample_weight=sample_weight, batch_size=rows, verbose=0, **kwargs
+        )
+    return getattr(model, method)(x, y, sample_weight, **kwargs)
+
+
+def _keras_major_minor() -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", keras.__version__)[:2])
+
+
+def keras_has_multi_step_at_data_end() -> bool:
+    """Whether this Keras's `steps_per_execution` loop stops at the end of an
+    epoch's data (Keras 3.7+); below, parallel_keras refuses an epoch whose
+    batches are not a multiple of it."""
+    return _keras_major_minor() >= (3, 7)
+
+
+def assert_multi_step_error(message: str, steps: int, batches: int) -> None:
+    """`message` is the refusal of several steps per execution on this Keras."""
+    for part in (
+        "Keras 3.7 or newer",
+        f"keras=={keras.__version__}",
+        f"steps_per_execution={steps}, {batches} batches per epoch",
+        "pip install 'keras>=3.7,<3.16'",
+    ):
+        assert part in message, message
+
+
+def keras_has_placement() -> bool:
+    """Whether this Keras can place layer calls (Keras 3.11+).
+
+    Below 3.11 device placement is refused at first use with
+    `PlacementNeedsNewerKeras`, which
+    tests/internals/test_placement.py::test_placement_is_refused_below_keras_3_11
+    asserts.
+    """
+    return _keras_major_minor() >= (3, 11)
+
+
+def skip_module_without_placement() -> None:
+    """Skips a device-placement test module on a Keras below 3.11 (before it
+    imports or uses placement, which raises there)."""
+    if not keras_has_placement():
+        pytest.skip(
+            f"Keras {keras.__version__} has no device placement (3.11+); "
+            "tests/internals/test_placement.py::test_placement_is_refused_below_keras_3_11 "
+            "covers the error it raises",
+            allow_module_level=True,
+        )
+
 
 # `parallel-keras launch` as a subprocess's argv prefix; the CLI imports only
 # its launch subcommand.

@@ -7,14 +7,17 @@ only what was asked, on 3 of the 4 simulated CPU devices from conftest.
 
 import contextlib
 
+import helpers
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import parallel_keras
-from parallel_keras.devices import short_device_name
-from parallel_keras.testing import record_op_devices
+helpers.skip_module_without_placement()
+
+import parallel_keras  # noqa: E402
+from parallel_keras.devices import short_device_name  # noqa: E402
+from parallel_keras.testing import record_op_devices  # noqa: E402
 
 BRANCH_A, BRANCH_B, MERGE = "/gpu:1", "/gpu:2", "/cpu:0"
 # '/gpu:i' rehearses on simulated CPU device i (no GPU here).

@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """place_branches: finds independent branches and balances them over devices."""
 
+import helpers
 import keras
 import numpy as np
 import pytest
 
-import parallel_keras
-from parallel_keras.device_placement import branches as branches_lib
-from parallel_keras.testing import record_op_devices
+helpers.skip_module_without_placement()
+
+import parallel_keras  # noqa: E402
+from parallel_keras.device_placement import branches as branches_lib  # noqa: E402
+from parallel_keras.testing import record_op_devices  # noqa: E402
 
 
 def seed_model():

@@ -1,14 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """A placed template in multi_gpu_model: each replica runs on its own device."""
 
+import helpers
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from absl import logging
 
-import parallel_keras
-from parallel_keras.testing import record_op_devices
+helpers.skip_module_without_placement()
+
+import parallel_keras  # noqa: E402
+from parallel_keras.testing import record_op_devices  # noqa: E402
 
 REPLICAS = ["/gpu:1", "/gpu:2", "/gpu:3"]  # Simulated CPU devices 1..3.
 REPLICA_DEVICES = {"/cpu:1", "/cpu:2", "/cpu:3"}

@@ -4,12 +4,15 @@
 import json
 import zipfile
 
+import helpers
 import keras
 import numpy as np
 import pytest
 
-import parallel_keras
-from parallel_keras.testing import record_op_devices, run_python
+helpers.skip_module_without_placement()
+
+import parallel_keras  # noqa: E402
+from parallel_keras.testing import record_op_devices, run_python  # noqa: E402
 
 
 def build_placed():

@@ -11,7 +11,8 @@ them:
 - `trainer`: Keras's trainer (loss trackers, metric order, default steps,
   strategy captured at construction, first-batch symbolic build, resume,
   clipping after the all-reduce, seedless random ops per replica, the
-  validation generator as one stream, metrics under central storage).
+  validation generator as one stream, metrics under central storage,
+  several steps per execution at an epoch's end).
 - `collectives`: collective keys, which reduction a strategy performs, NCCL.
 - `multi_worker`: TensorFlow runtime start, MWMS construction, Keras's
   scalar-mean reduction under MWMS.
@@ -90,6 +91,7 @@ from parallel_keras._internals.placement import (
     require_placement_support,
 )
 from parallel_keras._internals.trainer import (
+    StepsPerExecutionNeedsNewerKeras,
     child_layers,
     clip_after_all_reduce,
     clips_gradients,
@@ -107,6 +109,7 @@ from parallel_keras._internals.trainer import (
     recount_output_losses,
     remove_symbolic_build,
     replicate_seed_generators,
+    require_multi_step_support,
     reset_compiled_functions,
     set_initial_epoch,
     set_model_strategy,
@@ -191,6 +194,7 @@ __all__ = [
     "remove_op_callback",
     "remove_symbolic_build",
     "replicate_seed_generators",
+    "require_multi_step_support",
     "require_placement_support",
     "reset_compiled_functions",
     "rnn_state_variables",
@@ -202,6 +206,7 @@ __all__ = [
     "set_optimizer_strategy",
     "skip_train_rows",
     "skip_train_steps",
+    "StepsPerExecutionNeedsNewerKeras",
     "sums_replica_assigns",
     "symbolic_build_from_local_replica",
     "TESTED_RANGE",

@@ -10,12 +10,18 @@ Upstream surface: Keras 3 `Trainer` / `TensorFlowTrainer`
 backend/tensorflow/trainer.py), `TFOptimizer` (`_distribution_strategy`,
 `_clip_gradients`, `_all_reduce_sum_gradients`), the global and layer-owned
 `SeedGenerator`s (random/seed_generator.py, `Layer._seed_generators`) and
-`EpochIterator.reset` (trainers/epoch_iterator.py). Works around Keras's `_maybe_symbolic_build` reducing the first distributed
+`EpochIterator.reset` (trainers/epoch_iterator.py), the multi-step loop
+(`_make_function`, or `make_train_function` before 3.7). Works around Keras's `_maybe_symbolic_build` reducing the first distributed
 batch across replicas (keras-team/keras#20585, tensorflow/tensorflow#72388).
 
-Read in the Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 sources (one shape of each
-touch on all of them); `tests/internals/test_trainer.py` fails when an upgrade changes what this relies on, or when
-the symbolic-build defect is fixed upstream (so the workaround can go).
+Read in the Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 sources (3.6.0 and
+3.7.0 for the multi-step loop). Where a touch has one upstream form on all of
+them its comment says so or names Keras 3.15; where forms differ (the loss
+under a strategy, the validation iterator, several steps per execution) each
+form lists the versions it was checked on and one is chosen once, at first
+use. `tests/internals/test_trainer.py` fails when an upgrade changes what this
+relies on, or when the symbolic-build defect is fixed upstream (so the
+workaround can go).
 """
 
 from __future__ import annotations
@@ -177,6 +183,7 @@ def symbolic_build_from_local_replica(
     """
     strategy = model._distribute_strategy
     if iterator is not None:
+        require_multi_step_support(iterator)
         keep_validation_stream(model, iterator)
         data_batch = _local_element_spec(iterator)
     data_batch = tf.nest.map_structure(
@@ -190,11 +197,12 @@ def symbolic_build_from_local_replica(
     with strategy.scope():
         model._symbolic_build(data_batch=select(data_batch))
     # The metrics now exist (compiled ones are built just above). On Keras
-    # 3.5-3.7 Keras created their "sum" counters without an aggregation
-    # (see `variables._INITIALIZE_SHAPES`): each replica counted into its
-    # own copy. Relocated, they count per replica and sum on read. Skipped
-    # from Keras 3.8, which creates them right.
-    if not variables.initialize_passes_aggregation():
+    # 3.5-3.7 Keras created their "sum" counters without an aggregation,
+    # each replica counting into its own copy; on Keras 3.8-3.9 on-write,
+    # each update adding the old total once per replica (see
+    # `variables._INITIALIZE_SHAPES`). Relocated, they count per replica and
+    # sum on read. Skipped from Keras 3.10, which creates them so.
+    if not variables.initialize_passes_synchronization():
         variables.relocate_variables(
             [variable for metric in model.metrics for variable in metric.variables], strategy
         )
@@ -472,20 +480,37 @@ def use_replica_seed_generator() -> None:
 
 # --- A validation generator read as one stream ------------------------------
 #
-# Keras 3.15's `fit` evaluates each epoch on one cached `TFEpochIterator`
-# (`_eval_epoch_iterator`) and `evaluate` calls its `reset()`, which drops the
-# iterator; with `validation_steps` the next evaluation starts a new one on
-# the same Python generator. Every batch the old iterator had read ahead is
-# lost: tf.data's prefetch on one device, and on replicas also
-# tf.distribute's per-device prefetch (several batches), so each epoch
-# validates on other batches than one device. Keras 2 (`fit_generator`) read
-# the validation generator as one stream across epochs. For a generator with
-# `validation_steps`, `reset` keeps the iterator.
+# Keras 2 (`fit_generator`) read the validation generator as one stream
+# across epochs. Keras 3's `fit` evaluates each epoch on one cached
+# `TFEpochIterator` (`_eval_epoch_iterator`, backend/tensorflow/trainer.py);
+# whether the next evaluation continues its stream depends on the shape,
+# chosen once:
+# 1. Keras 3.8+ (checked 3.8.0, 3.10.0, 3.11.3, 3.15.1): `evaluate` calls the
+#    iterator's `reset()` (trainers/epoch_iterator.py), which drops
+#    `_current_iterator`; with `validation_steps` the next evaluation starts
+#    a new one on the same Python generator. Every batch the old iterator had
+#    read ahead is lost: tf.data's prefetch on one device, and on replicas
+#    also tf.distribute's per-device prefetch (several batches), so each
+#    epoch validates on other batches than one device. For a generator with
+#    `validation_steps`, `reset` is made to keep the iterator.
+# 2. Keras 3.5-3.7 (checked 3.5.0): `EpochIterator` has no `reset`;
+#    `TFEpochIterator.enumerate_epoch` with a step count creates
+#    `_current_iterator` only when there is none, so the cached iterator
+#    already continues across evaluations (one stream): nothing to do.
+
+
+@functools.cache
+def _evaluate_resets_epoch_iterator() -> bool:
+    from keras.src.trainers import epoch_iterator
+
+    return callable(getattr(epoch_iterator.EpochIterator, "reset", None))
 
 
 def keep_validation_stream(model: keras.Model, iterator) -> None:
     """Makes `iterator`, if it is `fit`'s validation iterator over a Python
     generator with a step count, continue across evaluations."""
+    if not _evaluate_resets_epoch_iterator():
+        return  # Shape 2: the cached iterator continues by itself.
     if iterator is None or iterator is not getattr(model, "_eval_epoch_iterator", None):
         return
     if "reset" in iterator.__dict__ or not getattr(iterator, "steps_per_epoch", None):
@@ -506,6 +531,59 @@ def keep_validation_stream(model: keras.Model, iterator) -> None:
     iterator.__dict__["reset"] = reset_keeping_stream
 
 
+# --- Several steps per execution at an epoch's end ---------------------------
+#
+# `compile(steps_per_execution=N)` runs N steps in one traced function. Two
+# upstream shapes, chosen once:
+# 1. Keras 3.7+ (checked 3.8.0, 3.10.0, 3.11.3, 3.15.1):
+#    `TensorFlowTrainer._make_function` loops over
+#    `iterator.get_next_as_optional()` and stops at the data's end, so an
+#    epoch of any length trains as one step at a time.
+# 2. Keras 3.5-3.6 (checked 3.5.0): `make_train_function`'s
+#    `multi_step_on_iterator` calls `next(iterator)` N times; an epoch whose
+#    batches are not a multiple of N ends in an OutOfRange inside the
+#    execution, and trains otherwise than one step at a time (one device
+#    too: 18 optimizer steps for 15 batches, 3 epochs of 5 with N=3).
+#    parallel_keras cannot change that loop from outside: refused at the
+#    start of such a `fit`/`evaluate`, before any step.
+
+MULTI_STEP_MIN_KERAS = (3, 7)
+
+
+class StepsPerExecutionNeedsNewerKeras(RuntimeError):
+    """This Keras runs several steps per execution past an epoch's end."""
+
+
+@functools.cache
+def _multi_step_stops_at_data_end() -> bool:
+    from keras.src.backend.tensorflow import trainer
+
+    return callable(getattr(trainer.TensorFlowTrainer, "_make_function", None))
+
+
+def require_multi_step_support(iterator) -> None:
+    """Raises `StepsPerExecutionNeedsNewerKeras` for an epoch this Keras's
+    multi-step loop would run past (Keras 3.5-3.6 only)."""
+    steps = int(getattr(iterator, "steps_per_execution", 1) or 1)
+    if steps == 1 or _multi_step_stops_at_data_end():
+        return
+    batches = getattr(iterator, "num_batches", None)
+    if batches is not None and batches % steps == 0:
+        return
+    epoch = "an unknown number of" if batches is None else str(batches)
+    minimum = ".".join(map(str, MULTI_STEP_MIN_KERAS))
+    raise StepsPerExecutionNeedsNewerKeras(
+        "Several steps per execution (compile(steps_per_execution=N)) over an "
+        "epoch whose batches are not a multiple of N need Keras "
+        f"{minimum} or newer, the first whose multi-step loop stops at the "
+        "end of the data; older Keras runs past it and trains otherwise than "
+        f"one step at a time. Received: keras=={keras.__version__}, "
+        f"steps_per_execution={steps}, {epoch} batches per epoch. Upgrade: "
+        f"pip install 'keras>={minimum},<3.16', or use a steps_per_execution "
+        "that divides the batches of an epoch (or steps_per_epoch)."
+    )
+
+
 # --- Metric variables under CentralStorageStrategy --------------------------
 #
 # `CentralStorageStrategy` (TF 2.21) keeps one copy of every variable, an
@@ -517,7 +595,11 @@ def keep_validation_stream(model: keras.Model, iterator) -> None:
 # total once more: N * old + the replicas' values, from the second batch on.
 # parallel_keras updates the loss tracker and compiled metrics in
 # cross-replica context instead (assigned once), and corrects the per-output
-# loss trackers that Keras's `compute_loss` updates on each replica.
+# loss trackers that Keras's `compute_loss` updates on each replica. The
+# same on every Keras checked (3.5.0 to 3.15.1): below 3.10 the metric
+# variables are first relocated (`symbolic_build_from_local_replica`; on
+# 3.5-3.7 Keras's own are unaggregated and a replica-context update raises),
+# after which they double count alike.
 
 
 def sums_replica_assigns(strategy) -> bool:
@@ -542,7 +624,9 @@ def correct_summed_assigns(before, num_replicas: int) -> None:
 # A layer that draws random numbers with a seed (Dropout, GaussianNoise, a
 # custom layer holding `keras.random.SeedGenerator`) keeps it in the private
 # `Layer._seed_generators` (layers/layer.py, Keras 3.15); `SeedGenerator.next`
-# assigns its `state` variable, created with aggregation "none". On
+# assigns its `state` variable, its tf.Variable created unaggregated (Keras
+# 3.8+ say aggregation "none"; 3.5-3.7 say "mean" but never pass it on:
+# the same tf.Variable, checked on 3.5.0 to 3.15.1). On
 # CentralStorageStrategy's replicas an assign to such a variable raises ("You
 # must specify an aggregation method to update a AggregatingVariable in
 # Replica Context"); on MirroredStrategy's every replica draws the same seed.

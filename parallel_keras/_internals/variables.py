@@ -59,7 +59,13 @@ _INITIALIZE_SHAPES = (
     # default "none"); "sum" counters become per-replica, summed on read.
     _InitializeShape("name, dtype, trainable", False, False, ("3.5.0",)),
     # Adds `aggregation=self._map_aggregation(self.aggregation)` (default
-    # "none"); still no `synchronization`.
+    # "none"); still no `synchronization`. A metric's "sum" counters become
+    # on-write SUM MirroredVariables, and `assign_add` is still
+    # `assign(self + value)`: each replica-context update adds the old total
+    # once per replica (evaluate's losses and accuracy off from the second
+    # batch on). parallel_keras makes them per-replica, summed on read, as
+    # Keras 3.10+ creates them (`Metric.add_variable(...,
+    # synchronization="on_read")`).
     _InitializeShape("+ aggregation", True, False, ("3.8.0",)),
     # Adds `synchronization=self._map_synchronization(...)` (default "auto").
     _InitializeShape("+ aggregation, synchronization", True, True, ("3.10.0", "3.11.3", "3.15.1")),
@@ -122,6 +128,11 @@ def initialize_passes_aggregation() -> bool:
     return _initialize_shape().passes_aggregation
 
 
+def initialize_passes_synchronization() -> bool:
+    """Whether this Keras creates tf.Variables with their synchronization (3.10+)."""
+    return _initialize_shape().passes_synchronization
+
+
 def variable_synchronization(variable: keras.Variable) -> str:
     """A Keras variable's synchronization ("auto", "on_read", ...).
 
@@ -142,6 +153,9 @@ def _tf_variable_arguments(variable: keras.Variable) -> dict[str, object]:
     }
     if shape.passes_aggregation:
         arguments["aggregation"] = _AGGREGATIONS[variable.aggregation or "none"]
+        if not shape.passes_synchronization and variable.aggregation == "sum":
+            # Keras 3.8-3.9: see the "+ aggregation" shape above.
+            arguments["synchronization"] = tf.VariableSynchronization.ON_READ
     elif variable.aggregation == "sum":
         # Keras < 3.8's `assign_add` is `assign(self + value)`: an on-write
         # SUM would add the old value up once per replica. Per-replica

@@ -3,6 +3,8 @@
 
 * Dicts keyed by output name must name real outputs (Keras's own message
   does not list them when the model is not functional).
+* A loss dict on a model whose outputs are a list is passed to Keras as a
+  list in output order (outputs it leaves out: no loss), as Keras 2 read it.
 * Under `mixed_float16`, the optimizer must be able to get loss scaling.
 * `batch_loss="auto"`: a loss or metric that is not one of Keras's own may
   depend on the batch as a whole, so it is computed over the global batch
@@ -36,6 +38,34 @@ def check_output_keys(model: keras.Model, value, argument: str) -> None:
             "template output names are numbered, as Keras 2 did), or pass a "
             "list in output order."
         )
+
+
+def in_output_order(model: keras.Model, loss, loss_weights):
+    """`(loss, loss_weights)`, a loss dict on list outputs as lists by position.
+
+    Keras 2 read a loss dict by output name, leaving the outputs it does not
+    name without a loss (and a `loss_weights` dict likewise, weight 1 by
+    default). Keras 3.7+'s `CompileLoss.build` reads a dict naming every
+    output so; Keras 3.5-3.6 flatten it in sorted key order and pair that
+    with the outputs in their own order, so `{'score': 'mse', 'label': None}`
+    on outputs `[score, label]` gives "No loss to compute". A list in output
+    order means the same on every Keras. Dict outputs, one output and
+    subclassed templates keep Keras's own rules. (Run on Keras 3.5.0; the
+    3.6.0 and 3.7.0 sources read.)
+    """
+    names = list(getattr(model, "output_names", None) or [])
+    if not isinstance(loss, Mapping) or len(names) < 2 or not set(loss) <= set(names):
+        return loss, loss_weights
+    try:
+        outputs = model.template.output
+    except (AttributeError, ValueError):
+        return loss, loss_weights
+    if not isinstance(outputs, (list, tuple)) or len(outputs) != len(names):
+        return loss, loss_weights
+    ordered = [loss.get(name) for name in names]
+    if isinstance(loss_weights, Mapping) and set(loss_weights) <= set(names):
+        loss_weights = [loss_weights.get(name, 1.0) for name in names]
+    return ordered, loss_weights
 
 
 def check_loss_scaling(model: keras.Model, optimizer) -> None:

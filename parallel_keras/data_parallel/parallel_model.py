@@ -145,7 +145,8 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         An optimizer instance created outside the replication strategy (as in
         every legacy script) is moved into it, so it keeps its identity and
         any callback holding it still works. Loss-name dicts must name the
-        parallel model's `output_names`.
+        parallel model's `output_names`; on list outputs, those a loss dict
+        leaves out get no loss (Keras 2's reading).
         """
         for name, value in (
             ("loss", loss),
@@ -159,6 +160,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         trainable_at_compile.check_optimizer(self, optimizer)
         if isinstance(optimizer, keras.optimizers.Optimizer):
             strategies.adopt_optimizer(optimizer, self._strategy)
+        loss, loss_weights = losses_lib.in_output_order(self, loss, loss_weights)
         with self._strategy.scope():
             super().compile(
                 optimizer,
@@ -168,6 +170,11 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
                 weighted_metrics=targets_lib.keras2_metric_names(weighted_metrics),
                 **kwargs,
             )
+        # An optimizer Keras made in the scope (a name: "rmsprop"): Keras
+        # 3.5-3.7 gave its `iterations` no aggregation, so its replica-context
+        # update fails under CentralStorageStrategy; recreated as an adopted
+        # optimizer's (a no-op where Keras passed the aggregation on).
+        _internals.relocate_variables(self.optimizer.variables, self._strategy)
         if self._batch_loss == "auto":
             self._global_loss = not losses_lib.all_keras_builtins(loss, metrics, weighted_metrics)
         self._trained = trainable_at_compile.TrainableAtCompile(self)

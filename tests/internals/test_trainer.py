@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Canaries for `parallel_keras._internals.trainer` (TF 2.21 / Keras 3.15).
+"""Canaries for `parallel_keras._internals.trainer` (Keras 3.5 to 3.15).
 
 Each fails loudly when an upgrade changes what Keras's trainer does that
 `_internals.trainer` relies on, or when the first-batch symbolic-build
@@ -15,6 +15,7 @@ import tensorflow as tf
 from keras.src.backend.tensorflow import trainer as keras_tf_trainer
 
 from parallel_keras import _internals
+from parallel_keras._internals import trainer, variables
 
 
 def _compiled_two_output_model() -> keras.Model:
@@ -176,41 +177,75 @@ def test_keras_global_seed_generator_is_per_thread():
 def test_central_storage_metric_updates_in_replica_context_double_count():
     """Keras's `assign_add` is `assign(self + value)`: on CentralStorageStrategy's
     replicas a second update adds N * old. When this fails, upstream changed
-    and `correct_summed_assigns` must go."""
+    and `correct_summed_assigns` must go.
+
+    Keras 3.5-3.7 never pass a metric's "sum" aggregation to its tf.Variable
+    (`variables._INITIALIZE_SHAPES`): created under the strategy it is NONE,
+    and an update on the replicas raises. There parallel_keras relocates the
+    metric variables once built (`symbolic_build_from_local_replica`), after
+    which they double count as on Keras 3.8+."""
     strategy = tf.distribute.experimental.CentralStorageStrategy(
         compute_devices=["/cpu:0", "/cpu:1"], parameter_device="/cpu:0"
     )
     assert _internals.sums_replica_assigns(strategy)
     with strategy.scope():
-        mean = keras.metrics.Sum()
-        mean.update_state(0.0)
+        total = keras.metrics.Sum()
+        total.update_state(0.0)
 
-    @tf.function
-    def update():
-        strategy.run(lambda: mean.update_state(1.0))
+    def update_function():
+        return tf.function(lambda: strategy.run(lambda: total.update_state(1.0)))
 
+    if variables.initialize_passes_aggregation():  # Keras 3.8+.
+        assert _internals.replica_aggregation(total.total) == "sum"
+    else:  # Keras 3.5-3.7.
+        assert _internals.replica_aggregation(total.total) == "none"
+        with pytest.raises(ValueError, match="aggregation"):
+            update_function()()
+        assert _internals.relocate_variables(total.variables, strategy) == len(total.variables)
+        assert _internals.replica_aggregation(total.total) == "sum"
+    update = update_function()
     update()
     update()
-    assert float(mean.result()) == 2.0 * 2.0 + 2.0  # one device of sums: 4.0
+    assert float(total.result()) == 2.0 * 2.0 + 2.0  # one device of sums: 4.0
 
 
-def test_evaluate_resets_the_cached_validation_iterator():
-    """`fit` caches `_eval_epoch_iterator` and `evaluate` calls its `reset()`,
-    which drops `_current_iterator` (what `keep_validation_stream` keeps)."""
+def test_evaluate_resets_the_cached_validation_iterator_or_continues_it():
+    """`fit` caches `_eval_epoch_iterator` for `evaluate`. Keras 3.8+: `evaluate`
+    calls its `reset()`, which drops `_current_iterator` (what
+    `keep_validation_stream` keeps). Keras 3.5-3.7: no `reset`, and the cached
+    iterator's stream continues (so `keep_validation_stream` does nothing)."""
     from keras.src.trainers import epoch_iterator
 
-    source = inspect.getsource(keras_tf_trainer.TensorFlowTrainer.evaluate)
-    assert "_eval_epoch_iterator" in source and "epoch_iterator.reset()" in source
-    assert "self._current_iterator = None" in inspect.getsource(epoch_iterator.EpochIterator.reset)
+    evaluate = inspect.getsource(keras_tf_trainer.TensorFlowTrainer.evaluate)
+    fit = inspect.getsource(keras_tf_trainer.TensorFlowTrainer.fit)
+    assert "self._eval_epoch_iterator = TFEpochIterator(" in fit
+    assert "epoch_iterator = self._eval_epoch_iterator" in evaluate
+    if hasattr(epoch_iterator.EpochIterator, "reset"):  # Keras 3.8+.
+        assert trainer._evaluate_resets_epoch_iterator()
+        assert "epoch_iterator.reset()" in evaluate
+        reset = inspect.getsource(epoch_iterator.EpochIterator.reset)
+        assert "self._current_iterator = None" in reset
+    else:  # Keras 3.5-3.7.
+        assert not trainer._evaluate_resets_epoch_iterator()
+        assert ".reset()" not in evaluate
+        enumerate_epoch = inspect.getsource(keras_tf_trainer.TFEpochIterator.enumerate_epoch)
+        assert "if not self._current_iterator:" in enumerate_epoch
+        assert "self._current_iterator = None" not in enumerate_epoch
 
 
 def test_layers_keep_their_seed_generators_with_an_unaggregated_state():
-    """Dropout's `SeedGenerator` sits in `Layer._seed_generators`, its state
-    created with aggregation "none" (what `replicate_seed_generators` changes)."""
+    """Dropout's `SeedGenerator` sits in `Layer._seed_generators`, its state's
+    tf.Variable created unaggregated (what `replicate_seed_generators`
+    changes): on Keras 3.8+ its Keras aggregation is "none"; Keras 3.5-3.7
+    say "mean" but never pass it to the tf.Variable."""
     layer = keras.layers.Dropout(0.5)
     (generator,) = layer._seed_generators
     assert isinstance(generator, keras.random.SeedGenerator)
-    assert generator.state.aggregation == "none"
+    assert _internals.replica_aggregation(generator.state) == "none"
+    if variables.initialize_passes_aggregation():  # Keras 3.8+.
+        assert generator.state.aggregation == "none"
+    else:  # Keras 3.5-3.7.
+        assert generator.state.aggregation == "mean"
     model = keras.Sequential([keras.Input((2,)), layer])
     assert layer in model._flatten_layers(include_self=True, recursive=True)
 
@@ -223,3 +258,18 @@ def test_child_layers_of_a_model_and_of_a_wrapper_layer():
     # Keras tracks a wrapper's sublayers only privately (`Layer._layers`).
     assert len(_internals.child_layers(wrapper)) == 2
     assert all(isinstance(child, keras.layers.LSTM) for child in _internals.child_layers(wrapper))
+
+
+def test_the_multi_step_loop_stops_at_the_data_end_or_runs_past_it():
+    """Keras 3.7+: `_make_function` loops over `get_next_as_optional` (stops
+    at the data's end). Keras 3.5-3.6: `next(iterator)` `steps_per_execution`
+    times, which `require_multi_step_support` refuses for a partial epoch."""
+    trainer_class = keras_tf_trainer.TensorFlowTrainer
+    if hasattr(trainer_class, "_make_function"):  # Keras 3.7+.
+        assert trainer._multi_step_stops_at_data_end()
+        assert "get_next_as_optional" in inspect.getsource(trainer_class._make_function)
+    else:  # Keras 3.5-3.6.
+        assert not trainer._multi_step_stops_at_data_end()
+        source = inspect.getsource(trainer_class.make_train_function)
+        assert "for _ in range(self.steps_per_execution):" in source
+        assert "get_next_as_optional" not in source

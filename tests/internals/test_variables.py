@@ -149,3 +149,34 @@ def test_freezing_a_layer_leaves_its_tf_variables_trainable_and_relocation_keeps
     moving = keras.layers.BatchNormalization()
     moving.build((None, 3))
     assert not _internals.created_trainable(moving.moving_mean)
+
+
+def test_metric_counters_count_each_replica_update_once_after_relocation():
+    """A metric's "sum" counters updated on the replicas. Keras 3.10+ create
+    them per replica (ON_READ); Keras 3.8-3.9 on-write, where Keras's
+    `assign_add` (`assign(self + value)`) adds the old total once per
+    replica; Keras 3.5-3.7 unaggregated. Relocated, every shape counts each
+    update once (what `symbolic_build_from_local_replica` does below 3.10)."""
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        total = keras.metrics.Sum()
+    native = _internals.keras_variable_value(total.total)
+    if variables.initialize_passes_synchronization():  # Keras 3.10+.
+        assert native.synchronization == tf.VariableSynchronization.ON_READ
+    elif variables.initialize_passes_aggregation():  # Keras 3.8-3.9.
+        assert native.aggregation == tf.VariableAggregation.SUM
+        assert native.synchronization != tf.VariableSynchronization.ON_READ
+        assert "self.assign(self + value)" in inspect.getsource(keras.Variable.assign_add)
+    else:  # Keras 3.5-3.7.
+        assert native.aggregation == tf.VariableAggregation.NONE
+    _internals.relocate_variables(total.variables, strategy)
+    relocated = _internals.keras_variable_value(total.total)
+    assert relocated.synchronization == tf.VariableSynchronization.ON_READ
+
+    @tf.function
+    def update():
+        strategy.run(lambda: total.update_state(1.0))
+
+    for _ in range(3):
+        update()
+    assert float(total.result()) == 6.0  # 3 updates of 1.0 on 2 replicas
