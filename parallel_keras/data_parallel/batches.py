@@ -57,7 +57,7 @@ def prepare_dataset(
     num_replicas: int,
     replicate_all: bool = False,
     check_rows: Callable[[tf.Tensor], tf.Operation] | None = None,
-    static_rows_error: Callable[[int], Exception] | None = None,
+    static_rows_error: Callable[[int], Exception | None] | None = None,
 ) -> tf.data.Dataset:
     """Maps each global batch of `dataset` to a `PreparedBatch`.
 
@@ -88,8 +88,8 @@ def prepare_dataset(
     # A batch size known when the dataset is built decides here, keeping the
     # static shapes (a shape left unknown slows some models down, e.g. an
     # LSTM's loop); otherwise each batch decides as it comes.
-    static_rows = {spec.shape[0] for spec in specs if spec.shape.rank}
-    static_rows = static_rows.pop() if len(static_rows) == 1 else None
+    leading = {spec.shape[0] for spec in specs if spec.shape.rank}
+    static_rows: int | None = leading.pop() if len(leading) == 1 else None
     if static_rows is not None:
         static_tile = replicate_all or (
             static_rows > 0 and leaves_empty_replica(static_rows, num_replicas)
@@ -101,7 +101,12 @@ def prepare_dataset(
         if error is not None:
             raise error
         check_rows = None
-    if static_tile is False and check_rows is None and static_rows % num_replicas == 0:
+    if (
+        static_rows is not None
+        and static_tile is False
+        and check_rows is None
+        and static_rows % num_replicas == 0
+    ):
         # Every batch splits into equal, non-empty slices: nothing to mark,
         # and the steps know each replica's share from the static shapes.
         return dataset.map(lambda *element: _owned(element if unpacked else element[0]))
@@ -220,7 +225,8 @@ def unpack(data) -> StepData:
     if not isinstance(data, tuple):
         return StepData(data, None, None, keep, batch_rows)
     if len(data) in (1, 2, 3):
-        return StepData(*data, *(None,) * (3 - len(data)), keep, batch_rows)
+        x, y, sample_weight = (*data, None, None)[:3]
+        return StepData(x, y, sample_weight, keep, batch_rows)
     raise ValueError(
         "Data is expected to be in format `x`, `(x,)`, `(x, y)`, or "
         f"`(x, y, sample_weight)`. Received: a tuple of {len(data)} elements."

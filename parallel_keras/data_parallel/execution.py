@@ -148,11 +148,12 @@ class Execution:
                 atomic.check_writable_folder(callback.filepath)
         if self.stateful_batch is None:
             return batch_size
+        global_batch = self.global_batch  # Known: the template is stateful.
         if batch_size is None:
-            batch_size = self.global_batch
-        if batch_size != self.global_batch:
+            batch_size = global_batch
+        if batch_size != global_batch:
             raise self.stateful_batch_error(f"{method}(batch_size={batch_size})")
-        if rows is not None and rows % self.global_batch:
+        if rows is not None and global_batch and rows % global_batch:
             raise self.stateful_batch_error(f"{method}(x) with {rows} rows")
         return batch_size
 

@@ -49,6 +49,10 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
     files they write load on one device into the template's architecture.
     """
 
+    # Keras's trainer sets them (None until made).
+    train_function: Any
+    predict_function: Any
+
     def __init__(
         self,
         template: keras.Model,
