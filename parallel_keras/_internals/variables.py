@@ -59,9 +59,16 @@ _INITIALIZE_SHAPES = (
     # default "none"); "sum" counters become per-replica, summed on read.
     _InitializeShape("name, dtype, trainable", False, False, ("3.5.0",)),
     # Adds `aggregation=self._map_aggregation(self.aggregation)` (default
-    # "none"); still no `synchronization`.
+    # "none"); still no `synchronization`, so a metric's "sum" counters
+    # become ON_WRITE (AUTO) SUM MirroredVariables: `assign_add` is
+    # `assign(self + value)`, and each replica's assign is summed, so every
+    # update adds the old total N times (an evaluate over 3 batches on 4
+    # replicas weights them 16:4:1; native MirroredStrategy too). Fixed
+    # upstream by `Metric.add_variable(..., synchronization="on_read")`
+    # (Keras 3.10, below); parallel_keras does the same here.
     _InitializeShape("+ aggregation", True, False, ("3.8.0",)),
-    # Adds `synchronization=self._map_synchronization(...)` (default "auto").
+    # Adds `synchronization=self._map_synchronization(...)` (default "auto");
+    # `Metric.add_variable` passes "on_read".
     _InitializeShape("+ aggregation, synchronization", True, True, ("3.10.0", "3.11.3", "3.15.1")),
 )
 
@@ -122,6 +129,13 @@ def initialize_passes_aggregation() -> bool:
     return _initialize_shape().passes_aggregation
 
 
+def creates_metric_counters_per_replica() -> bool:
+    """Whether this Keras creates a metric's "sum" counters right under a
+    strategy: per replica, summed on read (Keras 3.10+; see
+    `_INITIALIZE_SHAPES`). Before, `relocate_variables` makes them so."""
+    return _initialize_shape().passes_synchronization
+
+
 def variable_synchronization(variable: keras.Variable) -> str:
     """A Keras variable's synchronization ("auto", "on_read", ...).
 
@@ -142,13 +156,14 @@ def _tf_variable_arguments(variable: keras.Variable) -> dict[str, object]:
     }
     if shape.passes_aggregation:
         arguments["aggregation"] = _AGGREGATIONS[variable.aggregation or "none"]
-    elif variable.aggregation == "sum":
-        # Keras < 3.8's `assign_add` is `assign(self + value)`: an on-write
-        # SUM would add the old value up once per replica. Per-replica
-        # counters summed on read (Keras 2's metrics) count each row once.
+    if not shape.passes_synchronization and variable.aggregation == "sum":
+        # Keras < 3.10's `assign_add` is `assign(self + value)`: an on-write
+        # SUM adds the old value up once per replica. Per-replica counters
+        # summed on read (Keras 2's and Keras 3.10+'s metrics) count each
+        # row once.
         arguments["aggregation"] = tf.VariableAggregation.SUM
         arguments["synchronization"] = tf.VariableSynchronization.ON_READ
-    elif variable.aggregation not in (None, "mean"):
+    elif not shape.passes_aggregation and variable.aggregation not in (None, "mean"):
         # e.g. the optimizer's `iterations` ("only_first_replica").
         arguments["aggregation"] = _AGGREGATIONS[variable.aggregation]
     if shape.passes_synchronization:

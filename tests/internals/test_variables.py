@@ -87,6 +87,34 @@ def test_replica_aggregation_is_what_the_tf_variable_does():
     assert _internals.replica_aggregation(relocated) == "sum"
 
 
+def test_metric_counters_count_each_row_once_where_keras_or_relocation_makes_them_per_replica():
+    """Keras 3.10+ creates a metric's "sum" counters ON_READ; 3.8-3.9 ON_WRITE
+    SUM (each replica's `assign(self + value)` summed: the old total counted
+    once per replica); 3.5-3.7 NONE. Relocated where Keras does not, a Mean
+    updated on 2 replicas over 2 steps counts each row once."""
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        metric = keras.metrics.Mean()
+    on_read = metric.total.value.synchronization == tf.VariableSynchronization.ON_READ
+    assert on_read == (_keras_version() >= (3, 10))
+    assert variables.creates_metric_counters_per_replica() == on_read
+    if not on_read:
+        assert _internals.relocate_variables(metric.variables, strategy) == 2
+
+    @tf.function
+    def update(step):
+        def fn():
+            replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+            metric.update_state(tf.cast(step * 2 + replica, tf.float32))
+
+        strategy.run(fn)
+
+    for step in range(2):
+        update(tf.constant(step))
+    assert float(metric.count.numpy()) == 4.0
+    assert float(metric.result().numpy()) == 1.5  # mean of 0, 1, 2, 3
+
+
 def test_relocation_gives_the_variable_a_copy_per_replica():
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     variable = keras.Variable(np.arange(3, dtype="float32"), trainable=False)
