@@ -191,8 +191,8 @@ def symbolic_build_from_local_replica(
         model._symbolic_build(data_batch=select(data_batch))
     # The metrics now exist (compiled ones are built just above). Before
     # Keras 3.10 Keras created their "sum" counters wrong under a strategy
-    # (see `variables._INITIALIZE_SHAPES`): 3.5-3.7 without an aggregation,
-    # each replica counting into its own copy; 3.8-3.9 on-write SUM, adding
+    # (see `variables._INITIALIZE_SHAPES`): 3.5-3.6 without an aggregation,
+    # each replica counting into its own copy; 3.7-3.9 on-write SUM, adding
     # the old total once per replica. Relocated, they count per replica and
     # sum on read. Skipped from Keras 3.10, which creates them so.
     if not variables.creates_metric_counters_per_replica():

@@ -8,7 +8,7 @@ backend/tensorflow/core.py) and
 tensorflow/tensorflow#46488 (BatchNormalization moving statistics drifting
 apart across replicas) by giving such variables MEAN aggregation.
 
-Read in the Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 sources (each shape below
+Read in the Keras 3.5.0, 3.6.0, 3.7.0, 3.8.0, 3.9.2, 3.10.0, 3.11.3 and 3.15.1 sources (each shape below
 lists its own); `tests/internals/test_variables.py` fails when an upgrade changes what this relies on.
 """
 
@@ -35,7 +35,7 @@ import tensorflow as tf
 # Which arguments `_initialize` passes changed twice; one shape per upstream
 # form, chosen once at first use (`_initialize_shape`). The Keras names map
 # to TensorFlow's public enums here, not through Keras's private
-# `_map_aggregation` / `_map_synchronization` (absent before 3.8 / 3.10).
+# `_map_aggregation` / `_map_synchronization` (absent before 3.7 / 3.10).
 
 
 class _InitializeShape(NamedTuple):
@@ -57,7 +57,7 @@ _INITIALIZE_SHAPES = (
     # `iterations` fails on a parameter-server layout. parallel_keras passes
     # every aggregation but the default "mean" (every weight, NONE as 3.8+'s
     # default "none"); "sum" counters become per-replica, summed on read.
-    _InitializeShape("name, dtype, trainable", False, False, ("3.5.0",)),
+    _InitializeShape("name, dtype, trainable", False, False, ("3.5.0", "3.6.0")),
     # Adds `aggregation=self._map_aggregation(self.aggregation)` (default
     # "none"); still no `synchronization`, so a metric's "sum" counters
     # become ON_WRITE (AUTO) SUM MirroredVariables: `assign_add` is
@@ -66,7 +66,7 @@ _INITIALIZE_SHAPES = (
     # replicas weights them 16:4:1; native MirroredStrategy too). Fixed
     # upstream by `Metric.add_variable(..., synchronization="on_read")`
     # (Keras 3.10, below); parallel_keras does the same here.
-    _InitializeShape("+ aggregation", True, False, ("3.8.0",)),
+    _InitializeShape("+ aggregation", True, False, ("3.7.0", "3.8.0", "3.9.2")),
     # Adds `synchronization=self._map_synchronization(...)` (default "auto");
     # `Metric.add_variable` passes "on_read".
     _InitializeShape("+ aggregation, synchronization", True, True, ("3.10.0", "3.11.3", "3.15.1")),
@@ -125,7 +125,7 @@ def _initialize_shape() -> _InitializeShape:
 
 
 def initialize_passes_aggregation() -> bool:
-    """Whether this Keras creates tf.Variables with their aggregation (3.8+)."""
+    """Whether this Keras creates tf.Variables with their aggregation (3.7+)."""
     return _initialize_shape().passes_aggregation
 
 
@@ -174,8 +174,8 @@ def _tf_variable_arguments(variable: keras.Variable) -> dict[str, object]:
 def replica_aggregation(variable: keras.Variable) -> str:
     """How the replicas' updates of a Keras variable combine, in Keras's names.
 
-    What TensorFlow does, read from the tf.Variable behind it: on Keras 3.8+
-    the same as `variable.aggregation`; on Keras 3.5-3.7 a weight's Keras
+    What TensorFlow does, read from the tf.Variable behind it: on Keras 3.7+
+    the same as `variable.aggregation`; on Keras 3.5-3.6 a weight's Keras
     `aggregation` ("mean" by default) is never passed on (shape "name, dtype,
     trainable" above), so its replicas update their own copies ("none"),
     as Keras 3.8+'s default weights do.

@@ -47,7 +47,7 @@ def test_keras_variable_wraps_a_tf_variable_created_by_initialize():
 def test_the_initialize_shape_is_the_one_this_keras_has():
     version = _keras_version()
     shape = variables._initialize_shape()
-    assert shape.passes_aggregation == (version >= (3, 8)), shape
+    assert shape.passes_aggregation == (version >= (3, 7)), shape
     assert shape.passes_synchronization == (version >= (3, 10)), shape
     # What `_initialize` passes is what the shape says.
     source = inspect.getsource(variables._backend_variable_class()._initialize)
@@ -88,9 +88,9 @@ def test_replica_aggregation_is_what_the_tf_variable_does():
 
 
 def test_metric_counters_count_each_row_once_where_keras_or_relocation_makes_them_per_replica():
-    """Keras 3.10+ creates a metric's "sum" counters ON_READ; 3.8-3.9 ON_WRITE
+    """Keras 3.10+ creates a metric's "sum" counters ON_READ; 3.7-3.9 ON_WRITE
     SUM (each replica's `assign(self + value)` summed: the old total counted
-    once per replica); 3.5-3.7 NONE. Relocated where Keras does not, a Mean
+    once per replica); 3.5-3.6 NONE. Relocated where Keras does not, a Mean
     updated on 2 replicas over 2 steps counts each row once."""
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     with strategy.scope():
