@@ -196,13 +196,13 @@ def symbolic_build_from_local_replica(
     )
     with strategy.scope():
         model._symbolic_build(data_batch=select(data_batch))
-    # The metrics now exist (compiled ones are built just above). On Keras
-    # 3.5-3.7 Keras created their "sum" counters without an aggregation,
-    # each replica counting into its own copy; on Keras 3.8-3.9 on-write,
-    # each update adding the old total once per replica (see
-    # `variables._INITIALIZE_SHAPES`). Relocated, they count per replica and
+    # The metrics now exist (compiled ones are built just above). Before
+    # Keras 3.10 Keras created their "sum" counters wrong under a strategy
+    # (see `variables._INITIALIZE_SHAPES`): 3.5-3.6 without an aggregation,
+    # each replica counting into its own copy; 3.7-3.9 on-write SUM, adding
+    # the old total once per replica. Relocated, they count per replica and
     # sum on read. Skipped from Keras 3.10, which creates them so.
-    if not variables.initialize_passes_synchronization():
+    if not variables.creates_metric_counters_per_replica():
         variables.relocate_variables(
             [variable for metric in model.metrics for variable in metric.variables], strategy
         )

@@ -8,7 +8,7 @@ backend/tensorflow/core.py) and
 tensorflow/tensorflow#46488 (BatchNormalization moving statistics drifting
 apart across replicas) by giving such variables MEAN aggregation.
 
-Read in the Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 sources (each shape below
+Read in the Keras 3.5.0, 3.6.0, 3.7.0, 3.8.0, 3.9.2, 3.10.0, 3.11.3 and 3.15.1 sources (each shape below
 lists its own); `tests/internals/test_variables.py` fails when an upgrade changes what this relies on.
 """
 
@@ -35,7 +35,7 @@ import tensorflow as tf
 # Which arguments `_initialize` passes changed twice; one shape per upstream
 # form, chosen once at first use (`_initialize_shape`). The Keras names map
 # to TensorFlow's public enums here, not through Keras's private
-# `_map_aggregation` / `_map_synchronization` (absent before 3.8 / 3.10).
+# `_map_aggregation` / `_map_synchronization` (absent before 3.7 / 3.10).
 
 
 class _InitializeShape(NamedTuple):
@@ -57,17 +57,18 @@ _INITIALIZE_SHAPES = (
     # `iterations` fails on a parameter-server layout. parallel_keras passes
     # every aggregation but the default "mean" (every weight, NONE as 3.8+'s
     # default "none"); "sum" counters become per-replica, summed on read.
-    _InitializeShape("name, dtype, trainable", False, False, ("3.5.0",)),
+    _InitializeShape("name, dtype, trainable", False, False, ("3.5.0", "3.6.0")),
     # Adds `aggregation=self._map_aggregation(self.aggregation)` (default
-    # "none"); still no `synchronization`. A metric's "sum" counters become
-    # on-write SUM MirroredVariables, and `assign_add` is still
-    # `assign(self + value)`: each replica-context update adds the old total
-    # once per replica (evaluate's losses and accuracy off from the second
-    # batch on). parallel_keras makes them per-replica, summed on read, as
-    # Keras 3.10+ creates them (`Metric.add_variable(...,
-    # synchronization="on_read")`).
-    _InitializeShape("+ aggregation", True, False, ("3.8.0",)),
-    # Adds `synchronization=self._map_synchronization(...)` (default "auto").
+    # "none"); still no `synchronization`, so a metric's "sum" counters
+    # become ON_WRITE (AUTO) SUM MirroredVariables: `assign_add` is
+    # `assign(self + value)`, and each replica's assign is summed, so every
+    # update adds the old total N times (an evaluate over 3 batches on 4
+    # replicas weights them 16:4:1; native MirroredStrategy too). Fixed
+    # upstream by `Metric.add_variable(..., synchronization="on_read")`
+    # (Keras 3.10, below); parallel_keras does the same here.
+    _InitializeShape("+ aggregation", True, False, ("3.7.0", "3.8.0", "3.9.2")),
+    # Adds `synchronization=self._map_synchronization(...)` (default "auto");
+    # `Metric.add_variable` passes "on_read".
     _InitializeShape("+ aggregation, synchronization", True, True, ("3.10.0", "3.11.3", "3.15.1")),
 )
 
@@ -124,12 +125,14 @@ def _initialize_shape() -> _InitializeShape:
 
 
 def initialize_passes_aggregation() -> bool:
-    """Whether this Keras creates tf.Variables with their aggregation (3.8+)."""
+    """Whether this Keras creates tf.Variables with their aggregation (3.7+)."""
     return _initialize_shape().passes_aggregation
 
 
-def initialize_passes_synchronization() -> bool:
-    """Whether this Keras creates tf.Variables with their synchronization (3.10+)."""
+def creates_metric_counters_per_replica() -> bool:
+    """Whether this Keras creates a metric's "sum" counters right under a
+    strategy: per replica, summed on read (Keras 3.10+; see
+    `_INITIALIZE_SHAPES`). Before, `relocate_variables` makes them so."""
     return _initialize_shape().passes_synchronization
 
 
@@ -153,16 +156,14 @@ def _tf_variable_arguments(variable: keras.Variable) -> dict[str, object]:
     }
     if shape.passes_aggregation:
         arguments["aggregation"] = _AGGREGATIONS[variable.aggregation or "none"]
-        if not shape.passes_synchronization and variable.aggregation == "sum":
-            # Keras 3.8-3.9: see the "+ aggregation" shape above.
-            arguments["synchronization"] = tf.VariableSynchronization.ON_READ
-    elif variable.aggregation == "sum":
-        # Keras < 3.8's `assign_add` is `assign(self + value)`: an on-write
-        # SUM would add the old value up once per replica. Per-replica
-        # counters summed on read (Keras 2's metrics) count each row once.
+    if not shape.passes_synchronization and variable.aggregation == "sum":
+        # Keras < 3.10's `assign_add` is `assign(self + value)`: an on-write
+        # SUM adds the old value up once per replica. Per-replica counters
+        # summed on read (Keras 2's and Keras 3.10+'s metrics) count each
+        # row once.
         arguments["aggregation"] = tf.VariableAggregation.SUM
         arguments["synchronization"] = tf.VariableSynchronization.ON_READ
-    elif variable.aggregation not in (None, "mean"):
+    elif not shape.passes_aggregation and variable.aggregation not in (None, "mean"):
         # e.g. the optimizer's `iterations` ("only_first_replica").
         arguments["aggregation"] = _AGGREGATIONS[variable.aggregation]
     if shape.passes_synchronization:
@@ -173,8 +174,8 @@ def _tf_variable_arguments(variable: keras.Variable) -> dict[str, object]:
 def replica_aggregation(variable: keras.Variable) -> str:
     """How the replicas' updates of a Keras variable combine, in Keras's names.
 
-    What TensorFlow does, read from the tf.Variable behind it: on Keras 3.8+
-    the same as `variable.aggregation`; on Keras 3.5-3.7 a weight's Keras
+    What TensorFlow does, read from the tf.Variable behind it: on Keras 3.7+
+    the same as `variable.aggregation`; on Keras 3.5-3.6 a weight's Keras
     `aggregation` ("mean" by default) is never passed on (shape "name, dtype,
     trainable" above), so its replicas update their own copies ("none"),
     as Keras 3.8+'s default weights do.

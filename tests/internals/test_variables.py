@@ -47,7 +47,7 @@ def test_keras_variable_wraps_a_tf_variable_created_by_initialize():
 def test_the_initialize_shape_is_the_one_this_keras_has():
     version = _keras_version()
     shape = variables._initialize_shape()
-    assert shape.passes_aggregation == (version >= (3, 8)), shape
+    assert shape.passes_aggregation == (version >= (3, 7)), shape
     assert shape.passes_synchronization == (version >= (3, 10)), shape
     # What `_initialize` passes is what the shape says.
     source = inspect.getsource(variables._backend_variable_class()._initialize)
@@ -67,24 +67,59 @@ def test_relocation_keeps_what_keras_gives_a_native_variable():
 
 
 def test_replica_aggregation_is_what_the_tf_variable_does():
-    """A layer's weight: Keras says "mean" before 3.8 (never passed on, so
-    TensorFlow's NONE) and "none" from 3.8; the replicas see NONE on both.
-    Gradient accumulation relies on it (each replica updates its own copy)."""
+    """A layer's weight: Keras 3.5-3.6 say "mean" but never pass it on
+    (TensorFlow's NONE); Keras 3.7 pass their default "mean" on; 3.8+ say
+    and pass "none". Gradient accumulation reads what the replicas see."""
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     with strategy.scope():
         layer = keras.layers.Dense(1)
         layer.build((None, 2))
         total = keras.Variable(0.0, trainable=False, aggregation="sum")
+    passes = variables.initialize_passes_aggregation()
     assert layer.kernel.aggregation == ("none" if _keras_version() >= (3, 8) else "mean")
-    assert layer.kernel.value.aggregation == tf.VariableAggregation.NONE
-    assert _internals.replica_aggregation(layer.kernel) == "none"
-    # Passed on from 3.8; before, Keras's "sum" also became NONE.
-    expected_total = "sum" if _keras_version() >= (3, 8) else "none"
-    assert _internals.replica_aggregation(total) == expected_total
+    expected_kernel = layer.kernel.aggregation if passes else "none"
+    assert _internals.replica_aggregation(layer.kernel) == expected_kernel
+    assert (
+        layer.kernel.value.aggregation
+        == {
+            "none": tf.VariableAggregation.NONE,
+            "mean": tf.VariableAggregation.MEAN,
+        }[expected_kernel]
+    )
+    # A "sum" variable: passed on from 3.7; before, it became NONE.
+    assert _internals.replica_aggregation(total) == ("sum" if passes else "none")
     # Relocated by parallel_keras, a "sum" counter is SUM on every Keras.
     relocated = keras.Variable(0.0, trainable=False, aggregation="sum")
     assert _internals.relocate_variables([relocated], strategy) == 1
     assert _internals.replica_aggregation(relocated) == "sum"
+
+
+def test_metric_counters_count_each_row_once_where_keras_or_relocation_makes_them_per_replica():
+    """Keras 3.10+ creates a metric's "sum" counters ON_READ; 3.7-3.9 ON_WRITE
+    SUM (each replica's `assign(self + value)` summed: the old total counted
+    once per replica); 3.5-3.6 NONE. Relocated where Keras does not, a Mean
+    updated on 2 replicas over 2 steps counts each row once."""
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        metric = keras.metrics.Mean()
+    on_read = metric.total.value.synchronization == tf.VariableSynchronization.ON_READ
+    assert on_read == (_keras_version() >= (3, 10))
+    assert variables.creates_metric_counters_per_replica() == on_read
+    if not on_read:
+        assert _internals.relocate_variables(metric.variables, strategy) == 2
+
+    @tf.function
+    def update(step):
+        def fn():
+            replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+            metric.update_state(tf.cast(step * 2 + replica, tf.float32))
+
+        strategy.run(fn)
+
+    for step in range(2):
+        update(tf.constant(step))
+    assert float(metric.count.numpy()) == 4.0
+    assert float(metric.result().numpy()) == 1.5  # mean of 0, 1, 2, 3
 
 
 def test_relocation_gives_the_variable_a_copy_per_replica():
@@ -153,21 +188,21 @@ def test_freezing_a_layer_leaves_its_tf_variables_trainable_and_relocation_keeps
 
 def test_metric_counters_count_each_replica_update_once_after_relocation():
     """A metric's "sum" counters updated on the replicas. Keras 3.10+ create
-    them per replica (ON_READ); Keras 3.8-3.9 on-write, where Keras's
+    them per replica (ON_READ); Keras 3.7-3.9 on-write, where Keras's
     `assign_add` (`assign(self + value)`) adds the old total once per
-    replica; Keras 3.5-3.7 unaggregated. Relocated, every shape counts each
+    replica; Keras 3.5-3.6 unaggregated. Relocated, every shape counts each
     update once (what `symbolic_build_from_local_replica` does below 3.10)."""
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     with strategy.scope():
         total = keras.metrics.Sum()
     native = _internals.keras_variable_value(total.total)
-    if variables.initialize_passes_synchronization():  # Keras 3.10+.
+    if variables.creates_metric_counters_per_replica():  # Keras 3.10+.
         assert native.synchronization == tf.VariableSynchronization.ON_READ
-    elif variables.initialize_passes_aggregation():  # Keras 3.8-3.9.
+    elif variables.initialize_passes_aggregation():  # Keras 3.7-3.9.
         assert native.aggregation == tf.VariableAggregation.SUM
         assert native.synchronization != tf.VariableSynchronization.ON_READ
         assert "self.assign(self + value)" in inspect.getsource(keras.Variable.assign_add)
-    else:  # Keras 3.5-3.7.
+    else:  # Keras 3.5-3.6.
         assert native.aggregation == tf.VariableAggregation.NONE
     _internals.relocate_variables(total.variables, strategy)
     relocated = _internals.keras_variable_value(total.total)
