@@ -243,7 +243,7 @@ def remove_symbolic_build(model: keras.Model) -> None:
 
 
 def install_class_symbolic_build(
-    model_class: type,
+    model_class: type[Any],
     select: Callable[..., object],
     before: Callable[[keras.Model], None] | None = None,
 ) -> None:
@@ -421,7 +421,7 @@ class _ReplicaSeeds:
             )
 
 
-_REPLICA_SEED_GENERATOR_CLASS = []
+_REPLICA_SEED_GENERATOR_CLASS: list[type] = []
 
 
 def _replica_seed_generator_class():
@@ -506,7 +506,7 @@ def _evaluate_resets_epoch_iterator() -> bool:
     return callable(getattr(epoch_iterator.EpochIterator, "reset", None))
 
 
-def keep_validation_stream(model: keras.Model, iterator) -> None:
+def keep_validation_stream(model: keras.Model, iterator: Any) -> None:
     """Makes `iterator`, if it is `fit`'s validation iterator over a Python
     generator with a step count, continue across evaluations."""
     if not _evaluate_resets_epoch_iterator():
@@ -521,12 +521,13 @@ def keep_validation_stream(model: keras.Model, iterator) -> None:
         getattr(iterator, "data_adapter", None), generator_data_adapter.GeneratorDataAdapter
     ):
         return
-    reset = iterator.reset
+    cached: Any = iterator  # Not None: `fit`'s cached validation iterator.
+    reset = cached.reset
 
     def reset_keeping_stream():
-        current = iterator._current_iterator
+        current = cached._current_iterator
         reset()
-        iterator._current_iterator = current
+        cached._current_iterator = current
 
     iterator.__dict__["reset"] = reset_keeping_stream
 
