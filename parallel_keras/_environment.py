@@ -16,6 +16,18 @@ from collections.abc import Mapping
 # `pyproject.toml` `dependencies` and noxfile.py PAIRS (tests/test_versions.py
 # checks both).
 TESTED_RANGE = {"tensorflow": ((2, 16), (2, 21)), "keras": ((3, 5), (3, 15))}
+# Releases inside the range that parallel_keras refuses, with why. Keras 3.7
+# passes every weight's default aggregation "mean" on to tf.Variable: under
+# tf.distribute an integer variable (Dropout's seed state, a counter) then
+# fails at creation, and every replica-side weight update becomes a merge
+# call (keras-team/keras#20700, #20568; Keras 3.8 made "none" the default).
+EXCLUDED = {
+    "keras": {
+        (3, 7): "creates every weight with aggregation MEAN under tf.distribute "
+        "(keras-team/keras#20700: integer variables such as Dropout's seed fail "
+        "at creation; fixed in Keras 3.8)",
+    },
+}
 # The newest tested pair: what the private touches were last checked on.
 CHECKED_VERSIONS = {"tensorflow": "2.21.0", "keras": "3.15.1"}
 
@@ -28,20 +40,23 @@ class UnsupportedEnvironment(RuntimeError):
 
 def _range_text(name: str) -> str:
     (low_major, low_minor), (high_major, high_minor) = TESTED_RANGE[name]
-    return f"{name}>={low_major}.{low_minor},<{high_major}.{high_minor + 1}"
+    excluded = "".join(f",!={major}.{minor}.*" for major, minor in sorted(EXCLUDED.get(name, {})))
+    return f"{name}>={low_major}.{low_minor},<{high_major}.{high_minor + 1}{excluded}"
 
 
 def tested_requirements() -> str:
-    """`'tensorflow>=2.16,<2.22' 'keras>=3.5,<3.16'`: pip's spelling of the range."""
+    """`'tensorflow>=2.16,<2.22' 'keras>=3.5,<3.16,!=3.7.*'`: pip's spelling of the range."""
     return " ".join(f"'{_range_text(name)}'" for name in sorted(TESTED_RANGE, reverse=True))
 
 
 def tested_range_sentence() -> str:
     tensorflow, keras = TESTED_RANGE["tensorflow"], TESTED_RANGE["keras"]
+    excluded = ", ".join(f"{major}.{minor}" for major, minor in sorted(EXCLUDED["keras"]))
     return (
         f"parallel_keras is tested on TensorFlow {tensorflow[0][0]}.{tensorflow[0][1]} to "
         f"{tensorflow[1][0]}.{tensorflow[1][1]} with Keras {keras[0][0]}.{keras[0][1]} to "
-        f"{keras[1][0]}.{keras[1][1]} (Keras 3 on its TensorFlow backend)."
+        f"{keras[1][0]}.{keras[1][1]} except Keras {excluded} (Keras 3 on its TensorFlow "
+        "backend)."
     )
 
 

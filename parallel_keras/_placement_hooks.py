@@ -97,6 +97,14 @@ def _install_after_import(finished: str | None = None) -> None:
             # error (with the pip command) at first use. No warning on every
             # `import keras` for a feature the script may never use.
             return
+        if type(error).__name__ == "UnsupportedEnvironment":
+            # Its message has the rule, what was found and the fix.
+            warnings.warn(
+                f"parallel_keras does nothing in this environment: {error}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return
         warnings.warn(
             "parallel_keras could not install its device-placement hooks into "
             f"this Keras, so models loaded now lose their saved placement. "

@@ -60,6 +60,7 @@ def test_the_matrix_tests_both_ends_of_the_range_and_nothing_outside():
     for tensorflow_version, keras_version in pairs.values():
         assert tf_low <= _major_minor(tensorflow_version) <= tf_high, tensorflow_version
         assert keras_low <= _major_minor(keras_version) <= keras_high, keras_version
+        assert _major_minor(keras_version) not in _environment.EXCLUDED["keras"], keras_version
     newest = {name: version for name, version in zip(("tensorflow", "keras"), pairs["newest"])}
     assert newest == _environment.CHECKED_VERSIONS
 
@@ -113,14 +114,23 @@ def test_an_environment_that_is_not_keras_3_on_tensorflow_is_refused_at_first_us
     assert "KERAS_IMPORTED False" in process.stdout
 
 
-def test_a_keras_below_the_floor_is_refused_and_nothing_is_patched():
-    # The real Keras with its version read as 3.3.3 (what the issue's table
-    # found crashing); a real Keras 3.3.3 is what the nox floor excludes.
+@pytest.mark.parametrize(
+    "version, why",
+    [
+        # Below the floor (3.3 crashed on private attributes).
+        ("3.3.3", "Received: keras==3.3.3, below the tested floor"),
+        # Inside the range but excluded: tf.distribute broken upstream.
+        ("3.7.0", "Received: keras==3.7.0, which creates every weight with aggregation MEAN"),
+    ],
+)
+def test_a_keras_outside_the_tested_range_is_refused_and_nothing_is_patched(version, why):
+    # The real Keras with its version read as another release; a real one
+    # of those is what the nox pairs leave out.
     process = run_python(
-        textwrap.dedent("""
+        textwrap.dedent(f"""
         import warnings
         import keras
-        keras.__version__ = "3.3.3"
+        keras.__version__ = "{version}"
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             import parallel_keras
@@ -135,8 +145,8 @@ def test_a_keras_below_the_floor_is_refused_and_nothing_is_patched():
     error = next(line for line in process.stdout.splitlines() if line.startswith("ERROR"))
     for part in (
         "ERROR UnsupportedEnvironment",
-        "Received: keras==3.3.3, below the tested floor",
-        "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.5,<3.16'",
+        why,
+        "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.5,<3.16,!=3.7.*'",
     ):
         assert part in error, error
     assert "PATCHED False" in process.stdout, process.stdout
@@ -157,7 +167,7 @@ def test_a_keras_newer_than_tested_warns_once_with_the_range_and_works():
     assert process.stderr.count("Received: keras==3.99.0, newer than tested") == 1, process.stderr[
         -3000:
     ]
-    assert "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.5,<3.16'" in process.stderr
+    assert "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.5,<3.16,!=3.7.*'" in process.stderr
     # Newer is not refused: the placement hooks go in where Keras has them.
     has_placement = _major_minor(keras.__version__) >= (3, 11)
     assert f"PATCHED {has_placement}" in process.stdout, process.stdout

@@ -120,7 +120,7 @@ def _initialize_shape() -> _InitializeShape:
         "parallel_keras relocates Keras variables the way Keras's TensorFlow "
         "backend creates them, and this Keras creates them in a form it does "
         f"not know. Received: keras=={keras.__version__}. Install a Keras "
-        "in the tested range: pip install 'keras>=3.5,<3.16'."
+        "in the tested range: pip install 'keras>=3.5,<3.16,!=3.7.*'."
     )
 
 

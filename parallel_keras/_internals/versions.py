@@ -29,6 +29,7 @@ from absl import logging
 
 from parallel_keras._environment import (
     CHECKED_VERSIONS,  # noqa: F401  (re-exported)
+    EXCLUDED,
     TESTED_RANGE,
     UnsupportedEnvironment,
     check_environment_variables,
@@ -50,6 +51,15 @@ def version_problems(installed: Mapping[str, str]) -> list[str]:
         f"{name}=={installed[name]}"
         for name in sorted(TESTED_RANGE, reverse=True)
         if name in installed and _major_minor(installed[name]) < TESTED_RANGE[name][0]
+    ]
+
+
+def excluded_releases(installed: Mapping[str, str]) -> list[str]:
+    """`"name==version, which <why>"` for each installed release the range excludes."""
+    return [
+        f"{name}=={installed[name]}, which {EXCLUDED[name][_major_minor(installed[name])]}"
+        for name in sorted(EXCLUDED, reverse=True)
+        if name in installed and _major_minor(installed[name]) in EXCLUDED[name]
     ]
 
 
@@ -103,6 +113,12 @@ def check_environment(
         raise UnsupportedEnvironment(
             f"{tested_range_sentence()} Received: {', '.join(too_old)}, below the "
             f"tested floor. Upgrade: pip install {tested_requirements()}"
+        )
+    excluded = excluded_releases(installed)
+    if excluded:
+        raise UnsupportedEnvironment(
+            f"{tested_range_sentence()} Received: {'; '.join(excluded)}. "
+            f"Install another release: pip install {tested_requirements()}"
         )
     warn_if_newer_than_tested(installed)
 

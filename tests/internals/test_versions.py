@@ -45,4 +45,18 @@ def test_below_and_above_the_range_by_major_minor():
 
 
 def test_the_pip_command_spells_the_range():
-    assert versions.tested_requirements() == "'tensorflow>=2.16,<2.22' 'keras>=3.5,<3.16'"
+    assert versions.tested_requirements() == "'tensorflow>=2.16,<2.22' 'keras>=3.5,<3.16,!=3.7.*'"
+
+
+def test_an_excluded_release_inside_the_range_is_refused_with_why_and_the_fix():
+    assert versions.excluded_releases({"tensorflow": "2.18.1", "keras": "3.8.0"}) == []
+    with pytest.raises(versions.UnsupportedEnvironment) as raised:
+        versions.check_environment(environ={}, installed={"tensorflow": "2.18.1", "keras": "3.7.0"})
+    message = str(raised.value)
+    for part in (
+        "except Keras 3.7",
+        "Received: keras==3.7.0, which creates every weight with aggregation MEAN",
+        "keras-team/keras#20700",
+        "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.5,<3.16,!=3.7.*'",
+    ):
+        assert part in message, message
