@@ -183,6 +183,7 @@ def test_a_validation_generator_is_one_stream_across_epochs():
     np.testing.assert_allclose(history["val_loss"], expected, atol=1e-5)
 
 
+@pytest.mark.slow  # 4-9 s on 2 cores: outside the fast tier
 def test_a_validation_pydataset_gives_one_devices_val_loss_every_epoch():
     """A PyDataset (Keras 2's Sequence) restarts at its first batch each
     evaluation, on one device as on the replicas, whatever they read ahead."""
@@ -277,6 +278,7 @@ def test_upstream_mirrored_fit_still_writes_into_an_aligned_generator_batch():
 @pytest.mark.parametrize(
     "source, steps", [("generator", 3), ("generator", 2), ("pydataset", None), ("dataset", 3)]
 )
+@pytest.mark.slow  # 4-9 s on 2 cores: outside the fast tier
 def test_epochs_from_a_generator_match_one_device_and_leave_the_arrays_unchanged(source, steps):
     """Every epoch from a generator (`steps_per_epoch` dividing its cycle or
     not), a PyDataset or `Dataset.from_generator` with a static batch, and

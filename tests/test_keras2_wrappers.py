@@ -70,6 +70,7 @@ def max_weight_difference(a, b):
 
 
 @pytest.mark.parametrize("wrapper_class", [ClassicMGPU, Py3MGPU])
+@pytest.mark.slow  # 4-9 s on 2 cores: outside the fast tier
 def test_wrapper_trains_as_one_device_and_saves_the_template(wrapper_class, tmp_path):
     x, y = data()
     single = template()

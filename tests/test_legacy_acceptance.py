@@ -194,6 +194,7 @@ def small_convnet(image_size=12, num_classes=4, seed=6):
 # test_multi_gpu_test_simple_model: the same template wrapped twice, first on
 # `gpus=N`, then on a list of GPU ids, each time compiled and fit.
 @pytest.mark.parametrize("first_gpus, second_gpus", [(4, [0, 1, 3]), (2, [0, 2])])
+@pytest.mark.slow  # 4-9 s on 2 cores: outside the fast tier
 def test_template_wrapped_twice_trains_like_one_device(first_gpus, second_gpus):
     x, y = random_arrays(0, (48, 10), (48, 1))
     template = simple_sequential()
@@ -255,6 +256,7 @@ def test_cpu_merge_and_cpu_relocation_train_like_one_device(cpu_merge, cpu_reloc
 # arrays, one loss for both outputs; then predict and the *_on_batch methods
 # with lists, as legacy scripts call them.
 @pytest.mark.parametrize("gpus", [4, [0, 1, 3], 2])
+@pytest.mark.slow  # 4-9 s on 2 cores: outside the fast tier
 def test_multi_io_model_with_lists_trains_like_one_device(gpus):
     a_x, b_x, a_y, b_y = random_arrays(2, (48, 10), (48, 5), (48, 1), (48, 2))
     template = two_inputs_two_outputs()
@@ -484,6 +486,7 @@ def test_siamese_outputs_sharing_a_layer_predict_and_train_like_one_device():
 # replicated on 2 and 4 GPUs, fit and predict with an explicit batch size,
 # against a baseline trained on one device. Upstream only timed the runs.
 @pytest.mark.parametrize("gpus", [2, 4])
+@pytest.mark.slow  # 4-9 s on 2 cores: outside the fast tier
 def test_template_built_on_cpu_trains_and_predicts_like_one_device(gpus):
     rng = np.random.RandomState(9)
     x = rng.random_sample((40, 12, 12, 3)).astype("float32")

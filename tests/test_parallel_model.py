@@ -150,6 +150,7 @@ COMPILE_FORMS = {
 
 @pytest.mark.parametrize("form", sorted(COMPILE_FORMS))
 @pytest.mark.parametrize("gpus", [2, 4])
+@pytest.mark.slow  # 4-9 s on 2 cores: outside the fast tier
 def test_per_output_losses_train_like_one_device(form, gpus):
     a, b, score, label = two_io_data()
     rng = np.random.RandomState(5)
@@ -264,6 +265,7 @@ def _inputs(structure, a, b):
 
 
 @pytest.mark.parametrize("structure", ["list", "tuple", "dict"])
+@pytest.mark.slow  # 4-9 s on 2 cores: outside the fast tier
 def test_input_structures_in_every_method(structure):
     a, b, score, label = two_io_data(rows=10)
     x = _inputs(structure, a, b)
@@ -314,6 +316,7 @@ class _Batches(keras.utils.PyDataset):
         return x, tf.nest.map_structure(lambda v: v[rows], self.y)
 
 
+@pytest.mark.slow  # 4-9 s on 2 cores: outside the fast tier
 def test_tf_data_trains_and_predicts_like_one_device():
     a, b, score, label = two_io_data(rows=22)
     x, y = (a, b), (score, label)
@@ -387,6 +390,7 @@ def conv_bn(seed=6):
     )
 
 
+@pytest.mark.slow  # 4-9 s on 2 cores: outside the fast tier
 def test_template_methods_return_what_they_returned_before_wrapping():
     rng = np.random.RandomState(7)
     x = rng.rand(13, 6, 6, 2).astype("float32")

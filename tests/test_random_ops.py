@@ -51,6 +51,7 @@ def vae(seed=0, dropout=True):
 
 
 @pytest.mark.parametrize("cpu_relocation", [False, True])
+@pytest.mark.slow  # 4-9 s on 2 cores: outside the fast tier
 def test_a_vae_with_seedless_sampling_trains_and_predicts_like_one_device(cpu_relocation):
     x = np.random.RandomState(0).rand(32, 6).astype("float32")
     template = vae()
