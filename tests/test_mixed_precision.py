@@ -18,6 +18,7 @@ import pytest
 import tensorflow as tf
 
 import parallel_keras
+from parallel_keras import _internals
 
 TOLERANCE = {"mixed_float16": 1e-3, "mixed_bfloat16": 1e-2}
 
@@ -49,7 +50,15 @@ def test_trains_like_native_mirrored_strategy(policy):
     # losses (keras-team/keras#19891, fixed in 3.8): there the reference is
     # the same strategy on one device.
     replicas = 4 if tuple(map(int, keras.__version__.split(".")[:2])) >= (3, 8) else 1
-    strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(replicas)])
+    devices = [f"/cpu:{i}" for i in range(replicas)]
+    # MirroredStrategy's own all-reduce, with collective keys no other
+    # strategy of this test process has used: with the default keys, a native
+    # strategy built earlier in the same process over the same devices can
+    # own this step's collective instance with another shape
+    # (tensorflow/tensorflow#61314; seen failing here under `-n 2`).
+    strategy = tf.distribute.MirroredStrategy(
+        devices, cross_device_ops=_internals.collective_all_reduce(devices)
+    )
     with strategy.scope():
         native = build()
         native.compile(keras.optimizers.SGD(0.1), "mse")
