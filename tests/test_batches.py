@@ -14,6 +14,7 @@ import tensorflow as tf
 from helpers import conv_bn_model, images
 
 import parallel_keras
+from parallel_keras import _internals
 from parallel_keras.data_parallel import batches
 
 ATOL = 1e-5
@@ -264,7 +265,13 @@ def test_upstream_mirrored_fit_still_writes_into_an_aligned_generator_batch():
     can go."""
     x, y = _aligned_rows(48)
     y_before = y.copy()
-    strategy = tf.distribute.MirroredStrategy([f"/cpu:{index}" for index in range(4)])
+    devices = [f"/cpu:{index}" for index in range(4)]
+    # Its own collective keys: with the default ones it would own collective
+    # instances another native strategy of this worker meets with other
+    # shapes (tensorflow/tensorflow#61314).
+    strategy = tf.distribute.MirroredStrategy(
+        devices, cross_device_ops=_internals.collective_all_reduce(devices)
+    )
     with strategy.scope():
         model = _small_model()
         model.compile(keras.optimizers.SGD(0.05), "mse")
