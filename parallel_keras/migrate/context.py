@@ -109,6 +109,29 @@ class Context:
         if note and self._notes:
             self._notes[-1].append(note)
 
+    def compat(
+        self,
+        node: cst.CSTNode,
+        rule: str,
+        message: str,
+        modern: str,
+        note: str | None = None,
+    ) -> None:
+        """Records a rewrite onto a compatibility path, and its modern form.
+
+        Args:
+            node: The rewritten node (its original line is reported).
+            rule: Short name of the rewrite family.
+            message: What changed and why.
+            modern: What to write later to leave the compatibility path.
+            note: Also written in the code when given. Defaults to None.
+        """
+        self.report.changes.append(
+            report_lib.Change(self.line(node), rule, message, modern=modern)
+        )
+        if note and self._notes:
+            self._notes[-1].append(note)
+
     def flag(self, node: cst.CSTNode, rule: str, message: str, action: str) -> None:
         """Records an item for a person; the action also goes in the code."""
         self.report.flags.append(report_lib.Flag(self.line(node), rule, message, action))

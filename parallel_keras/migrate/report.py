@@ -22,12 +22,23 @@ class Change:
         message: What changed and why.
         in_output: True when `line` counts lines of the rewritten file.
             Defaults to False.
+        modern: For a rewrite onto a compatibility path (TensorFlow's
+            `tf.compat.v1`, the `tf_keras` package's Keras 2 code, or
+            `parallel_keras.compat`): the modern form to move to later.
+            None for a rewrite to the Keras 3 / TF 2 name itself.
+            Defaults to None.
     """
 
     line: int
     rule: str
     message: str
     in_output: bool = False
+    modern: str | None = None
+
+    @property
+    def compatibility(self) -> bool:
+        """Whether the line now runs through a compatibility path."""
+        return self.modern is not None
 
 
 @dataclasses.dataclass(frozen=True)
