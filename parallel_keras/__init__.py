@@ -54,7 +54,8 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    # The public names only: not this module's own imports and helpers.
+    return sorted({*__all__, "__version__"})
 
 
 # Not TensorFlow: only a finder that installs the placement hooks once Keras

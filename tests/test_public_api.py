@@ -215,6 +215,14 @@ def test_every_public_package_exports_one_way_from_its_stub(package_name):
         assert name in dir(package)
 
 
+def test_dir_of_the_package_lists_its_public_names_only():
+    import parallel_keras
+
+    listed = dir(parallel_keras)
+    assert listed == sorted({*parallel_keras.__all__, "__version__"})
+    assert not {"annotations", "importlib", "_exports"} & set(listed)
+
+
 @pytest.mark.parametrize("package_name", INTERNAL_PACKAGES)
 def test_internal_packages_export_nothing(package_name):
     if package_name == "parallel_keras.device_placement" and not keras_has_placement():

@@ -325,6 +325,9 @@ def _cell(run, key, form) -> str:
         return "FLAGGED (>100%)"
     if form == "efficiency" and run.get("vs_single_verdict") == "reference":
         return "reference"
+    if form == "efficiency" and (run.get(key) or 0) > 1:
+        # Above 100% but within noise: not a figure to read as superlinear.
+        return f"~100% ({stats.NO_DIFFERENCE})"
     value = run.get(key)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "error" if key == "samples_per_s" and run.get("status") == "error" else "-"
