@@ -17,8 +17,8 @@ import importlib
 
 from parallel_keras import _environment, _exports, _placement_hooks
 
-# The one source of the version: pyproject.toml reads it (setuptools
-# `dynamic`, statically, without importing the package).
+# The one source of the version: setup.cfg reads it (`version = attr:`,
+# statically, without importing the package).
 __version__ = "0.1.0"
 
 # The exports are the imports of `__init__.pyi`, the one list of them.

@@ -56,7 +56,7 @@ def installed_wheel(tmp_path_factory) -> pathlib.Path:
     source = root / "source"
     source.mkdir()
     # A copy, so the build's scratch files stay out of the checkout.
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.cfg", "README.md"):
         shutil.copy(REPO / name, source / name)
     shutil.copytree(
         REPO / "parallel_keras",
