@@ -113,7 +113,9 @@ _THRESHOLD = flags.DEFINE_float(
     "Largest tolerated drop in samples/s against --baseline, as a fraction.",
 )
 _RUN_TIMEOUT = flags.DEFINE_float(
-    "run-timeout-s", _DEFAULT.run_timeout_s, "Seconds before one run is stopped as failed."
+    "run-timeout-s",
+    _DEFAULT.run_timeout_s,
+    "Seconds per configuration (a model's process gets this times its configurations) before it is stopped as failed.",
 )
 
 

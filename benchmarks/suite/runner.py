@@ -219,7 +219,11 @@ def _run_group(
     with tempfile.TemporaryDirectory(prefix="pk_bench_") as folder:
         result_path = os.path.join(folder, "result.json")
         command = _command(group[0], json.dumps(payload), result_path)
-        returncode, output = _execute(command, config.run_timeout_s * configurations)
+        returncode, output = _execute(
+            command,
+            config.run_timeout_s * configurations,
+            f"{configurations} configurations x run_timeout_s={config.run_timeout_s:g}",
+        )
         measured = _read(result_path)
         worker_records = [
             _read(os.path.join(folder, name))
@@ -263,7 +267,9 @@ def _command(spec: RunSpec, payload: str, result_path: str) -> list[str]:
     return [sys.executable, "-m", "benchmarks.suite.worker", payload, result_path]
 
 
-def _execute(command: list[str], timeout_s: float) -> tuple[int, str]:
+def _execute(
+    command: list[str], timeout_s: float, budget: str = "run_timeout_s"
+) -> tuple[int, str]:
     """Runs `command` in its own process group; kills the group on timeout."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
@@ -284,7 +290,7 @@ def _execute(command: list[str], timeout_s: float) -> tuple[int, str]:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate()
-        return -1, (output or "") + f"\nTimed out after {timeout_s:g}s (run_timeout_s)."
+        return -1, (output or "") + f"\nTimed out after {timeout_s:g}s ({budget})."
     except BaseException:
         # Interrupted (Ctrl-C, a notebook's stop button): leave no process behind.
         os.killpg(process.pid, signal.SIGKILL)
