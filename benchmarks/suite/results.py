@@ -285,6 +285,18 @@ class SuiteResults:
         noise = noise_report(self.header, self.runs)
         return format_table(self.runs) + (f"\n\n{noise}" if noise else "")
 
+    def markdown(self) -> str:
+        """The table in Markdown, then the noise and the provenance lines.
+
+        `docs/benchmarks.md`'s table is this, from the recorded run:
+        `SuiteResults.load("benchmarks/results/quick.json").markdown()`.
+        """
+        noise = noise_report(self.header, self.runs)
+        parts = [format_markdown(self.runs), provenance(self.header)]
+        if noise:
+            parts.insert(1, noise)
+        return "\n\n".join(parts)
+
     def plot(self, path: str | None = None):
         """Draws the plot; saves it to `path` when given. Returns the figure."""
         from benchmarks.suite import plot
@@ -358,6 +370,17 @@ def format_table(runs: list[dict[str, Any]]) -> str:
         lines.append("  ".join(cells).rstrip())
         if number == 0:
             lines.append("  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def format_markdown(runs: list[dict[str, Any]]) -> str:
+    """The table of `format_table` as Markdown (what docs/benchmarks.md shows)."""
+    lines = [
+        "| " + " | ".join(title for _, title, _ in _COLUMNS) + " |",
+        "|" + "---|" * len(_COLUMNS),
+    ]
+    for run in runs:
+        lines.append("| " + " | ".join(_cell(run, key, form) for key, _, form in _COLUMNS) + " |")
     return "\n".join(lines)
 
 
