@@ -671,6 +671,10 @@ def test_suite_ratios_pair_rounds_and_an_impossible_efficiency_is_flagged_not_sh
     table = results_lib.format_table(runs)
     mirrored_1 = next(line for line in table.splitlines() if "mirrored         1" in line)
     assert "FLAGGED (>100%)" in mirrored_1 and "130%" not in mirrored_1
+    # docs/benchmarks.md's table is the same cells in Markdown.
+    markdown = results_lib.format_markdown(runs).splitlines()
+    assert markdown[0].startswith("| model | mode | N | step ms |")
+    assert "| mlp | mirrored | 1 |" in markdown[3] and "FLAGGED (>100%)" in markdown[3]
     noise = results_lib.noise_report({"config": {"rounds": 8}, "aa_controls": controls}, runs)
     assert "mlp (mlp mirrored x2 twice): A/A control 1.000 [1.000, 1.000]" in noise
     assert "FLAGGED mlp mirrored x1: efficiency above 100%" in noise
