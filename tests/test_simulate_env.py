@@ -91,3 +91,16 @@ def test_requested_reads_a_positive_count(value, expected):
 def test_requested_refuses_what_is_not_a_positive_count(value):
     with pytest.raises(ValueError, match=f"Received: PARALLEL_KERAS_SIMULATE_DEVICES='{value}'"):
         _simulate_env.requested({"PARALLEL_KERAS_SIMULATE_DEVICES": value})
+
+
+def test_a_launch_worker_leaves_its_devices_to_the_launcher(tmp_path):
+    # `parallel-keras launch --devices-per-worker` sets this in each worker and
+    # decides its devices there; the variable alone must not add any.
+    process = _run_script(
+        tmp_path,
+        _IMPORT_ORDERS["keras first"],
+        PARALLEL_KERAS_SIMULATE_DEVICES="2",
+        PARALLEL_KERAS_DEVICES_PER_WORKER="3",
+    )
+    assert process.returncode == 1
+    assert "However this machine only has: ['/cpu:0']" in process.stderr
