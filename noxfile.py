@@ -10,10 +10,10 @@
 Each pair gets its own virtualenv (under `.nox/`, gitignored) with exactly
 that TensorFlow and Keras, parallel_keras installed from this checkout (not
 editable: the tests run against what a user installs) and only what the
-core tests import. pip resolves the pins together with `pyproject.toml`'s
-`dependencies`, so a pair outside the declared range fails to install.
+core tests import. pip resolves the pins together with `setup.cfg`'s
+`install_requires`, so a pair outside the declared range fails to install.
 
-The pairs are the tested range of `pyproject.toml` (README "Install"): its
+The pairs are the tested range of `setup.cfg` (README "Install"): its
 floor, its newest, and one pair per Keras shape the internals distinguish.
 """
 

@@ -46,6 +46,7 @@ COMMANDS = {
     "accumulation": "benchmarks.accumulation",
 }
 DEFAULT_COMMAND = "suite"
+_HELP = ("-h", "--help", "--helpshort", "--helpfull", "-?")
 
 
 def split_command(argv: list[str]) -> tuple[str, list[str]]:
@@ -64,9 +65,16 @@ def main() -> None:
             file=sys.stderr,
         )
         sys.exit(2)
-    from absl import app
+    from absl import app, flags
 
     module = importlib.import_module(COMMANDS[command])
+    if any(arg in _HELP for arg in args):
+        # absl exits 1 after --help; asking for help is not an error.
+        if command == DEFAULT_COMMAND and not sys.argv[1:2] == [command]:
+            print(__doc__)
+        print(module.__doc__)
+        print(flags.FLAGS.module_help(module.__name__))
+        sys.exit(0)
     # absl's --help lists the flags of the module named by argv[0].
     sys.argv = [module.__name__, *args]
     app.run(module.main, argv=sys.argv)

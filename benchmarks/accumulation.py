@@ -24,7 +24,7 @@ import statistics
 
 from absl import flags
 
-from benchmarks import timing
+from benchmarks import stats, timing
 
 _REPLICAS = flags.DEFINE_integer("replicas", 4, "Simulated devices to replicate on.")
 _PER_REPLICA_BATCH = flags.DEFINE_integer("per-replica-batch", 32, "Rows per replica.")
@@ -87,6 +87,7 @@ def measure(model_name: str) -> dict:
         "ratio_ci95": [ratio.low, ratio.high],
         "control_ratio": control_ratio.median,
         "control_ratio_ci95": [control_ratio.low, control_ratio.high],
+        "verdict": stats.verdict(ratio, control_ratio, digits=3),
     }
 
 
@@ -104,15 +105,12 @@ def main(argv):
     for model_name in _MODELS.value:
         result = measure(model_name)
         report.append(result)
-        low, high = result["ratio_ci95"]
-        control_low, control_high = result["control_ratio_ci95"]
+        control = stats.PairedRatio(result["control_ratio"], *result["control_ratio_ci95"])
         print(
             f"  {model_name}: median step k={_STEPS.value} "
             f"{result['accumulating_step_median_s'] * 1e3:.1f} ms, k=1 "
             f"{result['plain_step_median_s'] * 1e3:.1f} ms, ratio "
-            f"{result['ratio_accumulating_over_plain']:.3f} [{low:.3f}, {high:.3f}] "
-            f"(goal <= 1.05); control k=1/k=1 {result['control_ratio']:.3f} "
-            f"[{control_low:.3f}, {control_high:.3f}]",
+            f"{result['verdict']} (goal <= 1.05); {stats.noise_line('k=1/k=1', control)}",
             flush=True,
         )
     print(json.dumps(report, indent=2))

@@ -29,9 +29,13 @@ from benchmarks import flag_spellings, timing
 _STEPS = flags.DEFINE_integer("steps", 30, "Timed training steps per model.")
 _WARMUP = flags.DEFINE_integer("warmup", 3, "Untimed steps first (tracing).")
 _BATCH_SIZE = flags.DEFINE_integer("batch-size", 32, "Batch size.")
-_TIMESTEPS = flags.DEFINE_integer("timesteps", 140, "Sequence length (seeds: 140).")
-_FEATURES = flags.DEFINE_integer("features", 64, "Features per step (seeds: 256).")
-_UNITS = flags.DEFINE_integer("units", 64, "LSTM units (seeds: 64).")
+_TIMESTEPS = flags.DEFINE_integer(
+    "timesteps", 140, "Sequence length (the legacy Keras 2 guides: 140)."
+)
+_FEATURES = flags.DEFINE_integer(
+    "features", 64, "Features per step (the legacy Keras 2 guides: 256)."
+)
+_UNITS = flags.DEFINE_integer("units", 64, "LSTM units (the legacy Keras 2 guides: 64).")
 _REPEATS = flags.DEFINE_integer(
     "repeats", 3, "Alternating rounds of both models; the medians pool all rounds."
 )

@@ -11,7 +11,9 @@ Two measurements, each side by side in one run:
    distributed batches in short alternating rounds (shim, native, control,
    in a rotating order). The ratio is the median over rounds of shim /
    native, each round's median step against its neighbour's (goal: <= 1.02),
-   with a 95% bootstrap interval. The control is a second native model
+   with a 95% bootstrap interval (`benchmarks.stats`, shared by every
+   benchmark; "no difference measured" when the interval includes 1 or
+   lies within the control's). The control is a second native model
    timed the same way: its ratio to the first (ideally 1.00) shows what the
    machine's noise alone makes of two identical models. Steps of a few
    milliseconds on simulated devices sharing two cores move by 10-30%
@@ -43,7 +45,7 @@ import time
 
 from absl import flags
 
-from benchmarks import flag_spellings, shim_and_native, step_graph, timing
+from benchmarks import flag_spellings, shim_and_native, stats, step_graph, timing
 
 _REPLICAS = flags.DEFINE_integer("replicas", 4, "Simulated devices to replicate on.")
 _BATCH_SIZE = flags.DEFINE_integer("batch-size", 128, "Global batch size.")
@@ -104,6 +106,7 @@ def measure_step_time(model_name: str) -> dict:
         "ratio_shim_over_native_ci95": [shim_ratio.low, shim_ratio.high],
         "control_ratio_native_over_native": control_ratio.median,
         "control_ratio_ci95": [control_ratio.low, control_ratio.high],
+        "verdict": stats.verdict(shim_ratio, control_ratio, digits=3),
         "train_step_ops_shim": ops["shim"],
         "train_step_ops_native": ops["native"],
     }
@@ -235,16 +238,15 @@ def main(argv):
     report = {"step_time": []}
     for model_name in _MODELS.value:
         step = measure_step_time(model_name)
-        report["step_time"].append(step)
-        low, high = step["ratio_shim_over_native_ci95"]
-        control_low, control_high = step["control_ratio_ci95"]
+        step["control"] = stats.PairedRatio(
+            step["control_ratio_native_over_native"], *step["control_ratio_ci95"]
+        )
+        report["step_time"].append({k: v for k, v in step.items() if k != "control"})
         print(
             f"  {model_name}: median step shim {step['shim_step_median_s'] * 1e3:.1f} ms, "
             f"native {step['native_step_median_s'] * 1e3:.1f} ms, "
-            f"ratio {step['ratio_shim_over_native']:.3f} [{low:.3f}, {high:.3f}] "
-            f"(goal <= 1.02); control native/native "
-            f"{step['control_ratio_native_over_native']:.3f} "
-            f"[{control_low:.3f}, {control_high:.3f}]; ops per train step shim "
+            f"ratio {step['verdict']} (goal <= 1.02); "
+            f"{stats.noise_line('native/native', step['control'])}; ops per train step shim "
             f"{step['train_step_ops_shim']}, native {step['train_step_ops_native']}",
             flush=True,
         )

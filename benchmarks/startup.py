@@ -4,7 +4,10 @@
     python -m benchmarks startup --runs=9
 
 Times, as separate processes, interleaved round by round so that a busy
-machine slows every command alike, and reports the median of each:
+machine slows every command alike, and reports the median of each with its
+95% interval, and its ratio to bare Python round by round (with the suite's
+statistics, `benchmarks.stats`), beside an A/A control: bare Python timed
+twice in each round. The commands:
 
 * bare Python start-up (`python -c pass`), the reference;
 * `python -c "import parallel_keras"`;
@@ -22,12 +25,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
 
 from absl import app, flags
+
+from benchmarks import stats
 
 _RUNS = flags.DEFINE_integer("runs", 9, "Rounds; each round runs every command once.")
 _OUTPUT = flags.DEFINE_string("output", None, "Also write the medians to this JSON file.")
@@ -39,6 +43,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(REPO, "tests", "migrate_corpus", "legacy")
 IMPORT_GOAL = (1.1, 0.050)  # x bare Python, + seconds.
 MIGRATE_GOAL_S = 2.0
+BARE = "python -c pass"
+CONTROL = "python -c pass (A/A control)"
 
 
 def _cli() -> list[str]:
@@ -58,7 +64,7 @@ def _cli() -> list[str]:
 def commands(include_keras: bool = True) -> dict[str, list[str]]:
     """Label -> argv of each timed command."""
     timed = {
-        "python -c pass": [sys.executable, "-c", "pass"],
+        BARE: [sys.executable, "-c", "pass"],
         "import parallel_keras": [sys.executable, "-c", "import parallel_keras"],
         "parallel-keras --help": [*_cli(), "--help"],
         "parallel-keras migrate --diff (corpus)": [*_cli(), "migrate", "--diff", CORPUS],
@@ -86,35 +92,52 @@ def _time_once(argv: list[str]) -> float:
 
 
 def measure(timed: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
-    """Seconds of each command over `runs` interleaved rounds."""
-    samples: dict[str, list[float]] = {label: [] for label in timed}
+    """Seconds of each command over `runs` interleaved rounds, and of the A/A control.
+
+    The control is bare Python a second time in each round (at the end, so
+    the two bare runs are as far apart as the round allows).
+    """
+    rounds = {**timed, CONTROL: timed[BARE]} if BARE in timed else dict(timed)
+    samples: dict[str, list[float]] = {label: [] for label in rounds}
     for argv in timed.values():  # Warm the file cache; not counted.
         _time_once(argv)
     for _ in range(runs):
-        for label, argv in timed.items():
+        for label, argv in rounds.items():
             samples[label].append(_time_once(argv))
     return samples
 
 
-def report(medians: dict[str, float]) -> tuple[str, bool]:
-    """The table and whether every goal was met."""
-    bare = medians["python -c pass"]
-    import_limit = IMPORT_GOAL[0] * bare + IMPORT_GOAL[1]
+def report(samples: dict[str, list[float]]) -> tuple[str, bool]:
+    """The table and whether every goal was met (by the median)."""
+    bare = samples[BARE]
+    control = stats.paired_ratio(samples[CONTROL], bare) if CONTROL in samples else None
+    import_limit = IMPORT_GOAL[0] * stats.median_interval(bare).median + IMPORT_GOAL[1]
     goals = {
         "import parallel_keras": import_limit,
         "parallel-keras --help": import_limit,
         "parallel-keras migrate --diff (corpus)": MIGRATE_GOAL_S,
     }
-    lines = [f"{'command':<42} {'median':>9} {'x bare':>7}  goal"]
+    lines = [f"{'command':<42} {'median [95%]':>22} {'x bare [95%]':>24}  goal"]
     met = True
-    for label, median in medians.items():
+    for label, values in samples.items():
+        if label == CONTROL:
+            continue
+        median = stats.median_interval(values)
+        relative = (
+            "reference"
+            if label == BARE
+            else stats.verdict(stats.paired_ratio(values, bare), control)
+        )
         goal = goals.get(label)
         verdict = ""
         if goal is not None:
-            ok = median < goal
+            ok = median.median < goal
             met = met and ok
             verdict = f"< {goal * 1000:.0f} ms: {'met' if ok else 'MISSED'}"
-        lines.append(f"{label:<42} {median * 1000:>6.0f} ms {median / bare:>6.1f}x  {verdict}")
+        timed = f"{median.median * 1000:.0f} ms [{median.low * 1000:.0f}, {median.high * 1000:.0f}]"
+        lines.append(f"{label:<42} {timed:>22} {relative:>24}  {verdict}".rstrip())
+    if control is not None:
+        lines.append(stats.noise_line(CONTROL, control))
     return "\n".join(lines), met
 
 
@@ -123,8 +146,8 @@ def main(argv: list[str]) -> int:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     timed = commands(include_keras=not _SKIP_KERAS.value)
     samples = measure(timed, _RUNS.value)
-    medians = {label: statistics.median(values) for label, values in samples.items()}
-    table, met = report(medians)
+    medians = {label: stats.median_interval(values).median for label, values in samples.items()}
+    table, met = report(samples)
     print(f"Medians of {_RUNS.value} interleaved runs ({sys.executable}):")
     print(table)
     if _OUTPUT.value:

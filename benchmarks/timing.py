@@ -7,17 +7,19 @@ asynchronous). `timed_fit` times every step of a `fit` call through a
 callback; `StepClock` alone times steps a benchmark runs itself
 (`train_on_batch`). To compare models step for step, `TrainSteps` runs a
 model's steps as `fit` does, `alternating_rounds` times several of them in
-short rounds of a rotating order, and `paired_ratio` compares two of them
-round by round.
+short rounds of a rotating order, and `paired_ratio` (from
+`benchmarks.stats`, the one statistics implementation) compares two of
+them round by round.
 """
 
 from __future__ import annotations
 
-import random
 import statistics
 import time
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
+
+# The comparison of rounds lives with the rest of the statistics.
+from benchmarks.stats import PairedRatio, paired_ratio  # noqa: F401
 
 
 class StepClock:
@@ -92,43 +94,3 @@ def alternating_rounds(
         for name in names[shift:] + names[:shift]:
             medians[name].append(runs[name].median_step(steps))
     return medians
-
-
-class PairedRatio(NamedTuple):
-    """How much slower `a` ran than `b`, from rounds run side by side."""
-
-    median: float
-    """Median over rounds of (a's round median / b's round median)."""
-    low: float
-    high: float
-    """A 95% bootstrap interval of that median."""
-
-
-def paired_ratio(
-    a_rounds: Sequence[float],
-    b_rounds: Sequence[float],
-    seed: int = 0,
-    resamples: int = 2000,
-) -> PairedRatio:
-    """The median of per-round ratios a/b, with a 95% bootstrap interval.
-
-    Rounds `a_rounds[i]` and `b_rounds[i]` ran next to each other, so their
-    ratio cancels the machine's drift (other jobs, clock changes) that a
-    ratio of pooled medians keeps; the interval says how far the noise left
-    by that pairing could move the median.
-    """
-    if len(a_rounds) != len(b_rounds) or not a_rounds:
-        raise ValueError(
-            "paired_ratio needs one `b` round per `a` round, and at least one. "
-            f"Received: {len(a_rounds)} and {len(b_rounds)} rounds."
-        )
-    ratios = [a / b for a, b in zip(a_rounds, b_rounds)]
-    rng = random.Random(seed)
-    medians = sorted(
-        statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(resamples)
-    )
-    return PairedRatio(
-        statistics.median(ratios),
-        medians[int(0.025 * (resamples - 1))],
-        medians[int(0.975 * (resamples - 1))],
-    )

@@ -26,6 +26,8 @@ import numpy as np
 
 import parallel_keras
 
+# Before TensorFlow (or Keras) is imported, or it cannot keep TensorFlow's
+# start-up lines out.
 parallel_keras.quiet_tensorflow()
 
 import keras  # noqa: E402

@@ -8,10 +8,14 @@ through the template so the file loads on a machine with one device.
 
 Run it:
 
-    python examples/legacy_multi_gpu_script.py            # every GPU
-    python examples/legacy_multi_gpu_script.py --gpus 4   # or simulated devices
+    python examples/legacy_multi_gpu_script.py            # 4 replicas (--gpus 4)
+    python examples/legacy_multi_gpu_script.py --gpus 2   # 2 replicas
 
-Without a GPU it rehearses on 4 simulated CPU devices, so it runs anywhere.
+On a machine with GPUs, replica i runs on GPU i. Without a GPU, the script
+simulates as many CPU devices as replicas (`simulate_devices(args.gpus)`
+below), so it runs anywhere. A Keras 2 script you do not want to edit gets
+the same from the environment: `PARALLEL_KERAS_SIMULATE_DEVICES=4 python
+train.py`.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ import numpy as np
 
 import parallel_keras
 
-# Before TensorFlow is imported: keeps its C++ start-up lines out.
+# Before TensorFlow (or Keras) is imported: keeps its C++ start-up lines
+# out. Called after that import it cannot, and says so.
 parallel_keras.quiet_tensorflow()
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -35,7 +40,7 @@ args = parser.parse_args()
 
 # Simulated devices must be configured before TensorFlow touches its devices:
 # this is the first thing the script does with TensorFlow. On a machine with
-# GPUs, leave it out.
+# GPUs the replicas use the GPUs, whatever this line does to the CPU.
 parallel_keras.simulate_devices(args.gpus)
 
 import keras  # noqa: E402

@@ -20,6 +20,8 @@ every worker sees.
 
 import parallel_keras
 
+# Before TensorFlow (or Keras) is imported, or it cannot keep TensorFlow's
+# start-up lines out.
 parallel_keras.quiet_tensorflow()
 # First TensorFlow-related line: under the launcher each worker gets 2
 # devices. On machines with GPUs, leave it out.

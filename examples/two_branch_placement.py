@@ -23,6 +23,8 @@ import numpy as np
 
 import parallel_keras
 
+# Before TensorFlow (or Keras) is imported, or it cannot keep TensorFlow's
+# start-up lines out.
 parallel_keras.quiet_tensorflow()
 parallel_keras.simulate_devices(2)  # no GPU here: /gpu:0 and /gpu:1 are simulated
 

@@ -17,8 +17,8 @@ import importlib
 
 from parallel_keras import _environment, _exports, _placement_hooks
 
-# The one source of the version: pyproject.toml reads it (setuptools
-# `dynamic`, statically, without importing the package).
+# The one source of the version: setup.cfg reads it (`version = attr:`,
+# statically, without importing the package).
 __version__ = "0.1.0"
 
 # The exports are the imports of `__init__.pyi`, the one list of them.
@@ -54,7 +54,8 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    # The public names only: not this module's own imports and helpers.
+    return sorted({*__all__, "__version__"})
 
 
 # Not TensorFlow: only a finder that installs the placement hooks once Keras

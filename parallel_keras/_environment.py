@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 
 # The tested range, inclusive, by major.minor: keep in step with
-# `pyproject.toml` `dependencies` and noxfile.py PAIRS (tests/test_versions.py
+# `setup.cfg` `install_requires` and noxfile.py PAIRS (tests/test_versions.py
 # checks both).
 TESTED_RANGE = {"tensorflow": ((2, 16), (2, 21)), "keras": ((3, 5), (3, 15))}
 # Releases inside the range that parallel_keras refuses, with why. Keras 3.7

@@ -72,6 +72,11 @@ def install() -> None:
             return
         _state["installing"] = True
         try:
+            # The same moment suits PARALLEL_KERAS_SIMULATE_DEVICES: Keras is
+            # imported, TensorFlow has not yet used its devices.
+            from parallel_keras import _simulate_env
+
+            _simulate_env.apply()
             importlib.import_module("parallel_keras.device_placement")
         finally:
             _state["installing"] = False

@@ -244,8 +244,9 @@ def resolve_device(name: str) -> str:
     if index >= present:
         raise _MissingDeviceError(
             f"Device {name!r} does not exist on this machine. Available "
-            f"devices: {available_devices()}. Use one of those, or call "
-            "parallel_keras.simulate_devices(n) first to rehearse on CPU."
+            f"devices: {available_devices()}. Use one of those, or rehearse on "
+            "CPU: run the script with PARALLEL_KERAS_SIMULATE_DEVICES=n, or call "
+            "parallel_keras.simulate_devices(n) first."
         )
     return _full_name(device_type, index)
 
@@ -300,8 +301,10 @@ def replica_devices(gpus: int | Sequence[int] | Sequence[str] | None) -> list[st
     # one per worker is enough: the replicas are spread over the workers.
     minimum = 1 if _is_multi_worker() else 2
     no_devices_hint = (
-        " This machine has no GPU: call parallel_keras.simulate_devices(n) "
-        "first to rehearse on n simulated CPU devices."
+        " This machine has no GPU: to rehearse on n simulated CPU devices, run "
+        "the script unmodified with PARALLEL_KERAS_SIMULATE_DEVICES=n (e.g. "
+        "PARALLEL_KERAS_SIMULATE_DEVICES=2 python train.py), or call "
+        "parallel_keras.simulate_devices(n) first."
         if not physical_gpus and not simulated
         else ""
     )

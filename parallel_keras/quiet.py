@@ -61,9 +61,28 @@ def quiet_tensorflow(verbose: bool = False) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     if "tensorflow" in sys.modules:
         tensorflow = importlib.import_module("tensorflow")
+        if not _said:
+            _said.add("too late")
+            from absl import logging as absl_logging
+
+            absl_logging.warning(TOO_LATE)
     else:
         with _stderr_to_devnull():
             tensorflow = importlib.import_module("tensorflow")
+        _said.add("imported quietly")
     # After `get_logger()` has run: in an interactive session (IPython,
     # Jupyter) its first call sets the logger to INFO, printing to stdout.
     tensorflow.get_logger().setLevel(logging.WARNING)
+
+
+TOO_LATE = (
+    "quiet_tensorflow() was called after TensorFlow was imported, so it cannot "
+    "quiet TensorFlow's start-up: those lines are printed while TensorFlow is "
+    "imported, and TF_CPP_MIN_LOG_LEVEL is read then. Only TensorFlow's Python "
+    "logger was set to WARNING. Received: 'tensorflow' already imported (by "
+    "`import tensorflow` or `import keras` above the call). Make "
+    "`import parallel_keras; parallel_keras.quiet_tensorflow()` the first lines "
+    "of the script or notebook, before any TensorFlow or Keras import."
+)
+# Once per process: the warning, or the quiet import that makes it moot.
+_said: set[str] = set()

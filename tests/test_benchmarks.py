@@ -26,6 +26,7 @@ if REPO_ROOT not in sys.path:
 
 from benchmarks import (
     shim_and_native,  # noqa: E402
+    stats,  # noqa: E402
     step_graph,  # noqa: E402
     timing,  # noqa: E402
 )
@@ -50,9 +51,9 @@ TINY = config_lib.SuiteConfig(
 )
 
 
-def _run_benchmarks(*flags, timeout=240):
+def _run_benchmarks(*flags, timeout=240, **env_changes):
     """`python REPO/benchmarks FLAGS`, from another folder: it runs from anywhere."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **env_changes)
     return subprocess.run(
         [sys.executable, os.path.join(REPO_ROOT, "benchmarks"), *flags],
         cwd=tempfile.gettempdir(),
@@ -90,7 +91,8 @@ def _run(model="mlp", mode="single", replicas=1, samples_per_s=100.0, **extra):
 
 @pytest.fixture(scope="module")
 def suite_run(tmp_path_factory):
-    """One real run of the suite (4 runs), against a baseline no machine matches.
+    """One real run of the suite (4 runs and an A/A control, in 4 alternating
+    rounds in one process), against a baseline no machine matches.
 
     Shared by the tests below, each checking one behaviour of that run.
     """
@@ -106,6 +108,7 @@ def suite_run(tmp_path_factory):
         "--replicas=1,2",
         "--global-batch-size=8",
         "--steps=3",
+        "--rounds=4",
         "--warmup_steps=1",  # The old spelling, a hidden alias.
         f"--output={output}",
         f"--plot={plot_path}",
@@ -124,7 +127,8 @@ def test_entry_point_flags_the_injected_regression_in_its_exit_code(suite_run):
 
 def test_entry_point_reports_progress_and_says_simulated_devices_are_overhead(suite_run):
     process, _, _, _ = suite_run
-    assert "ETA" in process.stdout and "[4/4]" in process.stdout
+    # One process for the model's four runs and its control.
+    assert "ETA" in process.stdout and "[1/1] mlp multi_gpu_model x2" in process.stdout
     assert "overhead, not speedup" in process.stdout  # no GPU here
 
 
@@ -147,23 +151,57 @@ def test_entry_point_records_each_run(suite_run, mode, replicas):
     assert run["global_batch_size"] == 8
     assert 0 < run["step_time_median_s"] <= run["step_time_p90_s"]
     assert math.isclose(run["samples_per_s"], 8 / run["step_time_median_s"])
+    # One median step time per alternating round; the figure is their median.
+    assert len(run["round_step_medians_s"]) == 4
+    assert math.isclose(run["step_time_median_s"], np.median(run["round_step_medians_s"]))
     assert run["peak_rss_mb"] > 50
     assert run["setup_s"] >= 0 and len(run["devices"]) == replicas
     assert run["tf_version"] and run["keras_version"]
-    single = runs["single", 1]["samples_per_s"]
-    assert math.isclose(run["vs_single"], run["samples_per_s"] / single)
-    assert math.isclose(run["scaling_efficiency"], run["samples_per_s"] / (replicas * single))
+    # Throughput over single's, round by round: the median of the paired ratios.
+    single = runs["single", 1]["round_step_medians_s"]
+    ratios = [a / b for a, b in zip(single, run["round_step_medians_s"])]
+    assert math.isclose(run["vs_single"], np.median(ratios))
+    assert math.isclose(run["scaling_efficiency"], run["vs_single"] / replicas)
+    if (mode, replicas) != ("single", 1):
+        low, high = run["vs_single_ci95"]
+        assert low <= run["vs_single"] <= high
 
 
 def test_entry_point_compares_against_mirrored_and_single(suite_run):
     _, _, runs, _ = suite_run
-    mirrored_2 = runs["mirrored", 2]["samples_per_s"]
+    mirrored_2 = runs["mirrored", 2]["round_step_medians_s"]
+    shim = runs["multi_gpu_model", 2]["round_step_medians_s"]
     assert math.isclose(
         runs["multi_gpu_model", 2]["vs_mirrored"],
-        runs["multi_gpu_model", 2]["samples_per_s"] / mirrored_2,
+        np.median([a / b for a, b in zip(mirrored_2, shim)]),
     )
     assert runs["single", 1]["vs_single"] == 1.0
+    assert runs["single", 1]["vs_single_verdict"] == "reference"
     assert [device[-5:] for device in runs["mirrored", 2]["devices"]] == ["CPU:0", "CPU:1"]
+
+
+def test_entry_point_measures_an_a_a_control_in_the_same_rounds_and_prints_the_noise(suite_run):
+    process, data, runs, _ = suite_run
+    control = data["header"]["aa_controls"]["mlp"]
+    assert control["reference"] == "mlp mirrored x2"
+    assert len(control["round_step_medians_s"]) == 4
+    reference = runs["mirrored", 2]["round_step_medians_s"]
+    ratios = [a / b for a, b in zip(reference, control["round_step_medians_s"])]
+    assert math.isclose(control["ratio"], np.median(ratios))
+    low, high = control["ratio_ci95"]
+    assert low <= control["ratio"] <= high
+    assert "mlp (mlp mirrored x2 twice): A/A control" in process.stdout
+    # Every ratio is a figure with its interval, or says it cannot be told from noise.
+    for run in runs.values():
+        verdict = run["vs_mirrored_verdict"]
+        assert verdict in ("reference", stats.NO_DIFFERENCE) or re.fullmatch(
+            r"\d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\]", verdict
+        ), verdict
+    # When, on what, under what load.
+    assert data["header"]["load_average"]["start"] is not None
+    assert re.search(
+        r"^Measured \S+ on .+ \(\d+ CPUs, GPUs: none\), load average ", process.stdout, re.M
+    )
 
 
 def test_entry_point_draws_a_plot(suite_run):
@@ -177,15 +215,17 @@ def test_entry_point_draws_a_plot(suite_run):
 def test_a_run_that_times_out_is_recorded_as_failed_and_the_exit_code_says_so(tmp_path):
     # A run of ten million steps cannot finish within the run timeout on any
     # machine, fast or loaded: the timeout is hit by the work, not the clock.
-    output = tmp_path / "run.json"
+    # No --output: the results go to a cache folder, not beside the code.
     process = _run_benchmarks(
         "--models=mlp",
         "--modes=single",
         "--steps=10000000",
         "--run-timeout-s=5",
-        f"--output={output}",
         "--plot=",
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
     )
+    output = tmp_path / "cache" / "parallel_keras" / "benchmarks" / "latest.json"
+    assert f"JSON: {output}" in process.stdout
     assert process.returncode == 2, process.stdout + process.stderr
     assert "FAILED: Timed out after" in process.stdout
     (run,) = json.loads(output.read_text())["runs"]
@@ -196,7 +236,11 @@ def test_a_run_that_times_out_is_recorded_as_failed_and_the_exit_code_says_so(tm
     # The last lines say what failed, why, and what the exit code means.
     closing = process.stdout.strip().splitlines()[-3:]
     assert closing[0].startswith("0 of 1 runs measured in ")
-    assert closing[1].startswith("  FAILED mlp / single / 1 replicas: Timed out after 5s")
+    # The budget is per configuration: `single` and its A/A control share the process.
+    assert closing[1].startswith(
+        "  FAILED mlp / single / 1 replicas: Timed out after 10s "
+        "(2 configurations x run_timeout_s=5)"
+    )
     assert closing[2] == "exit code 2: a run failed (above)."
 
 
@@ -436,8 +480,11 @@ def test_plot_gives_each_mode_one_style_in_every_panel_with_a_legend():
             lines = [
                 line for line in left.get_lines() if colors.to_rgba(line.get_color()) == wanted
             ]
+            # RGB only: a bar the run could not tell from noise is drawn faint.
             bars = [
-                patch for patch in right.patches if colors.to_rgba(patch.get_facecolor()) == wanted
+                patch
+                for patch in right.patches
+                if colors.to_rgba(patch.get_facecolor())[:3] == wanted[:3]
             ]
             assert lines and bars, f"{mode} missing from a panel"
             assert {line.get_marker() for line in lines} == {plot_lib.style(mode)["marker"]}
@@ -494,13 +541,20 @@ def test_startup_goals_are_relative_to_bare_python():
         "parallel-keras migrate --diff (corpus)": 1.5,
         "import keras": 3.5,
     }
-    table, met = startup.report(medians)
+    # Five interleaved rounds around each median, and the A/A control.
+    spread = [0.99, 1.0, 1.01, 1.0, 0.995]
+    samples = {label: [median * f for f in spread] for label, median in medians.items()}
+    samples[startup.CONTROL] = [0.020 * f for f in reversed(spread)]
+    table, met = startup.report(samples)
     assert not met  # --help missed its goal by 1 ms.
     lines = {line.split("  ")[0].strip(): line for line in table.splitlines()[1:]}
     assert lines["import parallel_keras"].endswith("< 72 ms: met")
     assert lines["parallel-keras --help"].endswith("< 72 ms: MISSED")
     assert lines["parallel-keras migrate --diff (corpus)"].endswith("< 2000 ms: met")
     assert set(startup.commands()) == set(medians)
+    # Ratios to bare Python round by round, with their interval; the control's noise.
+    assert re.search(r"3\.55 \[\d\.\d\d, \d\.\d\d\]", lines["import parallel_keras"])
+    assert table.splitlines()[-1].startswith("python -c pass (A/A control): A/A control")
 
 
 def test_paired_ratio_is_the_median_of_round_ratios_with_an_interval_around_it():
@@ -565,3 +619,138 @@ def test_alternating_rounds_rotate_the_order_and_keep_each_runs_medians():
     assert medians == {"a": [1.0] * 4, "b": [2.0] * 4, "c": [3.0] * 4}
     assert [name for name, _ in calls] == list("abcbcacababc")
     assert {steps for _, steps in calls} == {5}
+
+
+def _timed(model="mlp", mode="single", replicas=1, rounds=(), **extra):
+    """A run record with one median step time (seconds) per alternating round."""
+    return _run(
+        model, mode, replicas, samples_per_s=1.0, round_step_medians_s=list(rounds), **extra
+    )
+
+
+_ROUNDS = [0.010, 0.012, 0.009, 0.011, 0.010, 0.013, 0.010, 0.011]
+
+
+def test_a_ratio_its_interval_or_its_control_cannot_tell_from_1_is_no_difference():
+    clear = stats.PairedRatio(1.20, 1.15, 1.25)
+    assert stats.verdict(clear, None) == "1.20 [1.15, 1.25]"
+    assert stats.verdict(clear, stats.PairedRatio(1.0, 0.97, 1.03)) == "1.20 [1.15, 1.25]"
+    # The interval includes 1.
+    assert stats.verdict(stats.PairedRatio(1.05, 0.98, 1.10), None) == stats.NO_DIFFERENCE
+    # The A/A control reaches further from 1 than the effect does.
+    assert stats.verdict(clear, stats.PairedRatio(1.0, 0.78, 1.10)) == stats.NO_DIFFERENCE
+    assert stats.verdict(None, None) == "-"
+
+
+def test_suite_ratios_pair_rounds_and_an_impossible_efficiency_is_flagged_not_shown():
+    drift = [1.0, 3.0, 1.5, 2.0, 1.0, 2.5, 1.2, 1.8]  # The machine's load, round by round.
+    single = [0.010 * d for d in drift]
+    runs = [
+        _timed(mode="single", rounds=single),
+        # One device, 30% faster than `single` in every round: no run on one
+        # device can be, so the efficiency (130%) is flagged.
+        _timed(mode="mirrored", rounds=[t / 1.3 for t in single]),
+        _timed(mode="mirrored", replicas=2, rounds=[t * 2 for t in single]),
+        _timed(mode="multi_gpu_model", replicas=2, rounds=[t * 1.6 for t in single]),
+    ]
+    controls = {
+        "mlp": {
+            "reference": "mlp mirrored x2",
+            "round_step_medians_s": runs[2]["round_step_medians_s"],
+        }
+    }
+    results_lib.derive(runs, controls)
+    by_mode = {(run["mode"], run["replicas"]): run for run in runs}
+    # Drift of 3x between rounds cancels in the paired ratio.
+    shim = by_mode["multi_gpu_model", 2]
+    assert shim["vs_mirrored"] == pytest.approx(2 / 1.6)
+    assert shim["vs_mirrored_ci95"] == pytest.approx([2 / 1.6, 2 / 1.6])
+    assert shim["vs_mirrored_verdict"] == "1.25 [1.25, 1.25]"
+    assert by_mode["mirrored", 1]["efficiency_flag"] == results_lib.IMPOSSIBLE_EFFICIENCY
+    assert by_mode["mirrored", 2]["efficiency_flag"] is None
+    table = results_lib.format_table(runs)
+    mirrored_1 = next(line for line in table.splitlines() if "mirrored         1" in line)
+    assert "FLAGGED (>100%)" in mirrored_1 and "130%" not in mirrored_1
+    # docs/benchmarks.md's table is the same cells in Markdown.
+    markdown = results_lib.format_markdown(runs).splitlines()
+    assert markdown[0].startswith("| model | mode | N | step ms |")
+    assert "| mlp | mirrored | 1 |" in markdown[3] and "FLAGGED (>100%)" in markdown[3]
+    noise = results_lib.noise_report({"config": {"rounds": 8}, "aa_controls": controls}, runs)
+    assert "mlp (mlp mirrored x2 twice): A/A control 1.000 [1.000, 1.000]" in noise
+    assert "FLAGGED mlp mirrored x1: efficiency above 100%" in noise
+
+
+def test_plot_draws_each_bars_interval_and_the_a_a_band():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import collections, pyplot
+
+    from benchmarks.suite import plot as plot_lib
+
+    runs = [
+        _timed(mode="single", rounds=_ROUNDS),
+        _timed(mode="mirrored", replicas=2, rounds=[t * 2 for t in _ROUNDS]),
+        _timed(mode="multi_gpu_model", replicas=2, rounds=[t * 1.5 for t in reversed(_ROUNDS)]),
+    ]
+    control_rounds = [t * 2.02 for t in _ROUNDS[1:] + _ROUNDS[:1]]
+    controls = {"mlp": {"reference": "mlp mirrored x2", "round_step_medians_s": control_rounds}}
+    results_lib.derive(runs, controls)
+    figure = plot_lib.plot(_results(runs, aa_controls=controls))
+    try:
+        left, right = figure.axes[:2]
+        # Error bars: one segment per bar on the right, per point on the left.
+        segments = [
+            segment
+            for item in right.collections
+            if isinstance(item, collections.LineCollection)
+            for segment in item.get_segments()
+        ]
+        assert len(segments) == 2  # mirrored x2 (its interval is [1, 1]) and the shim
+        shim_low, shim_high = runs[2]["vs_mirrored_ci95"]
+        assert any(
+            np.allclose(sorted(segment[:, 1]), [shim_low, shim_high]) for segment in segments
+        )
+        assert any(isinstance(item, collections.LineCollection) for item in left.collections)
+        # The A/A control's band spans its interval.
+        low, high = controls["mlp"]["ratio_ci95"]
+        bands = [
+            patch
+            for patch in right.patches
+            if patch.get_facecolor()[:3] == matplotlib.colors.to_rgb("#999999")
+        ]
+        assert len(bands) == 1
+        y0, y1 = sorted(
+            bands[0].get_path().transformed(bands[0].get_patch_transform()).vertices[:, 1]
+        )[::3][:2]
+        assert (y0, y1) == pytest.approx((low, high))
+        legend = [text.get_text() for text in figure.legends[0].get_texts()]
+        assert "A/A control's 95% band, right" in legend
+    finally:
+        pyplot.close(figure)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "",
+        "suite",
+        "shim-overhead",
+        "cpu-reduction",
+        "device-parallel",
+        "multi-worker",
+        "startup",
+        "accumulation",
+    ],
+)
+def test_help_of_every_command_exits_0(command):
+    process = subprocess.run(
+        [sys.executable, "-m", "benchmarks", *([command] if command else []), "--help"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    assert process.returncode == 0, process.stderr[-2000:]
+    assert "--" in process.stdout and "Traceback" not in process.stderr

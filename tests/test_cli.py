@@ -23,12 +23,38 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*_ENTRY, *args], capture_output=True, text=True, timeout=120)
 
 
-def test_no_arguments_prints_the_help_with_every_command():
+def test_no_arguments_prints_the_help_with_every_command_and_exits_2():
     result = _run()
-    assert result.returncode == 0
+    # A missing input, as the exit-code table says.
+    assert result.returncode == 2
     for command in cli_main.SUBCOMMANDS:
-        assert f"\n    {command}" in result.stdout, result.stdout
-    assert "exit codes:" in result.stdout
+        assert f"\n    {command}" in result.stderr, result.stderr
+    assert "exit codes:" in result.stderr
+    assert result.stderr.endswith("parallel-keras: error: a COMMAND is required.\n")
+    assert result.stdout == ""
+
+
+def test_python_dash_m_parallel_keras_is_the_command():
+    result = _run_module("-V")
+    assert result.returncode == 0, result.stderr
+    import parallel_keras
+
+    assert result.stdout.strip() == f"parallel-keras {parallel_keras.__version__}"
+    assert _run_module("--bogus").returncode == 2
+
+
+def _run_module(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "parallel_keras", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_migrate_verbose_help_does_not_speak_of_tensorflow():
+    result = _run("migrate", "--help")
+    assert result.returncode == 0
+    verbose = result.stdout[result.stdout.index("-v, --verbose") :]
+    assert "parallel_keras's INFO log lines" in verbose
+    assert "TensorFlow" not in verbose.split("\n  -", 1)[0]
 
 
 def test_an_unknown_top_level_flag_is_named_not_taken_for_a_missing_command():

@@ -61,3 +61,36 @@ def test_convert_refuses_a_mismatching_template_and_writes_nothing(tmp_path):
     assert missing.returncode == 2 and "does not exist" in missing.stderr
     assert missing.stderr.startswith("parallel-keras convert: error: ")
     assert not out.exists() and not [n for n in os.listdir(tmp_path) if ".tmp-" in n]
+
+
+def test_skip_mismatch_flag_loads_the_layers_that_fit_and_the_error_names_it(tmp_path):
+    import keras
+
+    source = legacy_source("sequential")  # Dense(8) -> Dense(3), input (6,).
+    legacy_path = str(tmp_path / "multi_gpu.h5")
+    legacy_files.write_parallel_model_file(legacy_path, source)
+    # The same first layer, a head of another width: only the first layer fits.
+    template_file = tmp_path / "wider_head.py"
+    template_file.write_text(
+        "import keras\n\n\ndef build():\n"
+        "    return keras.Sequential(\n"
+        "        [keras.Input((6,)), keras.layers.Dense(8, activation='relu'), keras.layers.Dense(5)]\n"
+        "    )\n"
+    )
+    out = tmp_path / "converted.weights.h5"
+    refused = _convert(legacy_path, "--template", f"{template_file}:build", "-o", str(out))
+    assert refused.returncode == 1
+    assert "pass --skip-mismatch to load only the layers that match" in refused.stderr
+    assert "skip_mismatch=True" not in refused.stderr and not out.exists()
+
+    done = _convert(
+        legacy_path, "--template", f"{template_file}:build", "-o", str(out), "--skip-mismatch"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "1 layers" in done.stdout
+    converted = keras.Sequential(
+        [keras.Input((6,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(5)]
+    )
+    converted.load_weights(str(out))
+    for got, want in zip(converted.layers[0].get_weights(), source.layers[0].get_weights()):
+        np.testing.assert_array_equal(got, want)

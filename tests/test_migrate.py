@@ -468,6 +468,10 @@ def test_cli_runs_without_tensorflow_and_writes_nothing_by_default(scripts):
     assert process.stdout.index("+from parallel_keras") < process.stdout.index(
         "legacy.py: 1 change, 1 flagged"
     )
+    # The closing lines: how to run the result without a GPU, and quietly.
+    closing = process.stdout.strip().splitlines()[-2:]
+    assert closing[0].endswith("PARALLEL_KERAS_SIMULATE_DEVICES=2 python legacy.py"), closing
+    assert "`import parallel_keras; parallel_keras.quiet_tensorflow()`" in closing[1]
     assert (scripts / "legacy.py").read_text() == LEGACY
     assert sorted(os.listdir(scripts)) == ["broken.py", "clean.py", "legacy.py"]
 

@@ -342,7 +342,8 @@ def _run_params():
         yield pytest.param(project, marks=marks)
 
 
-@pytest.mark.parametrize("project", _run_params())
+# A list, not the generator: parametrize takes a Collection (pytest deprecates other iterables).
+@pytest.mark.parametrize("project", list(_run_params()))
 def test_migrated_project_trains_and_saves_a_file_one_device_loads(project, tmp_path):
     spec = PROJECTS_SPEC[project]
     work = tmp_path / project

@@ -87,3 +87,20 @@ def test_notebook_runs_in_a_fresh_kernel(path):
         if _TENSORFLOW_LOG.match(line)
     ]
     assert log_lines == [], "TensorFlow log lines in the outputs"
+
+
+def test_the_benchmarks_notebook_finds_the_repository_from_any_folder(tmp_path):
+    """Notebook 03's set-up cell, started outside `notebooks/` (no `..` to lean on)."""
+    import subprocess
+
+    notebook = nbformat.read(os.path.join(NOTEBOOK_DIR, "03_benchmarks.ipynb"), as_version=4)
+    setup = next(cell.source for cell in notebook.cells if "find_repository" in cell.source)
+    process = subprocess.run(
+        [sys.executable, "-c", setup + "\nprint('REPO', REPO_ROOT)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert process.returncode == 0, process.stderr
+    assert process.stdout.split()[-1] == REPO_ROOT

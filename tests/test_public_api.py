@@ -56,7 +56,7 @@ def installed_wheel(tmp_path_factory) -> pathlib.Path:
     source = root / "source"
     source.mkdir()
     # A copy, so the build's scratch files stay out of the checkout.
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.cfg", "README.md"):
         shutil.copy(REPO / name, source / name)
     shutil.copytree(
         REPO / "parallel_keras",
@@ -213,6 +213,14 @@ def test_every_public_package_exports_one_way_from_its_stub(package_name):
             continue
         assert getattr(package, name) is not None
         assert name in dir(package)
+
+
+def test_dir_of_the_package_lists_its_public_names_only():
+    import parallel_keras
+
+    listed = dir(parallel_keras)
+    assert listed == sorted({*parallel_keras.__all__, "__version__"})
+    assert not {"annotations", "importlib", "_exports"} & set(listed)
 
 
 @pytest.mark.parametrize("package_name", INTERNAL_PACKAGES)

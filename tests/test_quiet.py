@@ -57,3 +57,28 @@ def test_an_error_while_importing_tensorflow_is_still_shown():
     )
     assert process.returncode == 1
     assert "ModuleNotFoundError" in process.stderr and "tensorflow" in process.stderr
+
+
+def test_called_after_tensorflow_it_says_why_it_cannot_and_the_way_that_works():
+    process = _python(
+        "import tensorflow as tf\n"
+        "import parallel_keras\n"
+        "parallel_keras.quiet_tensorflow()\n"
+        "parallel_keras.quiet_tensorflow()\n"  # Said once.
+        "print(tf.get_logger().level)\n"
+    )
+    assert process.returncode == 0, process.stderr
+    assert process.stdout == "30\n"
+    assert process.stderr.count("quiet_tensorflow() was called after TensorFlow was imported") == 1
+    assert "the first lines of the script or notebook" in process.stderr
+
+
+def test_called_first_it_says_nothing():
+    process = _python(
+        "import parallel_keras\n"
+        "parallel_keras.quiet_tensorflow()\n"
+        "import keras\n"
+        "parallel_keras.quiet_tensorflow()\n"  # Again, once TensorFlow is in: still its own doing.
+    )
+    assert process.returncode == 0, process.stderr
+    assert process.stderr == ""

@@ -1,17 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """Declared = tested, and what an environment outside the tested range gets.
 
-The range lives in `parallel_keras/_environment.py`; `pyproject.toml`
+The range lives in `parallel_keras/_environment.py`; `setup.cfg`
 declares it and noxfile.py tests its pairs. Environments parallel_keras
 cannot run on are refused at first use with the rule, what was found and the
 fix, before anything is patched; each row runs in a fresh process.
 """
 
 import ast
+import configparser
 import pathlib
 import re
 import textwrap
-import tomllib
 
 import keras
 import pytest
@@ -39,11 +39,17 @@ def _noxfile_pairs() -> list[tuple[str, str, str]]:
     raise AssertionError("noxfile.py has no PAIRS")
 
 
-def test_pyproject_declares_exactly_the_tested_range():
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+def test_setup_cfg_declares_exactly_the_tested_range():
+    config = configparser.ConfigParser()
+    config.read(REPO / "setup.cfg")
+    requirements = [
+        line.strip()
+        for line in config["options"]["install_requires"].splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
     declared = {
         re.match(r"[\w-]+", requirement)[0]: requirement.replace(" ", "")
-        for requirement in project["dependencies"]
+        for requirement in requirements
     }
     for requirement in _environment.tested_requirements().split():
         requirement = requirement.strip("'")

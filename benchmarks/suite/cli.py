@@ -10,8 +10,16 @@ Examples:
 
 Run it from the repository root as `python -m benchmarks`, or from any
 folder as `python path/to/repo/benchmarks` (the folder's `__main__.py`);
-results go to `benchmarks/results/` beside the code unless --output and
---plot say otherwise.
+results go to --results-dir (by default a cache folder,
+$XDG_CACHE_HOME/parallel_keras/benchmarks or ~/.cache/parallel_keras/
+benchmarks), never into the code's own folder, unless --output and --plot
+name files.
+
+Each model's configurations run in one process, timed side by side in
+--rounds alternating rounds beside an A/A control (the `mirrored` run at the
+most replicas, measured twice); every ratio is the median over rounds with
+a 95% bootstrap interval, and reads "no difference measured" when the
+interval includes 1 or lies within the control.
 
 Exit codes: 0 all runs measured; 1 a regression against --baseline; 2 a run
 failed (its error is in the table and the JSON, and the last lines name each
@@ -36,8 +44,13 @@ from benchmarks.suite import models, modes, runner
 from benchmarks.suite import results as results_lib
 
 _DEFAULT = config_lib.SuiteConfig()
-# Beside the code, so a run started from any folder writes to the same place.
-_RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
+
+
+def default_results_dir() -> str:
+    """A cache folder of the user's, never the code's own (it may be installed read-only)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "parallel_keras", "benchmarks")
+
 
 _MODELS = flags.DEFINE_list(
     "models", list(_DEFAULT.models), f"Models to train, from {sorted(models.MODELS)}."
@@ -53,7 +66,12 @@ _GLOBAL_BATCH_SIZE = flags.DEFINE_integer(
     _DEFAULT.global_batch_size,
     "Rows per step across all replicas (split evenly between them).",
 )
-_STEPS = flags.DEFINE_integer("steps", _DEFAULT.steps, "Timed steps per run.")
+_STEPS = flags.DEFINE_integer("steps", _DEFAULT.steps, "Timed steps per round.")
+_ROUNDS = flags.DEFINE_integer(
+    "rounds",
+    _DEFAULT.rounds,
+    "Alternating rounds per model (the repetitions behind each ratio's interval).",
+)
 _WARMUP_STEPS = flags.DEFINE_integer(
     "warmup-steps", _DEFAULT.warmup_steps, "Untimed steps before the timed ones."
 )
@@ -63,20 +81,28 @@ _DATASET = flags.DEFINE_string(
     "'synthetic', or 'tfds:NAME' read from --data-dir (never downloaded).",
 )
 _DATA_DIR = flags.DEFINE_string("data-dir", None, "TFDS data directory for --dataset=tfds:NAME.")
+_RESULTS_DIR = flags.DEFINE_string(
+    "results-dir",
+    None,
+    "Folder for latest.json and latest.png. Defaults to a cache folder "
+    "($XDG_CACHE_HOME/parallel_keras/benchmarks, else ~/.cache/parallel_keras/benchmarks).",
+)
 _OUTPUT = flags.DEFINE_string(
-    "output", os.path.join(_RESULTS_DIR, "latest.json"), "Where to write the JSON results."
+    "output", None, "Where to write the JSON results. Defaults to --results-dir/latest.json."
 )
 _PLOT = flags.DEFINE_string(
     "plot",
-    os.path.join(_RESULTS_DIR, "latest.png"),
-    "Where to write the PNG plot ('' for none).",
+    None,
+    "Where to write the PNG plot ('' for none). Defaults to --results-dir/latest.png.",
 )
 _QUICK = flags.DEFINE_bool(
     "quick",
     False,
-    "Preset for a 2-core machine, loaded or not (mlp, cnn, two_branch_lstm; "
-    "1 and 2 replicas; 10 steps; see the README for measured times). "
-    "Flags given explicitly override it.",
+    "Preset for a 2-core machine, loaded or not: fewer rows (mlp, cnn, "
+    "two_branch_lstm; 1 and 2 replicas; 5 steps per round), as many rounds as "
+    "the full suite; it prints its own noise (the A/A control of each model). "
+    "Measured times and figures: docs/benchmarks.md. Flags given explicitly "
+    "override it.",
 )
 _BASELINE = flags.DEFINE_string(
     "baseline", None, "An earlier results JSON; exit 1 when a run regressed against it."
@@ -87,7 +113,9 @@ _THRESHOLD = flags.DEFINE_float(
     "Largest tolerated drop in samples/s against --baseline, as a fraction.",
 )
 _RUN_TIMEOUT = flags.DEFINE_float(
-    "run-timeout-s", _DEFAULT.run_timeout_s, "Seconds before one run is stopped as failed."
+    "run-timeout-s",
+    _DEFAULT.run_timeout_s,
+    "Seconds per configuration (a model's process gets this times its configurations) before it is stopped as failed.",
 )
 
 
@@ -97,6 +125,7 @@ flag_spellings.keep_old_spellings(
     _REPLICAS,
     _GLOBAL_BATCH_SIZE,
     _STEPS,
+    _ROUNDS,
     _WARMUP_STEPS,
     _DATASET,
     _DATA_DIR,
@@ -118,6 +147,7 @@ def _config() -> config_lib.SuiteConfig:
         (_REPLICAS, "replicas", lambda values: tuple(_replica_count(v) for v in values)),
         (_GLOBAL_BATCH_SIZE, "global_batch_size", int),
         (_STEPS, "steps", int),
+        (_ROUNDS, "rounds", int),
         (_WARMUP_STEPS, "warmup_steps", int),
         (_DATASET, "dataset", str),
         (_DATA_DIR, "data_dir", lambda value: value),
@@ -161,9 +191,12 @@ def main(argv: list[str]) -> int:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     # A SIGTERM stops the run like Ctrl-C: the measuring process goes too.
     signal.signal(signal.SIGTERM, _interrupt)
+    results_dir = _RESULTS_DIR.value or default_results_dir()
+    output = _OUTPUT.value or os.path.join(results_dir, "latest.json")
+    plot_path = os.path.join(results_dir, "latest.png") if _PLOT.value is None else _PLOT.value
     try:
         config = _config()
-        missing = missing_requirements(config, _PLOT.value)
+        missing = missing_requirements(config, plot_path)
         if missing:
             print(
                 f"error: python -m benchmarks needs {', '.join(missing)}, "
@@ -179,6 +212,8 @@ def main(argv: list[str]) -> int:
         return 2
     print()
     print(suite_results.table())
+    print()
+    print(results_lib.provenance(suite_results.header))
     if suite_results.skipped:
         print(
             f"({len(suite_results.skipped)} combinations not applicable, listed "
@@ -186,15 +221,16 @@ def main(argv: list[str]) -> int:
         )
     if suite_results.header.get("devices_simulated"):
         print(f"\nNOTE: {results_lib.SIMULATED_NOTE}")
-    print(f"\nJSON: {suite_results.save(_OUTPUT.value)}")
-    if _PLOT.value:
+    print(f"\nJSON: {suite_results.save(output)}")
+    if plot_path:
         import matplotlib
 
         matplotlib.use("Agg")
         from matplotlib import pyplot
 
-        pyplot.close(suite_results.plot(_PLOT.value))
-        print(f"Plot: {_PLOT.value}")
+        os.makedirs(os.path.dirname(os.path.abspath(plot_path)), exist_ok=True)
+        pyplot.close(suite_results.plot(plot_path))
+        print(f"Plot: {plot_path}")
     exit_code = 2 if suite_results.failed else 0
     if baseline is not None:
         comparison = baseline_lib.compare(suite_results, baseline, _THRESHOLD.value)

@@ -26,7 +26,10 @@ class SuiteConfig:
         replicas: Replica counts (devices, or workers for `multi_worker`).
         global_batch_size: Rows per step across all replicas; the same for
             every mode and replica count, so N replicas get 1/N each.
-        steps: Timed steps per run.
+        steps: Timed steps per round; a round's figure is their median.
+        rounds: Alternating rounds (every configuration of a model once
+            per round, the order rotating), the repetitions each ratio's
+            median and 95% interval come from.
         warmup_steps: Untimed steps first (tracing, allocation).
         dataset: `"synthetic"` or `"tfds:NAME"`.
         data_dir: TFDS data directory for `tfds:NAME`.
@@ -39,7 +42,8 @@ class SuiteConfig:
     modes: tuple[str, ...] = modes.MODES
     replicas: tuple[int, ...] = (1, 2, 4)
     global_batch_size: int = 64
-    steps: int = 30
+    steps: int = 10
+    rounds: int = 20
     warmup_steps: int = 5
     dataset: str = datasets.SYNTHETIC
     data_dir: str | None = None
@@ -50,7 +54,7 @@ class SuiteConfig:
         models.check_names(self.models)
         modes.check_names(self.modes)
         datasets.parse(self.dataset)
-        for name in ("global_batch_size", "steps"):
+        for name in ("global_batch_size", "steps", "rounds"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}.")
@@ -79,11 +83,13 @@ class SuiteConfig:
         return dataclasses.replace(self, **changes)
 
 
-# Small enough for a loaded 2-core machine: the three models that say
-# something at small size (ResNet-50, even at 32x32, took most of the time
-# and timed out at load average 7-18, so it is left to the full suite), the
-# modes that run in one process, 1 and 2 replicas, few steps. The timeout is
-# generous: a quick run is never stopped for being slow, only for hanging.
+# Small enough for a loaded 2-core machine: fewer rows, not fewer
+# repetitions. The three models that say something at small size (ResNet-50,
+# even at 32x32, took most of the time and timed out at load average 7-18,
+# so it is left to the full suite), the modes that run in one process, 1 and
+# 2 replicas, shorter rounds; as many rounds as the full suite, so its
+# intervals and its A/A control are as honest. The timeout is generous: a
+# quick run is never stopped for being slow, only for hanging.
 QUICK = SuiteConfig(
     models=("mlp", "cnn", "two_branch_lstm"),
     modes=(
@@ -95,7 +101,7 @@ QUICK = SuiteConfig(
     ),
     replicas=(1, 2),
     global_batch_size=32,
-    steps=10,
+    steps=5,
     warmup_steps=3,
     quick=True,
     run_timeout_s=900.0,

@@ -7,7 +7,11 @@ one-device throughput times N), which simulated devices sharing the same
 cores cannot reach, so it is not drawn for them. Right: each mode's
 throughput over the hand-written `MirroredStrategy` at the same replica
 count (1.0 = the native baseline; below 1 slower), as grouped bars with
-their values.
+their values and 95% intervals, over the grey band of the model's A/A
+control (the noise of two identical configurations in the same run). A bar
+whose ratio is no difference the run could measure is faint and labelled
+"n.d." (no difference measured); the left panel's points carry their
+intervals too.
 
 Every mode keeps one colour, one marker (left) and one hatch (right) in every
 panel, and one legend (for the whole figure) names them; nothing is drawn
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks import stats
 from benchmarks.suite import models
 from benchmarks.suite import modes as modes_lib
 
@@ -38,6 +43,10 @@ STYLES = {
 }
 _UNKNOWN_STYLE = {"color": "#7f7f7f", "marker": "X", "hatch": "++"}
 _OFFSET = 0.06  # x offset between modes at one replica count, in replicas.
+_BAND_COLOUR = "#999999"
+_BAND_ALPHA = 0.3
+# A bar whose ratio is no difference the run could measure is drawn faint.
+_FAINT = 0.35
 
 
 def style(mode: str) -> dict[str, str]:
@@ -76,7 +85,8 @@ def plot(results, path: str | None = None):
         label = f"{model}, input {_input_size(model, model_runs, results.header)}"
         model_failed = [run for run in failed if run["model"] == model]
         _throughput_panel(axes[row][0], label, model_runs, measured, ideal=not simulated)
-        _relative_panel(axes[row][1], label, model_runs, measured)
+        control = (results.header.get("aa_controls") or {}).get(model, {})
+        _relative_panel(axes[row][1], label, model_runs, measured, control.get("ratio_ci95"))
         if model_failed:
             _note_failures(axes[row][0], model_failed)
             _note_failures(axes[row][1], model_failed)
@@ -99,6 +109,8 @@ def plot(results, path: str | None = None):
         )
         + [
             Line2D([], [], color="k", linestyle=":", label="mirrored = 1, right"),
+            Patch(facecolor=_BAND_COLOUR, alpha=_BAND_ALPHA, label="A/A control's 95% band, right"),
+            Line2D([], [], color="k", linewidth=1, label="95% interval (error bars)"),
         ]
     )
     figure.legend(
@@ -170,14 +182,30 @@ def _throughput_panel(
         axis.plot(counts, [single * n for n in counts], "k--", linewidth=1)
     present = [mode for mode in measured if mode in by_mode]
     offsets = _offsets(present)
+    intervals = {
+        (run["mode"], run["replicas"]): run["samples_per_s_ci95"]
+        for run in runs
+        if run.get("samples_per_s_ci95")
+    }
     for mode in present:
         points = sorted(by_mode[mode])
-        axis.plot(
-            [replicas + offsets[mode] for replicas, _ in points],
-            [value for _, value in points],
-            linestyle="-",
-            **_line_style(mode),
-        )
+        xs = [replicas + offsets[mode] for replicas, _ in points]
+        axis.plot(xs, [value for _, value in points], linestyle="-", **_line_style(mode))
+        with_interval = [
+            (x, value, intervals[mode, replicas])
+            for x, (replicas, value) in zip(xs, points)
+            if (mode, replicas) in intervals
+        ]
+        if with_interval:
+            axis.errorbar(
+                [x for x, _, _ in with_interval],
+                [value for _, value, _ in with_interval],
+                yerr=_yerr(with_interval),
+                fmt="none",
+                ecolor=style(mode)["color"],
+                capsize=0,
+                linewidth=1.5,
+            )
     axis.set_title(f"{label}: throughput", fontsize="medium")
     axis.set_xlabel("replicas")
     axis.set_ylabel("samples/s")
@@ -187,27 +215,79 @@ def _throughput_panel(
     axis.margins(y=0.12)
 
 
-def _relative_panel(axis, label: str, runs: list[dict[str, Any]], measured: list[str]) -> None:
+def _yerr(points) -> list[list[float]]:
+    """Error bar lengths below and above each value, from its interval."""
+    return [
+        [max(value - interval[0], 0.0) for _, value, interval in points],
+        [max(interval[1] - value, 0.0) for _, value, interval in points],
+    ]
+
+
+def _relative_panel(
+    axis,
+    label: str,
+    runs: list[dict[str, Any]],
+    measured: list[str],
+    control_interval: list[float] | None = None,
+) -> None:
     values: dict[str, dict[int, float]] = {}
+    intervals: dict[str, dict[int, list[float]]] = {}
+    undecided: dict[str, set[int]] = {}
     for run in runs:
         if run.get("vs_mirrored"):
             values.setdefault(run["mode"], {})[run["replicas"]] = run["vs_mirrored"]
+            if run.get("vs_mirrored_ci95"):
+                intervals.setdefault(run["mode"], {})[run["replicas"]] = run["vs_mirrored_ci95"]
+            if run.get("vs_mirrored_verdict") == stats.NO_DIFFERENCE:
+                undecided.setdefault(run["mode"], set()).add(run["replicas"])
+    if control_interval:
+        axis.axhspan(*control_interval, color=_BAND_COLOUR, alpha=_BAND_ALPHA, linewidth=0)
     counts = sorted({count for by_count in values.values() for count in by_count})
     present = [mode for mode in measured if mode in values]
     width = 0.8 / max(len(present), 1)
     highest = 1.0
     for number, mode in enumerate(present):
         shift = (number - (len(present) - 1) / 2) * width
+        shown = [count for count in counts if count in values[mode]]
+        xs = [index + shift for index, count in enumerate(counts) if count in values[mode]]
         bars = axis.bar(
-            [index + shift for index, count in enumerate(counts) if count in values[mode]],
-            [values[mode][count] for count in counts if count in values[mode]],
+            xs,
+            [values[mode][count] for count in shown],
             width,
             color=style(mode)["color"],
             hatch=style(mode)["hatch"],
             edgecolor="white",
         )
-        highest = max([highest, *values[mode].values()])
-        axis.bar_label(bars, fmt="%.2f", fontsize="x-small", padding=2)
+        for bar, count in zip(bars, shown):
+            if count in undecided.get(mode, ()):
+                bar.set_alpha(_FAINT)
+        with_interval = [
+            (x, values[mode][count], intervals[mode][count])
+            for x, count in zip(xs, shown)
+            if count in intervals.get(mode, {})
+        ]
+        if with_interval:
+            axis.errorbar(
+                [x for x, _, _ in with_interval],
+                [value for _, value, _ in with_interval],
+                yerr=_yerr(with_interval),
+                fmt="none",
+                ecolor="k",
+                capsize=0,
+                linewidth=1,
+            )
+        tops = [interval[1] for _, _, interval in with_interval]
+        highest = max([highest, *values[mode].values(), *tops])
+        axis.bar_label(
+            bars,
+            labels=[
+                "n.d." if count in undecided.get(mode, ()) else f"{values[mode][count]:.2f}"
+                for count in shown
+            ],
+            label_type="center",
+            fontsize="x-small",
+            bbox={"facecolor": "white", "alpha": 0.8, "linewidth": 0, "pad": 1},
+        )
     axis.axhline(1.0, color="k", linestyle=":", linewidth=1)
     axis.set_xticks(range(len(counts)), [str(count) for count in counts])
     axis.set_xlim(-0.6, max(len(counts), 1) - 0.4)

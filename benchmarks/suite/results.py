@@ -9,12 +9,17 @@ shows. Its layout:
      "runs": [{"model": ..., "mode": ..., "replicas": ..., ...}, ...],
      "skipped": [{"model": ..., "mode": ..., "replicas": ..., "reason": ...}]}
 
-`samples_per_s` is `global_batch_size / step_time_median_s` (the median
-resists steps stalled by other processes; `step_time_mean_s` is there too).
-Derived figures compare like with like: `vs_single` is throughput over the
-one-device `single` run of the same model, `vs_mirrored` over `mirrored` at
-the same replica count, and `scaling_efficiency` is
-`samples_per_s / (replicas * single samples_per_s)`.
+Each run holds `round_step_medians_s`, its median step time in each of the
+alternating rounds its model's configurations ran in (one process per
+model). `step_time_median_s` is their median and `samples_per_s` is
+`global_batch_size / step_time_median_s`. Derived figures compare like with
+like, round by round (`benchmarks.stats`), each with a 95% interval
+(`*_ci95`) and a `*_verdict` that reads "no difference measured" when the
+interval includes 1 or lies within the model's A/A control
+(`header["aa_controls"]`): `vs_single` is throughput over the one-device
+`single` run of the same model, `vs_mirrored` over `mirrored` at the same
+replica count, and `scaling_efficiency` is `vs_single / replicas`; an
+efficiency above 100% is flagged (`efficiency_flag`), not shown.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import os
 import platform
 from collections.abc import Sequence
 from typing import Any
+
+from benchmarks import stats
 
 SCHEMA_VERSION = 1
 
@@ -73,34 +80,147 @@ def machine_info(gpus: Sequence[str] = ()) -> dict[str, Any]:
     """The machine a suite ran on (no TensorFlow needed)."""
     return {
         "cpu_count": os.cpu_count(),
+        "cpu": _cpu_name(),
         "gpus": list(gpus),
         "platform": platform.platform(),
         "python": platform.python_version(),
     }
 
 
-def derive(runs: list[dict[str, Any]]) -> None:
-    """Fills `vs_single`, `vs_mirrored` and `scaling_efficiency` in place."""
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as stream:
+            for line in stream:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
 
-    def throughput(model, mode, replicas):
+
+def derive(runs: list[dict[str, Any]], controls: dict[str, dict[str, Any]] | None = None) -> None:
+    """Fills the step-time figures and the ratios, each with its interval, in place.
+
+    Args:
+        runs: Run records. A record with `round_step_medians_s` (one median
+            step time per alternating round) gets `step_time_median_s`,
+            `step_time_p90_s` and `samples_per_s` from them; ratios between
+            two runs of the same model's process pair their rounds
+            (`benchmarks.stats.paired_ratio`). A record with only
+            `samples_per_s` (an older file) gets point ratios, with no
+            interval.
+        controls: Per model, the A/A control: `reference` (the run measured
+            twice, as `"model mode xN"`) and its second instance's
+            `round_step_medians_s`. Its ratio to the reference (`ratio`,
+            `ratio_ci95`) is added; every ratio of that model is judged
+            against it. Defaults to None.
+    """
+    controls = controls if controls is not None else {}
+    for run in runs:
+        rounds = run.get("round_step_medians_s")
+        if rounds and run.get("status", "ok") == "ok":
+            step = stats.median_interval(rounds)
+            run["step_time_median_s"] = step.median
+            run["step_time_p90_s"] = _percentile(rounds, 0.9)
+            run["samples_per_s"] = run["global_batch_size"] / step.median
+            samples = step.inverse().scaled(run["global_batch_size"])
+            run["samples_per_s_ci95"] = [samples.low, samples.high]
+
+    def find(model, mode, replicas):
         for run in runs:
             if (run["model"], run["mode"], run["replicas"]) == (model, mode, replicas):
-                return run.get("samples_per_s")
+                return run if run.get("samples_per_s") else None
         return None
+
+    control_ratios = {}
+    for model, control in controls.items():
+        reference = next((run for run in runs if _label(run) == control["reference"]), None)
+        if reference and reference.get("round_step_medians_s"):
+            ratio = stats.paired_ratio(
+                reference["round_step_medians_s"], control["round_step_medians_s"]
+            )
+            control["ratio"] = ratio.median
+            control["ratio_ci95"] = [ratio.low, ratio.high]
+            control_ratios[model] = ratio
 
     for run in runs:
-        value = run.get("samples_per_s")
-        single = throughput(run["model"], "single", 1)
-        mirrored = throughput(run["model"], "mirrored", run["replicas"])
-        run["vs_single"] = _ratio(value, single)
-        run["vs_mirrored"] = _ratio(value, mirrored)
-        run["scaling_efficiency"] = _ratio(value, single * run["replicas"] if single else None)
+        control = control_ratios.get(run["model"])
+        single = find(run["model"], "single", 1)
+        mirrored = find(run["model"], "mirrored", run["replicas"])
+        vs_single = _compare(run, single)
+        run["vs_single"], run["vs_single_ci95"] = _split(vs_single)
+        run["vs_single_verdict"] = _verdict(run, single, vs_single, control)
+        vs_mirrored = _compare(run, mirrored)
+        run["vs_mirrored"], run["vs_mirrored_ci95"] = _split(vs_mirrored)
+        run["vs_mirrored_verdict"] = _verdict(run, mirrored, vs_mirrored, control)
+        efficiency = vs_single.scaled(1 / run["replicas"]) if vs_single else None
+        run["scaling_efficiency"], run["scaling_efficiency_ci95"] = _split(efficiency)
+        run["efficiency_flag"] = None
+        if efficiency is not None and run is not single and efficiency.median > 1:
+            if efficiency.low > 1 or stats.differs(efficiency, control):
+                run["efficiency_flag"] = IMPOSSIBLE_EFFICIENCY
 
 
-def _ratio(numerator, denominator):
-    if numerator is None or not denominator:
+IMPOSSIBLE_EFFICIENCY = (
+    "above 100%: N devices cannot do more than N times the work of one, so "
+    "this run and the single-device run differ in more than their devices "
+    "(or noise moved one of them); not shown"
+)
+
+
+def _label(run: dict[str, Any]) -> str:
+    return str(RunSpec(run["model"], run["mode"], run["replicas"]))
+
+
+def _percentile(values: Sequence[float], fraction: float) -> float:
+    """The `fraction` quantile of `values`, by linear interpolation."""
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * fraction
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _paired(run: dict[str, Any], reference: dict[str, Any]) -> bool:
+    """Whether two runs were timed in the same rounds of one process."""
+    return (
+        bool(run.get("round_step_medians_s"))
+        and bool(reference.get("round_step_medians_s"))
+        and "multi_worker" not in (run["mode"], reference["mode"])
+        and len(run["round_step_medians_s"]) == len(reference["round_step_medians_s"])
+    )
+
+
+def _compare(run: dict[str, Any], reference: dict[str, Any] | None) -> stats.PairedRatio | None:
+    """Throughput of `run` over `reference`'s, round by round, with its interval."""
+    if reference is None or not run.get("samples_per_s"):
         return None
-    return numerator / denominator
+    if run is reference:
+        return stats.PairedRatio(1.0, 1.0, 1.0)
+    if _paired(run, reference):
+        return stats.paired_ratio(reference["round_step_medians_s"], run["round_step_medians_s"])
+    if run.get("round_step_medians_s") or reference.get("round_step_medians_s"):
+        # Timed in different processes: no rounds to pair, so no figure to decide from.
+        return None
+    point = run["samples_per_s"] / reference["samples_per_s"]
+    return stats.PairedRatio(point, -math.inf, math.inf)
+
+
+def _split(ratio: stats.PairedRatio | None) -> tuple[float | None, list[float] | None]:
+    if ratio is None:
+        return None, None
+    interval = [ratio.low, ratio.high] if math.isfinite(ratio.high - ratio.low) else None
+    return ratio.median, interval
+
+
+def _verdict(run, reference, ratio, control) -> str | None:
+    if ratio is None:
+        if reference is not None and run.get("samples_per_s") and run is not reference:
+            return "not compared (separate processes)"
+        return None
+    if run is reference:
+        return "reference"
+    return stats.verdict(ratio, control)
 
 
 @dataclasses.dataclass
@@ -161,8 +281,21 @@ class SuiteResults:
         return cls(data["header"], data["runs"], data.get("skipped", []))
 
     def table(self) -> str:
-        """The results as a fixed-width text table."""
-        return format_table(self.runs)
+        """The results as a fixed-width text table, then what its noise allows."""
+        noise = noise_report(self.header, self.runs)
+        return format_table(self.runs) + (f"\n\n{noise}" if noise else "")
+
+    def markdown(self) -> str:
+        """The table in Markdown, then the noise and the provenance lines.
+
+        `docs/benchmarks.md`'s table is this, from the recorded run:
+        `SuiteResults.load("benchmarks/results/quick.json").markdown()`.
+        """
+        noise = noise_report(self.header, self.runs)
+        parts = [format_markdown(self.runs), provenance(self.header)]
+        if noise:
+            parts.insert(1, noise)
+        return "\n\n".join(parts)
 
     def plot(self, path: str | None = None):
         """Draws the plot; saves it to `path` when given. Returns the figure."""
@@ -188,22 +321,38 @@ _COLUMNS = (
     ("mode", "mode", "{}"),
     ("replicas", "N", "{}"),
     ("step_time_median_s", "step ms", "ms"),
-    ("step_time_p90_s", "p90 ms", "ms"),
     ("samples_per_s", "samples/s", "{:.1f}"),
-    ("vs_single", "vs single", "{:.2f}"),
-    ("vs_mirrored", "vs mirrored", "{:.2f}"),
-    ("scaling_efficiency", "efficiency", "{:.0%}"),
+    ("vs_single", "vs single [95%]", "verdict"),
+    ("vs_mirrored", "vs mirrored [95%]", "verdict"),
+    ("scaling_efficiency", "efficiency [95%]", "efficiency"),
     ("peak_rss_mb", "RSS MB", "{:.0f}"),
     ("setup_s", "setup s", "{:.2f}"),
 )
 
 
 def _cell(run, key, form) -> str:
+    if form == "verdict" and run.get(f"{key}_verdict"):
+        return run[f"{key}_verdict"]
+    if form == "efficiency" and run.get("efficiency_flag"):
+        return "FLAGGED (>100%)"
+    if form == "efficiency" and run.get("vs_single_verdict") == "reference":
+        return "reference"
+    if form == "efficiency" and (run.get(key) or 0) > 1:
+        # Above 100% but within noise: not a figure to read as superlinear.
+        return f"~100% ({stats.NO_DIFFERENCE})"
     value = run.get(key)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "error" if key == "samples_per_s" and run.get("status") == "error" else "-"
     if form == "ms":
         return f"{value * 1000:.1f}"
+    if form in ("verdict", "efficiency"):
+        interval = run.get(f"{key}_ci95")
+        percent = form == "efficiency"
+        shown = f"{value:.0%}" if percent else f"{value:.2f}"
+        if interval:
+            low, high = (f"{bound:.0%}" if percent else f"{bound:.2f}" for bound in interval)
+            shown += f" [{low}, {high}]"
+        return shown
     return form.format(value)
 
 
@@ -221,6 +370,49 @@ def format_table(runs: list[dict[str, Any]]) -> str:
         lines.append("  ".join(cells).rstrip())
         if number == 0:
             lines.append("  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def format_markdown(runs: list[dict[str, Any]]) -> str:
+    """The table of `format_table` as Markdown (what docs/benchmarks.md shows)."""
+    lines = [
+        "| " + " | ".join(title for _, title, _ in _COLUMNS) + " |",
+        "|" + "---|" * len(_COLUMNS),
+    ]
+    for run in runs:
+        lines.append("| " + " | ".join(_cell(run, key, form) for key, _, form in _COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def provenance(header: dict[str, Any]) -> str:
+    """When, on what and under what load a run was measured (one line)."""
+    machine = header.get("machine") or {}
+    load = header.get("load_average") or {}
+    return (
+        f"Measured {header.get('created')} on {machine.get('cpu', 'an unnamed CPU')} "
+        f"({machine.get('cpu_count')} CPUs, GPUs: {', '.join(machine.get('gpus') or []) or 'none'}), "
+        f"load average {load.get('start')} at the start and {load.get('end')} at the end; "
+        f"TensorFlow {header.get('tf_version')}, Keras {header.get('keras_version')}."
+    )
+
+
+def noise_report(header: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+    """What this run can tell apart: its A/A controls, and its flagged rows."""
+    lines = []
+    rounds = (header.get("config") or {}).get("rounds")
+    for model, control in (header.get("aa_controls") or {}).items():
+        if "ratio" in control:
+            ratio = stats.PairedRatio(control["ratio"], *control["ratio_ci95"])
+            lines.append(stats.noise_line(f"{model} ({control['reference']} twice)", ratio))
+    if lines:
+        lines.insert(
+            0,
+            f"Noise ({rounds} alternating rounds; a ratio whose interval includes 1 or "
+            f"lies within its model's A/A control reads '{stats.NO_DIFFERENCE}'):",
+        )
+    flagged = [run for run in runs if run.get("efficiency_flag")]
+    for run in flagged:
+        lines.append(f"FLAGGED {_label(run)}: efficiency {IMPOSSIBLE_EFFICIENCY}.")
     return "\n".join(lines)
 
 

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""One measurement in its own process: build, warm up, time, report.
+"""One model's measurements in their own process: build, warm up, time, report.
 
-TensorFlow fixes its devices when it first uses them, so each
-(model, mode, replicas) run gets a fresh process whose first act is to
-simulate its devices; a fresh process also makes the peak RSS that run's own.
+TensorFlow fixes its devices when it first uses them, so each model's
+configurations get a fresh process whose first act is to simulate its
+devices (every configuration sees the same layout), and are timed there side
+by side, in alternating rounds. A `multi_worker` run has processes of its
+own (started by `parallel-keras launch`).
 
 Usage (the runner does this; SPEC_JSON is the dict `runner._run_one` builds):
 
@@ -18,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import resource
-import statistics
 import sys
 
 if __package__ in (None, ""):
@@ -32,23 +33,25 @@ from benchmarks.suite import (
     modes,  # noqa: E402
 )
 
+# The name of the A/A control: a second instance of the reference configuration.
+CONTROL = "control"
+
 
 def _task_index() -> int:
     config = json.loads(os.environ.get("TF_CONFIG") or "{}")
     return int(config.get("task", {}).get("index", 0))
 
 
-def percentile(values: list[float], fraction: float) -> float:
-    """The `fraction` quantile of `values`, by linear interpolation."""
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * fraction
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
 def measure(spec: dict) -> dict:
-    """Runs one measurement described by `spec`; returns the raw record."""
+    """Runs the measurements of one model described by `spec`; returns the raw record.
+
+    Every configuration of `spec["runs"]` (and the A/A control, a second
+    instance of `spec["control"]`) is built in this process on the same
+    simulated devices, then timed in `spec["rounds"]` alternating rounds of
+    `spec["steps"]` steps (A B C A B C ..., the order rotating each round),
+    so that the machine's drift moves every configuration alike and each
+    round of one pairs with the same round of another.
+    """
     import parallel_keras
 
     # An entry point: TensorFlow's start-up lines would only bury a failed
@@ -58,58 +61,49 @@ def measure(spec: dict) -> dict:
     import tensorflow as tf
 
     has_gpus = bool(tf.config.list_physical_devices("GPU"))
-    if spec["mode"] != modes.MULTI_WORKER and not has_gpus:
+    multi_worker = any(run["mode"] == modes.MULTI_WORKER for run in spec["runs"])
+    if not multi_worker and not has_gpus:
         parallel_keras.simulate_devices(spec["simulated_devices"])
     # Replicas (or workers) that share this machine's CPU cores.
-    simulated = not has_gpus and (
-        spec["simulated_devices"] > 1 or spec["mode"] == modes.MULTI_WORKER
-    )
-    keras.utils.set_random_seed(0)
+    simulated = not has_gpus and (spec["simulated_devices"] > 1 or multi_worker)
 
     dataset_spec = datasets.DatasetSpec(**spec["dataset"])
     input_spec = models.InputSpec(**{**spec["input"], "shape": tuple(spec["input"]["shape"])})
-    prepared = modes.setup(
-        spec["mode"], spec["model"], input_spec, spec["replicas"], spec["global_batch_size"]
-    )
-    dataset = datasets.make_dataset(
-        spec["model"],
-        dataset_spec,
-        input_spec,
-        spec["global_batch_size"],
-        data_dir=spec.get("data_dir"),
-    )
-
-    warmup, steps = spec["warmup_steps"], spec["steps"]
-    history, step_times = timing.timed_fit(
-        prepared.model,
-        dataset,
-        epochs=1,
-        steps_per_epoch=warmup + steps,
-        verbose=0,
-    )
-    timed = step_times[warmup:]
-    if len(timed) != steps:
-        raise RuntimeError(
-            f"Expected {steps} timed steps after {warmup} warm-up steps. "
-            f"Received: {len(step_times)} steps in total."
+    configurations = [(run["name"], run["mode"], run["replicas"]) for run in spec["runs"]]
+    if spec.get("control"):
+        reference = next(run for run in spec["runs"] if run["name"] == spec["control"])
+        configurations.append((CONTROL, reference["mode"], reference["replicas"]))
+    prepared, steps = {}, {}
+    for name, mode, replicas in configurations:
+        # The same initial weights for every configuration.
+        keras.utils.set_random_seed(0)
+        prepared[name] = modes.setup(
+            mode, spec["model"], input_spec, replicas, spec["global_batch_size"]
         )
-    losses = history.history.get("loss", [float("nan")])
-    # ru_maxrss is in KiB on Linux.
+        dataset = datasets.make_dataset(
+            spec["model"],
+            dataset_spec,
+            input_spec,
+            spec["global_batch_size"],
+            data_dir=spec.get("data_dir"),
+        )
+        steps[name] = timing.TrainSteps(prepared[name].model, dataset, spec["warmup_steps"])
+    rounds = timing.alternating_rounds(steps, spec["rounds"], spec["steps"])
+    # ru_maxrss is in KiB on Linux; every configuration shares this process.
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
-        "step_time_median_s": statistics.median(timed),
-        "step_time_p90_s": percentile(timed, 0.9),
-        # From the median step, not the mean: on a shared machine a few steps
-        # stalled by other processes would otherwise decide the figure.
-        "samples_per_s": spec["global_batch_size"] / statistics.median(timed),
-        "step_time_mean_s": statistics.fmean(timed),
-        "setup_s": prepared.setup_s,
+        "runs": {
+            name: {
+                "round_step_medians_s": rounds[name],
+                "setup_s": prepared[name].setup_s,
+                "devices": list(prepared[name].devices),
+                "gradient_reduction": prepared[name].gradient_reduction,
+            }
+            for name, _, _ in configurations
+        },
         "peak_rss_mb": peak_rss_mb,
-        "devices": list(prepared.devices),
-        "gradient_reduction": prepared.gradient_reduction,
         "simulated": simulated,
         "gpus": [device.name for device in tf.config.list_physical_devices("GPU")],
-        "final_loss": float(losses[-1]),
         "tf_version": tf.__version__,
         "keras_version": keras.__version__,
     }

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """`parallel-keras convert`: a Keras 2 multi-GPU HDF5 file to a Keras 3 file.
 
-    parallel-keras convert LEGACY.h5 --template module:function -o OUT
+    parallel-keras convert LEGACY.h5 --template module:function -o OUT [--skip-mismatch]
 
 `function()` builds the template (the model that was passed to
 `multi_gpu_model`); the legacy weights are loaded into it by layer name and
@@ -36,6 +36,12 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "-o", "--output", required=True, help="Output path ending in .weights.h5 or .keras."
+    )
+    parser.add_argument(
+        "--skip-mismatch",
+        action="store_true",
+        help="Skip template layers whose weight shapes differ from the file's "
+        "(at least one layer must load); otherwise a mismatch is an error.",
     )
     parser.add_argument(
         "--overwrite",
@@ -91,8 +97,15 @@ def run(args) -> int:
             f"Received: {args.template} returned {type(template).__name__}. "
             "Make it `return model`, or point --template at the function that does."
         )
+    skip_mismatch = bool(getattr(args, "skip_mismatch", False))
+    try:
+        loaded = legacy.load_legacy_weights(template, args.legacy_file, skip_mismatch=skip_mismatch)
+    except (ValueError, OSError) as error:
+        # The library's advice names its argument; here the flag does it.
+        raise errors.CommandFailed(
+            str(error).replace("pass skip_mismatch=True", "pass --skip-mismatch")
+        ) from error
     with errors.raised_as(errors.CommandFailed, ValueError, OSError):
-        loaded = legacy.load_legacy_weights(template, args.legacy_file)
         if args.output.endswith(".keras"):
             atomic.save_model(template, args.output)
         else:

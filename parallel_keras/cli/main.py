@@ -36,6 +36,10 @@ SUBCOMMANDS = {
 _USE_TENSORFLOW = frozenset({"demo"})
 
 _VERBOSE_HELP = "Show TensorFlow's own logging (C++ start-up lines, INFO logs)."
+# Commands that never run TensorFlow: -v shows parallel_keras's own INFO lines.
+_VERBOSE_HELPS = {
+    "migrate": "Show parallel_keras's INFO log lines (each file written with --in-place).",
+}
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -103,11 +107,15 @@ def _build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argume
     )
     for module in SUBCOMMANDS.values():
         importlib.import_module(module).add_parser(subparsers)
-    for subparser in subparsers.choices.values():
+    for name, subparser in subparsers.choices.items():
         subparser.formatter_class = HelpFormatter
         # SUPPRESS: without -v here, the top-level count stands.
         subparser.add_argument(
-            "-v", "--verbose", action="count", default=argparse.SUPPRESS, help=_VERBOSE_HELP
+            "-v",
+            "--verbose",
+            action="count",
+            default=argparse.SUPPRESS,
+            help=_VERBOSE_HELPS.get(name, _VERBOSE_HELP),
         )
     return parser, subparsers.choices
 
@@ -115,7 +123,7 @@ def _build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argume
 def parse_flags(argv: list[str]) -> argparse.Namespace:
     """Parses `argv` (with the program name first), as pip and git do.
 
-    No command prints the help and exits 0; an unknown flag is reported by
+    No command prints the help and exits 2 (a missing input); an unknown flag is reported by
     the parser it was given to (`parallel-keras demo --bogus` shows the
     demo's usage), exit code 2.
     """
@@ -126,8 +134,9 @@ def parse_flags(argv: list[str]) -> argparse.Namespace:
         owner = subcommand_parsers[command] if command else parser
         owner.error(f"unrecognized arguments: {' '.join(unknown)}")
     if command is None:
-        parser.print_help()
-        parser.exit(0)
+        # A missing input: exit 2, as the exit-code table says.
+        parser.print_help(sys.stderr)
+        parser.exit(errors.EXIT_USAGE, f"{errors.prefix(None)}a COMMAND is required.\n")
     return args
 
 

@@ -117,6 +117,9 @@ def run(args) -> int:
         ]
         copied = sorted(copied + [relative for _, relative in data_files])
     print(migrate.format_report([result.report for result in results], copied))
+    closing = closing_lines([result.path for result in results if result.changed])
+    if closing:
+        print(closing)
     failed = [result for result in results if not result.report.ok]
     if failed:
         names = ", ".join(result.path for result in failed[:5])
@@ -130,6 +133,20 @@ def run(args) -> int:
     if args.strict and any(result.report.flags for result in results):
         return EXIT_FLAGGED
     return errors.EXIT_OK
+
+
+def closing_lines(changed: list[str]) -> str:
+    """How to run what was migrated: without a GPU, and quietly ("" if nothing changed)."""
+    if not changed:
+        return ""
+    script = os.path.basename(changed[0])
+    return (
+        f"Next: run it as before. Without a GPU, unmodified, on simulated devices: "
+        f"PARALLEL_KERAS_SIMULATE_DEVICES=2 python {script}\n"
+        "To keep TensorFlow's start-up lines out, make its first lines "
+        "`import parallel_keras; parallel_keras.quiet_tensorflow()` (before any "
+        "TensorFlow or Keras import; called later it cannot)."
+    )
 
 
 def _check_in_place(results) -> None:
