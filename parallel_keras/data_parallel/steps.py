@@ -293,7 +293,7 @@ def _concatenated(values):
         return None
     if not values[0].shape.rank:
         return values[0]
-    return tf.concat(values, axis=0)
+    return _internals.concat_keeping_logits(values, axis=0)
 
 
 def _gathered_if(global_loss: bool, structure, keep):
@@ -308,7 +308,9 @@ def _gathered_if(global_loss: bool, structure, keep):
             return None
         if keep is not None:
             value = _kept(value, keep)
-        return context.all_gather(value, axis=0)
+        # A sigmoid or softmax output's logits come along, so Keras's
+        # crossentropies compute from them as on one device.
+        return _internals.map_keeping_logits(lambda part: context.all_gather(part, axis=0), value)
 
     return tf.nest.map_structure(gather, structure)
 
@@ -316,7 +318,7 @@ def _gathered_if(global_loss: bool, structure, keep):
 def _kept(value, keep):
     if value is None or not value.shape.rank:
         return value
-    return tf.boolean_mask(value, keep > 0)
+    return _internals.map_keeping_logits(lambda part: tf.boolean_mask(part, keep > 0), value)
 
 
 def _static_rows(structure) -> int | None:
