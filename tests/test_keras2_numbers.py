@@ -117,6 +117,39 @@ def test_per_output_class_weights_with_a_none_train_as_keras_2(gpus, spelling):
         parallel.train_on_batch([a, b], [ya, yb], class_weight={"ob": {0: 1.0}})
 
 
+@pytest.mark.parametrize("gpus", [2, 4])
+@pytest.mark.slow  # 4-9 s on 2 cores: outside the fast tier
+def test_one_outputs_weights_by_name_or_in_a_list_as_keras_2(gpus):
+    """Keras 2 took one output's `class_weight` and `sample_weight` alone, as
+    `[weights]` or as `{output_name: weights}`."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(ROWS, 3)).astype("float32")
+    labels = keras.utils.to_categorical(rng.integers(0, 2, size=ROWS), 2).astype("float32")
+    w = rng.uniform(0.1, 2.0, size=ROWS).astype("float32")
+    classes = {0: 3.0, 1: 0.5}
+
+    def build():
+        keras.utils.set_random_seed(2)
+        inputs = keras.Input((3,))
+        return keras.Model(inputs, keras.layers.Dense(2, name="out")(inputs))
+
+    reference = build()
+    reference.compile(keras.optimizers.SGD(0.1), "mse")
+    template = build()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
+    parallel.compile(keras.optimizers.SGD(0.1), "mse")
+    for given, keras3 in (
+        ({"class_weight": {"out": classes}}, {"class_weight": classes}),
+        ({"class_weight": [classes]}, {"class_weight": classes}),
+        ({"sample_weight": [w]}, {"sample_weight": w}),
+    ):
+        expected = one_device_on_batch(reference, "train_on_batch", x, labels, **keras3)
+        np.testing.assert_allclose(
+            parallel.train_on_batch(x, labels, **given), expected, atol=ATOL, err_msg=str(given)
+        )
+        assert max_weight_difference(template, reference) < ATOL, given
+
+
 # --- A custom crossentropy on a sigmoid or softmax output ----------------------
 
 

@@ -86,6 +86,9 @@ def as_keras2_weights(
         ValueError: If a class weight lacks a class found in its targets.
     """
     names = list(output_names)
+    if len(names) == 1:
+        # Keras 2 took one output's weights alone, in a list of one, or by name.
+        return _only(sample_weight, names[0], y), _only(class_weight, names[0], y)
     if len(names) < 2:
         return sample_weight, class_weight
     if _per_output(class_weight, names):
@@ -113,6 +116,20 @@ def as_keras2_weights(
     if isinstance(sample_weight, (list, tuple)) and all(w is None for w in sample_weight):
         sample_weight = None
     return sample_weight, class_weight
+
+
+def _only(weights: Any, name: str, y: Any) -> Any:
+    """One output's `weights` given as `[weights]` or `{name: weights}`, unwrapped
+    (unless the targets have that structure too)."""
+    if (
+        isinstance(weights, (list, tuple))
+        and len(weights) == 1
+        and not isinstance(y, (list, tuple))
+    ):
+        return weights[0]
+    if isinstance(weights, Mapping) and set(weights) == {name} and not isinstance(y, Mapping):
+        return weights[name]
+    return weights
 
 
 def _per_output(class_weight: Any, names: list[str]) -> bool:
