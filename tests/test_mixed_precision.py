@@ -75,3 +75,39 @@ def test_trains_like_native_mirrored_strategy(policy):
     assert scaled == isinstance(native.optimizer, keras.optimizers.LossScaleOptimizer)
     for a, b in zip(native.get_weights(), template.get_weights()):
         np.testing.assert_allclose(a, b, atol=TOLERANCE[policy])
+
+
+@pytest.mark.parametrize(
+    "clipping", [{"clipnorm": 1.0}, {"clipvalue": 0.5}, {"global_clipnorm": 1.0}, {}]
+)
+@pytest.mark.parametrize("gpus", [2, 4])
+@pytest.mark.parametrize("policy", ["mixed_float16"], indirect=True)
+@pytest.mark.slow  # 4-9 s on 2 cores: outside the fast tier
+def test_loss_scale_skips_a_step_any_replica_overflowed_as_one_device(policy, gpus, clipping):
+    """The loss scale decides on the batch's gradient, as on one device.
+
+    The last rows' targets overflow float16's gradients; they land on the
+    last replica. `LossScaleOptimizer` checks the first replica's own share
+    only: it applied those steps with an infinite sum, NaN weights once
+    clipped. One device skips them and halves the scale: so must the
+    replicas, clipping the unscaled summed gradient of the steps it keeps.
+    """
+    x, y = data()
+    y[12:16] *= 1e4
+    reference = build()
+    reference.compile(keras.optimizers.SGD(0.01, **clipping), "mse")
+    reference.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    template = build()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
+    parallel.compile(keras.optimizers.SGD(0.01, **clipping), "mse")
+    parallel.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+
+    # One device skipped the two overflowing steps and kept the others.
+    assert int(np.asarray(reference.optimizer.iterations)) == 2
+    for name in ("iterations", "dynamic_scale", "step_counter"):
+        assert np.asarray(getattr(parallel.optimizer, name)) == np.asarray(
+            getattr(reference.optimizer, name)
+        ), name
+    for a, b in zip(reference.get_weights(), template.get_weights()):
+        assert np.isfinite(b).all()
+        np.testing.assert_allclose(b, a, atol=1e-5)

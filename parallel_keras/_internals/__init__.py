@@ -19,6 +19,8 @@ them:
 - `optimizers`: Keras's optimizer: gradient accumulation on replicas, and
   its variable index after relocation.
 - `placement`: device placement of functional layer calls.
+- `logits`: the logits Keras's crossentropies read from a sigmoid or
+  softmax output, kept through a gather.
 - `op_callbacks`: TensorFlow op callbacks (the op-device recorder).
 - `checkpoints`: `ModelCheckpoint`'s write and legacy HDF5 weights.
 - `versions`: the tested TensorFlow/Keras range; an error for an environment
@@ -53,6 +55,11 @@ from parallel_keras._internals.collectives import (
     collective_reductions_in_traced_function,
     cross_device_ops_kind,
     nccl_kernels_registered,
+)
+from parallel_keras._internals.logits import (
+    concat_keeping_logits,
+    map_keeping_logits,
+    output_logits,
 )
 from parallel_keras._internals.multi_worker import (
     cancel_before_tf_starts,
@@ -148,6 +155,7 @@ __all__ = [
     "clips_gradients",
     "collective_all_reduce",
     "collective_reductions_in_traced_function",
+    "concat_keeping_logits",
     "correct_summed_assigns",
     "created_trainable",
     "cross_device_ops_kind",
@@ -174,6 +182,7 @@ __all__ = [
     "legacy_h5_model_to",
     "loss_scaled_for_replicas",
     "loss_tracker",
+    "map_keeping_logits",
     "maybe_symbolic_build",
     "micro_step_counter",
     "model_strategy",
@@ -183,6 +192,7 @@ __all__ = [
     "optimizer_built_variables",
     "optimizer_strategy",
     "optimizer_variable_keys",
+    "output_logits",
     "output_loss_trackers",
     "overwrite_with_moving_average_here",
     "overwrites_with_gradient",

@@ -27,6 +27,7 @@ semantics on the strategy that owns its variables (`replicate_all=True`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -79,7 +80,9 @@ def prepare_dataset(
         its elements hold something other than dense tensors (sparse or
         ragged rows cannot be tiled, and are split as tf.distribute does).
     """
-    specs = tf.nest.flatten(dataset.element_spec)
+    # A `None` in the batch (Keras 2's `sample_weight=[None, w]`: no weights
+    # for that output) is carried through as it is.
+    specs = [spec for spec in tf.nest.flatten(dataset.element_spec) if not _is_none_spec(spec)]
     if not specs or not all(isinstance(spec, tf.TensorSpec) for spec in specs):
         return dataset
     if all(spec.shape.rank == 0 for spec in specs):
@@ -139,6 +142,16 @@ def prepare_dataset(
     return dataset.map(prepare)
 
 
+@functools.cache
+def _none_spec_type() -> type:
+    # tf.data's spec of a `None` component (its class is not public).
+    return type(tf.data.Dataset.from_tensors((0, None)).element_spec[1])
+
+
+def _is_none_spec(spec) -> bool:
+    return isinstance(spec, _none_spec_type())
+
+
 def _owned(data):
     """`data` with every dense tensor copied into memory TensorFlow owns.
 
@@ -163,7 +176,7 @@ def _owned(data):
 
 def _rows(data) -> tf.Tensor:
     for tensor in tf.nest.flatten(data):
-        if tensor.shape.rank:
+        if tensor is not None and tensor.shape.rank:
             return tf.shape(tensor, out_type=tf.int32)[0]
     raise ValueError(f"No batched tensor in {data!r}.")
 
@@ -172,7 +185,7 @@ def _tiled(data, rows, num_replicas: int):
     """`data` repeated once per replica, and which copy reports which rows."""
 
     def tile(tensor):
-        if not tensor.shape.rank:
+        if tensor is None or not tensor.shape.rank:
             return tensor
         return tf.concat([tensor] * num_replicas, axis=0)
 

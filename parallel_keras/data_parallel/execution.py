@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from parallel_keras import _internals
 from parallel_keras.cluster import prepared
-from parallel_keras.data_parallel import batches
+from parallel_keras.data_parallel import batches, sample_weights
 from parallel_keras.saving import atomic
 
 
@@ -210,6 +210,10 @@ class Execution:
 
     def train_on_batch(self, x, y, sample_weight, class_weight, return_dict):
         _require_compiled(self.model, "train_on_batch")
+        sample_weights.check_rows("train_on_batch", x, y, sample_weight)
+        sample_weight, class_weight = sample_weights.as_keras2_weights(
+            getattr(self.model, "output_names", None) or [], y, sample_weight, class_weight
+        )
         if class_weight is not None:
             if sample_weight is not None:
                 raise ValueError(
@@ -221,6 +225,10 @@ class Execution:
 
     def test_on_batch(self, x, y, sample_weight, return_dict):
         _require_compiled(self.model, "test_on_batch")
+        sample_weights.check_rows("test_on_batch", x, y, sample_weight)
+        sample_weight, _ = sample_weights.as_keras2_weights(
+            getattr(self.model, "output_names", None) or [], y, sample_weight, None
+        )
         return self._on_batch("test", x, y, sample_weight, return_dict)
 
     def _on_batch(self, kind: str, x, y, sample_weight, return_dict: bool):
@@ -237,6 +245,7 @@ class Execution:
         return self._logs(return_dict)
 
     def predict_on_batch(self, x):
+        sample_weights.check_rows("predict_on_batch", x)
         model = self.model
         self._replicate_seed_generators()
         batch = self.distributed_batch(x)

@@ -25,6 +25,7 @@ from parallel_keras.data_parallel import (
     accumulation,
     endless,
     keras2_layers,
+    sample_weights,
     steps,
     strategies,
     trainable_at_compile,
@@ -253,6 +254,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         self._ensure_current()
         if self._trained is not None:
             self._trained.check(self)
+        kwargs = sample_weights.keras2_call_arguments(self, "fit", x, y, kwargs)
         batch_size = self._execution.check_call(
             x, batch_size, "fit", callbacks=kwargs.get("callbacks")
         )
@@ -265,6 +267,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
     ) -> Any:
         """`keras.Model.evaluate` on the replicas; raises as `fit` does."""
         self._ensure_current()
+        kwargs = sample_weights.keras2_call_arguments(self, "evaluate", x, y, kwargs)
         batch_size = self._execution.check_call(x, batch_size, "evaluate")
         endless.check_steps(x, "evaluate", args, kwargs)
         with self._execution.running():
@@ -273,6 +276,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
     def predict(self, x: Any, batch_size: int | None = None, *args, **kwargs) -> Any:
         """`keras.Model.predict` on the replicas, rows in input order; raises as `fit` does."""
         self._ensure_current()
+        sample_weights.check_rows("predict", x)
         batch_size = self._execution.check_call(x, batch_size, "predict")
         endless.check_steps(x, "predict", args, kwargs)
         with self._execution.running():

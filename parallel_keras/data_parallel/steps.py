@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import warnings
 
+import keras
 import tensorflow as tf
 
 from parallel_keras import _internals
@@ -59,17 +60,60 @@ def train_step(model, data, global_loss: bool = False, trainable_weights=None):
         trainable_weights = model.trainable_weights
     if trainable_weights:
         gradients = tape.gradient(loss, trainable_weights)
-        if accumulation.accumulation_steps(model.optimizer) is None and (
-            _internals.clips_gradients(model.optimizer)
-        ):
-            # Accumulation clips the summed, accumulated gradient itself.
-            _internals.clip_after_all_reduce(model.optimizer)
+        if accumulation.accumulation_steps(model.optimizer) is None:
+            # Accumulation clips and checks the summed gradient itself.
+            if _internals.clips_gradients(model.optimizer):
+                _internals.clip_after_all_reduce(model.optimizer)
+            gradients = _non_finite_together(model.optimizer, gradients)
         accumulation.apply_gradients(model, gradients, trainable_weights)
     else:
         warnings.warn("The model does not have any trainable weights.", stacklevel=2)
     if merged:
         return _merged_metrics(model, y, y_pred, sample_weight, keep, gathered, tracked, central)
     return _local_metrics(model, x, y, y_pred, sample_weight, keep, gathered)
+
+
+def _non_finite_together(optimizer, gradients):
+    """Under loss scaling, every replica's gradients non-finite if any are.
+
+    `LossScaleOptimizer` decides on the first replica's own gradients
+    whether to apply the step or skip it and halve the scale. One device
+    decides on the batch's gradient, the replicas' sum: non-finite when any
+    replica's share is. A step that another replica overflowed would be
+    applied with an infinite sum (NaN weights after `clipnorm`, a
+    `clipvalue`-clipped wrong step). A NaN added to every replica's
+    gradients then (0 otherwise, which changes no value) makes each
+    replica's check the sum's, and every replica take the same branch.
+    """
+    context = tf.distribute.get_replica_context()
+    if (
+        not isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+        or context is None
+        or context.num_replicas_in_sync == 1
+    ):
+        return gradients
+    present = [g for g in gradients if g is not None]
+    if not present:
+        return gradients
+    non_finite = tf.add_n(
+        [tf.reduce_sum(tf.cast(~tf.math.is_finite(_values(g)), tf.float32)) for g in present]
+    )
+    non_finite = context.all_reduce(tf.distribute.ReduceOp.SUM, non_finite)
+    poison = tf.where(non_finite > 0, float("nan"), 0.0)
+
+    def poisoned(gradient):
+        if gradient is None:
+            return None
+        if isinstance(gradient, tf.IndexedSlices):
+            values = gradient.values + tf.cast(poison, gradient.values.dtype)
+            return tf.IndexedSlices(values, gradient.indices, gradient.dense_shape)
+        return gradient + tf.cast(poison, gradient.dtype)
+
+    return [poisoned(gradient) for gradient in gradients]
+
+
+def _values(gradient):
+    return gradient.values if isinstance(gradient, tf.IndexedSlices) else gradient
 
 
 def test_step(model, data, global_loss: bool = False):
@@ -293,7 +337,7 @@ def _concatenated(values):
         return None
     if not values[0].shape.rank:
         return values[0]
-    return tf.concat(values, axis=0)
+    return _internals.concat_keeping_logits(values, axis=0)
 
 
 def _gathered_if(global_loss: bool, structure, keep):
@@ -308,7 +352,9 @@ def _gathered_if(global_loss: bool, structure, keep):
             return None
         if keep is not None:
             value = _kept(value, keep)
-        return context.all_gather(value, axis=0)
+        # A sigmoid or softmax output's logits come along, so Keras's
+        # crossentropies compute from them as on one device.
+        return _internals.map_keeping_logits(lambda part: context.all_gather(part, axis=0), value)
 
     return tf.nest.map_structure(gather, structure)
 
@@ -316,7 +362,7 @@ def _gathered_if(global_loss: bool, structure, keep):
 def _kept(value, keep):
     if value is None or not value.shape.rank:
         return value
-    return tf.boolean_mask(value, keep > 0)
+    return _internals.map_keeping_logits(lambda part: tf.boolean_mask(part, keep > 0), value)
 
 
 def _static_rows(structure) -> int | None:
