@@ -37,10 +37,15 @@ import numpy as np
 
 def _list_outputs(model: keras.Model) -> int | None:
     """How many outputs `model` has if they are a list (Keras 2's only kind)."""
+    template = getattr(model, "template", None)
     try:
-        outputs = model.template.output
+        outputs = template.output
     except (AttributeError, ValueError):
-        return None
+        # A Sequential model built from an `Input` was never called, so
+        # has `outputs` only; a subclassed model has neither.
+        outputs = getattr(template, "outputs", None)
+        if not outputs:
+            return None
     if isinstance(outputs, Mapping):
         return None
     return len(outputs) if isinstance(outputs, (list, tuple)) else 1
