@@ -227,3 +227,23 @@ def test_summary_warns_of_trainable_weights_changed_since_compile(gpus):
     discrepancies = [w for w in after if "Discrepancy" in str(w.message)]
     assert len(discrepancies) == 3  # each summary, and the first train call
     assert lines  # the template's summary was still printed
+
+
+@pytest.mark.parametrize("gpus", GPUS)
+def test_a_sequential_template_reads_lists_of_numbers_too(gpus):
+    # A Sequential model built from an Input has `outputs` but no `output`.
+    def sequential():
+        keras.utils.set_random_seed(7)
+        return keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, activation="sigmoid")])
+
+    x = data(rows=2)[0]
+    reference = sequential()
+    reference.compile(keras.optimizers.SGD(0.5), "binary_crossentropy")
+    template = sequential()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
+    parallel.compile(keras.optimizers.SGD(0.5), "binary_crossentropy")
+
+    got = parallel.train_on_batch(x, [0, 1])
+
+    np.testing.assert_allclose(got, reference.train_on_batch(x, np.array([0, 1])), atol=ATOL)
+    assert weight_difference(template, reference) < ATOL

@@ -914,7 +914,7 @@ def k2_model_with_partial_loss(model, keras2):
     # Keras 2: loss for `out_a` only; metrics=['mae'] to every output, but
     # Keras 2 fed no targets to an output without a loss, so only out_a's.
     if keras2:
-        model.compile("adam", {"out_a": "mse"}, metrics={"out_a": ["mae"]})
+        model.compile("adam", {"out_a": "mse"}, metrics=["mae"])
     else:
         model.compile("adam", ["mse", None], metrics=[["mae"], []])
     x, y = two_io_data()

@@ -37,7 +37,7 @@ import numpy as np
 
 def _list_outputs(model: keras.Model) -> int | None:
     """How many outputs `model` has if they are a list (Keras 2's only kind)."""
-    template = getattr(model, "template", None)
+    template: Any = getattr(model, "template", None)
     try:
         outputs = template.output
     except (AttributeError, ValueError):
