@@ -1,18 +1,22 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Checkpoints for parallel runs: Keras 2's `period`, atomic, through the template.
+"""Callbacks with Keras 2's semantics: checkpoints and early stopping.
 
 `ModelCheckpoint` is Keras 3's callback with the Keras 2 signature
 (`period` in 7th place) so legacy callback code runs unchanged; every file
 is written atomically, the folder is checked before training starts, and a
 `ParallelModel` is saved through its template. `ParallelModelCheckpoint` is
 the class the legacy tutorials define by hand, with their exact signature.
+`EarlyStopping` stops when Keras 2's did (its `baseline`, `patience=0`,
+`mode='auto'` and `restore_best_weights` differ in Keras 3).
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import keras
+import numpy as np
 from absl import logging
 
 from parallel_keras import _internals
@@ -293,3 +297,106 @@ class ParallelModelCheckpoint(ModelCheckpoint):
             period,
             template=self.single_model,
         )
+
+
+class EarlyStopping(keras.callbacks.EarlyStopping):
+    """Stops training when the monitored quantity stops improving, as Keras 2 did.
+
+    Keras 2.2.4 and 2.3.1's rules (keras/callbacks.py), where Keras 3.15's
+    `keras.callbacks.EarlyStopping` differs:
+
+    * `baseline`: the value to beat. Keras 2 started from it, so an epoch
+      that does not beat it counts towards `patience` even if it improves
+      on the epochs before: `baseline=0.75, patience=2` on accuracies
+      `0.55, 0.74` stops after 2 epochs. Keras 3 resets nothing but also
+      never stops while the metric improves, and trains on.
+    * `patience=0` stops at the first epoch without improvement, the first
+      epoch included (Keras 3 never stops at epoch 0).
+    * `mode='auto'` maximizes a quantity whose name contains "acc" and
+      minimizes any other (Keras 3 asks the metric for its direction and
+      raises for a metric that has none).
+    * `restore_best_weights` restores the best epoch's weights when it
+      stops training, and only then (Keras 3 also restores them at the end
+      of a run it did not stop). If no epoch improved on `baseline`, there
+      are no best weights and the weights are left as they are (Keras 2
+      failed there).
+
+    Args:
+        monitor: The logged quantity to watch. Defaults to "val_loss".
+        min_delta: The smallest change that counts as an improvement.
+            Defaults to 0.
+        patience: Epochs without improvement before stopping. Defaults to 0.
+        verbose: 1 logs the epoch training stopped at. Defaults to 0.
+        mode: "auto", "min" or "max". Defaults to "auto".
+        baseline: The value the quantity must beat, or None. Defaults to
+            None.
+        restore_best_weights: Restore the best epoch's weights when
+            stopping. Defaults to False.
+
+    Example:
+
+    >>> from parallel_keras.callbacks import EarlyStopping
+    >>> stop = EarlyStopping(monitor="val_acc", baseline=0.75, patience=2)
+    """
+
+    def __init__(
+        self,
+        monitor: str = "val_loss",
+        min_delta: float = 0,
+        patience: int = 0,
+        verbose: int = 0,
+        mode: str = "auto",
+        baseline: float | None = None,
+        restore_best_weights: bool = False,
+    ):
+        super().__init__(
+            monitor=monitor,
+            min_delta=min_delta,
+            patience=patience,
+            verbose=verbose,
+            mode=mode,
+            baseline=baseline,
+            restore_best_weights=restore_best_weights,
+        )
+        mode = mode if mode in ("auto", "min", "max") else "auto"  # Keras warned.
+        maximize = mode == "max" or (mode == "auto" and "acc" in monitor)
+        self.monitor_op: Any = np.greater if maximize else np.less
+        # Keras 2 signed `min_delta` as given, without Keras 3's `abs`.
+        self.min_delta = min_delta if self.monitor_op is np.greater else -min_delta
+
+    def on_train_begin(self, logs=None):
+        self.wait = 0
+        self.stopped_epoch = 0
+        self.best_weights = None
+        self.best_epoch = 0
+        if self.baseline is not None:
+            self.best = self.baseline
+        else:
+            self.best = np.inf if self.monitor_op is np.less else -np.inf
+
+    def on_epoch_end(self, epoch, logs=None):
+        current = self.get_monitor_value(logs)
+        if current is None:
+            return
+        if self.monitor_op(current - self.min_delta, self.best):
+            self.best = current
+            self.best_epoch = epoch
+            self.wait = 0
+            if self.restore_best_weights:
+                self.best_weights = self.model.get_weights()
+            return
+        self.wait += 1
+        if self.wait < self.patience:
+            return
+        self.stopped_epoch = epoch
+        self.model.stop_training = True
+        if self.restore_best_weights and self.best_weights is not None:
+            if self.verbose > 0:
+                logging.info(
+                    "Restoring model weights from the end of epoch %d.", self.best_epoch + 1
+                )
+            self.model.set_weights(self.best_weights)
+
+    def on_train_end(self, logs=None):
+        if self.stopped_epoch > 0 and self.verbose > 0:
+            logging.info("Epoch %05d: early stopping", self.stopped_epoch + 1)

@@ -223,3 +223,100 @@ def test_checkpoint_of_a_model_sharing_no_weights_is_refused(tmp_path):
     assert os.listdir(tmp_path) == []
     for old, new in zip(before, template.get_weights()):
         np.testing.assert_array_equal(old, new)
+
+
+# --- EarlyStopping: Keras 2's rules ------------------------------------------
+
+
+def _early_stopping_run(gpus, **arguments):
+    """`(parallel history, one device history)` of 5 epochs with Keras 2's
+    EarlyStopping(**arguments) on each."""
+    histories = []
+    for replicas in (gpus, 1):
+        keras.utils.set_random_seed(11)
+        template = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        model = template if replicas == 1 else parallel_keras.multi_gpu_model(template, replicas)
+        model.compile(keras.optimizers.SGD(0.05), "mse")
+        rng = np.random.RandomState(0)
+        x, y = rng.rand(8, 3).astype("float32"), rng.rand(8, 1).astype("float32")
+        stop = parallel_keras.callbacks.EarlyStopping(**arguments)
+        history = model.fit(
+            x, y, batch_size=4, epochs=5, shuffle=False, verbose=0, callbacks=[stop]
+        )
+        histories.append(history.history["loss"])
+    return histories
+
+
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_early_stopping_with_an_unmet_baseline_stops_after_patience_as_keras2(gpus):
+    # The loss improves every epoch, never below the baseline: Keras 2
+    # stopped after `patience` epochs (Keras 3's callback trains on).
+    parallel, one_device = _early_stopping_run(gpus, monitor="loss", baseline=1e-9, patience=2)
+    assert len(parallel) == 2
+    np.testing.assert_allclose(parallel, one_device, atol=1e-5)
+    assert all(b < a for a, b in zip(parallel, parallel[1:]))  # it was improving
+
+
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_early_stopping_with_a_met_baseline_trains_while_improving(gpus):
+    parallel, one_device = _early_stopping_run(gpus, monitor="loss", baseline=100.0, patience=0)
+    assert len(parallel) == 5
+    np.testing.assert_allclose(parallel, one_device, atol=1e-5)
+
+
+class _StopFlag:
+    stop_training = False
+
+    def __init__(self):
+        self.weights = [np.zeros(1)]
+
+    def get_weights(self):
+        return [w.copy() for w in self.weights]
+
+    def set_weights(self, weights):
+        self.weights = weights
+
+
+def _epochs_until_stop(callback, values, monitor="val_acc"):
+    """Epochs run before `callback` stops, driven as Keras 2's test drove it."""
+    callback.set_model(_StopFlag())
+    callback.on_train_begin()
+    for epoch, value in enumerate(values):
+        callback.model.weights = [np.full(1, value)]
+        callback.on_epoch_end(epoch, {monitor: value})
+        if callback.model.stop_training:
+            return epoch + 1
+    return len(values)
+
+
+@pytest.mark.parametrize(
+    "arguments, values, epochs",
+    [
+        # Keras 2.2.4's test_EarlyStopping_baseline: Keras 3 trains 4 epochs
+        # on the second (each epoch improves on the one before).
+        ({"baseline": 0.75, "patience": 2}, [0.55, 0.76, 0.81, 0.81], 4),
+        ({"baseline": 0.75, "patience": 2}, [0.55, 0.74, 0.81, 0.81], 2),
+        # patience=0 stops at the first epoch without improvement, epoch 0
+        # included (Keras 3 never stops at epoch 0).
+        ({"baseline": 0.75, "patience": 0}, [0.5, 0.9], 1),
+        # mode='auto' maximizes a name holding "acc" (Keras 3 asks the metric).
+        ({"patience": 1}, [0.5, 0.6, 0.7, 0.6], 4),
+        ({"patience": 1, "min_delta": 0.2}, [0.5, 0.6, 0.7, 0.6], 2),
+    ],
+)
+def test_early_stopping_counts_epochs_as_keras2(arguments, values, epochs):
+    stop = parallel_keras.callbacks.EarlyStopping(monitor="val_acc", **arguments)
+    assert _epochs_until_stop(stop, values) == epochs
+
+
+@pytest.mark.parametrize("patience, epochs, kept", [(1, 3, 1.0), (2, 3, 2.0)])
+def test_early_stopping_restores_best_weights_only_when_it_stops(patience, epochs, kept):
+    stop = parallel_keras.callbacks.EarlyStopping(
+        monitor="loss", patience=patience, restore_best_weights=True
+    )
+    stop.on_train_end()  # stand-in for fit's end: restores nothing (Keras 2)
+    assert _epochs_until_stop(stop, [3.0, 1.0, 2.0], "loss") == epochs
+    stop.on_train_end()
+    # Stopped: the best epoch's weights; not stopped: the last epoch's.
+    assert stop.model.weights[0][0] == kept
+    assert isinstance(stop, keras.callbacks.EarlyStopping)

@@ -24,6 +24,7 @@ from parallel_keras import _internals
 from parallel_keras.data_parallel import (
     accumulation,
     endless,
+    keras2_arguments,
     keras2_layers,
     sample_weights,
     steps,
@@ -160,6 +161,9 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
             ("weighted_metrics", weighted_metrics),
         ):
             losses_lib.check_output_keys(self, value, name)
+        loss, loss_weights, metrics, weighted_metrics = keras2_arguments.compile_arguments(
+            self, loss, loss_weights, metrics, weighted_metrics
+        )
         losses_lib.check_loss_scaling(self, optimizer)
         accumulation.check_optimizer(optimizer, self._strategy)
         trainable_at_compile.check_optimizer(self, optimizer)
@@ -254,6 +258,8 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         self._ensure_current()
         if self._trained is not None:
             self._trained.check(self)
+        x, y, _ = keras2_arguments.call_data(self, x, y)
+        kwargs = keras2_arguments.fit_keywords(self, kwargs)
         kwargs = sample_weights.keras2_call_arguments(self, "fit", x, y, kwargs)
         batch_size = self._execution.check_call(
             x, batch_size, "fit", callbacks=kwargs.get("callbacks")
@@ -267,6 +273,8 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
     ) -> Any:
         """`keras.Model.evaluate` on the replicas; raises as `fit` does."""
         self._ensure_current()
+        x, y, _ = keras2_arguments.call_data(self, x, y)
+        kwargs = keras2_arguments.fit_keywords(self, kwargs)
         kwargs = sample_weights.keras2_call_arguments(self, "evaluate", x, y, kwargs)
         batch_size = self._execution.check_call(x, batch_size, "evaluate")
         endless.check_steps(x, "evaluate", args, kwargs)
@@ -276,7 +284,9 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
     def predict(self, x: Any, batch_size: int | None = None, *args, **kwargs) -> Any:
         """`keras.Model.predict` on the replicas, rows in input order; raises as `fit` does."""
         self._ensure_current()
+        x = keras2_arguments.call_data(self, x)[0]
         sample_weights.check_rows("predict", x)
+        x = keras2_arguments.predict_input(x)
         batch_size = self._execution.check_call(x, batch_size, "predict")
         endless.check_steps(x, "predict", args, kwargs)
         with self._execution.running():
@@ -303,6 +313,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         self._ensure_current()
         if self._trained is not None:
             self._trained.check(self)
+        x, y, sample_weight = keras2_arguments.call_data(self, x, y, sample_weight)
         return self._execution.train_on_batch(x, y, sample_weight, class_weight, return_dict)
 
     def test_on_batch(
@@ -310,12 +321,13 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
     ) -> Any:
         """Loss and metrics of one global batch, split across the replicas."""
         self._ensure_current()
+        x, y, sample_weight = keras2_arguments.call_data(self, x, y, sample_weight)
         return self._execution.test_on_batch(x, y, sample_weight, return_dict)
 
     def predict_on_batch(self, x: Any) -> Any:
         """Outputs for one global batch, split across the replicas, rows in order."""
         self._ensure_current()
-        return self._execution.predict_on_batch(x)
+        return self._execution.predict_on_batch(keras2_arguments.call_data(self, x)[0])
 
     def reset_states(self) -> None:
         """Resets every stateful layer of the template, on every replica."""
@@ -379,7 +391,11 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         )
 
     def summary(self, *args, **kwargs) -> None:
-        """The template's summary (the parallel model holds no weights of its own)."""
+        """The template's summary (the parallel model holds no weights of its
+        own), with Keras 2's warning if the trainable weights changed since
+        compile (see `trainable_at_compile.py`)."""
+        if self._trained is not None:
+            self._trained.check(self, always=True)
         return self._template.summary(*args, **kwargs)
 
     def get_config(self) -> dict[str, Any]:

@@ -55,14 +55,16 @@ class TrainableAtCompile:
         self._ids = [id(variable) for variable in self.variables]
         self._warned = False
 
-    def check(self, model: keras.Model) -> None:
-        """Warns once if the model's trainable weights changed since compile."""
-        if self._warned:
+    def check(self, model: keras.Model, always: bool = False) -> None:
+        """Warns if the model's trainable weights changed since compile: once
+        for the train calls, or at each call with `always` (`summary`, which
+        Keras 2's `print_summary` checked every time)."""
+        if self._warned and not always:
             return
         now = model.trainable_weights
         if [id(variable) for variable in now] == self._ids:
             return
-        self._warned = True
+        self._warned = self._warned or not always
         message = DISCREPANCY_WARNING.format(
             name=self.model_name, count=len(self.variables), now=len(now)
         )

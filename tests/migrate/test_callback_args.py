@@ -48,3 +48,41 @@ def test_dropped_and_renamed_arguments_are_gone_from_keras3():
         assert not set(args) & set(params), cls
     for cls in callback_args.REMOVED_CLASSES:
         assert not hasattr(keras.callbacks, cls)
+
+
+_EARLY_STOPPING = {
+    "baseline_keyword": (
+        "import keras\nstop = keras.callbacks.EarlyStopping(monitor='val_acc', baseline=0.75, "
+        "patience=2)\n",
+        "import keras\nimport parallel_keras.callbacks\n\nstop = parallel_keras.callbacks."
+        "EarlyStopping(monitor='val_acc', mode='max', baseline=0.75, patience=2)\n",
+    ),
+    "baseline_positional": (
+        "from keras.callbacks import EarlyStopping\n"
+        "stop = EarlyStopping('val_loss', 0, 2, 0, 'min', 0.5)\n",
+        "from keras.callbacks import EarlyStopping\nimport parallel_keras.callbacks\n\n"
+        "stop = parallel_keras.callbacks.EarlyStopping('val_loss', 0, 2, 0, 'min', 0.5)\n",
+    ),
+    "restore_best_weights": (
+        "import keras\nstop = keras.callbacks.EarlyStopping(patience=3, "
+        "restore_best_weights=True)\n",
+        "import keras\nimport parallel_keras.callbacks\n\nstop = parallel_keras.callbacks."
+        "EarlyStopping(patience=3, restore_best_weights=True)\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("before, after", _EARLY_STOPPING.values(), ids=_EARLY_STOPPING.keys())
+def test_early_stopping_with_keras2_semantics_moves_to_the_library_class(before, after):
+    result = check_rewrite(before, after)
+    (change,) = [c for c in result.report.changes if "EarlyStopping" in c.message]
+    assert change.modern and "keras.callbacks.EarlyStopping" in change.modern
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["EarlyStopping(patience=2)", "EarlyStopping(baseline=None, restore_best_weights=False)"],
+)
+def test_early_stopping_that_keras3_runs_alike_stays(call):
+    source = f"from keras.callbacks import EarlyStopping\nstop = {call}\n"
+    assert check_rewrite(source, source).report.changes == []

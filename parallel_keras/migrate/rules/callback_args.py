@@ -12,13 +12,20 @@ compared with Keras 3's (`inspect.signature` of `keras.callbacks.*`):
 * `ReduceLROnPlateau(epsilon=)` (Keras 2.1's name of `min_delta`, which Keras
   2.3 still mapped) is swallowed by Keras 3's `**kwargs` and ignored, so the
   plateau test silently changes: renamed to `min_delta=`;
-* `BaseLogger` no longer exists (Keras 3 averages the logs itself): flagged.
+* `BaseLogger` no longer exists (Keras 3 averages the logs itself): flagged;
+* `EarlyStopping(baseline=)` stops later in Keras 3 (an epoch that improves
+  but does not beat the baseline no longer counts towards `patience`), and
+  `restore_best_weights=` restores at the end of a run it did not stop: a
+  call giving either moves to `parallel_keras.callbacks.EarlyStopping`,
+  which keeps Keras 2's rules.
 
 Keras 2 positional arguments are passed by keyword first (`TensorBoard(d,
 0, 32)`: the third was `batch_size`, in Keras 3 it is `write_graph`).
 """
 
 from __future__ import annotations
+
+import libcst as cst
 
 from parallel_keras.migrate import context, syntax
 
@@ -65,6 +72,19 @@ DROPPED = {
     },
 }
 RENAMED = {"ReduceLROnPlateau": {"epsilon": "min_delta"}}
+# Keras 2.3 EarlyStopping(monitor, min_delta, patience, verbose, mode,
+# baseline, restore_best_weights); Keras 3 keeps that order.
+_EARLY_STOPPING = (
+    "monitor",
+    "min_delta",
+    "patience",
+    "verbose",
+    "mode",
+    "baseline",
+    "restore_best_weights",
+)
+# Arguments whose meaning Keras 3 changed, and the value that means none.
+_EARLY_STOPPING_CHANGED = {"baseline": "None", "restore_best_weights": "False"}
 REMOVED_CLASSES = {
     "BaseLogger": "delete it: Keras 3 averages the epoch logs itself.",
 }
@@ -95,6 +115,8 @@ class CallbackArgsRule(context.Rule):
         if name in REMOVED_CLASSES:
             ctx.flag(original, RULE, f"`{name}` does not exist in Keras 3", REMOVED_CLASSES[name])
             return updated
+        if name == "EarlyStopping" and not syntax.has_star(updated):
+            return _keras2_early_stopping(ctx, original, updated)
         if syntax.has_star(updated) or name not in LEGACY_SIGNATURES:
             return updated
         messages = []
@@ -139,6 +161,29 @@ class CallbackArgsRule(context.Rule):
         return updated
 
 
+def _keras2_early_stopping(ctx, original, updated):
+    """`EarlyStopping(baseline=...)` -> `parallel_keras.callbacks.EarlyStopping(...)`."""
+    called, _ = syntax.keywordize(updated, _EARLY_STOPPING, keep_first=False)
+    given = [
+        keyword
+        for keyword, none in _EARLY_STOPPING_CHANGED.items()
+        if (arg := syntax.keyword(called, keyword)) is not None
+        and not (isinstance(arg.value, cst.Name) and arg.value.value == none)
+    ]
+    if not given:
+        return updated
+    ctx.require_import("parallel_keras.callbacks")
+    ctx.compat(
+        original,
+        RULE,
+        f"`{syntax.dotted(original.func)}({', '.join(f'{k}=' for k in given)}...)` -> "
+        "`parallel_keras.callbacks.EarlyStopping`: Keras 3's stops later with a "
+        "baseline and restores the best weights even when it did not stop",
+        modern="keras.callbacks.EarlyStopping, after checking the epochs it trains",
+    )
+    return updated.with_changes(func=syntax.expression("parallel_keras.callbacks.EarlyStopping"))
+
+
 AUDIT = [
     *(
         (f"keras.callbacks.{cls}({arg}=)", "(removed)", f"{why}; Keras 3 rejects the argument")
@@ -151,4 +196,9 @@ AUDIT = [
         for old, new in sorted(names.items())
     ),
     *((f"keras.callbacks.{cls}", None, fix) for cls, fix in sorted(REMOVED_CLASSES.items())),
+    (
+        "keras.callbacks.EarlyStopping(baseline= or restore_best_weights=)",
+        "parallel_keras.callbacks.EarlyStopping",
+        "Keras 3 stops later with a baseline and restores weights at every run's end",
+    ),
 ]
