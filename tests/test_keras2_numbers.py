@@ -282,3 +282,14 @@ def test_arrays_with_different_row_counts_are_refused_before_the_model_is_touche
     for now, then in zip(template.get_weights(), before):
         np.testing.assert_array_equal(now, then)
     assert int(np.asarray(parallel.optimizer.iterations)) == 0
+
+
+def test_python_numbers_have_no_rows_to_compare():
+    """Lists of Python numbers (one array to Keras 2) pass the row check as
+    they are; arrays nested in dicts and lists are compared."""
+    from parallel_keras.data_parallel import sample_weights
+
+    sample_weights.check_rows("train_on_batch", [[1.0, 2.0], [3.0, 4.0]], [0, 1])
+    sample_weights.check_rows("fit", {"a": np.zeros((3, 2))}, [np.zeros(3), None])
+    with pytest.raises(ValueError, match=r"Received: fit with rows x=3, y=\[3, 2\]"):
+        sample_weights.check_rows("fit", {"a": np.zeros((3, 2))}, [np.zeros(3), {"b": np.zeros(2)}])
