@@ -218,7 +218,9 @@ def test_custom_crossentropy_on_probabilities_reads_logits_as_one_device(gpus, c
     """One device computes Keras's crossentropies from the logits behind a
     sigmoid or softmax output; a loss over the gathered outputs must too,
     or it clips probabilities (another value, and saturated units stop
-    training). Keras 2 likewise read the logits from its `Sigmoid`/`Softmax` op."""
+    training). The reference is one device under Keras 3 (tf.keras reads
+    the `Sigmoid`/`Softmax` op too); Keras 2.2.4's
+    backend clipped on one device and on its towers alike."""
     activation, units, loss, y, metric = _crossentropy_cases()[case]
     x = np.random.default_rng(1).normal(size=(ROWS, 3)).astype("float32")
     reference = _probabilities(activation, units)
