@@ -218,7 +218,9 @@ def test_custom_crossentropy_on_probabilities_reads_logits_as_one_device(gpus, c
     """One device computes Keras's crossentropies from the logits behind a
     sigmoid or softmax output; a loss over the gathered outputs must too,
     or it clips probabilities (another value, and saturated units stop
-    training). Keras 2 likewise read the logits from its `Sigmoid`/`Softmax` op."""
+    training). The reference is one device under Keras 3 (tf.keras reads
+    the `Sigmoid`/`Softmax` op too); Keras 2.2.4's
+    backend clipped on one device and on its towers alike."""
     activation, units, loss, y, metric = _crossentropy_cases()[case]
     x = np.random.default_rng(1).normal(size=(ROWS, 3)).astype("float32")
     reference = _probabilities(activation, units)
@@ -282,3 +284,14 @@ def test_arrays_with_different_row_counts_are_refused_before_the_model_is_touche
     for now, then in zip(template.get_weights(), before):
         np.testing.assert_array_equal(now, then)
     assert int(np.asarray(parallel.optimizer.iterations)) == 0
+
+
+def test_python_numbers_have_no_rows_to_compare():
+    """Lists of Python numbers (one array to Keras 2) pass the row check as
+    they are; arrays nested in dicts and lists are compared."""
+    from parallel_keras.data_parallel import sample_weights
+
+    sample_weights.check_rows("train_on_batch", [[1.0, 2.0], [3.0, 4.0]], [0, 1])
+    sample_weights.check_rows("fit", {"a": np.zeros((3, 2))}, [np.zeros(3), None])
+    with pytest.raises(ValueError, match=r"Received: fit with rows x=3, y=\[3, 2\]"):
+        sample_weights.check_rows("fit", {"a": np.zeros((3, 2))}, [np.zeros(3), {"b": np.zeros(2)}])

@@ -174,10 +174,14 @@ def _rows(value: Any) -> list[int | None]:
     if value is None:
         return []
     if isinstance(value, Mapping):
-        return [rows for item in value.values() for rows in _rows_or_none(item)]
-    if isinstance(value, (list, tuple)) and not _is_number_list(value):
-        return [rows for item in value for rows in _rows_or_none(item)]
-    return _rows_or_none(value)
+        items = list(value.values())
+    elif isinstance(value, (list, tuple)):
+        if _is_number_list(value):
+            return []  # Python numbers: one array to Keras 2, no rows to compare here.
+        items = list(value)
+    else:
+        return _rows_or_none(value)
+    return [rows for item in items for rows in _rows_or_none(item)]
 
 
 def _rows_or_none(value: Any) -> list[int | None]:

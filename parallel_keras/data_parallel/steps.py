@@ -25,6 +25,12 @@ trainer.py`, Keras 3.15) and differ in these ways:
 * The optimizer clips the summed gradient, not each replica's share, and
   random ops draw per replica (`_internals.clip_after_all_reduce`,
   `use_replica_seed_generator`).
+* Under loss scaling (`mixed_float16`) a step is skipped when the summed
+  gradient is not finite, whichever replica overflowed
+  (`_non_finite_together`).
+* A loss or metric over gathered, masked or concatenated outputs reads a
+  sigmoid or softmax output's logits as one device does
+  (`_internals.map_keeping_logits`).
 """
 
 from __future__ import annotations
