@@ -10,8 +10,8 @@ them:
 - `variables`: Keras variables relocated onto a strategy; stateful RNN state.
 - `trainer`: Keras's trainer (loss trackers, metric order, default steps,
   strategy captured at construction, first-batch symbolic build, resume,
-  clipping after the all-reduce, seedless random ops per replica, the
-  validation generator as one stream, metrics under central storage,
+  clipping after the all-reduce, seedless random ops per replica, Python
+  data read one batch per step, metrics under central storage,
   several steps per execution at an epoch's end).
 - `collectives`: collective keys, which reduction a strategy performs, NCCL.
 - `multi_worker`: TensorFlow runtime start, MWMS construction, Keras's
@@ -96,16 +96,20 @@ from parallel_keras._internals.trainer import (
     clip_after_all_reduce,
     clips_gradients,
     correct_summed_assigns,
+    epoch_iterator_dataset,
+    epoch_iterator_strategy,
     flatten_metrics_in_order,
     install_class_symbolic_build,
     install_symbolic_build,
     is_keras_default_step,
+    is_python_data,
     loss_scaled_for_replicas,
     loss_tracker,
     maybe_symbolic_build,
     model_strategy,
     optimizer_strategy,
     output_loss_trackers,
+    read_python_data_per_step,
     recount_output_losses,
     remove_symbolic_build,
     replicate_seed_generators,
@@ -150,6 +154,8 @@ __all__ = [
     "collective_reductions_in_traced_function",
     "correct_summed_assigns",
     "created_trainable",
+    "epoch_iterator_dataset",
+    "epoch_iterator_strategy",
     "cross_device_ops_kind",
     "expand_slurm_tasks_per_node",
     "filter_empty_gradients",
@@ -166,6 +172,7 @@ __all__ = [
     "is_functional",
     "is_keras_default_step",
     "is_keras_variable",
+    "is_python_data",
     "keras_scalar_mean_reduction_fails",
     "keras_tensor_layer",
     "keras_variable_value",
@@ -188,6 +195,7 @@ __all__ = [
     "overwrites_with_gradient",
     "PlacementInternalsChanged",
     "PlacementNeedsNewerKeras",
+    "read_python_data_per_step",
     "recount_output_losses",
     "rekey_optimizer_variables",
     "relocate_variables",
