@@ -89,6 +89,7 @@ from parallel_keras._internals.placement import (
     is_functional,
     keras_tensor_layer,
     require_placement_support,
+    tf_device_scope,
 )
 from parallel_keras._internals.trainer import (
     StepsPerExecutionNeedsNewerKeras,
@@ -218,6 +219,7 @@ __all__ = [
     "sums_replica_assigns",
     "symbolic_build_from_local_replica",
     "TESTED_RANGE",
+    "tf_device_scope",
     "tf_runtime_initialized",
     "UnsupportedEnvironment",
     "update_moving_average_here",
