@@ -133,7 +133,8 @@ def test_the_innermost_scope_wins_whichever_kind():
 @pytest.mark.parametrize("gpus", [2, 4])
 def test_a_template_with_tf_device_branches_trains_on_the_replicas_as_one_device(gpus):
     """Replicas of multi_gpu_model ignore the template's placement, as Keras
-    2's towers did: same weights as one device."""
+    2's towers did (same weights as one device); the template called on its
+    own keeps its branches on their devices."""
     x = np.random.RandomState(1).rand(16, 6).astype("float32")
     y = x.sum(axis=1, keepdims=True)
     weights = []
@@ -145,6 +146,9 @@ def test_a_template_with_tf_device_branches_trains_on_the_replicas_as_one_device
         weights.append(template.get_weights())
     for trained, expected in zip(*weights):
         np.testing.assert_allclose(trained, expected, atol=1e-5)
+    with record_op_devices() as ops:
+        template(x)
+    assert _compute_devices(ops.eager, "branch_1") == {"/cpu:1"}
 
 
 def test_a_scope_on_a_missing_device_is_reported_at_the_first_call(caplog):

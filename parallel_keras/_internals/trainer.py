@@ -499,6 +499,16 @@ def use_replica_seed_generator() -> None:
 _EPOCH_ITERATOR_SOURCES: list[Callable[[Any], Any]] = []
 
 
+def steps_take_python_iterators() -> bool:
+    """Whether Keras's train/test functions run the steps of a plain Python
+    iterator one by one (Keras 3.7+: `_make_function`'s `function` calls
+    `one_step_on_data` per batch for an iterator that is not a tf.data or
+    distributed one; checked 3.15.1). Keras 3.5-3.6 trace `next(iterator)`
+    into a `tf.function`, where a Python iterator is read once, at tracing
+    (checked 3.5.0): there Python data keeps tf.distribute's pipeline."""
+    return _multi_step_stops_at_data_end()
+
+
 def is_python_data(iterator: Any) -> bool:
     """Whether a Keras epoch iterator reads a Python generator or a `PyDataset`."""
     from keras.src.trainers.data_adapters import generator_data_adapter, py_dataset_adapter

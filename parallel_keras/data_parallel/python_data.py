@@ -20,8 +20,9 @@ prefetch holds one batch more, read at a moment that depends on timing
 (before or after an `on_epoch_end`); where that matters the replicas follow
 the step order. A `PyDataset` with `workers` keeps Keras's enqueuer, which
 reads ahead on one device too. Arrays and `tf.data` datasets keep
-tf.distribute's own prefetching pipeline; so does a strategy with replicas
-on other workers.
+tf.distribute's own prefetching pipeline; so do a strategy with replicas
+on other workers and Keras 3.5-3.6, whose steps cannot take their batches
+from Python (`_internals.steps_take_python_iterators`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def _step_by_step_source(iterator: Any) -> StepByStepDataset | None:
     prepare = prepared.current_preparation()
     if prepare is None or not _internals.is_python_data(iterator):
         return None
+    if not _internals.steps_take_python_iterators():
+        return None  # Keras 3.5-3.6: a Python iterator is read only when traced
     strategy = _internals.epoch_iterator_strategy(iterator)
     if strategy is None or len(strategy.extended.worker_devices) != strategy.num_replicas_in_sync:
         return None  # replicas on other workers read their own shards
@@ -55,15 +58,19 @@ def _step_by_step_source(iterator: Any) -> StepByStepDataset | None:
     dataset = dataset.with_options(options)
     if not all(isinstance(spec, tf.TensorSpec) for spec in tf.nest.flatten(dataset.element_spec)):
         return None  # sparse, ragged or optional parts: split by tf.distribute
-    return StepByStepDataset(dataset, strategy)
+    steps = int(getattr(iterator, "steps_per_execution", 1) or 1)
+    return StepByStepDataset(dataset, strategy, steps)
 
 
 class StepByStepDataset:
     """A distributed dataset that reads its global batch when a step asks for it."""
 
-    def __init__(self, dataset: tf.data.Dataset, strategy: tf.distribute.Strategy):
+    def __init__(
+        self, dataset: tf.data.Dataset, strategy: tf.distribute.Strategy, steps_per_execution: int
+    ):
         self._dataset = dataset
         self._strategy = strategy
+        self._steps_per_execution = steps_per_execution
 
     @property
     def element_spec(self):
@@ -77,25 +84,39 @@ class StepByStepDataset:
         return tf.nest.map_structure(per_replica, self._dataset.element_spec)
 
     def __iter__(self) -> _StepByStepIterator:
-        return _StepByStepIterator(iter(self._dataset), self._strategy)
+        return _StepByStepIterator(iter(self._dataset), self._strategy, self._steps_per_execution)
 
 
 class _StepByStepIterator:
-    def __init__(self, batches, strategy: tf.distribute.Strategy):
+    """Keras's train and test functions take the steps of one execution from
+    a Python iterator in a `zip` (Keras 3.7+): a `StopIteration` ends the
+    execution after the steps it ran, as the multi-step loop stops at the
+    data's end on one device; with no step run in it, the end is the
+    `OutOfRangeError` a distributed iterator raises (a bare `StopIteration`
+    would leave Keras's `zip` without outputs)."""
+
+    def __init__(self, batches, strategy: tf.distribute.Strategy, steps_per_execution: int):
         self._batches = batches
         self._strategy = strategy
+        self._steps_per_execution = steps_per_execution
+        self._taken = 0
+        self._ended = False
 
     def __iter__(self) -> _StepByStepIterator:
         return self
 
     def __next__(self):
         try:
+            if self._ended:
+                raise StopIteration
             batch = next(self._batches)
         except StopIteration:
-            # Not StopIteration: Keras's train function runs its steps in a
-            # `zip`, which would end silently; this is what a distributed
-            # iterator raises at the end of its data.
-            raise tf.errors.OutOfRangeError(None, None, "End of sequence") from None
+            first_of_execution = self._taken % self._steps_per_execution == 0
+            if self._ended or first_of_execution:
+                raise tf.errors.OutOfRangeError(None, None, "End of sequence") from None
+            self._ended = True
+            raise
+        self._taken += 1
         return split_across_replicas(batch, self._strategy)
 
 

@@ -243,6 +243,19 @@ def test_epoch_iterators_iterate_their_distributed_dataset_over_the_adapters():
     assert again == ([0, 1] if callable(adapter.generator) else [])
 
 
+def test_steps_take_their_batches_from_a_python_iterator_one_by_one():
+    """`python_data` hands Keras's train/test functions a plain Python
+    iterator. Keras 3.7+ runs one step per batch taken from it in a `zip`;
+    3.5-3.6 trace `next(iterator)` (read once), where it is not used."""
+    if not trainer.steps_take_python_iterators():
+        source = inspect.getsource(keras_tf_trainer.TensorFlowTrainer.make_train_function)
+        assert "data = next(iterator)" in source
+        return
+    source = inspect.getsource(keras_tf_trainer.TensorFlowTrainer._make_function)
+    assert "tf.data.Iterator, tf.distribute.DistributedIterator" in source
+    assert "zip(range(self.steps_per_execution),iterator)" in "".join(source.split())
+
+
 def test_layers_keep_their_seed_generators_with_an_unaggregated_state():
     """Dropout's `SeedGenerator` sits in `Layer._seed_generators`, its state's
     tf.Variable created unaggregated (what `replicate_seed_generators`
