@@ -14,6 +14,12 @@ any parallel_keras API), the finder imports
 imported before parallel_keras, they are installed at once. Either way a
 model loaded afterwards gets its placement back.
 
+The same hooks make a plain `with tf.device(...)` scope, open while a
+functional model's layer calls are made, place those calls as
+`parallel_keras.device` does (Keras 3 alone drops it): the one change
+importing parallel_keras makes to a script that never calls it, besides
+restoring saved placements (see `device_placement/scope.py`).
+
 Chosen over "install at the first parallel_keras API call" because a script
 may import parallel_keras and then call only `keras.models.load_model`: no
 parallel_keras API runs, yet the placement must come back.

@@ -5,8 +5,10 @@ Upstream surface: Keras's `keras.src.ops.node.Node`,
 `keras.src.ops.function.Function` (`_get_operation_for_node`,
 `_run_through_graph`, `_nodes`, `_nodes_by_depth`, `make_node_key`) and
 `keras.src.models.functional` (`Functional.get_config`,
-`functional_from_config`). A moved attribute raises
-`PlacementInternalsChanged` naming the checked versions.
+`functional_from_config`), and TensorFlow's eager context for the open
+`tf.device` scope (`tensorflow.python.eager.context`), read by the node hook
+so that plain `tf.device` scopes place layer calls too. A moved attribute
+raises `PlacementInternalsChanged` naming the checked versions.
 
 Checked on Keras 3.11.3 and 3.15.1 (one shape); on Keras 3.5.0, 3.8.0 and
 3.10.0, which lack `Function._get_operation_for_node`, device placement
@@ -49,6 +51,12 @@ from parallel_keras._internals.versions import CHECKED_VERSIONS
 # 4. A model's own nodes: `Function._nodes` (keys from `make_node_key`),
 #    `Function._nodes_by_depth`, `Node.parent_nodes`, `Node.is_input`, with
 #    nodes renumbered per layer the way `Functional.get_config` does.
+# 5. The `tf.device` scope open when a node is created (hook 1 reads it):
+#    TensorFlow keeps it, in eager mode, only in the private eager context
+#    (`tensorflow.python.eager.context.context().device_name`, TF 2.16 to
+#    2.21), as the fully qualified name `tf.device` merged in. Keras builds
+#    functional models eagerly; a scope opened while a graph is the default
+#    (inside a `tf.function`) is not seen.
 
 _placement_hooks: dict[str, Any] = {}
 
@@ -151,6 +159,19 @@ def install_node_created_hook(hook: Callable[[object], None]) -> None:
     functools.update_wrapper(init_then_notify, original_init)
     _placement_hooks["node_created"] = hook
     node_class.__init__ = init_then_notify
+
+
+def tf_device_scope() -> str | None:
+    """The device of the innermost `tf.device` scope open now (eager), or None.
+
+    Fully qualified as TensorFlow merged it, e.g.
+    `'/job:localhost/replica:0/task:0/device:GPU:1'`.
+    """
+    from tensorflow.python.eager import context
+
+    if not tf.executing_eagerly():
+        return None
+    return context.context().device_name or None
 
 
 def install_operation_for_node_hook(hook: Callable[[object, object], object]) -> None:

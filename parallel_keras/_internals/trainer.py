@@ -2,22 +2,23 @@
 """Keras's trainer: loss trackers, metric order, default steps, the strategy
 captured at construction, the first-batch symbolic build, resuming `fit`,
 and what a step on replicas needs: clipping after the all-reduce, random
-ops per replica, a validation generator read as one stream, and metrics
-under CentralStorageStrategy.
+ops per replica, Python data read one batch per step, and metrics under
+CentralStorageStrategy.
 
 Upstream surface: Keras 3 `Trainer` / `TensorFlowTrainer`
 (trainers/trainer.py, trainers/compile_utils.py,
 backend/tensorflow/trainer.py), `TFOptimizer` (`_distribution_strategy`,
 `_clip_gradients`, `_all_reduce_sum_gradients`), the global and layer-owned
 `SeedGenerator`s (random/seed_generator.py, `Layer._seed_generators`) and
-`EpochIterator.reset` (trainers/epoch_iterator.py), the multi-step loop
+`TFEpochIterator._distributed_dataset` and the data adapters of Python data
+(trainers/epoch_iterator.py, trainers/data_adapters/), the multi-step loop
 (`_make_function`, or `make_train_function` before 3.7). Works around Keras's `_maybe_symbolic_build` reducing the first distributed
 batch across replicas (keras-team/keras#20585, tensorflow/tensorflow#72388).
 
 Read in the Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1 sources (3.6.0 and
 3.7.0 for the multi-step loop). Where a touch has one upstream form on all of
 them its comment says so or names Keras 3.15; where forms differ (the loss
-under a strategy, the validation iterator, several steps per execution) each
+under a strategy, several steps per execution) each
 form lists the versions it was checked on and one is chosen once, at first
 use. `tests/internals/test_trainer.py` fails when an upgrade changes what this
 relies on, or when the symbolic-build defect is fixed upstream (so the
@@ -184,7 +185,6 @@ def symbolic_build_from_local_replica(
     strategy = model._distribute_strategy
     if iterator is not None:
         require_multi_step_support(iterator)
-        keep_validation_stream(model, iterator)
         data_batch = _local_element_spec(iterator)
     data_batch = tf.nest.map_structure(
         lambda value: (
@@ -478,58 +478,93 @@ def use_replica_seed_generator() -> None:
     global_state.set_global_attribute(key, generator)
 
 
-# --- A validation generator read as one stream ------------------------------
+# --- Python data read one batch per step ------------------------------------
 #
-# Keras 2 (`fit_generator`) read the validation generator as one stream
-# across epochs. Keras 3's `fit` evaluates each epoch on one cached
-# `TFEpochIterator` (`_eval_epoch_iterator`, backend/tensorflow/trainer.py);
-# whether the next evaluation continues its stream depends on the shape,
-# chosen once:
-# 1. Keras 3.8+ (checked 3.8.0, 3.10.0, 3.11.3, 3.15.1): `evaluate` calls the
-#    iterator's `reset()` (trainers/epoch_iterator.py), which drops
-#    `_current_iterator`; with `validation_steps` the next evaluation starts
-#    a new one on the same Python generator. Every batch the old iterator had
-#    read ahead is lost: tf.data's prefetch on one device, and on replicas
-#    also tf.distribute's per-device prefetch (several batches), so each
-#    epoch validates on other batches than one device. For a generator with
-#    `validation_steps`, `reset` is made to keep the iterator.
-# 2. Keras 3.5-3.7 (checked 3.5.0): `EpochIterator` has no `reset`;
-#    `TFEpochIterator.enumerate_epoch` with a step count creates
-#    `_current_iterator` only when there is none, so the cached iterator
-#    already continues across evaluations (one stream): nothing to do.
+# Keras 3's `TFEpochIterator.__init__` (backend/tensorflow/trainer.py) makes
+# `_distributed_dataset`, the strategy's distributed dataset over its data
+# adapter's `get_tf_dataset()` (trainers/data_adapters/), and every epoch or
+# evaluation iterates `iter(self._distributed_dataset)` (Keras 3.15.1 through
+# `_get_iterator()`; 3.5.0 directly). For a Python generator
+# (`GeneratorDataAdapter`) or a `PyDataset` (`PyDatasetAdapter`) that
+# dataset calls the user's Python code. One device iterates it as it is;
+# tf.distribute's iterator reads global batches ahead into every device's
+# buffer, so a generator is read more often than on one device, a
+# `PyDataset`'s `on_epoch_end` comes after batches of the next pass were
+# read, and the next iterator over a generator (Keras 3.15 makes one per
+# evaluation and its adapter re-yields the 2 batches it peeked at,
+# `peek_and_restore`; on 3.5 one stream) starts elsewhere in the stream.
+# `read_python_data_per_step` gives such an iterator another iterable in
+# `_distributed_dataset`. Checked on Keras 3.5.0 and 3.15.1.
+
+_EPOCH_ITERATOR_SOURCES: list[Callable[[Any], Any]] = []
 
 
-@functools.cache
-def _evaluate_resets_epoch_iterator() -> bool:
-    from keras.src.trainers import epoch_iterator
+def steps_take_python_iterators() -> bool:
+    """Whether Keras's train/test functions run the steps of a plain Python
+    iterator one by one (Keras 3.7+: `_make_function`'s `function` calls
+    `one_step_on_data` per batch for an iterator that is not a tf.data or
+    distributed one; checked 3.15.1). Keras 3.5-3.6 trace `next(iterator)`
+    into a `tf.function`, where a Python iterator is read once, at tracing
+    (checked 3.5.0): there Python data keeps tf.distribute's pipeline."""
+    return _multi_step_stops_at_data_end()
 
-    return callable(getattr(epoch_iterator.EpochIterator, "reset", None))
+
+def is_python_data(iterator: Any) -> bool:
+    """Whether a Keras epoch iterator reads a Python generator or a `PyDataset`."""
+    from keras.src.trainers.data_adapters import generator_data_adapter, py_dataset_adapter
+
+    return isinstance(
+        getattr(iterator, "data_adapter", None),
+        (generator_data_adapter.GeneratorDataAdapter, py_dataset_adapter.PyDatasetAdapter),
+    )
 
 
-def keep_validation_stream(model: keras.Model, iterator: Any) -> None:
-    """Makes `iterator`, if it is `fit`'s validation iterator over a Python
-    generator with a step count, continue across evaluations."""
-    if not _evaluate_resets_epoch_iterator():
-        return  # Shape 2: the cached iterator continues by itself.
-    if iterator is None or iterator is not getattr(model, "_eval_epoch_iterator", None):
+def epoch_iterator_dataset(iterator: Any) -> tf.data.Dataset:
+    """The dataset a Keras epoch iterator's adapter makes, without the
+    `prefetch(AUTOTUNE)` both adapters end with (a `PyDataset` without
+    workers; with workers, Keras's enqueuer reads ahead, on one device too).
+
+    One device's prefetch reads a batch ahead at a moment that depends on
+    timing (before or after a `PyDataset`'s `on_epoch_end`, seen both ways
+    on one machine); without it a batch is read when its step runs. The
+    prefetch is TensorFlow's `_PrefetchDataset` over `_input_dataset`
+    (data/ops/prefetch_op.py, checked on TF 2.21).
+    """
+    from tensorflow.python.data.ops import prefetch_op
+
+    dataset = iterator.data_adapter.get_tf_dataset()
+    if isinstance(dataset, prefetch_op._PrefetchDataset):
+        dataset = dataset._input_dataset
+    return dataset
+
+
+def epoch_iterator_strategy(iterator: Any) -> tf.distribute.Strategy | None:
+    return getattr(iterator, "_distribute_strategy", None)
+
+
+def read_python_data_per_step(source: Callable[[Any], Any]) -> None:
+    """Once: a new `TFEpochIterator` iterates `source(iterator)` where that is not None.
+
+    `source` is called when Keras makes the iterator (in `fit`, `evaluate`,
+    `predict`); it returns an iterable (with an `element_spec`) to iterate
+    instead of the strategy's distributed dataset, or None to keep that.
+    """
+    if _EPOCH_ITERATOR_SOURCES:
+        _EPOCH_ITERATOR_SOURCES[:] = [source]
         return
-    if "reset" in iterator.__dict__ or not getattr(iterator, "steps_per_epoch", None):
-        return
-    from keras.src.trainers.data_adapters import generator_data_adapter
+    from keras.src.backend.tensorflow import trainer
 
-    if not isinstance(
-        getattr(iterator, "data_adapter", None), generator_data_adapter.GeneratorDataAdapter
-    ):
-        return
-    cached: Any = iterator  # Not None: `fit`'s cached validation iterator.
-    reset = cached.reset
+    _EPOCH_ITERATOR_SOURCES.append(source)
+    original = trainer.TFEpochIterator.__init__
 
-    def reset_keeping_stream():
-        current = cached._current_iterator
-        reset()
-        cached._current_iterator = current
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        replacement = _EPOCH_ITERATOR_SOURCES[0](self)
+        if replacement is not None:
+            self._distributed_dataset = replacement
 
-    iterator.__dict__["reset"] = reset_keeping_stream
+    trainer.TFEpochIterator.__init__ = __init__
 
 
 # --- Several steps per execution at an epoch's end ---------------------------

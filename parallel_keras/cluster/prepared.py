@@ -34,6 +34,11 @@ def preparing_batches(
         _PREPARATION.reset(token)
 
 
+def current_preparation() -> Callable[[tf.data.Dataset], tf.data.Dataset] | None:
+    """The preparation of the model running now, or None outside its methods."""
+    return _PREPARATION.get()
+
+
 class _PreparesBatches:
     def experimental_distribute_dataset(self, dataset, options=None):
         prepare = _PREPARATION.get()

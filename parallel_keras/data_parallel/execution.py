@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from parallel_keras import _internals
 from parallel_keras.cluster import prepared
-from parallel_keras.data_parallel import batches, sample_weights
+from parallel_keras.data_parallel import batches, python_data, sample_weights
 from parallel_keras.saving import atomic
 
 
@@ -70,8 +70,10 @@ class Execution:
         )
 
     def running(self):
-        """Context in which Keras's datasets for this model are prepared."""
+        """Context in which Keras's datasets for this model are prepared,
+        and Python data is read one batch per step (`python_data.py`)."""
         self._replicate_seed_generators()
+        python_data.install()
         return prepared.preparing_batches(self.prepare)
 
     def _replicate_seed_generators(self) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import keras
 import tensorflow as tf
+from absl import logging
 
 from parallel_keras import _internals, devices
 
@@ -39,6 +40,35 @@ SUPPORTED_MODELS_HINT = (
     "`with tf.device(...)` inside `call()`, where it takes effect; rebuild a "
     "Sequential model with the functional API to give it branches."
 )
+
+
+# node -> (tf.device scope it was built in, why it cannot be placed there),
+# for a layer call built under a plain `tf.device` that cannot take effect.
+_IGNORED_SCOPES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_WARNED_SCOPES: set[str] = set()
+
+
+def set_ignored_scope(node: object, scope: str, reason: str) -> None:
+    """Notes a layer call built under a `tf.device` scope that cannot apply."""
+    _IGNORED_SCOPES[node] = (scope, reason)
+
+
+def _warn_ignored_scope(node: object, operation: Any) -> None:
+    scope, reason = _IGNORED_SCOPES.pop(node)
+    if scope in _WARNED_SCOPES:
+        return
+    _WARNED_SCOPES.add(scope)
+    logging.warning(
+        "Layer calls built inside `with tf.device(%r)` run on default "
+        "placement (the first: %r): this process cannot place them there. %s "
+        "Keras 2 ran them elsewhere silently (soft placement). To place "
+        "them, build them inside parallel_keras.device(...) with one of this "
+        "process's devices (listed above), or remove "
+        "the scope.",
+        scope,
+        getattr(operation, "name", operation),
+        reason,
+    )
 
 
 def requested_device(node: object) -> str | None:
@@ -112,6 +142,8 @@ def _in_parallel_replica() -> bool:
 
 
 def _operation_for_node(node: object, operation: Any) -> Any:
+    if _IGNORED_SCOPES and node in _IGNORED_SCOPES:
+        _warn_ignored_scope(node, operation)
     device_name = _REQUESTED.get(node)
     if device_name is None or _in_parallel_replica():
         return operation

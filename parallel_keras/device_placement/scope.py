@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`parallel_keras.device`: a `tf.device` that a functional model remembers.
+"""`parallel_keras.device`, and `tf.device`, remembered by functional models.
 
 Legacy device-parallel scripts build a model with `with tf.device('/gpu:0'):`
 around one branch and `'/gpu:1'` around another. Keras 3 replays layer calls
@@ -7,6 +7,14 @@ outside those scopes, so the placement is silently lost. `device` is the
 drop-in replacement: it is `tf.device` (variables and eager ops inside it land
 on the device) and it also records each layer call made inside it while a
 functional model is built, which `runtime` then replays on that device.
+
+With parallel_keras imported, a plain `tf.device` scope open while a layer
+call is made is recorded the same way (the innermost scope wins, whichever
+kind), so a legacy script whose only change is the import keeps its
+placement: `'/gpu:1'` is recorded as `'/gpu:1'`, exactly what
+`parallel_keras.device('/gpu:1')` records. A scope this process cannot place
+on (a device it lacks, another process's device) is not recorded; the first
+call of such a layer logs a warning saying what to write instead.
 """
 
 from __future__ import annotations
@@ -84,8 +92,30 @@ def device(name: str) -> Iterator[None]:
 
 def _record_layer_call(node: object) -> None:
     name = current_device()
-    if name is not None:
-        runtime.set_requested_device(node, name)
+    scoped = _internals.tf_device_scope()
+    if scoped is None or (name is not None and _same_device(scoped, devices.resolve_device(name))):
+        if name is not None:
+            runtime.set_requested_device(node, name)
+        return
+    # A tf.device scope: outside any parallel_keras.device, or inside one.
+    spec = tf.DeviceSpec.from_string(scoped)
+    if spec.device_type is None:
+        return  # `tf.device('/job:localhost')`: no device to place on
+    written = f"/{spec.device_type.lower()}:{spec.device_index or 0}"
+    if spec.job not in (None, "localhost") or spec.replica or spec.task:
+        reason = "It names another process's device, where this process's layers cannot run."
+        runtime.set_ignored_scope(node, scoped, reason)
+        return
+    try:
+        devices.resolve_device(written)
+    except ValueError as error:
+        runtime.set_ignored_scope(node, written, str(error))
+        return
+    runtime.set_requested_device(node, written)
+
+
+def _same_device(first: str, second: str) -> bool:
+    return tf.DeviceSpec.from_string(first) == tf.DeviceSpec.from_string(second)
 
 
 _internals.install_node_created_hook(_record_layer_call)

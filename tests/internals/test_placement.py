@@ -134,3 +134,19 @@ def test_hooks_install_when_importing_internals_is_what_imports_keras():
         """,
     )
     assert process.stdout.split()[-3:] == ["RESULT", "True", "True"], process.stderr[-3000:]
+
+
+def test_the_open_tf_device_scope_is_read_from_the_eager_context():
+    """`tf_device_scope` reads TensorFlow's private eager context: the scope
+    `tf.device` opened, fully qualified, even for a device this machine
+    lacks (checked on TF 2.21)."""
+    import tensorflow as tf
+
+    assert _internals.tf_device_scope() is None
+    with tf.device("/gpu:7"):
+        scoped = _internals.tf_device_scope()
+        with tf.device("/cpu:1"):
+            inner = _internals.tf_device_scope()
+    assert scoped is not None and scoped.endswith("/device:GPU:7")
+    assert inner is not None and inner.endswith("/device:CPU:1")
+    assert _internals.tf_device_scope() is None

@@ -209,28 +209,51 @@ def test_central_storage_metric_updates_in_replica_context_double_count():
     assert float(total.result()) == 2.0 * 2.0 + 2.0  # one device of sums: 4.0
 
 
-def test_evaluate_resets_the_cached_validation_iterator_or_continues_it():
-    """`fit` caches `_eval_epoch_iterator` for `evaluate`. Keras 3.8+: `evaluate`
-    calls its `reset()`, which drops `_current_iterator` (what
-    `keep_validation_stream` keeps). Keras 3.5-3.7: no `reset`, and the cached
-    iterator's stream continues (so `keep_validation_stream` does nothing)."""
-    from keras.src.trainers import epoch_iterator
+def test_epoch_iterators_iterate_their_distributed_dataset_over_the_adapters():
+    """`read_python_data_per_step` replaces `TFEpochIterator._distributed_dataset`
+    after `__init__`: every epoch must iterate that attribute, made from its
+    data adapter's `get_tf_dataset()`; the Python adapters end with a
+    `_PrefetchDataset` (removed by `epoch_iterator_dataset`), and Keras's
+    generator adapter re-yields the batches it peeked at."""
+    from keras.src.trainers.data_adapters import generator_data_adapter
 
-    evaluate = inspect.getsource(keras_tf_trainer.TensorFlowTrainer.evaluate)
-    fit = inspect.getsource(keras_tf_trainer.TensorFlowTrainer.fit)
-    assert "self._eval_epoch_iterator = TFEpochIterator(" in fit
-    assert "epoch_iterator = self._eval_epoch_iterator" in evaluate
-    if hasattr(epoch_iterator.EpochIterator, "reset"):  # Keras 3.8+.
-        assert trainer._evaluate_resets_epoch_iterator()
-        assert "epoch_iterator.reset()" in evaluate
-        reset = inspect.getsource(epoch_iterator.EpochIterator.reset)
-        assert "self._current_iterator = None" in reset
-    else:  # Keras 3.5-3.7.
-        assert not trainer._evaluate_resets_epoch_iterator()
-        assert ".reset()" not in evaluate
-        enumerate_epoch = inspect.getsource(keras_tf_trainer.TFEpochIterator.enumerate_epoch)
-        assert "if not self._current_iterator:" in enumerate_epoch
-        assert "self._current_iterator = None" not in enumerate_epoch
+    init = inspect.getsource(keras_tf_trainer.TFEpochIterator.__init__)
+    assert "self._distributed_dataset = dataset" in init
+    assert "get_tf_dataset()" in init
+    iterating = inspect.getsource(keras_tf_trainer.TFEpochIterator)
+    assert "self._distributed_dataset" in iterating.split("def _get_iterator", 1)[-1]
+
+    def batches():
+        for index in range(4):
+            yield np.full((2, 1), index, "float32"), np.zeros((2, 1), "float32")
+
+    iterator = keras_tf_trainer.TFEpochIterator(
+        x=batches(), distribute_strategy=tf.distribute.get_strategy()
+    )
+    assert trainer.is_python_data(iterator)
+    dataset = iterator.data_adapter.get_tf_dataset()
+    assert type(dataset).__name__ == "_PrefetchDataset"
+    assert type(trainer.epoch_iterator_dataset(iterator)).__name__ != "_PrefetchDataset"
+    # Each new iterator starts again with the 2 batches peeked at (Keras
+    # 3.15: `generator` is a function); Keras 3.5 kept one stream.
+    adapter = generator_data_adapter.GeneratorDataAdapter(batches())
+    first = [int(x[0, 0]) for x, _ in adapter.get_tf_dataset()]
+    again = [int(x[0, 0]) for x, _ in adapter.get_tf_dataset()]
+    assert first == [0, 1, 2, 3]
+    assert again == ([0, 1] if callable(adapter.generator) else [])
+
+
+def test_steps_take_their_batches_from_a_python_iterator_one_by_one():
+    """`python_data` hands Keras's train/test functions a plain Python
+    iterator. Keras 3.7+ runs one step per batch taken from it in a `zip`;
+    3.5-3.6 trace `next(iterator)` (read once), where it is not used."""
+    if not trainer.steps_take_python_iterators():
+        source = inspect.getsource(keras_tf_trainer.TensorFlowTrainer.make_train_function)
+        assert "data = next(iterator)" in source
+        return
+    source = inspect.getsource(keras_tf_trainer.TensorFlowTrainer._make_function)
+    assert "tf.data.Iterator, tf.distribute.DistributedIterator" in source
+    assert "zip(range(self.steps_per_execution),iterator)" in "".join(source.split())
 
 
 def test_layers_keep_their_seed_generators_with_an_unaggregated_state():
