@@ -16,7 +16,7 @@ import keras
 from absl import logging
 
 from parallel_keras import _internals
-from parallel_keras.saving import atomic
+from parallel_keras.saving import atomic, finite
 
 # Keras 3's constructor validates the suffix for its own formats only; the
 # real path (possibly `.hdf5`, as in legacy scripts) is validated here.
@@ -93,6 +93,9 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
     * `.h5`/`.hdf5` paths work with `save_weights_only=True` (legacy layout).
     * Any other suffix Keras 2 accepted (`.ckpt`, `.model`, none) gets the
       Keras 3 one appended, see `keras3_checkpoint_path`.
+    * A non-finite state (a NaN or infinite loss or weight) is never
+      written: the file keeps its last finite content, and a warning says
+      so once per `fit`.
 
     Args:
         filepath: Path of the file, may contain `{epoch}` and log fields.
@@ -165,9 +168,12 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
         self.period = period
         self.template = template
         self._epochs_since_last_save = 0
+        self._finite = finite.FiniteGuard("checkpoint")
+        self._step_logs: dict | None = None
 
     def on_train_begin(self, logs=None):
         atomic.check_writable_folder(self.filepath)
+        self._finite.reset()
         trained = self.model
         if (
             self.template is not None
@@ -200,11 +206,27 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
         if self._epochs_since_last_save < self.period:
             return
         self._epochs_since_last_save = 0
+        self._step_logs = logs
         super().on_epoch_end(epoch, logs)
 
+    def on_train_batch_end(self, batch, logs=None):
+        self._step_logs = logs
+        super().on_train_batch_end(batch, logs)
+
     def write_checkpoint(self, filepath: str, epoch: int) -> None:
-        """Writes one checkpoint atomically, through the template."""
+        """Writes one checkpoint atomically, through the template.
+
+        A non-finite state (NaN or inf in the loss or a weight) is not
+        written: the file keeps its last finite content.
+        """
         target = atomic.saving_target(self.template or self.model)
+        if self._finite.refuses(
+            self._step_logs,
+            ((repr(variable.path), variable.numpy()) for variable in target.weights),
+            filepath if os.path.exists(filepath) else f"{filepath} (not written yet)",
+            f"epoch {epoch + 1}",
+        ):
+            return
         folder = os.path.dirname(filepath)
         if folder:
             os.makedirs(folder, exist_ok=True)

@@ -29,6 +29,11 @@ Every worker reads the same backup; only the chief writes it, atomically
 every worker (one machine, or a shared filesystem). A backup that exists but
 cannot be read is an error (or, with `double_checkpoint=True`, the previous
 backup is restored), never a silent fresh start.
+
+A backup never replaces a finite state with a non-finite one (a NaN row,
+an overflow): that state is not written, the last finite backup stays and
+is kept when training ends, and a warning says so once per `fit`
+(see `saving.finite`).
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from absl import logging
 from parallel_keras import _internals
 from parallel_keras.cluster import writes
 from parallel_keras.data_parallel import accumulation, batches
-from parallel_keras.saving import paths
+from parallel_keras.saving import finite, paths
 
 _LATEST = "latest.npz"
 _PREVIOUS = "previous.npz"
@@ -67,8 +72,9 @@ class BackupAndRestore(keras.callbacks.Callback):
             Defaults to `"epoch"`.
         double_checkpoint: Keep the previous backup too, used if the latest
             cannot be read. Defaults to False.
-        delete_checkpoint: Delete the backup when training ends normally.
-            Defaults to True.
+        delete_checkpoint: Delete the backup when training ends normally
+            (it is kept when a non-finite state was refused). Defaults to
+            True.
 
     Raises:
         ValueError: If `save_freq` is neither `"epoch"` nor a positive
@@ -113,6 +119,7 @@ class BackupAndRestore(keras.callbacks.Callback):
         self._skipping_batches = 0
         self._count_rows: Callable[[Any], Any] | None = None
         self.restored_from: dict | None = None
+        self._finite = finite.FiniteGuard("backup")
 
     @property
     def shared_backup_dir(self) -> str:
@@ -147,13 +154,23 @@ class BackupAndRestore(keras.callbacks.Callback):
 
     # --- Writing -------------------------------------------------------------
 
-    def _save(self, epoch: int, batch: int, rows: int | None) -> None:
+    def _save(self, epoch: int, batch: int, rows: int | None, logs=None) -> None:
         if not writes.is_chief():
             return  # Reading is local; only the file needs one writer.
         arrays = {}
+        names = {}
         for part, variables in self._state().items():
             for index, variable in enumerate(variables):
                 arrays[f"{part}/{index}"] = np.asarray(keras.ops.convert_to_numpy(variable))
+                names[f"{part}/{index}"] = f"{part} variable {variable.path!r}"
+        latest = os.path.join(self.backup_dir, _LATEST)
+        if self._finite.refuses(
+            logs,
+            ((names[key], value) for key, value in arrays.items()),
+            latest if os.path.exists(latest) else f"{self.backup_dir} (no backup yet)",
+            f"epoch {epoch} batch {batch}",
+        ):
+            return
         inner = self._inner_optimizer()
         metadata = {
             "format": _FORMAT,
@@ -170,7 +187,6 @@ class BackupAndRestore(keras.callbacks.Callback):
             ),
         }
         arrays[_METADATA_KEY] = np.array(json.dumps(metadata))
-        latest = os.path.join(self.backup_dir, _LATEST)
         self._check_folder()
         temp_path = None
         try:
@@ -448,6 +464,7 @@ class BackupAndRestore(keras.callbacks.Callback):
         self._global_batch = None
         self._skipping_batches = 0
         self._count_rows = None
+        self._finite.reset()
         self._check_folder()
         self._restore()
         _internals.set_initial_epoch(self.model, self._epoch or None)
@@ -484,17 +501,27 @@ class BackupAndRestore(keras.callbacks.Callback):
             self._batches_since_backup = 0
             steps = (self.params or {}).get("steps")
             if steps is not None and batch + 1 >= steps:
-                self._save(self._epoch + 1, 0, 0)
+                self._save(self._epoch + 1, 0, 0, logs)
             else:
-                self._save(self._epoch, batch + 1, self._rows_this_epoch())
+                self._save(self._epoch, batch + 1, self._rows_this_epoch(), logs)
 
     def on_epoch_end(self, epoch, logs=None):
         self._rows_skipped = 0
         if self.save_freq == "epoch":
-            self._save(epoch + 1, 0, 0)
+            self._save(epoch + 1, 0, 0, logs)
 
     def on_train_end(self, logs=None):
         _internals.set_initial_epoch(self.model, None)
+        if self._finite.refused and writes.is_chief():
+            # The run did not end well: its last finite state is what a
+            # resume needs, so it is kept whatever delete_checkpoint says.
+            logging.warning(
+                "parallel_keras: kept the backup in %s (the last finite "
+                "state): %d non-finite state(s) were not backed up.",
+                self.backup_dir,
+                self._finite.refused,
+            )
+            return
         if self.delete_checkpoint and writes.is_chief():
             if not os.path.isdir(self.backup_dir):
                 return
