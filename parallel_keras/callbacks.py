@@ -24,6 +24,8 @@ _PLACEHOLDER_WEIGHTS = "placeholder.weights.h5"
 _PLACEHOLDER_MODEL = "placeholder.keras"
 _WEIGHTS_SUFFIXES = (".weights.h5", ".h5", ".hdf5")
 _MODEL_SUFFIXES = (".keras", ".h5", ".hdf5")
+# tf.keras's `save_format="tf"` suffixes: a SavedModel folder, not a file.
+_SAVED_MODEL_SUFFIXES = (".tf", ".pb")
 
 
 def keras3_checkpoint_path(filepath: str, save_weights_only: bool) -> str:
@@ -46,13 +48,27 @@ def keras3_checkpoint_path(filepath: str, save_weights_only: bool) -> str:
     Raises:
         ValueError: For a Keras 3 suffix of the other kind (`.keras` with
             `save_weights_only=True`, `.weights.h5` without), which no
-            Keras 2 script wrote.
+            Keras 2 script wrote, or for `.tf`/`.pb`, which asked tf.keras
+            for a TensorFlow SavedModel, a format Keras 3 checkpoints
+            cannot write.
 
     Example:
 
     >>> keras3_checkpoint_path("ckpt/w-{epoch:02d}.ckpt", save_weights_only=True)
     'ckpt/w-{epoch:02d}.ckpt.weights.h5'
     """
+    saved_model = next((s for s in _SAVED_MODEL_SUFFIXES if filepath.endswith(s)), None)
+    if saved_model is not None:
+        stem = filepath[: -len(saved_model)]
+        right = f"{stem}.weights.h5" if save_weights_only else f"{stem}.keras"
+        raise ValueError(
+            f"Keras 3 checkpoints are `.keras` or `.weights.h5` files; the "
+            f"{saved_model} suffix asked tf.keras for a TensorFlow SavedModel, "
+            f"which Keras 3 cannot write as a checkpoint. Received: "
+            f"filepath={filepath!r}. Pass filepath={right!r} (and load it "
+            "with keras.models.load_model or load_weights), or export a "
+            "SavedModel for serving after training with model.export(...)."
+        )
     wrong = ".keras" if save_weights_only else ".weights.h5"
     if filepath.endswith(wrong):
         raise ValueError(

@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import json
 import os
 import shutil
 import signal
@@ -286,6 +287,7 @@ def _prepare(folder: str) -> None:
     write(os.path.join("ro_folder", "keep.txt"), b"keep\n")
     os.chmod(path("ro_folder"), 0o555)
     _prepare_backups(folder)
+    _prepare_outside_data(folder)
 
 
 @pytest.fixture(scope="module")
@@ -1898,6 +1900,117 @@ ROWS = [
         "which holds none of the weights of",
         "or one built from its layers",
     ),
+    # --- files that read what they should not, bombs, pipes (issue 30) ---
+    *[
+        Row(
+            f"load_legacy_h5_with_{name}",
+            lambda ws, name=name: ws.parallel.load_weights(ws.path(f"{name}.h5")),
+            ValueError,
+            "A weights file is read from itself only",
+            ("filepath='{dir}/" + name + ".h5'", "dense_1/kernel:0", what),
+            "Save the weights again",
+            "model",
+        )
+        for name, what in (
+            ("external", "HDF5 external storage in ['secret.bin']"),
+            ("virtual", "a virtual dataset"),
+            ("extlink", "an external link to secret.h5:data"),
+        )
+    ],
+    Row(
+        "load_keras3_weights_with_external_storage",
+        lambda ws: ws.parallel.load_weights(ws.path("external.weights.h5")),
+        ValueError,
+        "A weights file is read from itself only",
+        ("filepath='{dir}/external.weights.h5'", "layers/dense/vars/0"),
+        "Save the weights again",
+        "model",
+    ),
+    Row(
+        "convert_legacy_h5_with_external_storage",
+        lambda ws: _convert(
+            ws, "external.h5", "--template", "templates.py:build", "-o", "out.keras"
+        ),
+        2,
+        "A weights file is read from itself only",
+        ("filepath='external.h5'", "HDF5 external storage in ['secret.bin']"),
+        "Save the weights again",
+    ),
+    Row(
+        "load_keras_archive_decompression_bomb",
+        lambda ws: parallel_keras.load_weights(ws.fresh_template(), ws.path("bomb.keras")),
+        ValueError,
+        "checked before being decompressed",
+        ("filepath='{dir}/bomb.keras'", "'model.weights.h5' declares"),
+        "Load the archive into the model it was saved from",
+    ),
+    Row(
+        "load_weights_from_a_named_pipe",
+        lambda ws: ws.parallel.load_weights(_fifo(ws, "pipe.weights.h5")),
+        ValueError,
+        "must be a regular file",
+        "filepath='{dir}/pipe.weights.h5', which is a named pipe (FIFO)",
+        "Pass the saved file itself",
+        "model",
+    ),
+    Row(
+        "backup_latest_is_a_named_pipe",
+        lambda ws: _fit_with(
+            ws,
+            parallel_keras.BackupAndRestore(
+                os.path.dirname(_fifo(ws, "backup_fifo", "latest.npz"))
+            ),
+        ),
+        ValueError,
+        "A backup that exists must be restored",
+        "{dir}/backup_fifo/latest.npz (A weights, model or backup file must be a regular file",
+        "which is a named pipe (FIFO)",
+        "model",
+    ),
+    Row(
+        "backup_npz_declaring_a_huge_shape",
+        lambda ws: _fit_with(ws, parallel_keras.BackupAndRestore(ws.path("backup_bomb"))),
+        ValueError,
+        "A backup that exists must be restored",
+        ("{dir}/backup_bomb/latest.npz", "entry 'model/0' declares shape (100000000000,)"),
+        "Restore the file from a copy",
+        "model",
+    ),
+    Row(
+        "backup_npz_holding_strings",
+        lambda ws: _fit_with(ws, parallel_keras.BackupAndRestore(ws.path("backup_strings"))),
+        ValueError,
+        "A backup that exists must be restored",
+        ("{dir}/backup_strings/latest.npz", "entry 'model/0' holds <U1 values, not numbers"),
+        "Restore the file from a copy",
+        "model",
+    ),
+    Row(
+        "backup_metadata_negative_epoch",
+        lambda ws: _fit_with(ws, parallel_keras.BackupAndRestore(ws.path("backup_negative"))),
+        ValueError,
+        "A backup that exists must be restored",
+        ("{dir}/backup_negative/latest.npz", "field 'epoch' must be an integer >= 0", "-5"),
+        "delete it (or pass a fresh backup_dir)",
+        "model",
+    ),
+    Row(
+        "backup_metadata_epoch_as_text",
+        lambda ws: _fit_with(ws, parallel_keras.BackupAndRestore(ws.path("backup_epoch_text"))),
+        ValueError,
+        "A backup that exists must be restored",
+        ("{dir}/backup_epoch_text/latest.npz", "field 'epoch' must be an integer", "'two'"),
+        "delete it (or pass a fresh backup_dir)",
+        "model",
+    ),
+    Row(
+        "parallel_model_checkpoint_tf_suffix",
+        lambda ws: parallel_keras.ParallelModelCheckpoint(ws.template, ws.path("c.tf")),
+        ValueError,
+        "Keras 3 checkpoints are `.keras` or `.weights.h5` files",
+        "filepath='{dir}/c.tf'",
+        "Pass filepath='{dir}/c.keras'",
+    ),
 ]
 
 # --- Helpers of the gradient accumulation and backup rows (issues 22, 24) ---
@@ -1948,6 +2061,116 @@ def _prepare_backups(folder):
             )
         ],
     )
+
+
+# --- Crafted files of issue 30 ----------------------------------------------
+
+
+def _replace_dataset(path, name, make):
+    """Replaces dataset `name` of HDF5 file `path` with `make(file, name, shape, dtype)`."""
+    with h5py.File(path, "a") as file:
+        shape, dtype = file[name].shape, file[name].dtype
+        del file[name]
+        make(file, name, shape, dtype)
+
+
+def _external_storage(file, name, shape, dtype):
+    file.create_dataset(name, shape, dtype, external=[("secret.bin", 0, h5py.h5f.UNLIMITED)])
+
+
+def _virtual(file, name, shape, dtype):
+    layout = h5py.VirtualLayout(shape, dtype)
+    layout[...] = h5py.VirtualSource("secret.h5", "data", shape=shape)
+    file.create_virtual_dataset(name, layout)
+
+
+def _external_link(file, name, shape, dtype):
+    file[name] = h5py.ExternalLink("secret.h5", "data")
+
+
+def _backup_with(folder, source, metadata=None, entries=None):
+    """A copy of backup `source` in `folder`, its metadata or entries changed."""
+    os.mkdir(folder)
+    with np.load(os.path.join(source, "latest.npz")) as stored:
+        arrays = {key: stored[key] for key in stored.files}
+    if metadata is not None:
+        arrays["__metadata__"] = np.array(
+            json.dumps(dict(json.loads(str(arrays["__metadata__"])), **metadata))
+        )
+    arrays.update(entries or {})
+    np.savez(os.path.join(folder, "latest.npz"), **arrays)
+
+
+def _npz_declaring(folder, source, key, shape):
+    """A copy of backup `source` whose entry `key` declares `shape` over 16 bytes."""
+    _backup_with(folder, source)
+    latest = os.path.join(folder, "latest.npz")
+    with zipfile.ZipFile(latest) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f4", "fortran_order": False, "shape": shape}
+    )
+    members[key + ".npy"] = header.getvalue() + bytes(16)
+    with zipfile.ZipFile(latest, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+
+
+def _prepare_outside_data(folder):
+    """Weights files whose data lives in other files, bombs, bad backups."""
+
+    def path(*names):
+        return os.path.join(folder, *names)
+
+    with open(path("secret.bin"), "wb") as file:
+        file.write(np.arange(64, dtype="float32").tobytes())
+    with h5py.File(path("secret.h5"), "w") as file:
+        file["data"] = np.ones((8, 8), "float32")
+    kernel = "model_weights/model_1/dense_1/kernel:0"
+    for name, make in (
+        ("external", _external_storage),
+        ("virtual", _virtual),
+        ("extlink", _external_link),
+    ):
+        shutil.copy(path("legacy.h5"), path(f"{name}.h5"))
+        with h5py.File(path(f"{name}.h5"), "r") as file:
+            found = kernel if kernel in file else kernel.removeprefix("model_weights/")
+        _replace_dataset(path(f"{name}.h5"), found, make)
+    shutil.copy(path("weights.weights.h5"), path("external.weights.h5"))
+    _replace_dataset(path("external.weights.h5"), "layers/dense/vars/0", _external_storage)
+    # A `.keras` archive whose weights member is 100 MB of zeros.
+    with (
+        zipfile.ZipFile(path("existing.keras")) as source,
+        zipfile.ZipFile(path("bomb.keras"), "w", zipfile.ZIP_DEFLATED) as target,
+    ):
+        for name in source.namelist():
+            if not name.endswith(".h5"):
+                target.writestr(name, source.read(name))
+                continue
+            with target.open(name, "w") as member:
+                member.write(source.read(name))
+                for _ in range(100):
+                    member.write(bytes(2**20))
+    full = path("backup_full")
+    _backup_with(path("backup_negative"), full, {"epoch": -5, "batch": -3})
+    _backup_with(path("backup_epoch_text"), full, {"epoch": "two"})
+    _backup_with(
+        path("backup_strings"), full, entries={"model/0": np.array(["a"] * 48).reshape(6, 8)}
+    )
+    _npz_declaring(path("backup_bomb"), full, "model/0", (10**11,))
+
+
+def _fifo(ws, *names):
+    """A named pipe at `ws.path(*names)`, removed (with its new folder) when the row ends."""
+    path = ws.path(*names)
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+        ws.cleanup.callback(os.rmdir, folder)
+    os.mkfifo(path)
+    ws.cleanup.callback(os.remove, path)
+    return path
 
 
 def _backup_with_a_small_file_size_limit(ws):
@@ -2025,6 +2248,15 @@ ISSUE_LISTED = frozenset(
         "stateful_predict_rows_not_a_multiple",
         "stateful_train_on_batch_of_one_replicas_rows",
         "mixed_float16_optimizer_built_without_loss_scaling",
+        # Issue 30.
+        "load_legacy_h5_with_external",
+        "load_keras_archive_decompression_bomb",
+        "load_weights_from_a_named_pipe",
+        "backup_latest_is_a_named_pipe",
+        "backup_npz_declaring_a_huge_shape",
+        "backup_metadata_negative_epoch",
+        "backup_metadata_epoch_as_text",
+        "parallel_model_checkpoint_tf_suffix",
     }
 )
 

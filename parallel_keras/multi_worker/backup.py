@@ -39,6 +39,7 @@ is kept when training ends, and a warning says so once per `fit`
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import zipfile
@@ -53,14 +54,21 @@ from absl import logging
 from parallel_keras import _internals
 from parallel_keras.cluster import writes
 from parallel_keras.data_parallel import accumulation, batches
-from parallel_keras.saving import finite, paths
+from parallel_keras.saving import files, finite, paths
 
 _LATEST = "latest.npz"
 _PREVIOUS = "previous.npz"
 _METADATA_KEY = "__metadata__"
 _FORMAT = 2
 # What a backup that cannot be read raises while being opened.
-_UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
+_UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, MemoryError)
+# A stored array may declare this many times the bytes of the model's
+# largest variable (all of them: its whole state), plus the slack: a backup
+# of another model still reaches the shape comparison that names it; a
+# member declaring 10**11 rows is refused before it is read.
+_DECLARED_FACTOR = 16
+_DECLARED_SLACK = 64 * 2**20
+_METADATA_BYTES = 2**20
 
 
 class BackupAndRestore(keras.callbacks.Callback):
@@ -247,19 +255,30 @@ class BackupAndRestore(keras.callbacks.Callback):
 
     # --- Reading -------------------------------------------------------------
 
-    def _read(self):
-        """`(path, arrays, metadata)` of the newest readable backup, or None."""
+    def _read(self, largest: int, total: int):
+        """`(path, arrays, metadata)` of the newest readable backup, or None.
+
+        Each file is checked before its arrays are read: a regular file
+        (a named pipe would block forever), arrays of numbers whose declared
+        sizes fit this model (`largest` bytes for one variable, `total` for
+        all, with slack), and metadata whose every field is valid.
+        """
         failures = []
         for name in (_LATEST, _PREVIOUS):
             path = os.path.join(self.backup_dir, name)
             if not os.path.exists(path):
                 continue
             try:
+                try:
+                    files.require_regular_file(path, "backup file")
+                except ValueError as error:
+                    raise _Refused(str(error)) from None
+                _check_declared(path, largest, total)
                 with np.load(path, allow_pickle=False) as stored:
                     if _METADATA_KEY not in stored.files:
                         raise KeyError(f"no {_METADATA_KEY!r} entry: not a parallel_keras backup")
                     arrays = {key: stored[key] for key in stored.files}
-                metadata = json.loads(str(arrays.pop(_METADATA_KEY)))
+                metadata = _validated(json.loads(str(arrays.pop(_METADATA_KEY))))
             except _UNREADABLE as error:
                 failures.append(f"{path} ({_describe(error)})")
                 continue
@@ -281,11 +300,12 @@ class BackupAndRestore(keras.callbacks.Callback):
         return None
 
     def _restore(self) -> None:
-        found = self._read()
+        state = self._state()
+        sizes = [_nbytes(v) for part in state.values() for v in part]
+        found = self._read(max(sizes, default=0), sum(sizes))
         if found is None:
             return
         path, stored, metadata = found
-        state = self._state()
         if metadata.get("format") == _FORMAT:
             pairs = self._matched("model", state["model"], stored, path)
             pairs += self._matched("optimizer", state["optimizer"], stored, path)
@@ -535,9 +555,100 @@ class BackupAndRestore(keras.callbacks.Callback):
                 pass
 
 
+class _Refused(ValueError):
+    """A backup refused by its own checks; the message says why."""
+
+
 def _describe(error: BaseException) -> str:
+    if isinstance(error, _Refused):
+        return str(error)
     if isinstance(error, zipfile.BadZipFile):
         return f"not a complete .npz archive: {error}"
     if isinstance(error, KeyError):
         return str(error.args[0]) if error.args else "a missing entry"
     return f"{type(error).__name__}: {error}"
+
+
+def _nbytes(variable) -> int:
+    try:
+        itemsize = np.dtype(keras.backend.standardize_dtype(variable.dtype)).itemsize
+    except TypeError:  # A dtype NumPy does not name (bfloat16): at most 8 bytes.
+        itemsize = 8
+    return math.prod(int(d) for d in variable.shape) * itemsize
+
+
+def _check_declared(path: str, largest: int, total: int) -> None:
+    """Reads only the `.npy` headers of a backup: numbers, of sizes that fit.
+
+    `np.load` allocates what a member declares before reading its bytes, so
+    a member declaring shape (10**11,) over 16 bytes of data is a
+    MemoryError; checked here from the headers, nothing is allocated.
+    """
+    declared = 0
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            key = info.filename.removesuffix(".npy")
+            with archive.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                if version == (1, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+                else:
+                    shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+            size = math.prod(shape) * dtype.itemsize
+            if key == _METADATA_KEY:
+                if dtype.kind != "U" or shape != () or size > _METADATA_BYTES:
+                    raise _Refused(
+                        f"its {_METADATA_KEY!r} entry must be one JSON string, "
+                        f"and holds {dtype} of shape {shape}"
+                    )
+                continue
+            if dtype.kind not in "biufc":
+                raise _Refused(
+                    f"entry {key!r} holds {dtype} values, not numbers: no variable can take them"
+                )
+            declared += size
+            if size > _DECLARED_FACTOR * largest + _DECLARED_SLACK or declared > (
+                _DECLARED_FACTOR * total + _DECLARED_SLACK
+            ):
+                raise _Refused(
+                    f"entry {key!r} declares shape {shape} of {dtype} "
+                    f"({size} bytes), far more than this model's state "
+                    f"({total} bytes, the largest variable {largest}); it was "
+                    "not read"
+                )
+
+
+# Metadata field -> (required, may be None, smallest value).
+_FIELDS = {
+    "format": (False, False, 1),
+    "epoch": (True, False, 0),
+    "batch": (False, False, 0),
+    "rows": (False, True, 0),
+    "global_batch": (False, True, 1),
+    "replicas": (False, True, 1),
+    "accumulation_steps": (False, False, 1),
+    "micro_steps": (False, False, 0),
+}
+
+
+def _validated(metadata: Any) -> dict:
+    """The backup's metadata, every field checked before the model is touched."""
+    if not isinstance(metadata, dict):
+        raise _Refused(
+            f"its metadata must be a JSON object of {sorted(_FIELDS)}, and is "
+            f"{type(metadata).__name__} {metadata!r:.80}"
+        )
+    for field, (required, nullable, smallest) in _FIELDS.items():
+        if field not in metadata:
+            if required:
+                raise _Refused(f"its metadata has no {field!r}")
+            continue
+        value = metadata[field]
+        if value is None and nullable:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < smallest:
+            raise _Refused(
+                f"its metadata field {field!r} must be an integer >= {smallest}"
+                f"{' or null' if nullable else ''}, and holds {value!r:.80}"
+            )
+    return metadata
