@@ -2011,6 +2011,50 @@ ROWS = [
         "filepath='{dir}/c.tf'",
         "Pass filepath='{dir}/c.keras'",
     ),
+    # --- environment variables (issue 30) ---
+    *[
+        Row(
+            f"tf_config_{name}",
+            lambda ws, value=value: _with_env(
+                ws, {"TF_CONFIG": value}, lambda: parallel_keras.simulate_devices(4)
+            ),
+            ValueError,
+            "TF_CONFIG must be a JSON object such as",
+            (f"Received: TF_CONFIG={value!r}", problem),
+            "Fix TF_CONFIG (or unset it",
+        )
+        for name, value, problem in (
+            ("a_json_list", "[1, 2]", "a JSON list, not an object"),
+            (
+                "task_index_as_a_word",
+                '{"cluster": {"worker": ["localhost:1", "localhost:2"]}, '
+                '"task": {"type": "worker", "index": "zero"}}',
+                "its task index is 'zero', not a whole number",
+            ),
+            (
+                "cluster_a_string",
+                '{"cluster": "localhost:1", "task": {"type": "worker", "index": 0}}',
+                "its 'cluster' is a str, not an object of jobs",
+            ),
+        )
+    ],
+    *[
+        Row(
+            f"launch_slurm_malformed_{variable.lower()}",
+            lambda ws, variable=variable, value=value: ws.launch(
+                "--slurm", "launch_train.py", env=dict(SLURM_ENV, **{variable: value})
+            ),
+            2,
+            rule,
+            f"Received: {variable}={value!r}",
+            "Run through `srun`, or set",
+        )
+        for variable, value, rule in (
+            ("SLURM_PROCID", "abc", "SLURM_PROCID is a whole number >= 0"),
+            ("SLURM_STEP_NODELIST", "node[01-", "SLURM_STEP_NODELIST is Slurm's host list"),
+            ("SLURM_STEP_TASKS_PER_NODE", "2x", "SLURM_STEP_TASKS_PER_NODE is Slurm's list"),
+        )
+    ],
 ]
 
 # --- Helpers of the gradient accumulation and backup rows (issues 22, 24) ---
@@ -2161,6 +2205,13 @@ def _prepare_outside_data(folder):
     _npz_declaring(path("backup_bomb"), full, "model/0", (10**11,))
 
 
+def _with_env(ws, env, call):
+    """`call()` with the environment variables `env` set for the row."""
+    for name, value in env.items():
+        ws.monkeypatch.setenv(name, value)
+    return call()
+
+
 def _fifo(ws, *names):
     """A named pipe at `ws.path(*names)`, removed (with its new folder) when the row ends."""
     path = ws.path(*names)
@@ -2257,6 +2308,12 @@ ISSUE_LISTED = frozenset(
         "backup_metadata_negative_epoch",
         "backup_metadata_epoch_as_text",
         "parallel_model_checkpoint_tf_suffix",
+        "tf_config_a_json_list",
+        "tf_config_task_index_as_a_word",
+        "tf_config_cluster_a_string",
+        "launch_slurm_malformed_slurm_procid",
+        "launch_slurm_malformed_slurm_step_nodelist",
+        "launch_slurm_malformed_slurm_step_tasks_per_node",
     }
 )
 
