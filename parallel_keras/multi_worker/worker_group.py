@@ -137,7 +137,7 @@ class _Worker:
             if not text.endswith("\n"):
                 text += "\n"
             with output_lock:
-                output.write(text)
+                output.write(_encodable(text, output))
                 output.flush()
             if self._log_file is not None:
                 self._log_file.write(line.decode(errors="replace"))
@@ -240,6 +240,8 @@ def run_attempts(
         try:
             for worker_index in indices:
                 env = dict(base_env)
+                # The pipe is read as UTF-8, whatever the locale says.
+                env.setdefault("PYTHONIOENCODING", "utf-8")
                 if base_env.get(worker_env.CLUSTER_ENV) != "slurm":
                     env["TF_CONFIG"] = group_plan.tf_config(addresses, worker_index)
                 env[worker_env.RESTART_ENV] = str(attempt)
@@ -372,3 +374,15 @@ def _watch(group: list[_Worker]):
         if all(code == 0 for _, code in codes):
             return None
         time.sleep(0.1)
+
+
+def _encodable(text: str, stream) -> str:
+    """`text`, with what `stream`'s encoding cannot hold escaped (`\\uXXXX`)."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        pass
+    return text
