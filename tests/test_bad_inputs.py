@@ -2205,6 +2205,22 @@ def _prepare_outside_data(folder):
     _npz_declaring(path("backup_bomb"), full, "model/0", (10**11,))
 
 
+def _deep_folder(ws):
+    """An existing folder whose path is longer than PATH_MAX (4096 bytes)."""
+    ws.cleanup.callback(shutil.rmtree, ws.path("deep"))
+    descriptor = os.open(ws.dir, os.O_RDONLY)
+    names = ["deep"] + ["d" * 200] * 21
+    try:
+        for name in names:
+            os.mkdir(name, dir_fd=descriptor)
+            inner = os.open(name, os.O_RDONLY, dir_fd=descriptor)
+            os.close(descriptor)
+            descriptor = inner
+    finally:
+        os.close(descriptor)
+    return os.path.join(ws.dir, *names)
+
+
 def _with_env(ws, env, call):
     """`call()` with the environment variables `env` set for the row."""
     for name, value in env.items():
