@@ -2055,6 +2055,40 @@ ROWS = [
             ("SLURM_STEP_TASKS_PER_NODE", "2x", "SLURM_STEP_TASKS_PER_NODE is Slurm's list"),
         )
     ],
+    # --- weak messages (issue 30) ---
+    Row(
+        "save_weights_into_a_folder_past_path_max",
+        lambda ws: ws.parallel.save_weights(os.path.join(_deep_folder(ws), "w.weights.h5")),
+        ValueError,
+        ("needs a path the system can open", "(PATH_MAX)"),
+        ("Received: filepath='{dir}/deep/", "too long to open even if it exists"),
+        "Pass a shorter path",
+        "model",
+    ),
+    *[
+        Row(
+            f"load_crafted_{name}",
+            lambda ws, name=name: ws.parallel.load_weights(ws.path(name)),
+            ValueError,
+            rule,
+            ("filepath='{dir}/" + name + "'", received),
+            "save the weights again with model.save_weights",
+            "model",
+        )
+        for name, rule, received in (
+            ("strings.h5", "A weight is an array of numbers", "holds |S3 values of shape (6, 8)"),
+            (
+                "absurd.h5",
+                "holds the data its datasets declare",
+                "declares shape (100000000000,) of float32",
+            ),
+            (
+                "absurd.weights.h5",
+                "holds the data its datasets declare",
+                "'/layers/dense/vars/0' declares shape (100000000000,)",
+            ),
+        )
+    ],
 ]
 
 # --- Helpers of the gradient accumulation and backup rows (issues 22, 24) ---
@@ -2128,6 +2162,14 @@ def _virtual(file, name, shape, dtype):
     file.create_virtual_dataset(name, layout)
 
 
+def _strings(file, name, shape, dtype):
+    file[name] = np.full(shape, "0.5", dtype="S3")
+
+
+def _absurd_shape(file, name, shape, dtype):
+    file.create_dataset(name, (10**11,), dtype)  # Declared; nothing stored.
+
+
 def _external_link(file, name, shape, dtype):
     file[name] = h5py.ExternalLink("secret.h5", "data")
 
@@ -2176,6 +2218,8 @@ def _prepare_outside_data(folder):
         ("external", _external_storage),
         ("virtual", _virtual),
         ("extlink", _external_link),
+        ("strings", _strings),
+        ("absurd", _absurd_shape),
     ):
         shutil.copy(path("legacy.h5"), path(f"{name}.h5"))
         with h5py.File(path(f"{name}.h5"), "r") as file:
@@ -2183,6 +2227,8 @@ def _prepare_outside_data(folder):
         _replace_dataset(path(f"{name}.h5"), found, make)
     shutil.copy(path("weights.weights.h5"), path("external.weights.h5"))
     _replace_dataset(path("external.weights.h5"), "layers/dense/vars/0", _external_storage)
+    shutil.copy(path("weights.weights.h5"), path("absurd.weights.h5"))
+    _replace_dataset(path("absurd.weights.h5"), "layers/dense/vars/0", _absurd_shape)
     # A `.keras` archive whose weights member is 100 MB of zeros.
     with (
         zipfile.ZipFile(path("existing.keras")) as source,

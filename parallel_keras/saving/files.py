@@ -242,8 +242,36 @@ def refuse_outside_data(file: h5py.File, path: str) -> None:
                     raise ValueError(_outside(path, where, f"HDF5 external storage in {stored}"))
                 if item.is_virtual:
                     raise ValueError(_outside(path, where, "a virtual dataset"))
+                _check_declared_size(item, path, where)
 
     walk(file, "/")
+
+
+# Compression HDF5 allows beyond which a dataset is taken for a bomb.
+_MAX_COMPRESSION = 1000
+_LARGE_DATASET = 2**30
+
+
+def _check_declared_size(dataset: h5py.Dataset, path: str, where: str) -> None:
+    """Refuses a dataset declaring more bytes than the file holds for it.
+
+    Reading allocates the declared shape first: (10**11,) over 16 bytes of
+    data would end in NumPy's "array is too big" or a MemoryError.
+    """
+    declared = dataset.size * dataset.dtype.itemsize
+    stored = dataset.id.get_storage_size()
+    compressed = bool(dataset.compression or dataset.id.get_create_plist().get_nfilters())
+    if declared <= stored or (
+        compressed and (declared <= _LARGE_DATASET or declared <= _MAX_COMPRESSION * stored)
+    ):
+        return
+    raise ValueError(
+        "A weights file holds the data its datasets declare. Received: "
+        f"filepath={path!r}, whose {where!r} declares shape {dataset.shape} "
+        f"of {dataset.dtype} ({declared} bytes) over {stored} stored bytes; it "
+        "was not read. The file was crafted or damaged: load an earlier copy, "
+        "or save the weights again with model.save_weights."
+    )
 
 
 def _text(value) -> str:
