@@ -409,9 +409,13 @@ def _compile_with_an_adam_built_elsewhere(ws):
         ws.own.compile(bare, "mse")
 
 
-def _launch_beside_a_worker_that_never_starts(ws):
-    """`launch --hosts ... --index 1` in a subprocess: worker 0 never comes up."""
-    hosts = ",".join(f"127.0.0.1:{port}" for port in ws.free_ports(2))
+def _launch_beside_a_worker_that_never_starts(ws, peer_port=None):
+    """`launch --hosts ... --index 1` in a subprocess: worker 0 never comes up
+    (its port free, or `peer_port`, held by another program)."""
+    ports = ws.free_ports(2)
+    if peer_port is not None:
+        ports[0] = peer_port
+    hosts = ",".join(f"127.0.0.1:{port}" for port in ports)
     return ws.cli(
         "launch",
         "--hosts",
@@ -1435,8 +1439,24 @@ ROWS = [
         _launch_beside_a_worker_that_never_starts,
         KILLED,
         "every worker must start within the start-up timeout of 10 s",
-        "Received: worker 1 waited, and worker 0 (127.0.0.1:{port0}) never arrived",
+        (
+            "Received: worker 1 waited, and worker 0 (127.0.0.1:{port0}) never arrived",
+            # The launcher's own last line names the peer, not the signal.
+            "error: worker 1 (pid",
+            "did not join the group and was stopped: every worker must start",
+        ),
         "raise --startup-timeout",
+    ),
+    Row(
+        "launch_peer_port_held_by_another_program",
+        lambda ws: _launch_beside_a_worker_that_never_starts(ws, peer_port=ws.busy_port()),
+        KILLED,
+        "every worker must start within the start-up timeout of 10 s",
+        (
+            "the port of worker 0 (127.0.0.1:{busy}) is held by a program that "
+            "is not a TensorFlow worker",
+        ),
+        "Stop that program or pick another port",
     ),
     # --- notebook_launcher ---
     Row(
@@ -2005,6 +2025,7 @@ ROWS = [
     ),
     Row(
         "parallel_model_checkpoint_tf_suffix",
+        "launch_peer_port_held_by_another_program",
         lambda ws: parallel_keras.ParallelModelCheckpoint(ws.template, ws.path("c.tf")),
         ValueError,
         "Keras 3 checkpoints are `.keras` or `.weights.h5` files",
@@ -2370,6 +2391,7 @@ ISSUE_LISTED = frozenset(
         "backup_metadata_negative_epoch",
         "backup_metadata_epoch_as_text",
         "parallel_model_checkpoint_tf_suffix",
+        "launch_peer_port_held_by_another_program",
         "tf_config_a_json_list",
         "tf_config_task_index_as_a_word",
         "tf_config_cluster_a_string",

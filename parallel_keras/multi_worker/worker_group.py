@@ -113,6 +113,8 @@ class _Worker:
         self.ended: float | None = None
         self.stopped_by_launcher = False
         self._log_file = log_file
+        # What the worker's start-up watchdog said before stopping it.
+        self.startup_failure: str | None = None
         self.process = subprocess.Popen(
             command,
             env=env,
@@ -133,6 +135,8 @@ class _Worker:
         if stdout is None:  # Popen was given stdout=PIPE.
             raise RuntimeError(f"worker {self.index}: its output pipe was not opened.")
         for line in iter(stdout.readline, b""):
+            if line.startswith(_STARTUP_WATCHDOG_LINE):
+                self.startup_failure = line[len(b"parallel_keras: ") :].decode(errors="replace")
             text = (prefix + line).decode(errors="replace")
             if not text.endswith("\n"):
                 text += "\n"
@@ -269,6 +273,13 @@ def run_attempts(
             )
         worker, code, dead, explained = failure
         message = explained or _describe_exit(worker.index, worker.process.pid, code)
+        if explained is None and worker.startup_failure is not None:
+            # Its watchdog stopped it (SIGTERM, then SIGKILL): the cause is
+            # the peer it waited for, not the signal.
+            message = (
+                f"worker {worker.index} (pid {worker.process.pid}) did not join "
+                f"the group and was stopped: {worker.startup_failure.strip()}"
+            )
         if attempt <= max_restarts and size is not None:
             survivors = size - dead
             if survivors < plan.min_workers:
@@ -303,6 +314,10 @@ def run_attempts(
             tuple(addresses),
             summaries,
         )
+
+
+# The first bytes of `cluster/startup_watchdog.py`'s message.
+_STARTUP_WATCHDOG_LINE = b"parallel_keras: every worker must start within"
 
 
 def _process_state(pid: int) -> str | None:
