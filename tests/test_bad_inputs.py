@@ -1449,6 +1449,7 @@ ROWS = [
     ),
     Row(
         "launch_peer_port_held_by_another_program",
+        "multi_gpu_model_non_ascii_names",
         lambda ws: _launch_beside_a_worker_that_never_starts(ws, peer_port=ws.busy_port()),
         KILLED,
         "every worker must start within the start-up timeout of 10 s",
@@ -2026,6 +2027,7 @@ ROWS = [
     Row(
         "parallel_model_checkpoint_tf_suffix",
         "launch_peer_port_held_by_another_program",
+        "multi_gpu_model_non_ascii_names",
         lambda ws: parallel_keras.ParallelModelCheckpoint(ws.template, ws.path("c.tf")),
         ValueError,
         "Keras 3 checkpoints are `.keras` or `.weights.h5` files",
@@ -2110,6 +2112,16 @@ ROWS = [
             ),
         )
     ],
+    Row(
+        "multi_gpu_model_non_ascii_names",
+        lambda ws: parallel_keras.multi_gpu_model(ws.own, gpus=2),
+        ValueError,
+        ("accepts only ASCII letters, digits and _ . - / >", "cannot train on one device"),
+        "Received: model '模型', layer '密集'",
+        "Rename them with ASCII names",
+        "model",
+        model=lambda: _non_ascii_template(),
+    ),
 ]
 
 # --- Helpers of the gradient accumulation and backup rows (issues 22, 24) ---
@@ -2288,6 +2300,12 @@ def _deep_folder(ws):
     return os.path.join(ws.dir, *names)
 
 
+def _non_ascii_template():
+    """A built functional template named in Chinese, with a Chinese layer name."""
+    inputs = keras.Input((3,))
+    return keras.Model(inputs, keras.layers.Dense(2, name="密集")(inputs), name="模型")
+
+
 def _with_env(ws, env, call):
     """`call()` with the environment variables `env` set for the row."""
     for name, value in env.items():
@@ -2392,6 +2410,7 @@ ISSUE_LISTED = frozenset(
         "backup_metadata_epoch_as_text",
         "parallel_model_checkpoint_tf_suffix",
         "launch_peer_port_held_by_another_program",
+        "multi_gpu_model_non_ascii_names",
         "tf_config_a_json_list",
         "tf_config_task_index_as_a_word",
         "tf_config_cluster_a_string",
