@@ -1449,7 +1449,6 @@ ROWS = [
     ),
     Row(
         "launch_peer_port_held_by_another_program",
-        "multi_gpu_model_non_ascii_names",
         lambda ws: _launch_beside_a_worker_that_never_starts(ws, peer_port=ws.busy_port()),
         KILLED,
         "every worker must start within the start-up timeout of 10 s",
@@ -2026,8 +2025,6 @@ ROWS = [
     ),
     Row(
         "parallel_model_checkpoint_tf_suffix",
-        "launch_peer_port_held_by_another_program",
-        "multi_gpu_model_non_ascii_names",
         lambda ws: parallel_keras.ParallelModelCheckpoint(ws.template, ws.path("c.tf")),
         ValueError,
         "Keras 3 checkpoints are `.keras` or `.weights.h5` files",
@@ -2121,6 +2118,15 @@ ROWS = [
         "Rename them with ASCII names",
         "model",
         model=lambda: _non_ascii_template(),
+    ),
+    Row(
+        "load_weights_from_a_folder_past_path_max",
+        lambda ws: ws.parallel.load_weights(os.path.join(_deep_folder(ws), "w.weights.h5")),
+        ValueError,
+        "must be reachable to be loaded",
+        ("Received: filepath='{dir}/deep/", "File name too long"),
+        "Pass a shorter path",
+        "model",
     ),
 ]
 

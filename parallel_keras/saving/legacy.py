@@ -108,6 +108,12 @@ def read_legacy_file(filepath: str | os.PathLike) -> LegacyWeightsFile:
                     )
                     names.append(short_name)
                     values.append(_numbers(group[weight_name], path))
+    except MemoryError:
+        raise ValueError(
+            "A weights file's arrays must fit in memory to be loaded. "
+            f"Received: filepath={path!r}, whose weights do not. Load it on a "
+            "machine with more memory, or check where the file came from."
+        ) from None
     except (OSError, KeyError) as error:
         raise ValueError(
             "This HDF5 file lists weights it does not contain, so it is "
