@@ -102,6 +102,16 @@ LEGACY_SCRIPT = (
     b"from keras.utils import multi_gpu_model\nparallel = multi_gpu_model(model, gpus=2)\n"
 )
 
+# A worker script: worker 1 stops itself (SIGSTOP), worker 0 then fails
+# on its own (as a user's timeout or a timed-out collective would).
+STOP_ONE_SCRIPT = b"""import json, os, signal, sys, time
+index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+if index == 1:
+    os.kill(os.getpid(), signal.SIGSTOP)
+time.sleep(3)
+sys.exit("worker 0: no answer from worker 1")
+"""
+
 # What `srun` sets for a task; `launch --slurm` rows remove parts of it.
 SLURM_ENV = {
     "SLURM_PROCID": "0",
@@ -274,6 +284,7 @@ def _prepare(folder: str) -> None:
     os.mkdir(path("folder.keras"))
     # Scripts for `migrate` and `launch`.
     write("legacy_train.py", LEGACY_SCRIPT)
+    write("stop_one.py", STOP_ONE_SCRIPT)
     write("legacy_train_k3.py", b"# my own file\n")
     write("legacy_latin1.py", b"# Entra\xeenement sur 2 GPU\n" + LEGACY_SCRIPT)
     write("legacy_klingon.py", b"# -*- coding: klingon -*-\n" + LEGACY_SCRIPT)
@@ -2127,6 +2138,14 @@ ROWS = [
         ("Received: filepath='{dir}/deep/", "File name too long"),
         "Pass a shorter path",
         "model",
+    ),
+    Row(
+        "launch_a_stopped_worker_is_named_when_its_peer_fails",
+        lambda ws: ws.cli("launch", "--workers", "2", "stop_one.py"),
+        1,
+        ("worker 1 (pid", "was stopped (SIGSTOP, Ctrl-Z or a debugger; process state T)"),
+        "and worker 0 then failed (exited with code 1)",
+        "resume a stopped worker with `kill -CONT",
     ),
 ]
 

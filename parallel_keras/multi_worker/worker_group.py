@@ -330,6 +330,30 @@ def _process_state(pid: int) -> str | None:
         return None
 
 
+def _stopped_peer(group: list[_Worker], failed: _Worker) -> _Worker | None:
+    """A worker other than `failed` that is stopped (SIGSTOP, a debugger)."""
+    for peer in group:
+        if (
+            peer is not failed
+            and peer.poll() is None
+            and _process_state(peer.process.pid) in ("T", "t")
+        ):
+            return peer
+    return None
+
+
+def _stopped_message(peer: _Worker, failed: _Worker, code: int) -> str:
+    return (
+        f"worker {peer.index} (pid {peer.process.pid}) was stopped (SIGSTOP, "
+        "Ctrl-Z or a debugger; process state T) and stopped answering, and "
+        f"worker {failed.index} then failed ("
+        + _describe_exit(failed.index, failed.process.pid, code).split(") ", 1)[1]
+        + "). Every worker must keep running until the end: resume a stopped "
+        f"worker with `kill -CONT {peer.process.pid}`, or find why worker "
+        f"{failed.index} failed in its own output"
+    )
+
+
 def _explain_lost_peer(group: list[_Worker], lost: _Worker):
     """Which peer a worker that lost contact was waiting for, and why.
 
@@ -337,21 +361,17 @@ def _explain_lost_peer(group: list[_Worker], lost: _Worker):
         (the worker to blame, a message), or (lost, None) when no peer's
         state explains it.
     """
-    for peer in group:
-        if (
-            peer is not lost
-            and peer.poll() is None
-            and _process_state(peer.process.pid) in ("T", "t")
-        ):
-            return peer, (
-                f"worker {peer.index} (pid {peer.process.pid}) was stopped "
-                "(SIGSTOP, Ctrl-Z or a debugger; process state T) and stopped "
-                f"answering, so worker {lost.index} gave up on it after the "
-                "collective timeout. Every worker must keep running until the "
-                f"end: resume a stopped worker with `kill -CONT "
-                f"{peer.process.pid}` before the timeout, or raise "
-                "--collective-timeout"
-            )
+    peer = _stopped_peer(group, lost)
+    if peer is not None:
+        return peer, (
+            f"worker {peer.index} (pid {peer.process.pid}) was stopped "
+            "(SIGSTOP, Ctrl-Z or a debugger; process state T) and stopped "
+            f"answering, so worker {lost.index} gave up on it after the "
+            "collective timeout. Every worker must keep running until the "
+            f"end: resume a stopped worker with `kill -CONT "
+            f"{peer.process.pid}` before the timeout, or raise "
+            "--collective-timeout"
+        )
     finished = [peer for peer in group if peer is not lost and peer.poll() == 0]
     if finished:
         names = ", ".join(f"worker {peer.index}" for peer in finished)
@@ -381,6 +401,11 @@ def _watch(group: list[_Worker]):
             failed.sort(key=lambda item: item[1] == bootstrap.LOST_PEER_EXIT_CODE)
             dead = sum(code != bootstrap.LOST_PEER_EXIT_CODE for _, code in failed)
             worker, code = failed[0]
+            stopped = _stopped_peer(group, worker)
+            if stopped is not None and code != bootstrap.LOST_PEER_EXIT_CODE:
+                # A peer that stops answering makes the others fail in many
+                # ways (a timed-out collective, a user's own timeout).
+                return stopped, code, max(dead, 1), _stopped_message(stopped, worker, code)
             if code == bootstrap.LOST_PEER_EXIT_CODE:
                 # Read before the group is stopped: the peer's state is the cause.
                 blamed, explained = _explain_lost_peer(group, worker)
