@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import secrets
 import shutil
@@ -56,7 +57,31 @@ def temporary_sibling(path: str | os.PathLike, keep_suffixes: Sequence[str] = ()
     suffix = next((s for s in keep_suffixes if name.endswith(s)), "")
     stem = name[: len(name) - len(suffix)] if suffix else name
     token = f"{os.getpid()}-{secrets.token_hex(4)}"
-    return os.path.join(folder, f".{stem}.tmp-{token}{suffix or _TEMPORARY_SUFFIX}")
+    ending = suffix or _TEMPORARY_SUFFIX
+    # Budget a 10-digit PID: the name does not depend on which PID writes.
+    stem = fitting_stem(folder, stem, len(f"..tmp-{'0' * 10}-{'0' * 8}{ending}".encode()))
+    return os.path.join(folder, f".{stem}.tmp-{token}{ending}")
+
+
+def fitting_stem(folder: str, stem: str, overhead: int) -> str:
+    """`stem`, shortened so that `overhead` more bytes fit in one file name.
+
+    A file name legal on the filesystem (up to NAME_MAX bytes, 255 on most)
+    must not be refused because its temporary sibling's name is longer:
+    such a stem keeps its start and gets a hash of the whole stem, so the
+    temporaries of two long names in one folder stay apart.
+    """
+    try:
+        limit = os.pathconf(folder or ".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    encoded = stem.encode("utf-8", "surrogateescape")
+    if len(encoded) + overhead <= limit:
+        return stem
+    digest = hashlib.sha1(encoded).hexdigest()[:8]
+    keep = max(0, limit - overhead - len(digest) - 1)
+    start = encoded[:keep].decode("utf-8", "ignore")
+    return f"{start}~{digest}"
 
 
 @contextlib.contextmanager

@@ -20,7 +20,7 @@ import numpy as np
 from absl import logging
 
 from parallel_keras import _internals
-from parallel_keras.saving import atomic
+from parallel_keras.saving import atomic, finite
 
 # Keras 3's constructor validates the suffix for its own formats only; the
 # real path (possibly `.hdf5`, as in legacy scripts) is validated here.
@@ -28,6 +28,8 @@ _PLACEHOLDER_WEIGHTS = "placeholder.weights.h5"
 _PLACEHOLDER_MODEL = "placeholder.keras"
 _WEIGHTS_SUFFIXES = (".weights.h5", ".h5", ".hdf5")
 _MODEL_SUFFIXES = (".keras", ".h5", ".hdf5")
+# tf.keras's `save_format="tf"` suffixes: a SavedModel folder, not a file.
+_SAVED_MODEL_SUFFIXES = (".tf", ".pb")
 
 
 def keras3_checkpoint_path(filepath: str, save_weights_only: bool) -> str:
@@ -50,13 +52,27 @@ def keras3_checkpoint_path(filepath: str, save_weights_only: bool) -> str:
     Raises:
         ValueError: For a Keras 3 suffix of the other kind (`.keras` with
             `save_weights_only=True`, `.weights.h5` without), which no
-            Keras 2 script wrote.
+            Keras 2 script wrote, or for `.tf`/`.pb`, which asked tf.keras
+            for a TensorFlow SavedModel, a format Keras 3 checkpoints
+            cannot write.
 
     Example:
 
     >>> keras3_checkpoint_path("ckpt/w-{epoch:02d}.ckpt", save_weights_only=True)
     'ckpt/w-{epoch:02d}.ckpt.weights.h5'
     """
+    saved_model = next((s for s in _SAVED_MODEL_SUFFIXES if filepath.endswith(s)), None)
+    if saved_model is not None:
+        stem = filepath[: -len(saved_model)]
+        right = f"{stem}.weights.h5" if save_weights_only else f"{stem}.keras"
+        raise ValueError(
+            f"Keras 3 checkpoints are `.keras` or `.weights.h5` files; the "
+            f"{saved_model} suffix asked tf.keras for a TensorFlow SavedModel, "
+            f"which Keras 3 cannot write as a checkpoint. Received: "
+            f"filepath={filepath!r}. Pass filepath={right!r} (and load it "
+            "with keras.models.load_model or load_weights), or export a "
+            "SavedModel for serving after training with model.export(...)."
+        )
     wrong = ".keras" if save_weights_only else ".weights.h5"
     if filepath.endswith(wrong):
         raise ValueError(
@@ -97,6 +113,9 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
     * `.h5`/`.hdf5` paths work with `save_weights_only=True` (legacy layout).
     * Any other suffix Keras 2 accepted (`.ckpt`, `.model`, none) gets the
       Keras 3 one appended, see `keras3_checkpoint_path`.
+    * A non-finite state (a NaN or infinite loss or weight) is never
+      written: the file keeps its last finite content, and a warning says
+      so once per `fit`.
 
     Args:
         filepath: Path of the file, may contain `{epoch}` and log fields.
@@ -169,9 +188,12 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
         self.period = period
         self.template = template
         self._epochs_since_last_save = 0
+        self._finite = finite.FiniteGuard("checkpoint")
+        self._step_logs: dict | None = None
 
     def on_train_begin(self, logs=None):
         atomic.check_writable_folder(self.filepath)
+        self._finite.reset()
         trained = self.model
         if (
             self.template is not None
@@ -204,11 +226,27 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
         if self._epochs_since_last_save < self.period:
             return
         self._epochs_since_last_save = 0
+        self._step_logs = logs
         super().on_epoch_end(epoch, logs)
 
+    def on_train_batch_end(self, batch, logs=None):
+        self._step_logs = logs
+        super().on_train_batch_end(batch, logs)
+
     def write_checkpoint(self, filepath: str, epoch: int) -> None:
-        """Writes one checkpoint atomically, through the template."""
+        """Writes one checkpoint atomically, through the template.
+
+        A non-finite state (NaN or inf in the loss or a weight) is not
+        written: the file keeps its last finite content.
+        """
         target = atomic.saving_target(self.template or self.model)
+        if self._finite.refuses(
+            self._step_logs,
+            ((repr(variable.path), variable.numpy()) for variable in target.weights),
+            filepath if os.path.exists(filepath) else f"{filepath} (not written yet)",
+            f"epoch {epoch + 1}",
+        ):
+            return
         folder = os.path.dirname(filepath)
         if folder:
             os.makedirs(folder, exist_ok=True)

@@ -7,6 +7,7 @@ starts TensorFlow.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -16,6 +17,7 @@ from parallel_keras.cli import main as cli_main
 
 pytestmark = pytest.mark.subprocess
 
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _ENTRY = [sys.executable, "-c", "from parallel_keras.cli.main import run; run()"]
 
 
@@ -113,3 +115,43 @@ def test_demo_output_dir_that_cannot_be_created_is_a_usage_error_without_traceba
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith("parallel-keras demo: error: --output-dir must be a folder")
     assert str(blocker) in result.stderr
+
+
+# An ASCII-only terminal: LC_ALL=C with Python's UTF-8 mode off (PEP 540
+# turns it on for the C locale unless PYTHONUTF8=0).
+_ASCII_LOCALE = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0"}
+
+
+def _run_in_ascii_locale(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONIO"))}
+    env.update(_ASCII_LOCALE)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_REPO, env.get("PYTHONPATH")) if p)
+    return subprocess.run(
+        [*_ENTRY, *args], capture_output=True, timeout=300, env=env, cwd=cwd, check=False
+    )
+
+
+def test_migrate_diff_of_chinese_comments_survives_an_ascii_terminal(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "# 用两个 GPU 训练\nfrom keras.utils import multi_gpu_model\n"
+        "parallel = multi_gpu_model(model, gpus=2)  # 并行模型\n",
+        encoding="utf-8",
+    )
+    result = _run_in_ascii_locale("migrate", str(script), "--diff")
+    stdout, stderr = result.stdout.decode("ascii"), result.stderr.decode("ascii")
+    assert "UnicodeEncodeError" not in stderr and "Traceback" not in stderr, stderr
+    assert result.returncode in (0, 1), stderr  # 1: the script needs changes.
+    assert "-from keras.utils import multi_gpu_model" in stdout, stdout
+    assert "\\u7528\\u4e24\\u4e2a GPU" in stdout or "# \\u5e76\\u884c" in stdout, stdout
+
+
+def test_launch_relays_non_ascii_worker_lines_on_an_ascii_terminal(tmp_path):
+    script = tmp_path / "speak.py"
+    script.write_text("print('训练 done', flush=True)\n", encoding="utf-8")
+    result = _run_in_ascii_locale("launch", "--workers", "2", str(script))
+    stdout, stderr = result.stdout.decode("ascii"), result.stderr.decode("ascii")
+    assert result.returncode == 0, stderr
+    assert "Traceback" not in stderr, stderr
+    for worker in (0, 1):
+        assert f"[worker {worker}] \\u8bad\\u7ec3 done" in stdout, stdout

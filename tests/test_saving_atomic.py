@@ -214,3 +214,25 @@ def test_a_save_through_a_symlink_replaces_its_target_and_keeps_the_link(
     parallel_keras.load_weights(fresh, str(target))
     for expected, loaded in zip(template.get_weights(), fresh.get_weights()):
         np.testing.assert_array_equal(loaded, expected)
+
+
+@pytest.mark.parametrize("length", [238, 247, 255])
+def test_a_file_name_legal_on_the_filesystem_is_saved_whatever_its_length(tmp_path, length):
+    import keras
+
+    import parallel_keras
+    from parallel_keras.saving import atomic, paths
+
+    name = "w" * (length - len(".weights.h5")) + ".weights.h5"
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    atomic.save_weights(model, tmp_path / name)
+    atomic.save_weights(model, tmp_path / name)  # Over the first one.
+    assert os.listdir(tmp_path) == [name]
+    fresh = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    parallel_keras.load_weights(fresh, tmp_path / name)
+    for got, want in zip(fresh.get_weights(), model.get_weights()):
+        assert (got == want).all()
+    # A temporary of a dead writer of that long name is still found and removed.
+    stale = paths.temporary_path(tmp_path / name).replace(f".tmp-{os.getpid()}-", ".tmp-999999999-")
+    open(stale, "wb").close()
+    assert paths.remove_stale_temporaries(tmp_path / name) == [stale]

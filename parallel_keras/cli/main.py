@@ -199,4 +199,18 @@ def run(argv: list[str] | None = None) -> None:
             `sys.argv[1:]`.
     """
     arguments = sys.argv[1:] if argv is None else list(argv)
+    _escape_what_the_terminal_cannot_show()
     sys.exit(main(parse_flags(["parallel-keras", *arguments])))
+
+
+def _escape_what_the_terminal_cannot_show() -> None:
+    """Writes characters the locale cannot encode as `\\uXXXX` escapes.
+
+    Under an ASCII locale (LC_ALL=C with PYTHONUTF8=0) a Chinese comment in
+    a diff, or a worker's non-ASCII line, would otherwise end the command in
+    a UnicodeEncodeError.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and stream.errors in ("strict", "surrogateescape"):
+            reconfigure(errors="backslashreplace")

@@ -90,6 +90,11 @@ def _num_tasks(tasks) -> int:
     return len(tasks) if isinstance(tasks, (list, tuple, dict)) else 1
 
 
+_TF_CONFIG_FORM = (
+    '{"cluster": {"worker": ["host1:port", "host2:port"]}, "task": {"type": "worker", "index": 0}}'
+)
+
+
 def _from_tf_config():
     raw = os.environ.get("TF_CONFIG", "")
     if not raw.strip():
@@ -98,12 +103,40 @@ def _from_tf_config():
         config = json.loads(raw)
     except json.JSONDecodeError as error:
         raise ValueError(
-            'TF_CONFIG must be JSON such as {"cluster": {"worker": '
-            '["host1:port", "host2:port"]}, "task": {"type": '
-            f'"worker", "index": 0}}}}. Received: TF_CONFIG={raw!r}.'
+            f"TF_CONFIG must be JSON such as {_TF_CONFIG_FORM}. Received: TF_CONFIG={raw!r}."
         ) from error
-    task = config.get("task") or {}
-    return config.get("cluster") or {}, task.get("type", "worker"), task.get("index", 0)
+    cluster = config.get("cluster") if isinstance(config, dict) else None
+    task = config.get("task") if isinstance(config, dict) else None
+    problem = None
+    if not isinstance(config, dict):
+        problem = f"a JSON {type(config).__name__}, not an object"
+    elif not isinstance(cluster or {}, dict):
+        problem = f"its 'cluster' is a {type(cluster).__name__}, not an object of jobs"
+    elif not isinstance(task or {}, dict):
+        problem = f"its 'task' is a {type(task).__name__}, not an object"
+    else:
+        for job, tasks in (cluster or {}).items():
+            addresses = tasks.values() if isinstance(tasks, dict) else tasks
+            if not isinstance(addresses, (list, tuple)) or not all(
+                isinstance(address, str) for address in addresses
+            ):
+                problem = f"its job {job!r} is {tasks!r}, not a list of 'host:port' strings"
+                break
+    task = task or {}
+    task_type, task_id = task.get("type", "worker"), task.get("index", 0)
+    if problem is None and not isinstance(task_type, str):
+        problem = f"its task type is {task_type!r}, not a job name"
+    if problem is None and isinstance(task_id, str) and task_id.strip().isdigit():
+        task_id = int(task_id)
+    if problem is None and (isinstance(task_id, bool) or not isinstance(task_id, int)):
+        problem = f"its task index is {task_id!r}, not a whole number"
+    if problem is not None:
+        raise ValueError(
+            f"TF_CONFIG must be a JSON object such as {_TF_CONFIG_FORM}. "
+            f"Received: TF_CONFIG={raw!r}: {problem}. Fix TF_CONFIG (or unset "
+            "it to train in one process)."
+        )
+    return cluster or {}, task_type, task_id
 
 
 def is_multi_worker(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 
@@ -109,9 +110,11 @@ def multi_gpu_model(
     Raises:
         TypeError: If `model` is not a Keras model, is already a parallel
             model, or `gpus` has the wrong type.
-        ValueError: If the model is not built, `gpus` asks for fewer than
-            two devices or for devices that do not exist, or `batch_loss`
-            is not one of its values.
+        ValueError: If the model is not built, its name or a layer's is
+            one TensorFlow cannot use as an op scope (non-ASCII; one device
+            fails too), `gpus` asks for fewer than two devices or for
+            devices that do not exist, or `batch_loss` is not one of its
+            values.
 
     Example:
 
@@ -139,6 +142,7 @@ def multi_gpu_model(
             "with no weights yet. Call it on a batch of data or call "
             "model.build(input_shape) first."
         )
+    _check_scope_names(model)
     for name, value in (
         ("cpu_merge", cpu_merge),
         ("cpu_relocation", cpu_relocation),
@@ -236,3 +240,41 @@ def _follow_replica_devices(model, strategy, replica_devices) -> None:
     from parallel_keras.device_placement import replicas
 
     replicas.follow_replica_devices(model, strategy, replica_devices)
+
+
+# TensorFlow's op scope names (`tf.name_scope`): the root one, the model's,
+# may not start with '_', '-', '/' or '>'.
+_ROOT_SCOPE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
+_SCOPE = re.compile(r"^[A-Za-z0-9_.\\/>-]*$")
+
+
+def _check_scope_names(model: keras.Model) -> None:
+    """Refuses names TensorFlow cannot scope ops under, before any replica is built.
+
+    Keras opens a `tf.name_scope` per model and layer; TensorFlow refuses
+    non-ASCII names there, so training such a model fails on one device
+    too, deep inside the first step.
+    """
+    bad = [] if _ROOT_SCOPE.match(model.name) else [f"model {model.name!r}"]
+    seen = set()
+    pending = list(getattr(model, "layers", []))
+    while pending:
+        layer = pending.pop(0)
+        if id(layer) in seen:
+            continue
+        seen.add(id(layer))
+        if not _SCOPE.match(layer.name):
+            bad.append(f"layer {layer.name!r}")
+        pending.extend(getattr(layer, "layers", []) or [])
+    if bad:
+        raise ValueError(
+            "TensorFlow names each op after its model and layer, and accepts "
+            "only ASCII letters, digits and _ . - / > in those names (the "
+            "model's may not start with _ - / >), so this model cannot train "
+            "on one device either. Received: "
+            + ", ".join(bad[:5])
+            + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+            + ". Rename them with ASCII names (keras.Model(..., name='model'), "
+            "keras.layers.Dense(..., name='dense_out')) and keep the original "
+            "text in a comment."
+        )

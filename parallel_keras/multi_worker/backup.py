@@ -29,11 +29,17 @@ Every worker reads the same backup; only the chief writes it, atomically
 every worker (one machine, or a shared filesystem). A backup that exists but
 cannot be read is an error (or, with `double_checkpoint=True`, the previous
 backup is restored), never a silent fresh start.
+
+A backup never replaces a finite state with a non-finite one (a NaN row,
+an overflow): that state is not written, the last finite backup stays and
+is kept when training ends, and a warning says so once per `fit`
+(see `saving.finite`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import zipfile
@@ -48,14 +54,21 @@ from absl import logging
 from parallel_keras import _internals
 from parallel_keras.cluster import writes
 from parallel_keras.data_parallel import accumulation, batches
-from parallel_keras.saving import paths
+from parallel_keras.saving import files, finite, paths
 
 _LATEST = "latest.npz"
 _PREVIOUS = "previous.npz"
 _METADATA_KEY = "__metadata__"
 _FORMAT = 2
 # What a backup that cannot be read raises while being opened.
-_UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
+_UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, MemoryError)
+# A stored array may declare this many times the bytes of the model's
+# largest variable (all of them: its whole state), plus the slack: a backup
+# of another model still reaches the shape comparison that names it; a
+# member declaring 10**11 rows is refused before it is read.
+_DECLARED_FACTOR = 16
+_DECLARED_SLACK = 64 * 2**20
+_METADATA_BYTES = 2**20
 
 
 class BackupAndRestore(keras.callbacks.Callback):
@@ -67,8 +80,9 @@ class BackupAndRestore(keras.callbacks.Callback):
             Defaults to `"epoch"`.
         double_checkpoint: Keep the previous backup too, used if the latest
             cannot be read. Defaults to False.
-        delete_checkpoint: Delete the backup when training ends normally.
-            Defaults to True.
+        delete_checkpoint: Delete the backup when training ends normally
+            (it is kept when a non-finite state was refused). Defaults to
+            True.
 
     Raises:
         ValueError: If `save_freq` is neither `"epoch"` nor a positive
@@ -113,6 +127,7 @@ class BackupAndRestore(keras.callbacks.Callback):
         self._skipping_batches = 0
         self._count_rows: Callable[[Any], Any] | None = None
         self.restored_from: dict | None = None
+        self._finite = finite.FiniteGuard("backup")
 
     @property
     def shared_backup_dir(self) -> str:
@@ -147,13 +162,23 @@ class BackupAndRestore(keras.callbacks.Callback):
 
     # --- Writing -------------------------------------------------------------
 
-    def _save(self, epoch: int, batch: int, rows: int | None) -> None:
+    def _save(self, epoch: int, batch: int, rows: int | None, logs=None) -> None:
         if not writes.is_chief():
             return  # Reading is local; only the file needs one writer.
         arrays = {}
+        names = {}
         for part, variables in self._state().items():
             for index, variable in enumerate(variables):
                 arrays[f"{part}/{index}"] = np.asarray(keras.ops.convert_to_numpy(variable))
+                names[f"{part}/{index}"] = f"{part} variable {variable.path!r}"
+        latest = os.path.join(self.backup_dir, _LATEST)
+        if self._finite.refuses(
+            logs,
+            ((names[key], value) for key, value in arrays.items()),
+            latest if os.path.exists(latest) else f"{self.backup_dir} (no backup yet)",
+            f"epoch {epoch} batch {batch}",
+        ):
+            return
         inner = self._inner_optimizer()
         metadata = {
             "format": _FORMAT,
@@ -170,7 +195,6 @@ class BackupAndRestore(keras.callbacks.Callback):
             ),
         }
         arrays[_METADATA_KEY] = np.array(json.dumps(metadata))
-        latest = os.path.join(self.backup_dir, _LATEST)
         self._check_folder()
         temp_path = None
         try:
@@ -231,19 +255,30 @@ class BackupAndRestore(keras.callbacks.Callback):
 
     # --- Reading -------------------------------------------------------------
 
-    def _read(self):
-        """`(path, arrays, metadata)` of the newest readable backup, or None."""
+    def _read(self, largest: int, total: int):
+        """`(path, arrays, metadata)` of the newest readable backup, or None.
+
+        Each file is checked before its arrays are read: a regular file
+        (a named pipe would block forever), arrays of numbers whose declared
+        sizes fit this model (`largest` bytes for one variable, `total` for
+        all, with slack), and metadata whose every field is valid.
+        """
         failures = []
         for name in (_LATEST, _PREVIOUS):
             path = os.path.join(self.backup_dir, name)
             if not os.path.exists(path):
                 continue
             try:
+                try:
+                    files.require_regular_file(path, "backup file")
+                except ValueError as error:
+                    raise _Refused(str(error)) from None
+                _check_declared(path, largest, total)
                 with np.load(path, allow_pickle=False) as stored:
                     if _METADATA_KEY not in stored.files:
                         raise KeyError(f"no {_METADATA_KEY!r} entry: not a parallel_keras backup")
                     arrays = {key: stored[key] for key in stored.files}
-                metadata = json.loads(str(arrays.pop(_METADATA_KEY)))
+                metadata = _validated(json.loads(str(arrays.pop(_METADATA_KEY))))
             except _UNREADABLE as error:
                 failures.append(f"{path} ({_describe(error)})")
                 continue
@@ -265,11 +300,12 @@ class BackupAndRestore(keras.callbacks.Callback):
         return None
 
     def _restore(self) -> None:
-        found = self._read()
+        state = self._state()
+        sizes = [_nbytes(v) for part in state.values() for v in part]
+        found = self._read(max(sizes, default=0), sum(sizes))
         if found is None:
             return
         path, stored, metadata = found
-        state = self._state()
         if metadata.get("format") == _FORMAT:
             pairs = self._matched("model", state["model"], stored, path)
             pairs += self._matched("optimizer", state["optimizer"], stored, path)
@@ -448,6 +484,7 @@ class BackupAndRestore(keras.callbacks.Callback):
         self._global_batch = None
         self._skipping_batches = 0
         self._count_rows = None
+        self._finite.reset()
         self._check_folder()
         self._restore()
         _internals.set_initial_epoch(self.model, self._epoch or None)
@@ -484,17 +521,27 @@ class BackupAndRestore(keras.callbacks.Callback):
             self._batches_since_backup = 0
             steps = (self.params or {}).get("steps")
             if steps is not None and batch + 1 >= steps:
-                self._save(self._epoch + 1, 0, 0)
+                self._save(self._epoch + 1, 0, 0, logs)
             else:
-                self._save(self._epoch, batch + 1, self._rows_this_epoch())
+                self._save(self._epoch, batch + 1, self._rows_this_epoch(), logs)
 
     def on_epoch_end(self, epoch, logs=None):
         self._rows_skipped = 0
         if self.save_freq == "epoch":
-            self._save(epoch + 1, 0, 0)
+            self._save(epoch + 1, 0, 0, logs)
 
     def on_train_end(self, logs=None):
         _internals.set_initial_epoch(self.model, None)
+        if self._finite.refused and writes.is_chief():
+            # The run did not end well: its last finite state is what a
+            # resume needs, so it is kept whatever delete_checkpoint says.
+            logging.warning(
+                "parallel_keras: kept the backup in %s (the last finite "
+                "state): %d non-finite state(s) were not backed up.",
+                self.backup_dir,
+                self._finite.refused,
+            )
+            return
         if self.delete_checkpoint and writes.is_chief():
             if not os.path.isdir(self.backup_dir):
                 return
@@ -508,9 +555,100 @@ class BackupAndRestore(keras.callbacks.Callback):
                 pass
 
 
+class _Refused(ValueError):
+    """A backup refused by its own checks; the message says why."""
+
+
 def _describe(error: BaseException) -> str:
+    if isinstance(error, _Refused):
+        return str(error)
     if isinstance(error, zipfile.BadZipFile):
         return f"not a complete .npz archive: {error}"
     if isinstance(error, KeyError):
         return str(error.args[0]) if error.args else "a missing entry"
     return f"{type(error).__name__}: {error}"
+
+
+def _nbytes(variable) -> int:
+    try:
+        itemsize = np.dtype(keras.backend.standardize_dtype(variable.dtype)).itemsize
+    except TypeError:  # A dtype NumPy does not name (bfloat16): at most 8 bytes.
+        itemsize = 8
+    return math.prod(int(d) for d in variable.shape) * itemsize
+
+
+def _check_declared(path: str, largest: int, total: int) -> None:
+    """Reads only the `.npy` headers of a backup: numbers, of sizes that fit.
+
+    `np.load` allocates what a member declares before reading its bytes, so
+    a member declaring shape (10**11,) over 16 bytes of data is a
+    MemoryError; checked here from the headers, nothing is allocated.
+    """
+    declared = 0
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            key = info.filename.removesuffix(".npy")
+            with archive.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                if version == (1, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+                else:
+                    shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+            size = math.prod(shape) * dtype.itemsize
+            if key == _METADATA_KEY:
+                if dtype.kind != "U" or shape != () or size > _METADATA_BYTES:
+                    raise _Refused(
+                        f"its {_METADATA_KEY!r} entry must be one JSON string, "
+                        f"and holds {dtype} of shape {shape}"
+                    )
+                continue
+            if dtype.kind not in "biufc":
+                raise _Refused(
+                    f"entry {key!r} holds {dtype} values, not numbers: no variable can take them"
+                )
+            declared += size
+            if size > _DECLARED_FACTOR * largest + _DECLARED_SLACK or declared > (
+                _DECLARED_FACTOR * total + _DECLARED_SLACK
+            ):
+                raise _Refused(
+                    f"entry {key!r} declares shape {shape} of {dtype} "
+                    f"({size} bytes), far more than this model's state "
+                    f"({total} bytes, the largest variable {largest}); it was "
+                    "not read"
+                )
+
+
+# Metadata field -> (required, may be None, smallest value).
+_FIELDS = {
+    "format": (False, False, 1),
+    "epoch": (True, False, 0),
+    "batch": (False, False, 0),
+    "rows": (False, True, 0),
+    "global_batch": (False, True, 1),
+    "replicas": (False, True, 1),
+    "accumulation_steps": (False, False, 1),
+    "micro_steps": (False, False, 0),
+}
+
+
+def _validated(metadata: Any) -> dict:
+    """The backup's metadata, every field checked before the model is touched."""
+    if not isinstance(metadata, dict):
+        raise _Refused(
+            f"its metadata must be a JSON object of {sorted(_FIELDS)}, and is "
+            f"{type(metadata).__name__} {metadata!r:.80}"
+        )
+    for field, (required, nullable, smallest) in _FIELDS.items():
+        if field not in metadata:
+            if required:
+                raise _Refused(f"its metadata has no {field!r}")
+            continue
+        value = metadata[field]
+        if value is None and nullable:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < smallest:
+            raise _Refused(
+                f"its metadata field {field!r} must be an integer >= {smallest}"
+                f"{' or null' if nullable else ''}, and holds {value!r:.80}"
+            )
+    return metadata

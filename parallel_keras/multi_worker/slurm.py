@@ -10,6 +10,7 @@ bootstrap turns it into `TF_CONFIG` with TensorFlow's `SlurmClusterResolver`
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Mapping
 
@@ -32,6 +33,83 @@ def check_slurm_environment(environ: Mapping[str, str]) -> None:
             "through `srun` inside an sbatch allocation, or use --workers / "
             "--hosts outside Slurm."
         )
+    procid = _count(environ, "SLURM_PROCID", 0, "0, 1, 2...")
+    num_tasks = _count(environ, "SLURM_STEP_NUM_TASKS", 1, "4")
+    per_node = _tasks_per_node(environ["SLURM_STEP_TASKS_PER_NODE"])
+    nodes = _node_count(environ["SLURM_STEP_NODELIST"])
+    if procid >= num_tasks or sum(per_node) != num_tasks or nodes != len(per_node):
+        raise ValueError(
+            "Slurm's step variables must agree: SLURM_PROCID below "
+            "SLURM_STEP_NUM_TASKS, the tasks of SLURM_STEP_TASKS_PER_NODE "
+            "summing to it, one count per node of SLURM_STEP_NODELIST. "
+            f"Received: SLURM_PROCID={environ['SLURM_PROCID']!r}, "
+            f"SLURM_STEP_NUM_TASKS={environ['SLURM_STEP_NUM_TASKS']!r}, "
+            f"SLURM_STEP_TASKS_PER_NODE={environ['SLURM_STEP_TASKS_PER_NODE']!r} "
+            f"({sum(per_node)} task(s) on {len(per_node)} node(s)), "
+            f"SLURM_STEP_NODELIST={environ['SLURM_STEP_NODELIST']!r} "
+            f"({nodes} node(s)). Run through `srun`, which sets them together, "
+            "or fix the one set by hand."
+        )
+
+
+# Slurm's compressed forms: "2(x3),1" tasks per node; "node[01-03,7],gpu1" hosts.
+_TASKS_PER_NODE = re.compile(r"^\d+(\(x\d+\))?(,\d+(\(x\d+\))?)*$")
+_HOST = re.compile(r"^[\w.-]*(\[\d+(-\d+)?(,\d+(-\d+)?)*\][\w.-]*)*$")
+
+
+def _count(environ: Mapping[str, str], name: str, smallest: int, example: str) -> int:
+    value = environ[name].strip()
+    if not value.isdigit() or int(value) < smallest:
+        raise ValueError(
+            f"{name} is a whole number >= {smallest}, as srun sets it. "
+            f"Received: {name}={environ[name]!r}. Run through `srun`, or set "
+            f"{name} to a number (e.g. {name}={example.split(',')[0]})."
+        )
+    return int(value)
+
+
+def _tasks_per_node(value: str) -> list[int]:
+    if not _TASKS_PER_NODE.match(value.strip()):
+        raise ValueError(
+            "SLURM_STEP_TASKS_PER_NODE is Slurm's list of tasks per node, "
+            "counts separated by commas, repeats as N(xM). Received: "
+            f"SLURM_STEP_TASKS_PER_NODE={value!r}. Run through `srun`, or set "
+            "it in that form (e.g. SLURM_STEP_TASKS_PER_NODE=2(x3),1)."
+        )
+    counts = []
+    for part in value.strip().split(","):
+        count, _, times = part.partition("(x")
+        counts += [int(count)] * (int(times.rstrip(")")) if times else 1)
+    return counts
+
+
+def _node_count(value: str) -> int:
+    hosts, depth, start = [], 0, 0
+    text = value.strip()
+    for position, char in enumerate(text + ","):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if depth < 0 or depth > 1:
+            break
+        if char == "," and depth == 0:
+            hosts.append(text[start:position])
+            start = position + 1
+    if depth != 0 or not text or not all(host and _HOST.match(host) for host in hosts):
+        raise ValueError(
+            "SLURM_STEP_NODELIST is Slurm's host list: names separated by "
+            "commas, numbered ranges in brackets. Received: "
+            f"SLURM_STEP_NODELIST={value!r}. Run through `srun`, or set it in "
+            "that form (e.g. SLURM_STEP_NODELIST=node[01-03],gpu7)."
+        )
+    total = 0
+    for host in hosts:
+        count = 1
+        for ranges in re.findall(r"\[([^\]]*)\]", host):
+            count *= sum(
+                int(b) - int(a) + 1 if b else 1
+                for a, _, b in (item.partition("-") for item in ranges.split(","))
+            )
+        total += count
+    return total
 
 
 def tf_config_from_slurm(port_base: int, environ: Mapping[str, str]) -> str:

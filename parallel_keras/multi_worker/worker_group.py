@@ -113,6 +113,8 @@ class _Worker:
         self.ended: float | None = None
         self.stopped_by_launcher = False
         self._log_file = log_file
+        # What the worker's start-up watchdog said before stopping it.
+        self.startup_failure: str | None = None
         self.process = subprocess.Popen(
             command,
             env=env,
@@ -133,11 +135,13 @@ class _Worker:
         if stdout is None:  # Popen was given stdout=PIPE.
             raise RuntimeError(f"worker {self.index}: its output pipe was not opened.")
         for line in iter(stdout.readline, b""):
+            if line.startswith(_STARTUP_WATCHDOG_LINE):
+                self.startup_failure = line[len(b"parallel_keras: ") :].decode(errors="replace")
             text = (prefix + line).decode(errors="replace")
             if not text.endswith("\n"):
                 text += "\n"
             with output_lock:
-                output.write(text)
+                output.write(_encodable(text, output))
                 output.flush()
             if self._log_file is not None:
                 self._log_file.write(line.decode(errors="replace"))
@@ -240,6 +244,8 @@ def run_attempts(
         try:
             for worker_index in indices:
                 env = dict(base_env)
+                # The pipe is read as UTF-8, whatever the locale says.
+                env.setdefault("PYTHONIOENCODING", "utf-8")
                 if base_env.get(worker_env.CLUSTER_ENV) != "slurm":
                     env["TF_CONFIG"] = group_plan.tf_config(addresses, worker_index)
                 env[worker_env.RESTART_ENV] = str(attempt)
@@ -267,6 +273,13 @@ def run_attempts(
             )
         worker, code, dead, explained = failure
         message = explained or _describe_exit(worker.index, worker.process.pid, code)
+        if explained is None and worker.startup_failure is not None:
+            # Its watchdog stopped it (SIGTERM, then SIGKILL): the cause is
+            # the peer it waited for, not the signal.
+            message = (
+                f"worker {worker.index} (pid {worker.process.pid}) did not join "
+                f"the group and was stopped: {worker.startup_failure.strip()}"
+            )
         if attempt <= max_restarts and size is not None:
             survivors = size - dead
             if survivors < plan.min_workers:
@@ -303,6 +316,10 @@ def run_attempts(
         )
 
 
+# The first bytes of `cluster/startup_watchdog.py`'s message.
+_STARTUP_WATCHDOG_LINE = b"parallel_keras: every worker must start within"
+
+
 def _process_state(pid: int) -> str | None:
     """The kernel's one-letter state of `pid` (T: stopped), where /proc exists."""
     try:
@@ -313,6 +330,30 @@ def _process_state(pid: int) -> str | None:
         return None
 
 
+def _stopped_peer(group: list[_Worker], failed: _Worker) -> _Worker | None:
+    """A worker other than `failed` that is stopped (SIGSTOP, a debugger)."""
+    for peer in group:
+        if (
+            peer is not failed
+            and peer.poll() is None
+            and _process_state(peer.process.pid) in ("T", "t")
+        ):
+            return peer
+    return None
+
+
+def _stopped_message(peer: _Worker, failed: _Worker, code: int) -> str:
+    return (
+        f"worker {peer.index} (pid {peer.process.pid}) was stopped (SIGSTOP, "
+        "Ctrl-Z or a debugger; process state T) and stopped answering, and "
+        f"worker {failed.index} then failed ("
+        + _describe_exit(failed.index, failed.process.pid, code).split(") ", 1)[1]
+        + "). Every worker must keep running until the end: resume a stopped "
+        f"worker with `kill -CONT {peer.process.pid}`, or find why worker "
+        f"{failed.index} failed in its own output"
+    )
+
+
 def _explain_lost_peer(group: list[_Worker], lost: _Worker):
     """Which peer a worker that lost contact was waiting for, and why.
 
@@ -320,21 +361,17 @@ def _explain_lost_peer(group: list[_Worker], lost: _Worker):
         (the worker to blame, a message), or (lost, None) when no peer's
         state explains it.
     """
-    for peer in group:
-        if (
-            peer is not lost
-            and peer.poll() is None
-            and _process_state(peer.process.pid) in ("T", "t")
-        ):
-            return peer, (
-                f"worker {peer.index} (pid {peer.process.pid}) was stopped "
-                "(SIGSTOP, Ctrl-Z or a debugger; process state T) and stopped "
-                f"answering, so worker {lost.index} gave up on it after the "
-                "collective timeout. Every worker must keep running until the "
-                f"end: resume a stopped worker with `kill -CONT "
-                f"{peer.process.pid}` before the timeout, or raise "
-                "--collective-timeout"
-            )
+    peer = _stopped_peer(group, lost)
+    if peer is not None:
+        return peer, (
+            f"worker {peer.index} (pid {peer.process.pid}) was stopped "
+            "(SIGSTOP, Ctrl-Z or a debugger; process state T) and stopped "
+            f"answering, so worker {lost.index} gave up on it after the "
+            "collective timeout. Every worker must keep running until the "
+            f"end: resume a stopped worker with `kill -CONT "
+            f"{peer.process.pid}` before the timeout, or raise "
+            "--collective-timeout"
+        )
     finished = [peer for peer in group if peer is not lost and peer.poll() == 0]
     if finished:
         names = ", ".join(f"worker {peer.index}" for peer in finished)
@@ -364,6 +401,11 @@ def _watch(group: list[_Worker]):
             failed.sort(key=lambda item: item[1] == bootstrap.LOST_PEER_EXIT_CODE)
             dead = sum(code != bootstrap.LOST_PEER_EXIT_CODE for _, code in failed)
             worker, code = failed[0]
+            stopped = _stopped_peer(group, worker)
+            if stopped is not None and code != bootstrap.LOST_PEER_EXIT_CODE:
+                # A peer that stops answering makes the others fail in many
+                # ways (a timed-out collective, a user's own timeout).
+                return stopped, code, max(dead, 1), _stopped_message(stopped, worker, code)
             if code == bootstrap.LOST_PEER_EXIT_CODE:
                 # Read before the group is stopped: the peer's state is the cause.
                 blamed, explained = _explain_lost_peer(group, worker)
@@ -372,3 +414,15 @@ def _watch(group: list[_Worker]):
         if all(code == 0 for _, code in codes):
             return None
         time.sleep(0.1)
+
+
+def _encodable(text: str, stream) -> str:
+    """`text`, with what `stream`'s encoding cannot hold escaped (`\\uXXXX`)."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:
+        pass
+    return text

@@ -9,6 +9,8 @@
   legacy HDF5), with clear errors for missing, foreign or truncated files.
 * `weights`: `load_weights`, which checks a file against the model before
   touching it and leaves the model unchanged on any mismatch.
+* `finite`: backups and checkpoints never replace a finite state with a
+  non-finite one (NaN, inf).
 * `legacy`: Keras 2 HDF5 files, including those written from a
   `multi_gpu_model` parallel model, matched to a template by layer name.
 """

@@ -107,7 +107,13 @@ def read_legacy_file(filepath: str | os.PathLike) -> LegacyWeightsFile:
                         group_name, ([], [])
                     )
                     names.append(short_name)
-                    values.append(np.asarray(group[weight_name][()]))
+                    values.append(_numbers(group[weight_name], path))
+    except MemoryError:
+        raise ValueError(
+            "A weights file's arrays must fit in memory to be loaded. "
+            f"Received: filepath={path!r}, whose weights do not. Load it on a "
+            "machine with more memory, or check where the file came from."
+        ) from None
     except (OSError, KeyError) as error:
         raise ValueError(
             "This HDF5 file lists weights it does not contain, so it is "
@@ -346,6 +352,19 @@ def _split_weight_name(weight_name: str, group_name: str) -> tuple[str, str]:
     if len(parts) == 1 or group_name in parts[:-1]:
         return group_name, parts[-1]
     return parts[0], parts[-1]
+
+
+def _numbers(dataset: h5py.Dataset, path: str) -> np.ndarray:
+    """A weight's values; a dataset of strings or records is refused."""
+    if dataset.dtype.kind not in "biuf":
+        raise ValueError(
+            "A weight is an array of numbers. Received: "
+            f"filepath={path!r}, whose {dataset.name!r} holds {dataset.dtype} "
+            f"values of shape {dataset.shape}. The file was crafted or written "
+            "by another tool: load an earlier copy, or save the weights again "
+            "with model.save_weights."
+        )
+    return np.asarray(dataset[()])
 
 
 def _attribute_list(group: h5py.Group, name: str) -> list[str]:

@@ -11,6 +11,7 @@ live process's file (or another machine's, on a shared folder).
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -20,6 +21,8 @@ import stat
 import sys
 
 from absl import logging
+
+from parallel_keras import _files
 
 # Keras picks the format from the suffix, so temporary names keep it.
 _SUFFIXES = (".weights.h5", ".keras", ".hdf5", ".h5")
@@ -40,9 +43,31 @@ def temporary_path(filepath: str | os.PathLike) -> str:
     """A fresh hidden sibling of `filepath` with the same suffix."""
     path = os.fspath(filepath)
     folder, name = os.path.split(path)
-    stem, suffix = split_suffix(name)
+    stem, suffix = _temporary_stem(folder, name)
     token = f"{os.getpid()}-{_HOST_TAG}{secrets.token_hex(2)}"
     return os.path.join(folder, f".{stem}.tmp-{token}{suffix}")
+
+
+def _path_max(folder: str) -> int:
+    try:
+        return os.pathconf("/", "PC_PATH_MAX")
+    except (OSError, ValueError):
+        return 4096
+
+
+def _name_max(folder: str) -> int:
+    try:
+        return os.pathconf("/", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
+def _temporary_stem(folder: str, name: str) -> tuple[str, str]:
+    """The stem and suffix of `name`'s temporaries, short enough to be a name."""
+    stem, suffix = split_suffix(name)
+    # Budget a 10-digit PID, so the stem does not depend on the writer's.
+    overhead = len(f"..tmp-{'0' * 10}-{_HOST_TAG}0000{suffix}".encode())
+    return _files.fitting_stem(folder, stem, overhead), suffix
 
 
 def remove_stale_temporaries(filepath: str | os.PathLike) -> list[str]:
@@ -56,7 +81,7 @@ def remove_stale_temporaries(filepath: str | os.PathLike) -> list[str]:
         The paths removed.
     """
     folder, name = os.path.split(os.fspath(filepath))
-    stem, suffix = split_suffix(name)
+    stem, suffix = _temporary_stem(folder, name)
     pattern = re.compile(
         rf"\.{re.escape(stem)}\.tmp-(\d+)-{_HOST_TAG}[0-9a-f]{{4}}{re.escape(suffix)}"
     )
@@ -170,6 +195,19 @@ def check_output_path(
                 f"file, not a folder. Received: {shown}. Pass a path whose "
                 "folders are folders, or move that file away."
             )
+        try:
+            os.stat(folder)
+        except OSError as error:
+            if error.errno == errno.ENAMETOOLONG:
+                raise ValueError(
+                    f"{what} needs a path the system can open: at most "
+                    f"{_path_max(folder)} bytes in all (PATH_MAX) and "
+                    f"{_name_max(folder)} per name. Received: {shown}, whose "
+                    f"folder is {len(os.fsencode(folder))} bytes long, too "
+                    "long to open even if it exists. Pass a shorter path: "
+                    "a relative one from a folder nearer the file (os.chdir), "
+                    "or a symbolic link to the folder."
+                ) from None
         raise ValueError(
             f"{what} writes into an existing folder, and {folder!r} does not "
             f"exist. Received: {shown}. Create it first "

@@ -18,6 +18,7 @@ import os
 
 import h5py
 import keras
+import numpy as np
 from absl import logging
 
 from parallel_keras import _internals
@@ -64,7 +65,7 @@ def load_weights(
     """
     target = atomic.saving_target(model)
     path = os.fspath(filepath)
-    kind = files.describe(path)
+    kind = files.describe(path, weights_bytes=_weights_bytes(target))
     if kind is files.FileKind.LEGACY_HDF5:
         return legacy.load_legacy_weights(
             target, path, by_name=by_name, skip_mismatch=skip_mismatch
@@ -124,6 +125,18 @@ def _check_keras_file(model, path, kind, skip_mismatch) -> list[str]:
             f"{skip_mismatch}. Build the model the file was saved from."
         )
     return loaded
+
+
+def _weights_bytes(model: keras.Model) -> int:
+    """The bytes of `model`'s weights in memory."""
+    total = 0
+    for variable in model.weights:
+        try:
+            itemsize = np.dtype(keras.backend.standardize_dtype(variable.dtype)).itemsize
+        except TypeError:  # A dtype NumPy does not name (bfloat16): at most 8 bytes.
+            itemsize = 8
+        total += int(np.prod(variable.shape)) * itemsize
+    return total
 
 
 def _expected_layout(model: keras.Model):
