@@ -10,7 +10,10 @@ ones from `keras.utils` / `keras.saving` and inline the list helpers.
 
 from __future__ import annotations
 
+import codecs
 import inspect
+import marshal
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -87,4 +90,24 @@ def transpose_shape(shape: Any, target_format: str, spatial_axes: Any) -> Any:
     raise ValueError(
         "The `data_format` argument must be one of 'channels_first', 'channels_last'. "
         f"Received: {target_format!r}"
+    )
+
+
+def func_dump(func: Callable) -> tuple:
+    """Keras 2's serialisation of a Python function: (code, defaults, closure)."""
+    code = codecs.encode(marshal.dumps(func.__code__), "base64").decode("ascii")
+    closure = tuple(cell.cell_contents for cell in func.__closure__) if func.__closure__ else None
+    return code, func.__defaults__, closure
+
+
+def func_load(code: Any, defaults: Any = None, closure: Any = None, globs: Any = None) -> Callable:
+    """The function `func_dump` serialised (Keras 2); runs code from the file: trust it."""
+    if isinstance(code, (tuple, list)):
+        code, defaults, closure = code
+        if isinstance(defaults, list):
+            defaults = tuple(defaults)
+    cells = tuple(types.CellType(value) for value in closure) if closure else None
+    loaded = marshal.loads(codecs.decode(code.encode("ascii"), "base64"))  # noqa: S302
+    return types.FunctionType(
+        loaded, globs if globs is not None else globals(), loaded.co_name, defaults, cells
     )
