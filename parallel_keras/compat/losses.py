@@ -86,7 +86,8 @@ def add_loss(model: keras.Model, loss: Any) -> None:
         model.add_loss(loss)
         return
     try:
-        loss_model = keras.Model(model.inputs, loss)
+        # `model.input` keeps the structure `call` receives (a tensor or a list).
+        loss_model = keras.Model(model.input, loss)
     except (ValueError, TypeError) as error:
         raise ValueError(
             "add_loss(model, loss) computes the loss from the model's inputs, so "

@@ -96,8 +96,8 @@ def adapted_class(sequence_class: Any) -> Any:
     def __getitem__(self: Any, index: int) -> Any:
         return _as_tuples(sequence_class.__getitem__(self, index))
 
-    def __next__(self: Any) -> Any:
-        return _as_tuples(sequence_class.__next__(self))
+    def next_batch(self: Any) -> Any:
+        return _as_tuples(sequence_class.next(self))
 
     namespace: dict[str, Any] = {
         "__init__": __init__,
@@ -105,9 +105,9 @@ def adapted_class(sequence_class: Any) -> Any:
         "__module__": __name__,
         "__doc__": sequence_class.__doc__,
     }
-    if hasattr(sequence_class, "__next__"):
-        namespace["__next__"] = __next__
-        namespace["next"] = __next__
+    if hasattr(sequence_class, "next"):  # tf_keras iterators: `next(it)` and `it.next()`.
+        namespace["__next__"] = next_batch
+        namespace["next"] = next_batch
     # Keras 3 reads the length through `num_batches`; the Sequence's own
     # `__len__`, `on_epoch_end` and `__iter__` come first in the order.
     subclass = type(sequence_class.__name__, (sequence_class, keras.utils.PyDataset), namespace)

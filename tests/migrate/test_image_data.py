@@ -60,3 +60,21 @@ def test_a_dotted_generator_is_rewritten_in_place():
         "it = g.flow(x, y)\n",
     )
     assert result.report.requirements == [image_data.KERAS2_EXTRA]
+
+
+def test_a_generator_subclassed_by_the_project_comes_from_compat():
+    # PConv-Keras: `class AugmentingDataGenerator(ImageDataGenerator)` overriding flows.
+    result = check_rewrite(
+        "from keras.preprocessing.image import ImageDataGenerator\n"
+        "class AugmentingDataGenerator(ImageDataGenerator):\n"
+        "    def flow_from_directory(self, directory, *args, **kwargs):\n"
+        "        yield from super().flow_from_directory(directory, *args, **kwargs)\n"
+        "gen = AugmentingDataGenerator(rotation_range=10)\n",
+        "from parallel_keras.compat import ImageDataGenerator\n"
+        "class AugmentingDataGenerator(ImageDataGenerator):\n"
+        "    def flow_from_directory(self, directory, *args, **kwargs):\n"
+        "        yield from super().flow_from_directory(directory, *args, **kwargs)\n"
+        "gen = AugmentingDataGenerator(rotation_range=10)\n",
+    )
+    assert not result.report.flags
+    assert result.report.requirements == [image_data.KERAS2_EXTRA]

@@ -201,7 +201,8 @@ class ImageDataRule(context.Rule):
         """`from keras.preprocessing.image import ImageDataGenerator` -> from parallel_keras.compat."""
         statement = updated.body[0]
         if (
-            self._ok
+            # Every generator became a dataset: the import goes (leave_ImportFrom).
+            (self._ok and self._generators)
             or not isinstance(statement, cst.ImportFrom)
             or statement.module is None
             or isinstance(statement.names, cst.ImportStar)
@@ -256,7 +257,7 @@ class ImageDataRule(context.Rule):
         return updated
 
     def leave_Call(self, ctx, original, updated):
-        if ctx.qualified_name(original.func) == _GENERATOR and not self._ok:
+        if ctx.qualified_name(original.func) == _GENERATOR and not (self._ok and self._generators):
             # Keras 3 has no ImageDataGenerator; tf_keras's runs, fed to fit.
             if isinstance(original.func, cst.Attribute):
                 ctx.require_import("parallel_keras")

@@ -402,6 +402,28 @@ COMPAT_NAMES: dict[str, tuple[str, str, str]] = {
         )
     },
 }
+# Keras 2 short names of losses and metrics Keras 3 spells out (the same
+# functions): `from keras.losses import mse` (the Keras 2 VAE example).
+_SHORT_NAMES = {
+    "mse": "mean_squared_error",
+    "MSE": "mean_squared_error",
+    "mae": "mean_absolute_error",
+    "MAE": "mean_absolute_error",
+    "mape": "mean_absolute_percentage_error",
+    "MAPE": "mean_absolute_percentage_error",
+    "msle": "mean_squared_logarithmic_error",
+    "MSLE": "mean_squared_logarithmic_error",
+    "kld": "kl_divergence",
+    "KLD": "kl_divergence",
+    "kullback_leibler_divergence": "kl_divergence",
+    "logcosh": "log_cosh",
+}
+RENAMED_NAMES = {
+    **{f"keras.losses.{old}": f"keras.losses.{new}" for old, new in _SHORT_NAMES.items()},
+    **{f"keras.metrics.{old}": f"keras.metrics.{new}" for old, new in _SHORT_NAMES.items()},
+    "keras.losses.cosine_proximity": "keras.losses.cosine_similarity",
+    "keras.losses.cosine": "keras.losses.cosine_similarity",
+}
 # Whole Keras 2 modules imported by name whose every name is in parallel_keras.compat.
 COMPAT_MODULES = {
     "keras.preprocessing.text": (
@@ -421,6 +443,12 @@ _COMPAT_MODULE_WHY = {
         "inline the list helpers",
     ),
 }
+
+
+def _moved_name(qualified: str) -> str:
+    """`keras.objectives.mse` -> `keras.losses.mse` (a moved module's name)."""
+    module, _, name = (syntax.canonical_name(qualified) or "").rpartition(".")
+    return f"{_moved(module) or module}.{name}"
 
 
 def compat_name(qualified: str) -> tuple[str, str, str] | None:
@@ -737,6 +765,17 @@ class ImportPathRule(context.Rule):
             name = syntax.dotted(alias.name)
             full = f"{canonical}.{name}"
             local = _alias_name(alias)
+            renamed = RENAMED_NAMES.get(syntax.canonical_name(_moved_name(full)) or "")
+            if renamed is not None:
+                parent, last = _split(renamed)
+                found.setdefault(parent, []).append(
+                    cst.ImportAlias(
+                        name=cst.Name(last),
+                        asname=None if local == last else cst.AsName(name=cst.Name(local)),
+                    )
+                )
+                ctx.change(line, RULE, f"`{full}` -> `{renamed}`: Keras 3's name of it")
+                continue
             if full in COMPAT_MODULES:
                 why, modern = COMPAT_MODULES[full]
                 parent, last = _split(_COMPAT)
@@ -864,6 +903,20 @@ class ImportPathRule(context.Rule):
         """`keras.preprocessing.text.Tokenizer` (dotted) -> `parallel_keras.compat.Tokenizer`."""
         if not qualified.startswith(("keras.", "tensorflow.keras.")):
             return None
+        renamed = RENAMED_NAMES.get(_moved_name(qualified))
+        if renamed is not None and isinstance(original.value, (cst.Name, cst.Attribute)):
+            text = syntax.dotted(original)
+            root = next(
+                (r for r in ("keras.", "tf.keras.", "tensorflow.keras.") if text.startswith(r)),
+                None,
+            )
+            if root is not None:  # `keras.objectives.mse` -> `keras.losses.mean_squared_error`
+                new = f"{root[: -len('keras.')]}{renamed}"
+                ctx.change(original, RULE, f"`{text}` -> `{new}`: Keras 3's name of it")
+                return syntax.expression(new)
+            new_name = renamed.rpartition(".")[2]
+            ctx.change(original, RULE, f"`{text}` -> `.{new_name}`: Keras 3's name of it")
+            return updated.with_changes(attr=cst.Name(new_name))
         entry = compat_name(qualified)
         if entry is None:
             return None
@@ -937,6 +990,10 @@ AUDIT: list[tuple] = [
     *(
         (name, f"{_COMPAT}.{target}", why, modern)
         for name, (target, why, modern) in sorted(COMPAT_NAMES.items())
+    ),
+    *(
+        (old, new, "Keras 3 spells the same function out")
+        for old, new in sorted(RENAMED_NAMES.items())
     ),
     *(
         (f"{name}.*", f"{_COMPAT}.*", why, modern)

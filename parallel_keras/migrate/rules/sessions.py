@@ -406,6 +406,8 @@ class SessionRule(context.Rule):
             return updated  # Rewritten by another rule (GPU counts).
         if qualified in session_options.COMPAT:
             return self._compat(ctx, original, updated, qualified)
+        if any(qualified.startswith(name + ".") for name in session_options.COMPAT):
+            return updated  # `K.get_session().run(...)`: the inner call is rewritten.
         for name, (message, action) in session_options.FLAGGED.items():
             if qualified == name or qualified.startswith(name + "."):
                 ctx.flag(original, RULE, f"`{syntax.dotted(original.func)}`: {message}", action)
