@@ -97,6 +97,8 @@ class Function:
                 f"This function takes {self._arity} inputs. Received: {len(values)} values."
             )
         results = self._model(values, training=bool(training))
+        if not isinstance(results, (list, tuple)):  # Keras 3 unwraps one output.
+            results = [results]
         arrays = [keras.ops.convert_to_numpy(result) for result in results]
         return arrays[0] if self._single else arrays
 
