@@ -246,3 +246,82 @@ def test_tokenizer_and_timeseries_generator_run_as_keras2():
     assert parallel["tokenizer"].word_index == reference.word_index
     assert parallel["tokenizer"].to_json() == reference.to_json()
     assert len(parallel["windows"]) == 5
+
+
+CHECKPOINTS_AND_HELPERS = """\
+import os
+
+import numpy as np
+from keras import backend as K
+from keras.callbacks import ModelCheckpoint
+from keras.engine.topology import Layer
+from keras.layers import Dense, Input
+from keras.layers.merge import _Merge
+from keras.models import Model
+from keras.utils import conv_utils, multi_gpu_model
+
+
+class EveryOtherEpoch(ModelCheckpoint):
+    def __init__(self, *args, **kwargs):
+        super(EveryOtherEpoch, self).__init__(*args, **kwargs)
+        self.saves_seen = 0
+
+
+class WeightedAverage(_Merge):
+    def _merge_function(self, inputs):
+        return 0.25 * inputs[0] + 0.75 * inputs[1]
+
+
+class Scale(Layer):
+    def __init__(self, size, **kwargs):
+        super(Scale, self).__init__(**kwargs)
+        self.size = conv_utils.normalize_tuple(size, 1, 'size')
+
+    def build(self, input_shape):
+        self.scale = self.add_weight(name='scale', shape=self.size, initializer='ones')
+        super(Scale, self).build(input_shape)
+
+    def call(self, inputs):
+        return inputs * self.scale
+
+
+a = Input(shape=(4,))
+b = Input(shape=(4,))
+merged = WeightedAverage()([Dense(4)(a), Dense(4)(b)])
+model = Model([a, b], Dense(1)(Scale(1)(merged)))
+parallel = multi_gpu_model(model, gpus=GPUS) if GPUS > 1 else model
+parallel.compile(optimizer='sgd', loss='mse')
+rng = np.random.RandomState(3)
+xa, xb, y = rng.rand(16, 4), rng.rand(16, 4), rng.rand(16, 1)
+pattern = os.path.join(OUT, 'weights_%d_{epoch:02d}.h5' % GPUS)
+checkpoint = EveryOtherEpoch(pattern, save_weights_only=True, period=2)
+parallel.fit([xa, xb], y, batch_size=8, epochs=4, shuffle=False, verbose=0, callbacks=[checkpoint])
+final = os.path.join(OUT, 'final_%s' % GPUS)
+model.save_weights(final)
+"""
+
+
+def test_checkpoint_subclass_period_private_helpers_and_computed_saves(tmp_path):
+    import os
+
+    import keras
+
+    from parallel_keras import compat
+
+    result = migrated(CHECKPOINTS_AND_HELPERS)
+    assert "class EveryOtherEpoch(parallel_keras.callbacks.ModelCheckpoint)" in result.migrated
+    assert "from parallel_keras.compat import Merge as _Merge" in result.migrated
+    assert "parallel_keras.compat.save_weights(model, final)" in result.migrated
+    parallel = run(result, gpus=4, OUT=str(tmp_path))
+    single = run(result, gpus=1, OUT=str(tmp_path))
+    assert_same_numbers(parallel["model"], single["model"])
+    # Keras 2's period: every other epoch, whatever the subclass's __init__.
+    saved = sorted(name for name in os.listdir(tmp_path) if name.startswith("weights_4"))
+    assert saved == ["weights_4_02.h5", "weights_4_04.h5"], saved  # Keras 2's names.
+    # What the 4-device run saved loads on one device with plain Keras.
+    reloaded = keras.models.clone_model(single["model"])
+    reloaded.load_weights(str(tmp_path / "weights_4_04.h5"))
+    assert_same_numbers(reloaded, parallel["model"])
+    again = keras.models.clone_model(single["model"])
+    compat.load_weights(again, str(tmp_path / "final_4"))
+    assert_same_numbers(again, parallel["model"])
