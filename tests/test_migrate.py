@@ -325,29 +325,41 @@ def test_model_mgpu_with_extra_methods_is_flagged():
 
 
 @pytest.mark.parametrize(
-    "call, flagged_name",
+    "call, new_call",
     [
-        ("sess = tf.Session()", "tf.Session"),
-        ("sess = tf.compat.v1.Session(config=c)", "tf.compat.v1.Session"),
-        ("K.set_session(sess)", "K.set_session"),
-        ("s = K.get_session()", "K.get_session"),
-        ("server = tf.train.Server.create_local_server()", "tf.train.Server.create_local_server"),
-        ("config = tf.ConfigProto()", "tf.ConfigProto"),
+        ("sess = tf.Session()", "sess = parallel_keras.compat.Session()"),
+        (
+            "sess = tf.compat.v1.Session(config=c)",
+            "sess = parallel_keras.compat.Session(config=c)",
+        ),
+        ("K.set_session(sess)", "parallel_keras.compat.set_session(sess)"),
+        ("s = K.get_session()", "s = parallel_keras.compat.get_session()"),
+        ("config = tf.ConfigProto()", "config = tf.compat.v1.ConfigProto()"),
     ],
 )
-def test_tf1_session_code_used_for_more_than_gpu_options_is_flagged(call, flagged_name):
+def test_tf1_session_code_used_for_more_than_gpu_options_runs_through_compat(call, new_call):
     # `run(...)` uses the session and config for something else than the
-    # GPU options, so the set-up rewrite (see test_migrate_sessions) skips it.
+    # GPU options, so the set-up rewrite (see test_migrate_sessions) skips it;
+    # the objects stay, on a compatibility path that runs in TF 2.
     use = "run(sess, config)\n"
     source = f"import tensorflow as tf\nfrom keras import backend as K\n\n{call}\n{use}"
     result = migrate.migrate_source(source)
-    assert not result.report.changes
+    assert not result.report.flags
+    [change] = [c for c in result.report.changes if c.rule == "TF1 sessions"]
+    assert change.line == 4 and change.modern
+    assert result.migrated.endswith(new_call + "\n" + use)
+    again = migrate.migrate_source(result.migrated)
+    assert again.migrated == result.migrated
+    assert not again.report.flags and not again.report.changes
+
+
+def test_tf1_cluster_servers_stay_flagged():
+    call = "server = tf.train.Server.create_local_server()"
+    source = f"import tensorflow as tf\n\n{call}\nrun(server)\n"
+    result = migrate.migrate_source(source)
     [flag] = result.report.flags
-    assert flag.line == 4
-    assert f"`{flagged_name}`" in flag.message
-    assert result.migrated.endswith(call + "\n" + use)
+    assert "`tf.train.Server.create_local_server`" in flag.message
     assert engine.NOTE_PREFIX in result.migrated
-    # Flags stay flagged, and the note is not added twice.
     again = migrate.migrate_source(result.migrated)
     assert again.migrated == result.migrated
     assert len(again.report.flags) == 1

@@ -12,6 +12,7 @@ from .backend import set_learning_phase as set_learning_phase
 from .layers import Container as Container
 from .layers import Merge as Merge
 from .layers import Network as Network
+from .layers import obtain_input_shape as obtain_input_shape
 from .losses import add_loss as add_loss
 from .preprocessing import DirectoryIterator as DirectoryIterator
 from .preprocessing import ImageDataGenerator as ImageDataGenerator

@@ -109,3 +109,77 @@ def _keras1_keywords(kwargs: dict) -> dict:
 
 class Network(Container):
     """Keras 2's `keras.engine.network.Network`: a functional model (see `Container`)."""
+
+
+def obtain_input_shape(
+    input_shape: Any,
+    default_size: int,
+    min_size: int,
+    data_format: str,
+    require_flatten: bool,
+    weights: Any = None,
+) -> tuple:
+    """Keras 2's `imagenet_utils._obtain_input_shape`: an application's input shape.
+
+    The shape a Keras 2 application model (and the EfficientNet/ResNeXt code
+    copied from them) builds its input with: `input_shape` checked against
+    `min_size` and the ImageNet weights' 3 channels, or the default
+    (`default_size` square, 3 channels; spatial sizes None without a flatten
+    top). Modernise: pass `input_shape` explicitly, e.g. `(224, 224, 3)`.
+
+    Args:
+        input_shape: The shape given by the user, or None.
+        default_size: The side the ImageNet weights were trained at.
+        min_size: The smallest side the model accepts.
+        data_format: `'channels_first'` or `'channels_last'`.
+        require_flatten: Whether the model ends with a flatten top (then the
+            shape must be fully known).
+        weights: `'imagenet'` or anything else. Defaults to None.
+
+    Returns:
+        The input shape, a tuple of 3.
+
+    Raises:
+        ValueError: If the shape does not suit the model, as Keras 2 raised.
+    """
+    channels_first = data_format == "channels_first"
+
+    def shaped(side: Any, channels: Any) -> tuple:
+        return (channels, side, side) if channels_first else (side, side, channels)
+
+    if weights != "imagenet" and input_shape and len(input_shape) == 3:
+        channels = input_shape[0] if channels_first else input_shape[-1]
+        default_shape = shaped(default_size, channels)
+    else:
+        default_shape = shaped(default_size, 3)
+    if weights == "imagenet" and require_flatten:
+        if input_shape is not None and tuple(input_shape) != default_shape:
+            raise ValueError(
+                "With include_top=True and the imagenet weights, `input_shape` must be "
+                f"{default_shape}. Received: input_shape={input_shape}"
+            )
+        return default_shape
+    if input_shape:
+        if len(input_shape) != 3:
+            raise ValueError(
+                f"`input_shape` must be a tuple of three integers. Received: {input_shape}"
+            )
+        channels = input_shape[0] if channels_first else input_shape[-1]
+        sides = input_shape[1:] if channels_first else input_shape[:2]
+        if weights == "imagenet" and channels != 3:
+            raise ValueError(
+                f"The imagenet weights take 3 input channels. Received: input_shape={input_shape}"
+            )
+        if any(side is not None and side < min_size for side in sides):
+            raise ValueError(
+                f"Input size must be at least {min_size}x{min_size}. "
+                f"Received: input_shape={input_shape}"
+            )
+        result = tuple(input_shape)
+    else:
+        result = default_shape if require_flatten else shaped(None, 3)
+    if require_flatten and None in result:
+        raise ValueError(
+            f"With include_top=True, `input_shape` must be static. Received: input_shape={result}"
+        )
+    return result

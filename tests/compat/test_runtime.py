@@ -158,3 +158,30 @@ def test_container_takes_keras1_keywords():
     outputs = keras.layers.Dense(1)(inputs)
     container = compat.Container(input=inputs, output=outputs)
     assert isinstance(container, keras.Model) and container.output_shape == (None, 1)
+
+
+@pytest.mark.parametrize("weights", [None, "imagenet"])
+@pytest.mark.parametrize("require_flatten", [False, True])
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+@pytest.mark.parametrize(
+    "input_shape",
+    [None, (224, 224, 3), (3, 224, 224), (64, 64, 1), (1, 64, 64), (None, None, 3), (16, 16, 3)],
+)
+def test_obtain_input_shape_is_keras2s(input_shape, data_format, require_flatten, weights):
+    # Keras 2's own function, as tf_keras still ships it (privately).
+    from tf_keras.src.applications import imagenet_utils
+
+    def outcome(function):
+        try:
+            return function(
+                input_shape,
+                default_size=224,
+                min_size=32,
+                data_format=data_format,
+                require_flatten=require_flatten,
+                weights=weights,
+            )
+        except ValueError:
+            return ValueError
+
+    assert outcome(compat.obtain_input_shape) == outcome(imagenet_utils.obtain_input_shape)

@@ -98,6 +98,10 @@ COMPAT = {
         "import keras\nimport parallel_keras\n\n"
         "k = parallel_keras.compat.conv_utils.normalize_tuple(3, 2, 'k')\n",
     ),
+    "obtain_input_shape": (
+        "from keras_applications.imagenet_utils import _obtain_input_shape\n",
+        "from parallel_keras.compat import obtain_input_shape as _obtain_input_shape\n",
+    ),
     "generic_utils": (
         "from keras.utils.generic_utils import to_list, Progbar\n",
         "from parallel_keras.compat.generic_utils import to_list\nfrom keras.utils import Progbar\n",
@@ -189,6 +193,10 @@ MODULE_MOVES = {
     "tf_np_utils_dotted": (
         "import tensorflow as tf\ny = tf.keras.utils.np_utils.to_categorical([1], 2)\n",
         "import tensorflow as tf\ny = tf.keras.utils.to_categorical([1], 2)\n",
+    ),
+    "obtain_input_shape": (
+        "from keras_applications.imagenet_utils import _obtain_input_shape\n",
+        "from parallel_keras.compat import obtain_input_shape as _obtain_input_shape\n",
     ),
     "generic_utils": (
         "from keras.utils.generic_utils import get_custom_objects, Progbar\n",
@@ -318,10 +326,6 @@ REMOVED = {
         "scikeras",
     ),
     "legacy_interfaces": ("from keras.legacy import interfaces\n", "legacy_*"),
-    "private_applications_helper": (
-        "from keras.applications.imagenet_utils import _obtain_input_shape\n",
-        "input_shape",
-    ),
 }
 
 

@@ -353,6 +353,35 @@ COMPAT_NAMES: dict[str, tuple[str, str, str]] = {
         "subclass keras.layers.Layer with call(self, inputs) returning what "
         "_merge_function computed",
     ),
+    **{
+        f"{module}._obtain_input_shape": (
+            "obtain_input_shape",
+            "Keras 2's input-shape helper of the applications, same checks and results",
+            "pass input_shape explicitly, e.g. (224, 224, 3)",
+        )
+        for module in (
+            "keras.applications.imagenet_utils",
+            "keras_applications.imagenet_utils",
+        )
+    },
+    # Keras 2 backend functions Keras 3 lacks (their calls are rewritten
+    # too; an import by name must not fail first).
+    **{
+        f"keras.backend.{name}": (
+            name,
+            "Keras 2's TF1 session helper, made harmless (GPU options go to tf.config)",
+            "delete it; set GPU options with tf.config calls",
+        )
+        for name in ("set_session", "get_session")
+    },
+    **{
+        f"keras.backend.{name}": (
+            name,
+            "Keras 2's backend function and learning phase on Keras 3 models",
+            "keras.Model(inputs, outputs)(x, training=...)",
+        )
+        for name in ("function", "learning_phase", "set_learning_phase")
+    },
     "keras.layers.Container": (
         "Container",
         "Keras 1's Container is a functional keras.Model",

@@ -418,8 +418,8 @@ class SessionRule(context.Rule):
         """`tf.Session(...)` -> `parallel_keras.compat.Session(...)`, and the like."""
         old = syntax.dotted(original.func)
         target, modern = session_options.COMPAT[qualified]
-        if "compat" in old.split("."):  # Already on the compatibility path.
-            return updated
+        if "compat" in old.split(".") and not target.startswith("parallel_keras."):
+            return updated  # Already on TensorFlow's compatibility path.
         if target.startswith("parallel_keras."):
             ctx.require_import("parallel_keras")
         new = target.format(tf=ctx.tf_module())
