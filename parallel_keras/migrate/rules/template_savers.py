@@ -303,7 +303,11 @@ class TemplateSaverRule(context.Rule):
         if init is not None:
             super_call = patterns.super_init_call(init, original.bases[base_index].value)
             func = super_call.func if super_call is not None else None
-            if isinstance(func, cst.Attribute) and not isinstance(func.value, cst.Call):
+            if (
+                super_call is not None
+                and isinstance(func, cst.Attribute)
+                and not isinstance(func.value, cst.Call)
+            ):
                 new_init = init.deep_replace(
                     super_call,
                     super_call.with_changes(func=func.with_changes(value=library_class)),
@@ -373,7 +377,9 @@ def _may_take_period(init: cst.FunctionDef | None, cls: cst.ClassDef) -> bool:
     parameters = init.params
     if isinstance(parameters.star_arg, cst.Param) or parameters.star_kwarg is not None:
         return True
-    if any(param.name.value == "period" for param in parameters.params + parameters.kwonly_params):
+    if any(
+        param.name.value == "period" for param in (*parameters.params, *parameters.kwonly_params)
+    ):
         return True
     for attribute in ("period", "epochs_since_last_save"):
         if m.findall(cls, m.Attribute(value=m.Name("self"), attr=m.Name(attribute))):

@@ -280,7 +280,9 @@ class Tf1NameRule(context.Rule):
         attributes = m.findall(node, m.Attribute())
         names = {_tf_name(ctx, attribute) for attribute in attributes}
         feeds = any(
-            syntax.method_name(call) == "run" and syntax.keyword(call, "feed_dict") is not None
+            isinstance(call, cst.Call)
+            and syntax.method_name(call) == "run"
+            and syntax.keyword(call, "feed_dict") is not None
             for call in m.findall(node, m.Call())
         )
         uses_keras = any(
