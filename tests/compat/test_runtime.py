@@ -185,3 +185,18 @@ def test_obtain_input_shape_is_keras2s(input_shape, data_format, require_flatten
             return ValueError
 
     assert outcome(compat.obtain_input_shape) == outcome(imagenet_utils.obtain_input_shape)
+
+
+def test_multi_input_image_batches_are_tuples_keras3_fit_takes():
+    images = np.random.RandomState(0).rand(8, 4, 4, 1).astype("float32")
+    extra = np.arange(8, dtype="float32").reshape(8, 1)
+    targets = np.zeros((8, 1), "float32")
+    iterator = compat.ImageDataGenerator().flow((images, extra), targets, batch_size=4)
+    (batch_images, batch_extra), batch_targets = iterator[0]  # A tuple, not Keras 2's list.
+    assert isinstance(iterator[0][0], tuple) and batch_images.shape == (4, 4, 4, 1)
+    image_input, extra_input = keras.Input((4, 4, 1)), keras.Input((1,))
+    joined = keras.layers.Concatenate()([keras.layers.Flatten()(image_input), extra_input])
+    model = keras.Model([image_input, extra_input], keras.layers.Dense(1)(joined))
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(iterator, epochs=1, verbose=0)
+    assert len(iterator) == 2 and iterator.n == 8  # Keras 2's attributes stay.
