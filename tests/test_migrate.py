@@ -387,9 +387,12 @@ def test_parallel_loading_and_removed_predictors_are_flagged():
     assert "m.fit(seq)" in result.migrated
 
 
-def test_computed_weights_path_is_flagged():
+def test_computed_weights_path_runs_through_compat_save_weights():
     result = migrate.migrate_source("model.save_weights(make_path(epoch))\n")
-    assert [flag.rule for flag in result.report.flags] == ["save formats"]
+    assert not result.report.flags
+    assert "parallel_keras.compat.save_weights(model, make_path(epoch))" in result.migrated
+    [change] = [change for change in result.report.changes if change.rule == "save formats"]
+    assert ".weights.h5" in change.modern
 
 
 def test_report_lists_each_change_with_line_and_reason():
@@ -423,11 +426,11 @@ def test_comments_and_formatting_survive():
 
 LEGACY = (
     "from keras.utils import multi_gpu_model\nimport tensorflow as tf\n"
-    "sess = tf.Session()\nsess.run(step)\n"
+    "server = tf.train.Server(spec)\nserver.join()\n"
 )
 MIGRATED = (
     "from parallel_keras import multi_gpu_model\nimport tensorflow as tf\n"
-    "# parallel-keras migrate: delete the session; for training on several\n"
+    "# parallel-keras migrate: for training on several machines, start every\n"
 )
 BROKEN = "def broken(:\n    pass\n"
 

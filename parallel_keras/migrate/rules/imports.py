@@ -286,6 +286,9 @@ PREPROCESSING_FLAGS = {
 }
 # Names removed with TF1 sessions; their uses are rewritten by other rules.
 DROPPED_NAMES = frozenset({"set_session", "get_session", "_get_available_gpus"})
+# Backend names Keras 3 lacks whose every call another rule rewrites to a
+# dotted name (`parallel_keras.compat.function(...)`): an import by name goes.
+_DROPPED_BACKEND = DROPPED_NAMES | {"function", "learning_phase", "set_learning_phase"}
 
 _COMPAT = "parallel_keras.compat"
 _TF_KERAS_WHY = (
@@ -363,24 +366,6 @@ COMPAT_NAMES: dict[str, tuple[str, str, str]] = {
             "keras.applications.imagenet_utils",
             "keras_applications.imagenet_utils",
         )
-    },
-    # Keras 2 backend functions Keras 3 lacks (their calls are rewritten
-    # too; an import by name must not fail first).
-    **{
-        f"keras.backend.{name}": (
-            name,
-            "Keras 2's TF1 session helper, made harmless (GPU options go to tf.config)",
-            "delete it; set GPU options with tf.config calls",
-        )
-        for name in ("set_session", "get_session")
-    },
-    **{
-        f"keras.backend.{name}": (
-            name,
-            "Keras 2's backend function and learning phase on Keras 3 models",
-            "keras.Model(inputs, outputs)(x, training=...)",
-        )
-        for name in ("function", "learning_phase", "set_learning_phase")
     },
     "keras.layers.Container": (
         "Container",
@@ -564,7 +549,11 @@ class ImportPathRule(context.Rule):
         if id(node) in self._in_imports or id(node) in self._compat_parts:
             return
         qualified = ctx.qualified_name(node) or ""
-        if qualified.startswith(("keras.", "tensorflow.keras.")) and compat_name(qualified):
+        if (
+            qualified.startswith(("keras.", "tensorflow.keras."))
+            and not qualified.startswith("keras.backend.")
+            and compat_name(qualified)
+        ):
             value = node.value
             while isinstance(value, cst.Attribute):
                 self._compat_parts.add(id(value))
@@ -684,6 +673,21 @@ class ImportPathRule(context.Rule):
             return None
         old_module = syntax.dotted(statement.module)
         canonical = syntax.canonical_name(old_module) or ""
+        if canonical == "keras.backend":
+            dropped = [a for a in statement.names if syntax.dotted(a.name) in _DROPPED_BACKEND]
+            if dropped:
+                kept = [a for a in statement.names if a not in dropped]
+                ctx.change(
+                    line,
+                    RULE,
+                    f"dropped {', '.join(syntax.dotted(a.name) for a in dropped)} from "
+                    "`from keras.backend import ...`: Keras 3 has none; their calls are "
+                    "rewritten (parallel_keras.compat, tf.config)",
+                )
+                if not kept:
+                    return []
+                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                return [statement.with_changes(names=_commas(kept))]
         compat = self._compat_names(ctx, line, statement, canonical)
         if compat is not None:
             return compat
@@ -844,7 +848,7 @@ class ImportPathRule(context.Rule):
         private = []
         for alias in statement.names:
             name = syntax.dotted(alias.name)
-            if name in DROPPED_NAMES:
+            if name in DROPPED_NAMES or (target == "keras.backend" and name in _DROPPED_BACKEND):
                 dropped.append(name)
                 continue
             fix = REMOVED_NAMES.get(f"{_NAME_HOMES.get(name, target)}.{name}")
@@ -947,7 +951,9 @@ class ImportPathRule(context.Rule):
             ctx.change(original, RULE, f"`{text}` -> `.{new_name}`: Keras 3's name of it")
             return updated.with_changes(attr=cst.Name(new_name))
         entry = compat_name(qualified)
-        if entry is None:
+        if entry is None or (syntax.canonical_name(qualified) or "").startswith("keras.backend."):
+            # `K.function(...)`, `K.get_session()`: their calls are the
+            # backend and sessions rules' (imports by name are this rule's).
             return None
         module = ctx.qualified_name(original.value) or ""
         if isinstance(original.value, cst.Name) and syntax.canonical_name(module) in COMPAT_MODULES:
@@ -1054,6 +1060,14 @@ AUDIT: list[tuple] = [
             "TF1 session helper; its uses are rewritten by the sessions/GPU-count rules",
         )
         for name in sorted(DROPPED_NAMES)
+    ),
+    *(
+        (
+            f"from keras.backend import {name}",
+            "(import dropped)",
+            f"its calls become parallel_keras.compat.{name}(...) (rules/backend_ops.py)",
+        )
+        for name in sorted(_DROPPED_BACKEND - DROPPED_NAMES)
     ),
     *((f"{module}.*", None, fix) for module, fix in sorted(GONE_MODULES.items())),
     *((name, None, fix) for name, fix in sorted(REMOVED_NAMES.items()) if name not in COMPAT_NAMES),
