@@ -42,5 +42,6 @@ from .sessions import apply_session_config as apply_session_config
 from .sessions import get_session as get_session
 from .sessions import set_session as set_session
 from .sessions import tf1_graph as tf1_graph
+from .summaries import FileWriter as FileWriter
 from .weights import load_weights as load_weights
 from .weights import save_weights as save_weights

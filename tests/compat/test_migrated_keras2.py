@@ -325,3 +325,51 @@ def test_checkpoint_subclass_period_private_helpers_and_computed_saves(tmp_path)
     again = keras.models.clone_model(single["model"])
     compat.load_weights(again, str(tmp_path / "final_4"))
     assert_same_numbers(again, parallel["model"])
+
+
+SUMMARY_LOGGER = """\
+import numpy as np
+import tensorflow as tf
+from keras.callbacks import Callback
+from keras.layers import Dense, Input
+from keras.models import Model
+from keras.utils import multi_gpu_model
+
+
+class LossLogger(Callback):
+    def __init__(self, log_dir):
+        super(LossLogger, self).__init__()
+        self.writer = tf.summary.FileWriter(log_dir)
+
+    def on_epoch_end(self, epoch, logs=None):
+        summary = tf.Summary(value=[tf.Summary.Value(tag='epoch_loss', simple_value=logs['loss'])])
+        self.writer.add_summary(summary, epoch)
+        self.writer.flush()
+
+
+inputs = Input(shape=(3,))
+model = Model(inputs, Dense(1)(inputs))
+parallel = multi_gpu_model(model, gpus=GPUS) if GPUS > 1 else model
+parallel.compile(optimizer='sgd', loss='mse')
+rng = np.random.RandomState(4)
+history = parallel.fit(
+    rng.rand(16, 3), rng.rand(16, 1), batch_size=8, epochs=2, shuffle=False, verbose=0,
+    callbacks=[LossLogger(OUT)],
+)
+"""
+
+
+def test_tf1_summary_logging_writes_what_tensorboard_read(tmp_path):
+    import tensorflow as tf
+
+    result = migrated(SUMMARY_LOGGER)
+    assert "parallel_keras.compat.FileWriter(log_dir)" in result.migrated
+    namespace = run(result, gpus=4, OUT=str(tmp_path))
+    logged = [
+        value.simple_value
+        for event_file in tmp_path.iterdir()
+        for event in tf.compat.v1.train.summary_iterator(str(event_file))
+        for value in event.summary.value
+        if value.tag == "epoch_loss"
+    ]
+    np.testing.assert_allclose(logged, namespace["history"].history["loss"], rtol=1e-6)

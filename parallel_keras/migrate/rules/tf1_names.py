@@ -107,6 +107,21 @@ _GRAPH_MODERN = (
 # tf.compat.v1 modules TF 2.16+ no longer fills (they came from Keras 2): a
 # graph class using them stays flagged (tests/migrate/test_tf1_names.py).
 _NOT_IN_COMPAT_V1 = ("tf.layers.", "tf.nn.rnn_cell.", "tf.tpu.experimental.")
+# TF1 names flagged by default that run eagerly with TF1's meaning on a
+# compatibility path: name -> (what it becomes, why, the modern form).
+_EAGER_COMPAT = {
+    "tf.Summary": (
+        "tf.compat.v1.Summary",
+        "the same protocol buffer, built eagerly",
+        "tf.summary.scalar(tag, value, step=step) inside `with writer.as_default():`",
+    ),
+    "tf.summary.FileWriter": (
+        "parallel_keras.compat.FileWriter",
+        "writes the same Summary protos into a TF 2 event file (TF1's writer refuses eager mode)",
+        "w = tf.summary.create_file_writer(logdir) and tf.summary.scalar(..., step=...) "
+        "inside `with w.as_default():`",
+    ),
+}
 # Keras names a self-contained TF1 class may use: its session, rewritten too.
 _GRAPH_SESSION_HELPERS = frozenset({"keras.backend.get_session", "keras.backend.set_session"})
 _LOGGING_REASON = "TF1's logging module is kept as tf.compat.v1.logging (absl logging; no graph)"
@@ -481,6 +496,14 @@ class Tf1NameRule(context.Rule):
                 _GRAPH_MODERN,
             )
             return syntax.expression(compat_name)
+        if new is None and name in _EAGER_COMPAT:
+            target, why, modern = _EAGER_COMPAT[name]
+            if target.startswith("parallel_keras."):
+                ctx.require_import("parallel_keras")
+            else:
+                target = f"{root}.{target[len('tf.') :]}"
+            ctx.compat(original, RULE, f"`{name}` -> `{target}`: {why}", modern)
+            return syntax.expression(target)
         if new is None:  # A flag: no TF 2 name.
             key = (ctx.line(original), name)
             if key not in self._flagged:  # `tf.Summary(value=[tf.Summary.Value(...)])`
@@ -646,7 +669,8 @@ def _audit() -> list[tuple]:
             "@parallel_keras.compat.tf1_graph on the class; the name under tf.compat.v1",
             "TF1 graph code, run in a tf.Graph of its own with a tf.compat.v1 session",
             _GRAPH_MODERN,
-        )
+        ),
+        *((name, target, why, modern) for name, (target, why, modern) in _EAGER_COMPAT.items()),
     ]
     names = sorted(
         {
@@ -660,7 +684,7 @@ def _audit() -> list[tuple]:
     )
     for name in names:
         found = lookup(name)
-        if found is None:
+        if found is None or name in _EAGER_COMPAT:
             continue
         kind, new, reason = found
         if kind == "cast":
