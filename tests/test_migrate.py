@@ -559,3 +559,15 @@ def test_pep263_encoding_is_read_and_written_back(encoding, tmp_path, monkeypatc
     assert migrate_cli.main(["train.py", "--in-place"]) == 0
     assert (tmp_path / "train.py.orig").read_bytes() == original
     assert (tmp_path / "train.py").read_bytes() == written
+
+
+def test_a_session_on_a_tf1_cluster_stays_flagged():
+    # `tf.Session(server.target)` trains on other machines: no compatibility
+    # path keeps that meaning, so it and its set_session stay flagged.
+    source = (
+        "import tensorflow as tf\nfrom keras import backend as K\n"
+        "sess = tf.Session(server.target)\nK.set_session(sess)\n"
+    )
+    result = migrate.migrate_source(source)
+    assert [flag.line for flag in result.report.flags] == [3, 4]
+    assert "parallel_keras.compat" not in result.migrated

@@ -72,7 +72,7 @@ class Function:
         self._single = not isinstance(outputs, (list, tuple))
         outputs_list = [outputs] if self._single else list(outputs)
         try:
-            self._model = keras.Model(tensors, outputs_list, name=name)
+            self._outputs_model = keras.Model(tensors, outputs_list, name=name)
         except (ValueError, TypeError) as error:
             raise ValueError(
                 "function(inputs, outputs) needs outputs computed from the inputs "
@@ -96,7 +96,7 @@ class Function:
             raise ValueError(
                 f"This function takes {self._arity} inputs. Received: {len(values)} values."
             )
-        results = self._model(values, training=bool(training))
+        results = self._outputs_model(values, training=bool(training))
         if not isinstance(results, (list, tuple)):  # Keras 3 unwraps one output.
             results = [results]
         arrays = [keras.ops.convert_to_numpy(result) for result in results]

@@ -404,7 +404,7 @@ class SessionRule(context.Rule):
             return updated
         if id(original) in ctx.shared.get("handled_calls", ()):
             return updated  # Rewritten by another rule (GPU counts).
-        if qualified in session_options.COMPAT:
+        if qualified in session_options.COMPAT and not self._on_a_cluster(ctx, original, qualified):
             return self._compat(ctx, original, updated, qualified)
         if any(qualified.startswith(name + ".") for name in session_options.COMPAT):
             return updated  # `K.get_session().run(...)`: the inner call is rewritten.
@@ -413,6 +413,31 @@ class SessionRule(context.Rule):
                 ctx.flag(original, RULE, f"`{syntax.dotted(original.func)}`: {message}", action)
                 break
         return updated
+
+    def _on_a_cluster(self, ctx, call, qualified) -> bool:
+        """A session on a TF1 cluster (`tf.Session(server.target)`), or set_session of one.
+
+        Such a session trains on other machines; no compatibility path keeps
+        that meaning, so it stays flagged with the multi-worker way.
+        """
+
+        def has_target(session_call) -> bool:
+            return bool(syntax.positional(session_call)) or (
+                syntax.keyword(session_call, "target") is not None
+            )
+
+        if qualified in (session_options.SESSION, "tensorflow.InteractiveSession"):
+            return has_target(call)
+        if qualified == session_options.SET_SESSION and len(call.args) == 1:
+            value = call.args[0].value
+            if isinstance(value, cst.Name) and value.value in self._sessions:
+                return has_target(self._sessions[value.value])
+            if (
+                isinstance(value, cst.Call)
+                and ctx.qualified_name(value.func) == session_options.SESSION
+            ):
+                return has_target(value)
+        return False
 
     def _compat(self, ctx, original, updated, qualified):
         """`tf.Session(...)` -> `parallel_keras.compat.Session(...)`, and the like."""
