@@ -126,7 +126,9 @@ class Context:
             modern: What to write later to leave the compatibility path.
             note: Also written in the code when given. Defaults to None.
         """
-        self.report.changes.append(report_lib.Change(self.line(node), rule, message, modern=modern))
+        self.report.changes.append(
+            report_lib.Change(self.line(node), rule, message, modern=modern)
+        )
         if note and self._notes:
             self._notes[-1].append(note)
 
