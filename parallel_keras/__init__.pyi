@@ -6,6 +6,7 @@
 # (Scientific Python SPEC 1). Add an export here and nowhere else.
 
 from . import callbacks as callbacks
+from . import compat as compat
 from .callbacks import ParallelModelCheckpoint as ParallelModelCheckpoint
 from .cluster.writes import write_path as write_path
 from .data_parallel.accumulation import keep_global_batch as keep_global_batch

@@ -325,29 +325,41 @@ def test_model_mgpu_with_extra_methods_is_flagged():
 
 
 @pytest.mark.parametrize(
-    "call, flagged_name",
+    "call, new_call",
     [
-        ("sess = tf.Session()", "tf.Session"),
-        ("sess = tf.compat.v1.Session(config=c)", "tf.compat.v1.Session"),
-        ("K.set_session(sess)", "K.set_session"),
-        ("s = K.get_session()", "K.get_session"),
-        ("server = tf.train.Server.create_local_server()", "tf.train.Server.create_local_server"),
-        ("config = tf.ConfigProto()", "tf.ConfigProto"),
+        ("sess = tf.Session()", "sess = parallel_keras.compat.Session()"),
+        (
+            "sess = tf.compat.v1.Session(config=c)",
+            "sess = parallel_keras.compat.Session(config=c)",
+        ),
+        ("K.set_session(sess)", "parallel_keras.compat.set_session(sess)"),
+        ("s = K.get_session()", "s = parallel_keras.compat.get_session()"),
+        ("config = tf.ConfigProto()", "config = tf.compat.v1.ConfigProto()"),
     ],
 )
-def test_tf1_session_code_used_for_more_than_gpu_options_is_flagged(call, flagged_name):
+def test_tf1_session_code_used_for_more_than_gpu_options_runs_through_compat(call, new_call):
     # `run(...)` uses the session and config for something else than the
-    # GPU options, so the set-up rewrite (see test_migrate_sessions) skips it.
+    # GPU options, so the set-up rewrite (see test_migrate_sessions) skips it;
+    # the objects stay, on a compatibility path that runs in TF 2.
     use = "run(sess, config)\n"
     source = f"import tensorflow as tf\nfrom keras import backend as K\n\n{call}\n{use}"
     result = migrate.migrate_source(source)
-    assert not result.report.changes
+    assert not result.report.flags
+    [change] = [c for c in result.report.changes if c.rule == "TF1 sessions"]
+    assert change.line == 4 and change.modern
+    assert result.migrated.endswith(new_call + "\n" + use)
+    again = migrate.migrate_source(result.migrated)
+    assert again.migrated == result.migrated
+    assert not again.report.flags and not again.report.changes
+
+
+def test_tf1_cluster_servers_stay_flagged():
+    call = "server = tf.train.Server.create_local_server()"
+    source = f"import tensorflow as tf\n\n{call}\nrun(server)\n"
+    result = migrate.migrate_source(source)
     [flag] = result.report.flags
-    assert flag.line == 4
-    assert f"`{flagged_name}`" in flag.message
-    assert result.migrated.endswith(call + "\n" + use)
+    assert "`tf.train.Server.create_local_server`" in flag.message
     assert engine.NOTE_PREFIX in result.migrated
-    # Flags stay flagged, and the note is not added twice.
     again = migrate.migrate_source(result.migrated)
     assert again.migrated == result.migrated
     assert len(again.report.flags) == 1
@@ -375,9 +387,12 @@ def test_parallel_loading_and_removed_predictors_are_flagged():
     assert "m.fit(seq)" in result.migrated
 
 
-def test_computed_weights_path_is_flagged():
+def test_computed_weights_path_runs_through_compat_save_weights():
     result = migrate.migrate_source("model.save_weights(make_path(epoch))\n")
-    assert [flag.rule for flag in result.report.flags] == ["save formats"]
+    assert not result.report.flags
+    assert "parallel_keras.compat.save_weights(model, make_path(epoch))" in result.migrated
+    [change] = [change for change in result.report.changes if change.rule == "save formats"]
+    assert ".weights.h5" in change.modern
 
 
 def test_report_lists_each_change_with_line_and_reason():
@@ -411,11 +426,11 @@ def test_comments_and_formatting_survive():
 
 LEGACY = (
     "from keras.utils import multi_gpu_model\nimport tensorflow as tf\n"
-    "sess = tf.Session()\nsess.run(step)\n"
+    "server = tf.train.Server(spec)\nserver.join()\n"
 )
 MIGRATED = (
     "from parallel_keras import multi_gpu_model\nimport tensorflow as tf\n"
-    "# parallel-keras migrate: delete the session; for training on several\n"
+    "# parallel-keras migrate: for training on several machines, start every\n"
 )
 BROKEN = "def broken(:\n    pass\n"
 
@@ -548,3 +563,15 @@ def test_pep263_encoding_is_read_and_written_back(encoding, tmp_path, monkeypatc
     assert migrate_cli.main(["train.py", "--in-place"]) == 0
     assert (tmp_path / "train.py.orig").read_bytes() == original
     assert (tmp_path / "train.py").read_bytes() == written
+
+
+def test_a_session_on_a_tf1_cluster_stays_flagged():
+    # `tf.Session(server.target)` trains on other machines: no compatibility
+    # path keeps that meaning, so it and its set_session stay flagged.
+    source = (
+        "import tensorflow as tf\nfrom keras import backend as K\n"
+        "sess = tf.Session(server.target)\nK.set_session(sess)\n"
+    )
+    result = migrate.migrate_source(source)
+    assert [flag.line for flag in result.report.flags] == [3, 4]
+    assert "parallel_keras.compat" not in result.migrated

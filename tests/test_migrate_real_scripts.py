@@ -485,31 +485,15 @@ FLAGGED = {
         3,
         "LogicalDeviceConfiguration(memory_limit=MB)",
     ),
-    "session_used_for_more_than_options": (
-        "import tensorflow as tf\nsess = tf.Session()\nsess.run(init)\n",
-        2,
-        "delete the session",
-    ),
     "template_of_an_unknown_model": (
         "self.parallel_model.layers[-2].save('m.h5')\n",
         1,
         "use `self.parallel_model.template`",
     ),
-    "augmenting_image_generator": (
-        "from keras.preprocessing.image import ImageDataGenerator\n"
-        "gen = ImageDataGenerator(rotation_range=20, horizontal_flip=True)\n",
-        2,
-        "keras.utils.image_dataset_from_directory",
-    ),
     "samples_per_epoch_of_a_plain_generator": (
         "model.fit_generator(batches(), samples_per_epoch=1000, nb_epoch=2)\n",
         1,
         "steps_per_epoch=N // batch_size",
-    ),
-    "removed_backend_function": (
-        "from keras import backend as K\nK.set_learning_phase(1)\n",
-        2,
-        "pass training=True/False",
     ),
     "decay_schedule_and_plateau_callback": (
         "from keras.optimizers import Adam\nfrom keras.callbacks import ReduceLROnPlateau\n"
@@ -530,6 +514,40 @@ def test_flagged_and_still_flagged_on_a_second_run(name):
     again = migrate.migrate_source(result.migrated, "train.py")
     assert [flag.action for flag in again.report.flags] == [result.report.flags[0].action]
     assert again.migrated == result.migrated
+
+
+# What was flagged before issue 28 and now runs through a compatibility
+# path: (fragment, line, words of the modern form in the report).
+COMPATIBILITY = {
+    "session_used_for_more_than_options": (
+        "import tensorflow as tf\nsess = tf.Session()\nsess.run(init)\n",
+        2,
+        "delete the session",
+    ),
+    "augmenting_image_generator": (
+        "from keras.preprocessing.image import ImageDataGenerator\n"
+        "gen = ImageDataGenerator(rotation_range=20, horizontal_flip=True)\n",
+        1,
+        "keras.utils.image_dataset_from_directory",
+    ),
+    "removed_backend_function": (
+        "from keras import backend as K\nK.set_learning_phase(1)\n",
+        2,
+        "pass training=True/False",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPATIBILITY))
+def test_compatibility_paths_are_reported_with_their_modern_form(name):
+    source, line, modern = COMPATIBILITY[name]
+    result = migrate.migrate_source(source, "train.py")
+    assert not result.report.flags
+    [change] = [change for change in result.report.changes if change.modern]
+    assert change.line == line and modern in change.modern
+    again = migrate.migrate_source(result.migrated, "train.py")
+    assert again.migrated == result.migrated
+    assert not again.report.changes and not again.report.flags
 
 
 def test_deleting_the_note_resolves_a_carried_flag():

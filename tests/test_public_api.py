@@ -189,6 +189,7 @@ def test_docstring_example_runs(name):
 
 PUBLIC_PACKAGES = (
     "parallel_keras",
+    "parallel_keras.compat",
     "parallel_keras.migrate",
     "parallel_keras.multi_worker",
     "parallel_keras.testing",

@@ -23,6 +23,7 @@ them:
   softmax output, kept through a gather.
 - `op_callbacks`: TensorFlow op callbacks (the op-device recorder).
 - `checkpoints`: `ModelCheckpoint`'s write and legacy HDF5 weights.
+- `sessions`: the config a TF1 session was made with (compat.set_session).
 - `versions`: the tested TensorFlow/Keras range; an error for an environment
   below it or not Keras 3 on TensorFlow, a warning above it.
 
@@ -98,6 +99,7 @@ from parallel_keras._internals.placement import (
     require_placement_support,
     tf_device_scope,
 )
+from parallel_keras._internals.sessions import session_config
 from parallel_keras._internals.trainer import (
     StepsPerExecutionNeedsNewerKeras,
     child_layers,
@@ -216,6 +218,7 @@ __all__ = [
     "replicate_seed_generators",
     "require_multi_step_support",
     "require_placement_support",
+    "session_config",
     "reset_compiled_functions",
     "rnn_state_variables",
     "run_before_tf_starts",

@@ -3,7 +3,9 @@
 
 Each module of `parallel_keras.migrate.rules` may define a module-level
 `AUDIT: list[tuple[str, str | None, str]]`: (Keras 2 or TF1 name, what it
-becomes, or None when it is flagged, and the reason or the fix). This module
+becomes, or None when it is flagged, and the reason or the fix). A row of
+four ends with the modern form: the name is rewritten onto a compatibility
+path (`tf.compat.v1`, `tf_keras`, `parallel_keras.compat`). This module
 collects them into the Markdown table committed as docs/migrate-names.md;
 tests/migrate/test_audit.py fails when that file is stale.
 
@@ -18,7 +20,7 @@ import pkgutil
 from parallel_keras.migrate import rules as rules_package
 
 
-def collect() -> dict[str, list[tuple[str, str | None, str]]]:
+def collect() -> dict[str, list[tuple]]:
     """Rule module name -> its AUDIT rows, modules in name order."""
     tables = {}
     for info in sorted(pkgutil.iter_modules(rules_package.__path__), key=lambda i: i.name):
@@ -48,14 +50,19 @@ def render() -> str:
         "from the `AUDIT` table of each rule module; do not edit by hand.",
         "A name that **becomes** something is rewritten; *flagged* means it is left",
         "for a person, with the fix given in the report and as a comment; `(kept)`",
-        "means it stays as it is, for the reason given.",
+        "means it stays as it is, for the reason given; *(compatibility)* means it",
+        "is rewritten onto a compatibility path that keeps Keras 2's meaning, with",
+        "the modern form to move to later.",
         "",
     ]
-    becomes = [row[1] for rows in tables.values() for row in rows]
+    all_rows = [row for rows in tables.values() for row in rows]
+    becomes = [row[1] for row in all_rows]
     kept = sum(1 for target in becomes if target is not None and target.startswith("(kept"))
     flagged = sum(1 for target in becomes if target is None)
+    compatibility = sum(1 for row in all_rows if len(row) > 3)
     lines.append(
-        f"{len(becomes) - kept - flagged} rewritten, {flagged} flagged, {kept} kept as they are."
+        f"{len(becomes) - kept - flagged - compatibility} rewritten, {compatibility} "
+        f"through a compatibility path, {flagged} flagged, {kept} kept as they are."
     )
     for module, rows in tables.items():
         lines += [
@@ -65,8 +72,11 @@ def render() -> str:
             "| Keras 2 / TF1 | becomes | why / what to do |",
             "|---|---|---|",
         ]
-        for name, replacement, reason in rows:
+        for name, replacement, reason, *modern in rows:
             target = f"`{_cell(replacement)}`" if replacement is not None else "*flagged*"
+            if modern:
+                target += " *(compatibility)*"
+                reason = f"{reason}; modern form: {modern[0]}"
             lines.append(f"| `{_cell(name)}` | {target} | {_cell(reason)} |")
     return "\n".join(lines) + "\n"
 

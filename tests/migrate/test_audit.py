@@ -20,5 +20,7 @@ def test_rows_are_well_formed():
     tables = audit.collect()
     assert {"tf1_names", "numpy2", "layer_api", "model_api", "imports"} <= set(tables)
     for rows in tables.values():
-        for name, becomes, reason in rows:
+        for name, becomes, reason, *modern in rows:
             assert name and reason and (becomes is None or becomes)
+            # A compatibility row names its target and the modern form.
+            assert len(modern) <= 1 and (not modern or (becomes and modern[0]))

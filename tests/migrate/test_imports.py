@@ -45,35 +45,80 @@ def test_rewrites(before, after):
     check_rewrite(before, after)
 
 
-def test_private_merge_is_never_moved():
-    result = check_flag(
-        "from keras.layers.merge import _Merge, Add\n", "keras.layers.Layer", "_merge_function"
+def test_private_merge_becomes_the_compat_merge_base():
+    result = check_rewrite(
+        "from keras.layers.merge import _Merge, Add\n",
+        "from keras.layers import Add\nfrom parallel_keras.compat import Merge as _Merge\n",
     )
-    assert "from keras.layers.merge import _Merge\n" in result.migrated
-    assert "from keras.layers import Add\n" in result.migrated
-    assert "from keras.layers import _Merge" not in result.migrated
+    assert not result.report.flags
+    [change] = [c for c in result.report.changes if c.modern]
+    assert "keras.layers.Layer" in change.modern
 
 
-FLAGS = {
-    "tokenizer": ("from keras.preprocessing.text import Tokenizer\n", "tf_keras"),
-    "text_module": ("from keras.preprocessing import text\n", "TextVectorization"),
+# Keras 2 names Keras 3 lacks, imported from parallel_keras.compat instead.
+COMPAT = {
+    "tokenizer": (
+        "from keras.preprocessing.text import Tokenizer\n",
+        "from parallel_keras.compat import Tokenizer\n",
+    ),
+    "text_module": (
+        "from keras.preprocessing import text\nt = text.Tokenizer()\n",
+        "from parallel_keras import compat as text\nt = text.Tokenizer()\n",
+    ),
     "timeseries_generator": (
-        "from keras.preprocessing.sequence import TimeseriesGenerator\n",
-        "timeseries_dataset_from_array",
+        "from keras.preprocessing.sequence import TimeseriesGenerator, pad_sequences\n",
+        "from keras.preprocessing.sequence import pad_sequences\n"
+        "from parallel_keras.compat import TimeseriesGenerator\n",
     ),
     "tokenizer_attribute": (
         "import keras\ntok = keras.preprocessing.text.Tokenizer(num_words=9)\n",
-        "tf_keras",
+        "import keras\nimport parallel_keras\n\n"
+        "tok = parallel_keras.compat.Tokenizer(num_words=9)\n",
     ),
     "timeseries_attribute": (
-        "from keras.preprocessing import sequence\n"
-        "g = sequence.TimeseriesGenerator(x, y, length=3)\n",
-        "timeseries_dataset_from_array",
+        "from keras.preprocessing import sequence\ng = sequence.TimeseriesGenerator(x, y, length=3)\n",
+        "from keras.preprocessing import sequence\nimport parallel_keras\n\n"
+        "g = parallel_keras.compat.TimeseriesGenerator(x, y, length=3)\n",
     ),
     "image_iterator": (
         "from keras.preprocessing.image import load_img, random_rotation\n",
-        "RandomRotation",
+        "from keras.preprocessing.image import load_img\n"
+        "from parallel_keras.compat import random_rotation\n",
     ),
+    "network": (
+        "from keras.engine.topology import Network, Layer\n",
+        "from keras.layers import Layer\nfrom parallel_keras.compat import Network\n",
+    ),
+    "conv_utils_module": (
+        "from keras.utils import conv_utils\nk = conv_utils.normalize_tuple(3, 2, 'k')\n",
+        "from parallel_keras.compat import conv_utils\nk = conv_utils.normalize_tuple(3, 2, 'k')\n",
+    ),
+    "conv_utils_dotted": (
+        "import keras\nk = keras.utils.conv_utils.normalize_tuple(3, 2, 'k')\n",
+        "import keras\nimport parallel_keras\n\n"
+        "k = parallel_keras.compat.conv_utils.normalize_tuple(3, 2, 'k')\n",
+    ),
+    "obtain_input_shape": (
+        "from keras_applications.imagenet_utils import _obtain_input_shape\n",
+        "from parallel_keras.compat import obtain_input_shape as _obtain_input_shape\n",
+    ),
+    "generic_utils": (
+        "from keras.utils.generic_utils import to_list, Progbar\n",
+        "from parallel_keras.compat.generic_utils import to_list\nfrom keras.utils import Progbar\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("before, after", COMPAT.values(), ids=COMPAT.keys())
+def test_names_keras3_lacks_come_from_parallel_keras_compat(before, after):
+    result = check_rewrite(before, after)
+    assert not result.report.flags
+    assert any(change.modern for change in result.report.changes)
+    namespace = {"x": [[1.0], [2.0], [3.0], [4.0]], "y": [1.0, 2.0, 3.0, 4.0]}
+    exec(result.migrated, namespace)  # noqa: S102  Every rewritten import resolves.
+
+
+FLAGS = {
     "tf_path_without_keras3_module": (
         "from tensorflow.python.keras.utils.tf_utils import smart_cond\n",
         "public Keras 3",
@@ -148,6 +193,10 @@ MODULE_MOVES = {
     "tf_np_utils_dotted": (
         "import tensorflow as tf\ny = tf.keras.utils.np_utils.to_categorical([1], 2)\n",
         "import tensorflow as tf\ny = tf.keras.utils.to_categorical([1], 2)\n",
+    ),
+    "obtain_input_shape": (
+        "from keras_applications.imagenet_utils import _obtain_input_shape\n",
+        "from parallel_keras.compat import obtain_input_shape as _obtain_input_shape\n",
     ),
     "generic_utils": (
         "from keras.utils.generic_utils import get_custom_objects, Progbar\n",
@@ -250,7 +299,6 @@ REMOVED = {
         "np.argmax",
     ),
     "keras1_plot": ("from keras.utils.visualize_util import plot\n", "plot_model"),
-    "network": ("from keras.engine.topology import Network\n", "keras.Model"),
     "model_from_yaml": ("from keras.engine.saving import model_from_yaml\n", "to_json"),
     "load_weights_helper": (
         "from keras.engine.saving import load_weights_from_hdf5_group\n",
@@ -278,10 +326,6 @@ REMOVED = {
         "scikeras",
     ),
     "legacy_interfaces": ("from keras.legacy import interfaces\n", "legacy_*"),
-    "private_applications_helper": (
-        "from keras.applications.imagenet_utils import _obtain_input_shape\n",
-        "input_shape",
-    ),
 }
 
 
@@ -316,7 +360,7 @@ def test_moved_module_targets_exist_in_keras3():
     import importlib
 
     for target in set(imports.MOVED_MODULES.values()) | set(imports._NAME_HOMES.values()):
-        assert target in imports.KERAS3_MODULES, target
+        assert target in imports.KERAS3_MODULES or target.startswith("parallel_keras.compat")
         importlib.import_module(target)
     for name, home in imports._NAME_HOMES.items():
         assert _keras3_has(f"{home}.{name}"), name

@@ -80,25 +80,19 @@ def test_memory_fraction_becomes_growth_and_says_how_to_cap():
     assert action == session_options.MEMORY_FRACTION_ACTION.format(value="0.4")
 
 
-def test_an_option_without_a_tf2_call_leaves_the_config_flagged():
+def test_an_option_without_a_tf2_call_keeps_the_config_on_the_compat_path():
     before = _TF + "config = tf.ConfigProto(graph_options=opts)\n" + _SESSION
     result = check_rules(
         before,
-        _TF + "# parallel-keras migrate: use\n"
-        "#   tf.config.experimental.set_memory_growth(gpu, True) for allow_growth\n"
-        "#   and tf.config.set_visible_devices for device lists.\n"
-        "config = tf.ConfigProto(graph_options=opts)\n"
-        "# parallel-keras migrate: delete the session; for training on several\n"
-        "#   machines, start every worker with `parallel-keras launch` (it sets\n"
-        "#   TF_CONFIG) and build the model under\n"
-        "#   tf.distribute.MultiWorkerMirroredStrategy.\n" + _SESSION,
+        _TF
+        + "import parallel_keras\n\n"
+        + "config = tf.compat.v1.ConfigProto(graph_options=opts)\n"
+        + "sess = parallel_keras.compat.Session(config=config)\n",
         sessions.SessionRule,
     )
-    assert [(line, action) for line, _, action in flags(result, sessions.RULE)] == [
-        (2, session_options.FLAGGED["tensorflow.ConfigProto"][1]),
-        (3, session_options.FLAGGED["tensorflow.Session"][1]),
-    ]
-    assert not result.report.changes
+    assert not flags(result, sessions.RULE)
+    compat_changes = [c for c in result.report.changes if c.rule == sessions.RULE]
+    assert [c.modern is not None for c in compat_changes] == [True, True]
 
 
 def _expression(code: str) -> cst.BaseExpression:

@@ -49,7 +49,7 @@ CASES = {
             sess.run(tf.global_variables_initializer())
             return sess
         """,
-        None,  # Only flags: the config stays with the session that names it.
+        None,  # Compatibility paths: the config stays with the session that names it.
     ),
     "gpu_count_from_session_device_list": (
         """\
@@ -71,9 +71,10 @@ def test_before_after(name):
     before, after = (textwrap.dedent(text) if text else text for text in CASES[name])
     result = migrate.migrate_source(before)
     if after is None:
-        assert "config = tf.ConfigProto()" in result.migrated
-        assert "tf.Session(config=config)" in result.migrated
-        assert {flag.rule for flag in result.report.flags} == {"TF1 sessions"}
+        assert "config = tf.compat.v1.ConfigProto()" in result.migrated
+        assert "parallel_keras.compat.Session(config=config)" in result.migrated
+        assert not result.report.flags
+        assert all(c.modern for c in result.report.changes if c.rule == "TF1 sessions")
     else:
         assert result.migrated == after
     again = migrate.migrate_source(result.migrated)

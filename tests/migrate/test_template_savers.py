@@ -273,3 +273,22 @@ CASES = {
 def test_one_line_method_is_read_as_its_two_line_spelling(one_line, two_lines, after):
     assert not check_rewrite(two_lines, after).report.flags
     assert not check_rewrite(one_line, after).report.flags
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # No __init__: callers pass period= to the base.
+        "    def on_epoch_end(self, epoch, logs=None):\n        super().on_epoch_end(epoch, logs)\n",
+        # **kwargs passed on.
+        "    def __init__(self, filepath, **kwargs):\n"
+        "        super().__init__(filepath, **kwargs)\n",
+    ],
+)
+def test_any_checkpoint_subclass_that_may_get_period_gets_keras2s_base(body):
+    source = _IMPORTS + "class Saver(ModelCheckpoint):\n" + body
+    result = run_rules(source, template_savers.TemplateSaverRule)
+    assert "class Saver(parallel_keras.callbacks.ModelCheckpoint):" in result.migrated
+    [change] = [c for c in result.report.changes if c.rule == template_savers.RULE]
+    assert change.modern is not None and "save_freq" in change.modern
+    assert run_rules(result.migrated, template_savers.TemplateSaverRule).migrated == result.migrated

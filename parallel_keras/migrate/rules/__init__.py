@@ -31,6 +31,7 @@ from parallel_keras.migrate.rules import (
     reset_states,
     saving,
     sessions,
+    symbolic_losses,
     template_access,
     template_savers,
     tf1_names,
@@ -67,6 +68,8 @@ def default_rules() -> list[context.Rule]:
         tf1_names.Tf1NameRule(),
         numpy2.NumPy2Rule(),
         layer_api.LayerApiRule(),
+        # Before the model-API rule, which flags what this one cannot rewrite.
+        symbolic_losses.SymbolicLossRule(),
         model_api.ModelApiRule(),
         callback_args.CallbackArgsRule(),
         requirements.RequirementsRule(),

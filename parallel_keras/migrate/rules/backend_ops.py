@@ -161,6 +161,25 @@ _ACTIONS = {
     "training=None)`) and write `alt if training else x`.",
     "constant": "use `keras.ops.convert_to_tensor(value, dtype)`.",
 }
+# Keras 2 backend functions parallel_keras.compat keeps -> (target, why, modern).
+COMPAT_BACKEND = {
+    "function": (
+        "parallel_keras.compat.function",
+        "a Keras 2 backend function: a list of input values -> a list of NumPy "
+        "outputs, the learning phase fed as 0/1",
+        "keras.Model(inputs, outputs)(x, training=False)",
+    ),
+    "learning_phase": (
+        "parallel_keras.compat.learning_phase",
+        "the learning-phase input of parallel_keras.compat.function",
+        _ACTIONS["learning_phase"],
+    ),
+    "set_learning_phase": (
+        "parallel_keras.compat.set_learning_phase",
+        "the phase parallel_keras.compat.function uses when not fed one",
+        _ACTIONS["set_learning_phase"],
+    ),
+}
 _GENERIC_ACTION = (
     "Keras 3 has no such backend function: write it with keras.ops "
     "(https://keras.io/api/ops/) or tf.*, keeping Keras 2's defaults "
@@ -193,7 +212,17 @@ def _signature_text(op: Op) -> str:
 
 
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
-AUDIT: list[tuple[str, str | None, str]] = [
+AUDIT: list[tuple] = [
+    *(
+        (f"keras.backend.{name}", target, why, modern)
+        for name, (target, why, modern) in sorted(COMPAT_BACKEND.items())
+    ),
+    (
+        "keras.backend.function(..., updates=...)",
+        None,
+        "Keras 2 ran the updates, a training step; Keras 3 has none: write a custom "
+        "train_step or use tf.GradientTape and optimizer.apply_gradients",
+    ),
     *(
         (
             f"keras.backend.{name}",
@@ -226,7 +255,11 @@ AUDIT: list[tuple[str, str | None, str]] = [
         "keras.utils.set_random_seed(seed)",
         _SEED_REASON,
     ),
-    *((f"keras.backend.{name}", None, action) for name, action in sorted(_ACTIONS.items())),
+    *(
+        (f"keras.backend.{name}", None, action)
+        for name, action in sorted(_ACTIONS.items())
+        if name not in COMPAT_BACKEND
+    ),
     ("keras.backend.<other>", None, _GENERIC_ACTION),
 ]
 
@@ -273,6 +306,14 @@ class BackendOpsRule(context.Rule):
         if module != "keras.backend" or name in KEPT or name in _ELSEWHERE:
             return updated
         text = syntax.dotted(original.func)
+        if name in COMPAT_BACKEND and not (
+            name == "function"
+            and (syntax.keyword(updated, "updates") or len(syntax.positional(updated)) > 2)
+        ):
+            target, why, modern = COMPAT_BACKEND[name]
+            ctx.require_import("parallel_keras")
+            ctx.compat(original, RULE, f"`{text}` -> `{target}`: {why}", modern)
+            return updated.with_changes(func=syntax.expression(target))
         keras_name = ctx.keras_module()
         if name == "ctc_batch_cost" and self._ctc_rewritable(updated):
             return self._ctc(ctx, original, updated, keras_name)

@@ -7,8 +7,12 @@ common use, reading class folders with at most a `rescale`, is exactly
 written out (nearest-neighbour resizing, `class_mode` as `label_mode`) and
 the rescale mapped over the batches; `fit` reads the dataset whole each
 epoch, as it read the iterator. Generators that augment (`rotation_range`,
-`horizontal_flip`, `validation_split`, ...) or iterators whose attributes are
-read (`.samples`, `.class_indices`) are flagged with the Keras 3 way.
+`horizontal_flip`, `validation_split`, ...), `flow(x, y)` on arrays, and
+iterators whose attributes are read (`.samples`, `.class_indices`) run
+through `parallel_keras.compat.ImageDataGenerator`: Keras 2's own code from
+the `tf_keras` package (the same augmentation draws), its iterators fed to
+Keras 3's `fit`; the report gives the Keras 3 way as the modern form and the
+pip command for `tf_keras`.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from parallel_keras.migrate import context, syntax
+from parallel_keras.migrate.rules import requirements
 
 RULE = "image generators"
 
@@ -52,15 +57,56 @@ _ACTION_ARRAYS = (
     "RandomTranslation, zoom_range -> RandomZoom) with training=True; or pip install "
     "tf_keras and import ImageDataGenerator from tf_keras.preprocessing.image."
 )
+_COMPAT = "parallel_keras.compat.ImageDataGenerator"
+KERAS2_EXTRA = requirements.KERAS2_EXTRA
+_MODERN = _ACTION.split(": ", 1)[1]
+_MODERN_ARRAYS = _ACTION_ARRAYS.split(": ", 1)[1].split("; or pip install")[0] + "."
+_WHY = (
+    "Keras 2's ImageDataGenerator from the tf_keras package (the same augmentation), "
+    "its iterators fed to Keras 3's fit"
+)
 AUDIT = [
     (
         "ImageDataGenerator(rescale=...).flow_from_directory(...)",
         "keras.utils.image_dataset_from_directory(...).map(rescale)",
         "the generator's defaults written out (nearest resizing, label mode)",
     ),
-    ("ImageDataGenerator(<augmentation>).flow_from_directory(...)", None, _ACTION),
-    ("ImageDataGenerator(...).flow(x, y)", None, _ACTION_ARRAYS),
+    (
+        "ImageDataGenerator(<augmentation>).flow_from_directory(...)",
+        _COMPAT,
+        _WHY,
+        _MODERN,
+    ),
+    ("ImageDataGenerator(...).flow(x, y)", _COMPAT, _WHY, _MODERN_ARRAYS),
+    (
+        "ImageDataGenerator(...).flow_from_dataframe(...), iterator attributes "
+        "(.samples, .class_indices)",
+        _COMPAT,
+        _WHY,
+        _MODERN,
+    ),
 ]
+
+
+def _convertible(call: cst.Call) -> bool:
+    """Whether `flow_from_directory(...)` has an `image_dataset_from_directory` twin."""
+    if len(syntax.positional(call)) > 1:
+        return False
+    for arg in call.args:
+        if arg.keyword is None:
+            continue
+        name = arg.keyword.value
+        if name == "class_mode":
+            value = arg.value
+            if syntax.dotted(value) == "None":
+                continue
+            if not isinstance(value, cst.SimpleString):
+                return False
+            if syntax.string_value(value) not in _LABEL_MODES:
+                return False
+        elif name != "directory" and name not in _KEYWORDS:
+            return False
+    return True
 
 
 class ImageDataRule(context.Rule):
@@ -113,6 +159,10 @@ class ImageDataRule(context.Rule):
             and node.func.value.value in self._generators
         ):
             self._ok = False
+        if self._flow_call(node) and not _convertible(node):
+            # A class mode or option the dataset reader lacks: the whole
+            # generator runs through parallel_keras.compat instead.
+            self._ok = False
 
     def visit_Attribute(self, ctx, node):
         if (
@@ -147,7 +197,48 @@ class ImageDataRule(context.Rule):
         kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated.with_changes(names=kept)
 
+    def _compat_import(self, ctx, original, updated):
+        """`from keras.preprocessing.image import ImageDataGenerator` -> from parallel_keras.compat."""
+        statement = updated.body[0]
+        if (
+            # Every generator became a dataset: the import goes (leave_ImportFrom).
+            (self._ok and self._generators)
+            or not isinstance(statement, cst.ImportFrom)
+            or statement.module is None
+            or isinstance(statement.names, cst.ImportStar)
+            or syntax.canonical_name(syntax.dotted(statement.module)) != "keras.preprocessing.image"
+        ):
+            return None
+        moved = [a for a in statement.names if syntax.dotted(a.name) == "ImageDataGenerator"]
+        if not moved:
+            return None
+        kept = [a for a in statement.names if a not in moved]
+        ctx.require_package(KERAS2_EXTRA)
+        ctx.compat(
+            original,
+            RULE,
+            "`ImageDataGenerator` imported from parallel_keras.compat: " + _WHY,
+            _MODERN_ARRAYS if self._flows_arrays else _MODERN,
+        )
+        compat_line = updated.with_changes(
+            body=[
+                cst.ImportFrom(
+                    module=syntax.dotted_expression("parallel_keras.compat"),
+                    names=[moved[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)],
+                )
+            ]
+        )
+        if not kept:
+            return compat_line
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        rest = updated.with_changes(body=[statement.with_changes(names=kept)])
+        return cst.FlattenSentinel([rest, compat_line.with_changes(leading_lines=[])])
+
     def leave_SimpleStatementLine(self, ctx, original, updated):
+        if len(original.body) == 1 and len(updated.body) == 1:
+            compat_import = self._compat_import(ctx, original, updated)
+            if compat_import is not None:
+                return compat_import
         if not self._ok or len(original.body) != 1:
             return updated
         statement = original.body[0]
@@ -166,13 +257,18 @@ class ImageDataRule(context.Rule):
         return updated
 
     def leave_Call(self, ctx, original, updated):
-        if ctx.qualified_name(original.func) == _GENERATOR and not self._ok:
-            ctx.flag(
-                original,
-                RULE,
-                "ImageDataGenerator does not exist in Keras 3",
-                _ACTION_ARRAYS if self._flows_arrays else _ACTION,
-            )
+        if ctx.qualified_name(original.func) == _GENERATOR and not (self._ok and self._generators):
+            # Keras 3 has no ImageDataGenerator; tf_keras's runs, fed to fit.
+            if isinstance(original.func, cst.Attribute):
+                ctx.require_import("parallel_keras")
+                ctx.require_package(KERAS2_EXTRA)
+                ctx.compat(
+                    original,
+                    RULE,
+                    f"`{syntax.dotted(original.func)}` -> `{_COMPAT}`: {_WHY}",
+                    _MODERN_ARRAYS if self._flows_arrays else _MODERN,
+                )
+                return updated.with_changes(func=syntax.expression(_COMPAT))
             return updated
         if not self._ok or not self._flow_call(original):
             return updated

@@ -34,7 +34,7 @@ import libcst as cst
 from libcst import matchers as m
 
 from parallel_keras.migrate import context, syntax
-from parallel_keras.migrate.rules import keras1_merge
+from parallel_keras.migrate.rules import keras1_merge, requirements
 
 RULE = "imports"
 
@@ -56,7 +56,7 @@ MOVED_MODULES = {
     "keras.engine.input_layer": "keras.layers",
     "keras.engine.training": "keras.models",
     "keras.utils.np_utils": "keras.utils",
-    "keras.utils.generic_utils": "keras.utils",
+    "keras.utils.generic_utils": "parallel_keras.compat.generic_utils",
     "keras.utils.data_utils": "keras.utils",
     "keras.utils.vis_utils": "keras.utils",
     "keras.utils.layer_utils": "keras.utils",
@@ -77,7 +77,7 @@ MOVED_MODULES = {
     "keras.engine.saving": "keras.models",
     "keras.engine.input_spec": "keras.layers",
     "keras.utils.io_utils": "keras.utils",
-    "keras.utils.conv_utils": "keras.utils",
+    "keras.utils.conv_utils": "parallel_keras.compat.conv_utils",
     "keras.utils.all_utils": "keras.utils",
     "keras.utils.dataset_utils": "keras.utils",
     "keras.utils.visualize_util": "keras.utils",
@@ -98,6 +98,11 @@ _NAME_HOMES = {
     "get_source_inputs": "keras.utils",
     "to_categorical": "keras.utils",
     "Progbar": "keras.utils",
+    "get_custom_objects": "keras.utils",
+    "CustomObjectScope": "keras.utils",
+    "custom_object_scope": "keras.utils",
+    "serialize_keras_object": "keras.saving",
+    "deserialize_keras_object": "keras.saving",
 }
 _GONE_HELPER = (
     "Keras 3 has no public twin of this Keras 2 helper: inline what it did "
@@ -281,6 +286,195 @@ PREPROCESSING_FLAGS = {
 }
 # Names removed with TF1 sessions; their uses are rewritten by other rules.
 DROPPED_NAMES = frozenset({"set_session", "get_session", "_get_available_gpus"})
+# Backend names Keras 3 lacks whose every call another rule rewrites to a
+# dotted name (`parallel_keras.compat.function(...)`): an import by name goes.
+_DROPPED_BACKEND = DROPPED_NAMES | {"function", "learning_phase", "set_learning_phase"}
+
+_COMPAT = "parallel_keras.compat"
+_TF_KERAS_WHY = (
+    "Keras 2's own code from the tf_keras package (same results; a saved "
+    "vocabulary still matches), fed to Keras 3's fit"
+)
+# Keras 2 name (canonical spelling, as Keras 3 would spell its module) ->
+# (its parallel_keras.compat name, why it keeps the meaning, the modern form).
+COMPAT_NAMES: dict[str, tuple[str, str, str]] = {
+    **{
+        f"keras.preprocessing.text.{name}": (
+            name,
+            _TF_KERAS_WHY,
+            "keras.layers.TextVectorization (a different vocabulary: retrain)",
+        )
+        for name in (
+            "Tokenizer",
+            "text_to_word_sequence",
+            "one_hot",
+            "hashing_trick",
+            "tokenizer_from_json",
+        )
+    },
+    "keras.preprocessing.sequence.TimeseriesGenerator": (
+        "TimeseriesGenerator",
+        _TF_KERAS_WHY,
+        "keras.utils.timeseries_dataset_from_array with sequence_length=length (check "
+        "the window ends: they differ by one)",
+    ),
+    **{
+        f"keras.preprocessing.sequence.{name}": (
+            name,
+            _TF_KERAS_WHY,
+            "compute the pairs with NumPy (Keras 3 has no skip-gram helpers)",
+        )
+        for name in ("skipgrams", "make_sampling_table")
+    },
+    **{
+        f"keras.preprocessing.image.{name}": (
+            name,
+            _TF_KERAS_WHY,
+            "augment with preprocessing layers (keras.layers.RandomRotation, "
+            "RandomTranslation, RandomZoom, RandomFlip) and read with "
+            "keras.utils.image_dataset_from_directory",
+        )
+        for name in (
+            "NumpyArrayIterator",
+            "DirectoryIterator",
+            "Iterator",
+            "apply_affine_transform",
+            "apply_brightness_shift",
+            "apply_channel_shift",
+            "random_rotation",
+            "random_shift",
+            "random_shear",
+            "random_zoom",
+            "random_channel_shift",
+            "random_brightness",
+        )
+    },
+    "keras.layers._Merge": (
+        "Merge",
+        "Keras 2's _Merge contract (_merge_function over the list of inputs) on a "
+        "public keras.layers.Layer",
+        "subclass keras.layers.Layer with call(self, inputs) returning what "
+        "_merge_function computed",
+    ),
+    **{
+        f"{module}._obtain_input_shape": (
+            "obtain_input_shape",
+            "Keras 2's input-shape helper of the applications, same checks and results",
+            "pass input_shape explicitly, e.g. (224, 224, 3)",
+        )
+        for module in (
+            "keras.applications.imagenet_utils",
+            "keras_applications.imagenet_utils",
+        )
+    },
+    "keras.layers.Container": (
+        "Container",
+        "Keras 1's Container is a functional keras.Model",
+        "keras.Model(inputs, outputs)",
+    ),
+    "keras.layers.Network": (
+        "Network",
+        "Keras 2's Network is a functional keras.Model",
+        "keras.Model(inputs, outputs)",
+    ),
+    "keras.models.Network": (
+        "Network",
+        "Keras 2's Network is a functional keras.Model",
+        "keras.Model(inputs, outputs)",
+    ),
+    # Keras 2 helpers of keras.utils' implementation modules (imported from
+    # keras.utils.generic_utils / conv_utils, or re-exported by keras.utils).
+    **{
+        f"keras.utils.{name}": (
+            f"generic_utils.{name}",
+            "Keras 2's helper, same results",
+            "inline it (a few lines of Python)",
+        )
+        for name in (
+            "func_dump",
+            "func_load",
+            "has_arg",
+            "to_list",
+            "unpack_singleton",
+            "slice_arrays",
+            "object_list_uid",
+        )
+    },
+    **{
+        f"keras.utils.{name}": (
+            f"conv_utils.{name}",
+            "Keras 2's helper, same results",
+            "inline the shape arithmetic in the layer",
+        )
+        for name in (
+            "convert_kernel",
+            "conv_output_length",
+            "conv_input_length",
+            "deconv_length",
+            "normalize_tuple",
+            "normalize_padding",
+        )
+    },
+}
+# Keras 2 short names of losses and metrics Keras 3 spells out (the same
+# functions): `from keras.losses import mse` (the Keras 2 VAE example).
+_SHORT_NAMES = {
+    "mse": "mean_squared_error",
+    "MSE": "mean_squared_error",
+    "mae": "mean_absolute_error",
+    "MAE": "mean_absolute_error",
+    "mape": "mean_absolute_percentage_error",
+    "MAPE": "mean_absolute_percentage_error",
+    "msle": "mean_squared_logarithmic_error",
+    "MSLE": "mean_squared_logarithmic_error",
+    "kld": "kl_divergence",
+    "KLD": "kl_divergence",
+    "kullback_leibler_divergence": "kl_divergence",
+    "logcosh": "log_cosh",
+}
+RENAMED_NAMES = {
+    **{f"keras.losses.{old}": f"keras.losses.{new}" for old, new in _SHORT_NAMES.items()},
+    **{f"keras.metrics.{old}": f"keras.metrics.{new}" for old, new in _SHORT_NAMES.items()},
+    "keras.losses.cosine_proximity": "keras.losses.cosine_similarity",
+    "keras.losses.cosine": "keras.losses.cosine_similarity",
+}
+# Whole Keras 2 modules imported by name whose every name is in parallel_keras.compat.
+COMPAT_MODULES = {
+    "keras.preprocessing.text": (
+        _TF_KERAS_WHY,
+        "keras.layers.TextVectorization (a different vocabulary: retrain)",
+    ),
+}
+# Modules of parallel_keras.compat that stand for a Keras 2 module.
+_COMPAT_MODULE_WHY = {
+    "parallel_keras.compat.conv_utils": (
+        "Keras 2's conv_utils helpers (private in Keras 3), same results",
+        "inline the shape arithmetic in the layer",
+    ),
+    "parallel_keras.compat.generic_utils": (
+        "Keras 2's generic_utils (Keras 3's public names re-exported, the list helpers kept)",
+        "import Progbar, get_custom_objects, CustomObjectScope from keras.utils and "
+        "inline the list helpers",
+    ),
+}
+
+
+def _moved_name(qualified: str) -> str:
+    """`keras.objectives.mse` -> `keras.losses.mse` (a moved module's name)."""
+    module, _, name = (syntax.canonical_name(qualified) or "").rpartition(".")
+    return f"{_moved(module) or module}.{name}"
+
+
+def compat_name(qualified: str) -> tuple[str, str, str] | None:
+    """(parallel_keras.compat name, why, modern form) for a Keras 2 name, else None."""
+    canonical = syntax.canonical_name(qualified) or ""
+    if canonical in COMPAT_NAMES:
+        return COMPAT_NAMES[canonical]
+    module, _, name = canonical.rpartition(".")
+    target = _moved(module)
+    if target is not None and target != module:
+        return COMPAT_NAMES.get(f"{_NAME_HOMES.get(name, target)}.{name}")
+    return None
 
 
 def _moved(module: str | None) -> str | None:
@@ -341,12 +535,29 @@ class ImportPathRule(context.Rule):
         # multi_gpu_model, np_utils`) is only seen in its block (see _block).
         self._seen: list[cst.CSTNode] = []  # statements, kept alive for `is`
         self._originals: list[cst.ImportFrom] = []
+        self._compat_parts: set[int] = set()
 
     def visit_ImportFrom(self, ctx, node):
         self._in_imports.update(id(n) for n in m.findall(node, m.Attribute()))
 
     def visit_Import(self, ctx, node):
         self._in_imports.update(id(n) for n in m.findall(node, m.Attribute()))
+
+    def visit_Attribute(self, ctx, node):
+        # `keras.preprocessing.text.Tokenizer`: the module part is not flagged
+        # when the whole name is rewritten onto parallel_keras.compat.
+        if id(node) in self._in_imports or id(node) in self._compat_parts:
+            return
+        qualified = ctx.qualified_name(node) or ""
+        if (
+            qualified.startswith(("keras.", "tensorflow.keras."))
+            and not qualified.startswith("keras.backend.")
+            and compat_name(qualified)
+        ):
+            value = node.value
+            while isinstance(value, cst.Attribute):
+                self._compat_parts.add(id(value))
+                value = value.value
 
     def leave_ImportFrom(self, ctx, original, updated):
         # `from tensorflow.python.keras.layers import Dense`: the same module
@@ -462,6 +673,24 @@ class ImportPathRule(context.Rule):
             return None
         old_module = syntax.dotted(statement.module)
         canonical = syntax.canonical_name(old_module) or ""
+        if canonical == "keras.backend":
+            dropped = [a for a in statement.names if syntax.dotted(a.name) in _DROPPED_BACKEND]
+            if dropped:
+                kept = [a for a in statement.names if a not in dropped]
+                ctx.change(
+                    line,
+                    RULE,
+                    f"dropped {', '.join(syntax.dotted(a.name) for a in dropped)} from "
+                    "`from keras.backend import ...`: Keras 3 has none; their calls are "
+                    "rewritten (parallel_keras.compat, tf.config)",
+                )
+                if not kept:
+                    return []
+                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                return [statement.with_changes(names=_commas(kept))]
+        compat = self._compat_names(ctx, line, statement, canonical)
+        if compat is not None:
+            return compat
         for alias in statement.names:
             fix = _preprocessing_fix(f"{canonical}.{syntax.dotted(alias.name)}")
             if fix is not None:
@@ -543,11 +772,73 @@ class ImportPathRule(context.Rule):
                     ],
                 )
             )
-            ctx.change(
-                line,
-                RULE,
+            message = (
                 f"`from {old_module} import {syntax.dotted(alias.name)}` -> "
-                f"`from {parent} import {last}`: the module does not exist in Keras 3",
+                f"`from {parent} import {last}`: the module does not exist in Keras 3"
+            )
+            if new_module in _COMPAT_MODULE_WHY:
+                why, modern = _COMPAT_MODULE_WHY[new_module]
+                ctx.compat(line, RULE, f"{message}; {why}", modern)
+            else:
+                ctx.change(line, RULE, message)
+        return new
+
+    def _compat_names(self, ctx, line, statement, canonical):
+        """Names Keras 3 lacks that parallel_keras.compat keeps, imported from there.
+
+        `from keras.preprocessing.text import Tokenizer` -> `from
+        parallel_keras.compat import Tokenizer`; `from keras.layers.merge import
+        _Merge` -> `from parallel_keras.compat import Merge as _Merge`; `from
+        keras.preprocessing import text` -> `from parallel_keras import compat as
+        text`. The other names of the statement are migrated as usual.
+        """
+        found: dict[str, list[cst.ImportAlias]] = {}
+        rest = []
+        for alias in statement.names:
+            name = syntax.dotted(alias.name)
+            full = f"{canonical}.{name}"
+            local = _alias_name(alias)
+            renamed = RENAMED_NAMES.get(syntax.canonical_name(_moved_name(full)) or "")
+            if renamed is not None:
+                parent, last = _split(renamed)
+                found.setdefault(parent, []).append(
+                    cst.ImportAlias(
+                        name=cst.Name(last),
+                        asname=None if local == last else cst.AsName(name=cst.Name(local)),
+                    )
+                )
+                ctx.change(line, RULE, f"`{full}` -> `{renamed}`: Keras 3's name of it")
+                continue
+            if full in COMPAT_MODULES:
+                why, modern = COMPAT_MODULES[full]
+                parent, last = _split(_COMPAT)
+            else:
+                entry = compat_name(full)
+                if entry is None:
+                    rest.append(alias)
+                    continue
+                target, why, modern = entry
+                parent, last = _split(f"{_COMPAT}.{target}")
+                if last in requirements.TF_KERAS_NAMES:
+                    ctx.require_package(requirements.KERAS2_EXTRA)
+            found.setdefault(parent, []).append(
+                cst.ImportAlias(
+                    name=cst.Name(last),
+                    asname=None if local == last else cst.AsName(name=cst.Name(local)),
+                )
+            )
+            ctx.compat(line, RULE, f"`{full}` -> `{parent}.{last}`: {why}", modern)
+        if not found:
+            return None
+        new: list[cst.BaseSmallStatement] = []
+        if rest:
+            rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            remaining = statement.with_changes(names=_commas(rest))
+            migrated = self._import_from(ctx, line, remaining)
+            new.extend([remaining] if migrated is None else migrated)
+        for parent, aliases in found.items():
+            new.append(
+                cst.ImportFrom(module=syntax.dotted_expression(parent), names=_commas(aliases))
             )
         return new
 
@@ -557,7 +848,7 @@ class ImportPathRule(context.Rule):
         private = []
         for alias in statement.names:
             name = syntax.dotted(alias.name)
-            if name in DROPPED_NAMES:
+            if name in DROPPED_NAMES or (target == "keras.backend" and name in _DROPPED_BACKEND):
                 dropped.append(name)
                 continue
             fix = REMOVED_NAMES.get(f"{_NAME_HOMES.get(name, target)}.{name}")
@@ -608,7 +899,12 @@ class ImportPathRule(context.Rule):
                 f"; dropped {', '.join(dropped)} (TF1 session helpers; their "
                 "uses are rewritten or flagged)"
             )
-        ctx.change(line, RULE, message)
+        compat_home = next((home for home in groups if home in _COMPAT_MODULE_WHY), None)
+        if compat_home is not None:
+            why, modern = _COMPAT_MODULE_WHY[compat_home]
+            ctx.compat(line, RULE, f"{message}; {why}", modern)
+        else:
+            ctx.change(line, RULE, message)
         return new
 
     def _import(self, ctx, line, statement):
@@ -636,12 +932,49 @@ class ImportPathRule(context.Rule):
             return None
         return [statement.with_changes(names=names)]
 
+    def _compat_attribute(self, ctx, original, updated, qualified):
+        """`keras.preprocessing.text.Tokenizer` (dotted) -> `parallel_keras.compat.Tokenizer`."""
+        if not qualified.startswith(("keras.", "tensorflow.keras.")):
+            return None
+        renamed = RENAMED_NAMES.get(_moved_name(qualified))
+        if renamed is not None and isinstance(original.value, (cst.Name, cst.Attribute)):
+            text = syntax.dotted(original)
+            root = next(
+                (r for r in ("keras.", "tf.keras.", "tensorflow.keras.") if text.startswith(r)),
+                None,
+            )
+            if root is not None:  # `keras.objectives.mse` -> `keras.losses.mean_squared_error`
+                new = f"{root[: -len('keras.')]}{renamed}"
+                ctx.change(original, RULE, f"`{text}` -> `{new}`: Keras 3's name of it")
+                return syntax.expression(new)
+            new_name = renamed.rpartition(".")[2]
+            ctx.change(original, RULE, f"`{text}` -> `.{new_name}`: Keras 3's name of it")
+            return updated.with_changes(attr=cst.Name(new_name))
+        entry = compat_name(qualified)
+        if entry is None or (syntax.canonical_name(qualified) or "").startswith("keras.backend."):
+            # `K.function(...)`, `K.get_session()`: their calls are the
+            # backend and sessions rules' (imports by name are this rule's).
+            return None
+        module = ctx.qualified_name(original.value) or ""
+        if isinstance(original.value, cst.Name) and syntax.canonical_name(module) in COMPAT_MODULES:
+            return updated  # `text.Tokenizer`: `text` is parallel_keras.compat now.
+        target, why, modern = entry
+        new = f"{_COMPAT}.{target}"
+        ctx.require_import("parallel_keras")
+        if target in requirements.TF_KERAS_NAMES:
+            ctx.require_package(requirements.KERAS2_EXTRA)
+        ctx.compat(original, RULE, f"`{syntax.dotted(original)}` -> `{new}`: {why}", modern)
+        return syntax.expression(new)
+
     def leave_Attribute(self, ctx, original, updated):
         # `keras.utils.np_utils.to_categorical` -> `keras.utils.to_categorical`.
         text = syntax.dotted(original)
-        if id(original) in self._in_imports:
+        if id(original) in self._in_imports or id(original) in self._compat_parts:
             return updated
         qualified = ctx.qualified_name(original) or ""
+        compat = self._compat_attribute(ctx, original, updated, qualified)
+        if compat is not None:
+            return compat
         fix = _preprocessing_fix(qualified)
         if fix is None and qualified.startswith(("keras.", "tensorflow.keras.")):
             fix = _removed_fix(qualified)  # `keras.utils.io_utils.HDF5Matrix(...)`
@@ -664,6 +997,13 @@ class ImportPathRule(context.Rule):
             return updated
         if original.attr.value in DROPPED_NAMES:
             return updated
+        if target.startswith(_COMPAT):
+            # `keras.utils.conv_utils.normalize_tuple` -> parallel_keras.compat's.
+            why, modern = _COMPAT_MODULE_WHY[target]
+            new = f"{target}.{original.attr.value}"
+            ctx.require_import("parallel_keras")
+            ctx.compat(original, RULE, f"`{text}` -> `{new}`: {why}", modern)
+            return syntax.expression(new)
         # `tf.keras.layers.experimental.preprocessing.RandomFlip` ->
         # `tf.keras.layers.RandomFlip`: the script's own root stays bound.
         new = f"{roots[0][: -len('keras.')]}{target}.{original.attr.value}"
@@ -671,10 +1011,28 @@ class ImportPathRule(context.Rule):
         return syntax.expression(new)
 
 
-AUDIT = [
+AUDIT: list[tuple] = [
     *(
         (f"{old}.*", f"{new}.*", "the module does not exist in Keras 3")
         for old, new in sorted(MOVED_MODULES.items())
+        if new not in _COMPAT_MODULE_WHY
+    ),
+    *(
+        (f"{old}.*", f"{new}.*", *_COMPAT_MODULE_WHY[new])
+        for old, new in sorted(MOVED_MODULES.items())
+        if new in _COMPAT_MODULE_WHY
+    ),
+    *(
+        (name, f"{_COMPAT}.{target}", why, modern)
+        for name, (target, why, modern) in sorted(COMPAT_NAMES.items())
+    ),
+    *(
+        (old, new, "Keras 3 spells the same function out")
+        for old, new in sorted(RENAMED_NAMES.items())
+    ),
+    *(
+        (f"{name}.*", f"{_COMPAT}.*", why, modern)
+        for name, (why, modern) in sorted(COMPAT_MODULES.items())
     ),
     *(
         (
@@ -685,14 +1043,10 @@ AUDIT = [
         )
         for root in TF_KERAS_PATHS
     ),
-    (
-        "from keras.<module> import _Private (e.g. keras.layers.merge._Merge)",
-        None,
-        _PRIVATE_ACTIONS["_Merge"],
-    ),
     *(
         (f"{name}.*" if name.count(".") == 2 else name, None, fix)
         for name, fix in sorted(PREPROCESSING_FLAGS.items())
+        if name not in COMPAT_NAMES and name not in COMPAT_MODULES
     ),
     (
         "keras.preprocessing.sequence.pad_sequences",
@@ -707,7 +1061,15 @@ AUDIT = [
         )
         for name in sorted(DROPPED_NAMES)
     ),
+    *(
+        (
+            f"from keras.backend import {name}",
+            "(import dropped)",
+            f"its calls become parallel_keras.compat.{name}(...) (rules/backend_ops.py)",
+        )
+        for name in sorted(_DROPPED_BACKEND - DROPPED_NAMES)
+    ),
     *((f"{module}.*", None, fix) for module, fix in sorted(GONE_MODULES.items())),
-    *((name, None, fix) for name, fix in sorted(REMOVED_NAMES.items())),
+    *((name, None, fix) for name, fix in sorted(REMOVED_NAMES.items()) if name not in COMPAT_NAMES),
     ("from keras.<module> import _private (any Keras module)", None, _PRIVATE_ACTION),
 ]

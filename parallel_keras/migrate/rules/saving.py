@@ -27,7 +27,7 @@ from parallel_keras.migrate import context, syntax
 RULE = "save formats"
 
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
-AUDIT: list[tuple[str, str | None, str]] = [
+AUDIT: list[tuple] = [
     (
         "model.save_weights('x.h5')",
         "model.save_weights('x.weights.h5')",
@@ -47,7 +47,12 @@ AUDIT: list[tuple[str, str | None, str]] = [
     ),
     ("load of a path the script saved before", "the renamed path", "one file, one name"),
     ("<own class>.save('x.json')", "(kept)", "not a Keras object"),
-    ("save_weights(<computed path>)", None, "make sure the path ends with .weights.h5"),
+    (
+        "model.save_weights(<computed path>) / load_weights of a computed path",
+        "parallel_keras.compat.save_weights(model, path)",
+        "Keras 2's HDF5 layout at exactly the path computed (Keras 3 takes only .weights.h5)",
+        "compute a path ending in '.weights.h5' and call model.save_weights(path)",
+    ),
 ]
 
 _LOAD_MODEL_NAMES = frozenset({"keras.models.load_model", "keras.saving.load_model"})
@@ -166,6 +171,8 @@ class SavePathRule(context.Rule):
         qualified = ctx.qualified_name(node.func)
         if method in ("save_weights", "save") and self._own_receiver(node):
             return
+        if (qualified or "").startswith("parallel_keras."):
+            return  # Already parallel_keras.compat's (an earlier run).
         if method == "save_weights":
             self._saves.append((node, "weights"))
             _note_save_line(ctx, node)
@@ -269,6 +276,8 @@ class SavePathRule(context.Rule):
                 f"of the migrated script, load '{new_name}' when it exists.",
             )
         if any(original is call for call in ctx.shared.get("unresolved_weight_paths", ())):
+            if isinstance(updated.func, cst.Attribute) and not syntax.has_star(updated):
+                return self._compat_weights(ctx, original, updated, "save_weights")
             ctx.flag(
                 original,
                 RULE,
@@ -276,9 +285,39 @@ class SavePathRule(context.Rule):
                 "make sure the path ends with '.weights.h5' (Keras 3 rejects "
                 "any other suffix for save_weights).",
             )
+        if (
+            method == "load_weights"
+            and ctx.shared.get("unresolved_weight_paths")
+            and not (ctx.qualified_name(original.func) or "").startswith("parallel_keras.")
+            and isinstance(updated.func, cst.Attribute)
+            and not syntax.has_star(updated)
+            and path_argument(original, 0) is not None
+            and path_literal(ctx, path_argument(original, 0)) is None
+        ):
+            # The file a computed save_weights wrote (Keras 2's HDF5 at any path).
+            return self._compat_weights(ctx, original, updated, "load_weights")
         return updated
 
+    def _compat_weights(self, ctx, original, updated, method):
+        """`model.save_weights(path)` -> `parallel_keras.compat.save_weights(model, path)`."""
+        target = f"parallel_keras.compat.{method}"
+        ctx.require_import("parallel_keras")
+        ctx.compat(
+            original,
+            RULE,
+            f"`{syntax.code(original.func)}(<computed path>)` -> `{target}(model, path)`: "
+            "Keras 2's HDF5 weights at exactly the path computed (Keras 3's "
+            f"{method} takes only '.weights.h5')",
+            f"compute a path ending in '.weights.h5' and call model.{method}(path)",
+        )
+        receiver = updated.func.value
+        return updated.with_changes(
+            func=syntax.expression(target),
+            args=[cst.Arg(receiver, comma=_COMMA), *updated.args],
+        )
 
+
+_COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 _NOT_KERAS_SUFFIXES = frozenset(
     "json pkl pickle txt csv npy npz yaml yml png jpg log pt pth ckpt".split()
 )

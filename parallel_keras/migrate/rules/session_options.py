@@ -55,6 +55,47 @@ FLAGGED = {
     ),
 }
 
+# TF1 call -> (what it becomes, {tf} the tensorflow module; its modern form).
+# Each runs in TF 2: TensorFlow's own compat path, or parallel_keras.compat,
+# which carries the GPU options over to tf.config and gives a session whose
+# `run` returns eager values (sessions inside TF1 graph code run the graph).
+COMPAT = {
+    "tensorflow.Session": (
+        "parallel_keras.compat.Session",
+        "delete the session: TF 2 runs eagerly (tensor.numpy()); GPU options are tf.config calls",
+    ),
+    "tensorflow.InteractiveSession": (
+        "parallel_keras.compat.Session",
+        "delete it: tensors have values directly (tensor.numpy())",
+    ),
+    "tensorflow.ConfigProto": (
+        "{tf}.compat.v1.ConfigProto",
+        "tf.config.experimental.set_memory_growth(gpu, True) for allow_growth, "
+        "tf.config.set_visible_devices for device lists",
+    ),
+    "tensorflow.GPUOptions": (
+        "{tf}.compat.v1.GPUOptions",
+        "tf.config.experimental.set_memory_growth(gpu, True)",
+    ),
+    "keras.backend.set_session": (
+        "parallel_keras.compat.set_session",
+        "delete it after moving the session's GPU options to tf.config calls",
+    ),
+    "keras.backend.get_session": (
+        "parallel_keras.compat.get_session",
+        "delete it: tensors and variables have values directly "
+        "(tensor.numpy(), variable.assign(...))",
+    ),
+    "tensorflow.global_variables_initializer": (
+        "{tf}.compat.v1.global_variables_initializer",
+        "delete it: TF 2 initializes variables when it creates them",
+    ),
+    "tensorflow.local_variables_initializer": (
+        "{tf}.compat.v1.local_variables_initializer",
+        "delete it: TF 2 initializes variables when it creates them",
+    ),
+}
+
 CONFIG = "tensorflow.ConfigProto"
 GPU_OPTIONS = "tensorflow.GPUOptions"
 SESSION = "tensorflow.Session"

@@ -40,7 +40,7 @@ from parallel_keras.migrate.rules import session_options
 RULE = "TF1 sessions"
 
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
-AUDIT: list[tuple[str, str | None, str]] = [
+AUDIT: list[tuple] = [
     (
         "tf.ConfigProto / tf.GPUOptions options (set-up only)",
         "tf.config calls after the imports",
@@ -68,8 +68,18 @@ AUDIT: list[tuple[str, str | None, str]] = [
         "exact set_logical_device_configuration call for a hard cap",
     ),
     *(
+        (
+            name.replace("tensorflow.", "tf.").replace("keras.backend.", "K."),
+            target.format(tf="tf"),
+            "runs in TF 2 with Keras 2's meaning",
+            modern,
+        )
+        for name, (target, modern) in session_options.COMPAT.items()
+    ),
+    *(
         (name.replace("tensorflow.", "tf.").replace("keras.backend.", "K."), None, action)
         for name, (_, action) in session_options.FLAGGED.items()
+        if name not in session_options.COMPAT
     ),
 ]
 
@@ -394,11 +404,62 @@ class SessionRule(context.Rule):
             return updated
         if id(original) in ctx.shared.get("handled_calls", ()):
             return updated  # Rewritten by another rule (GPU counts).
+        if qualified in session_options.COMPAT and not self._on_a_cluster(ctx, original, qualified):
+            return self._compat(ctx, original, updated, qualified)
+        if any(qualified.startswith(name + ".") for name in session_options.COMPAT):
+            return updated  # `K.get_session().run(...)`: the inner call is rewritten.
         for name, (message, action) in session_options.FLAGGED.items():
             if qualified == name or qualified.startswith(name + "."):
                 ctx.flag(original, RULE, f"`{syntax.dotted(original.func)}`: {message}", action)
                 break
         return updated
+
+    def _on_a_cluster(self, ctx, call, qualified) -> bool:
+        """A session on a TF1 cluster (`tf.Session(server.target)`), or set_session of one.
+
+        Such a session trains on other machines; no compatibility path keeps
+        that meaning, so it stays flagged with the multi-worker way.
+        """
+
+        def has_target(session_call) -> bool:
+            return bool(syntax.positional(session_call)) or (
+                syntax.keyword(session_call, "target") is not None
+            )
+
+        if qualified in (session_options.SESSION, "tensorflow.InteractiveSession"):
+            return has_target(call)
+        if qualified == session_options.SET_SESSION and len(call.args) == 1:
+            value = call.args[0].value
+            if isinstance(value, cst.Name) and value.value in self._sessions:
+                return has_target(self._sessions[value.value])
+            if (
+                isinstance(value, cst.Call)
+                and ctx.qualified_name(value.func) == session_options.SESSION
+            ):
+                return has_target(value)
+        return False
+
+    def _compat(self, ctx, original, updated, qualified):
+        """`tf.Session(...)` -> `parallel_keras.compat.Session(...)`, and the like."""
+        old = syntax.dotted(original.func)
+        target, modern = session_options.COMPAT[qualified]
+        if "compat" in old.split(".") and not target.startswith("parallel_keras."):
+            return updated  # Already on TensorFlow's compatibility path.
+        if target.startswith("parallel_keras."):
+            ctx.require_import("parallel_keras")
+        new = target.format(tf=ctx.tf_module())
+        ctx.compat(
+            original,
+            RULE,
+            f"`{old}` -> `{new}`: runs in TF 2 with Keras 2's meaning"
+            + (
+                " (the session's GPU options go to tf.config)"
+                if new.startswith("parallel_keras.")
+                else " (TensorFlow's compatibility path)"
+            ),
+            modern,
+        )
+        return updated.with_changes(func=syntax.expression(new))
 
     def _rewritten(self, ctx, call, qualified) -> bool:
         """Whether `call` is part of set-up that the statement rewrite removes."""

@@ -30,7 +30,13 @@ from parallel_keras.migrate.rules import template_saver_patterns as patterns
 RULE = "checkpoint classes"
 
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
-AUDIT: list[tuple[str, str | None, str]] = [
+AUDIT: list[tuple] = [
+    (
+        "any other ModelCheckpoint subclass (no __init__, **kwargs passed on, ...)",
+        "subclass of parallel_keras.callbacks.ModelCheckpoint",
+        "Keras 2's arguments (period=) and attributes, whatever its __init__",
+        "subclass keras.callbacks.ModelCheckpoint and pass save_freq instead of period",
+    ),
     (
         "class ParallelModelCheckpoint(ModelCheckpoint) (the legacy tutorials')",
         "from parallel_keras import ParallelModelCheckpoint",
@@ -225,16 +231,23 @@ class TemplateSaverRule(context.Rule):
         and `self.period`), and the counter starts at 0 as in Keras 2.
         """
         init = methods.get("__init__")
-        super_call = patterns.super_init_call(init, updated.bases[base_index].value)
+        super_call = (
+            patterns.super_init_call(init, updated.bases[base_index].value)
+            if init is not None
+            else None
+        )
         if super_call is None:
-            return updated
+            # No __init__, or one that does not call the base's by a name
+            # seen here (`*args, **kwargs` passed on, a helper): callers may
+            # still pass `period=`, which only parallel_keras's base takes.
+            return self._any_checkpoint_subclass(ctx, original, updated, base_index, init)
         func = super_call.func  # `super().__init__` or `ModelCheckpoint.__init__`.
         by_name = isinstance(func, cst.Attribute) and not isinstance(func.value, cst.Call)
         passes_period = syntax.keyword(super_call, "period") is not None or len(
             syntax.positional(super_call)
         ) >= (8 if by_name else 7)
         if not passes_period:
-            return updated
+            return self._any_checkpoint_subclass(ctx, original, updated, base_index, init)
         ctx.require_import("parallel_keras.callbacks")
         library_class = syntax.expression("parallel_keras.callbacks.ModelCheckpoint")
         bases = list(updated.bases)
@@ -268,6 +281,53 @@ class TemplateSaverRule(context.Rule):
             "parallel_keras.callbacks.ModelCheckpoint: it passes Keras 2's `period` "
             "to its base, which Keras 3's ModelCheckpoint reads as save_freq "
             f"(batches){note}",
+        )
+        return updated.with_changes(bases=bases, body=updated.body.with_changes(body=body))
+
+    def _any_checkpoint_subclass(self, ctx, original, updated, base_index, init):
+        """Any other `keras.callbacks.ModelCheckpoint` subclass: Keras 2's base.
+
+        Its callers may pass `period=` (through `**kwargs`, or to a class
+        without `__init__`), and its methods may read Keras 2's
+        `self.period` / `self.epochs_since_last_save`: the base becomes
+        `parallel_keras.callbacks.ModelCheckpoint`, which takes and keeps
+        them, whatever the `__init__` looks like.
+        """
+        if not _may_take_period(init, updated):
+            return updated  # Keras 3's ModelCheckpoint runs it as it is.
+        ctx.require_import("parallel_keras.callbacks")
+        library_class = syntax.expression("parallel_keras.callbacks.ModelCheckpoint")
+        bases = list(updated.bases)
+        bases[base_index] = bases[base_index].with_changes(value=library_class)
+        body = list(updated.body.body)
+        if init is not None:
+            super_call = patterns.super_init_call(init, original.bases[base_index].value)
+            func = super_call.func if super_call is not None else None
+            if (
+                super_call is not None
+                and isinstance(func, cst.Attribute)
+                and not isinstance(func.value, cst.Call)
+            ):
+                new_init = init.deep_replace(
+                    super_call,
+                    super_call.with_changes(func=func.with_changes(value=library_class)),
+                )
+                body = [new_init if statement is init else statement for statement in body]
+        counter = m.Attribute(value=m.Name("self"), attr=m.Name("epochs_since_last_save"))
+        if m.findall(updated, counter) and not m.findall(
+            updated, m.Assign(targets=[m.AssignTarget(target=counter)])
+        ):
+            # Keras 2's base started the counter at 0; a class attribute does
+            # it whatever the __init__.
+            body.insert(0, cst.parse_statement("epochs_since_last_save = 0\n"))
+        ctx.compat(
+            original,
+            RULE,
+            f"class {updated.name.value} now subclasses "
+            "parallel_keras.callbacks.ModelCheckpoint: Keras 2's arguments (`period=`, "
+            "in Keras 2's order) and attributes (`self.period`), which Keras 3's lacks",
+            "subclass keras.callbacks.ModelCheckpoint and pass save_freq (batches) "
+            "instead of period (epochs)",
         )
         return updated.with_changes(bases=bases, body=updated.body.with_changes(body=body))
 
@@ -308,3 +368,20 @@ class TemplateSaverRule(context.Rule):
             "loads through the template",
         )
         return function
+
+
+def _may_take_period(init: cst.FunctionDef | None, cls: cst.ClassDef) -> bool:
+    """Whether a ModelCheckpoint subclass can be given, or reads, Keras 2's `period`."""
+    if init is None:
+        return True  # Its callers pass the base's arguments, period= among them.
+    parameters = init.params
+    if isinstance(parameters.star_arg, cst.Param) or parameters.star_kwarg is not None:
+        return True
+    if any(
+        param.name.value == "period" for param in (*parameters.params, *parameters.kwonly_params)
+    ):
+        return True
+    for attribute in ("period", "epochs_since_last_save"):
+        if m.findall(cls, m.Attribute(value=m.Name("self"), attr=m.Name(attribute))):
+            return True
+    return False

@@ -30,11 +30,19 @@ uses them as they are, and a TF1 call with the old arguments fails loudly.
 
 TF1 session and GPU-option names (`tf.Session`, `tf.ConfigProto`, ...) belong
 to the sessions rule and are left to it.
+
+Self-contained TF1 graph code is the exception to the flags: a class that
+builds `tf.placeholder`s and runs them with its own session
+(`sess.run(..., feed_dict=...)`, e.g. box post-processing), and uses no
+Keras, keeps its TF1 names under `tf.compat.v1` and gets
+`@parallel_keras.compat.tf1_graph`, which runs its methods in a `tf.Graph`
+of its own, where those names build the graph they did in TF1.
 """
 
 from __future__ import annotations
 
 import libcst as cst
+from libcst import matchers as m
 from libcst import metadata
 
 from parallel_keras.migrate import context, syntax
@@ -50,6 +58,7 @@ _ELSEWHERE = frozenset(
         "tf.ConfigProto",
         "tf.GPUOptions",
         "tf.global_variables_initializer",
+        "tf.local_variables_initializer",
         "tf.train.Server",
         "tf.get_default_session",
     }
@@ -90,6 +99,31 @@ _EXACT = {
     "tf.sparse_to_dense": ("tf.compat.v1.sparse_to_dense", "an eager op"),
     "tf.get_seed": ("tf.compat.v1.get_seed", "reads the global seed; works eagerly"),
 }
+_TF1_GRAPH = "parallel_keras.compat.tf1_graph"
+_GRAPH_MODERN = (
+    "write the computation as eager TF 2 code (or a tf.function) of its inputs, "
+    "without placeholders and sessions"
+)
+# tf.compat.v1 modules TF 2.16+ no longer fills (they came from Keras 2): a
+# graph class using them stays flagged (tests/migrate/test_tf1_names.py).
+_NOT_IN_COMPAT_V1 = ("tf.layers.", "tf.nn.rnn_cell.", "tf.tpu.experimental.")
+# TF1 names flagged by default that run eagerly with TF1's meaning on a
+# compatibility path: name -> (what it becomes, why, the modern form).
+_EAGER_COMPAT = {
+    "tf.Summary": (
+        "tf.compat.v1.Summary",
+        "the same protocol buffer, built eagerly",
+        "tf.summary.scalar(tag, value, step=step) inside `with writer.as_default():`",
+    ),
+    "tf.summary.FileWriter": (
+        "parallel_keras.compat.FileWriter",
+        "writes the same Summary protos into a TF 2 event file (TF1's writer refuses eager mode)",
+        "w = tf.summary.create_file_writer(logdir) and tf.summary.scalar(..., step=...) "
+        "inside `with w.as_default():`",
+    ),
+}
+# Keras names a self-contained TF1 class may use: its session, rewritten too.
+_GRAPH_SESSION_HELPERS = frozenset({"keras.backend.get_session", "keras.backend.set_session"})
 _LOGGING_REASON = "TF1's logging module is kept as tf.compat.v1.logging (absl logging; no graph)"
 
 # Modules TF 2.21 no longer has at all (tf_upgrade_v2's module warnings, and
@@ -253,6 +287,46 @@ class Tf1NameRule(context.Rule):
         self._matched: dict[int, tuple[str, tuple[str, str | None, str]]] = {}
         self._flagged: set[tuple[int, str]] = set()
         self._call_funcs: set[int] = set()
+        # Classes of self-contained TF1 graph code, and the attributes in them.
+        self._graph_classes: set[int] = set()
+        self._graph_attributes: set[int] = set()
+
+    def visit_ClassDef(self, ctx, node):
+        attributes = m.findall(node, m.Attribute())
+        names = {_tf_name(ctx, attribute) for attribute in attributes}
+        feeds = any(
+            isinstance(call, cst.Call)
+            and syntax.method_name(call) == "run"
+            and syntax.keyword(call, "feed_dict") is not None
+            for call in m.findall(node, m.Call())
+        )
+        uses_keras = any(
+            (ctx.qualified_name(attribute) or "").startswith("keras.")
+            and ctx.qualified_name(attribute) not in _GRAPH_SESSION_HELPERS
+            for attribute in attributes
+        )
+        if "tf.placeholder" in names and feeds and not uses_keras:
+            self._graph_classes.add(id(node))
+            self._graph_attributes.update(id(attribute) for attribute in attributes)
+
+    def leave_ClassDef(self, ctx, original, updated):
+        if id(original) not in self._graph_classes:
+            return updated
+        if any(
+            syntax.dotted(decorator.decorator) == _TF1_GRAPH for decorator in updated.decorators
+        ):
+            return updated
+        ctx.require_import("parallel_keras")
+        ctx.compat(
+            original,
+            RULE,
+            f"`class {original.name.value}` builds TF1 placeholders and runs them with its "
+            f"own session: `@{_TF1_GRAPH}` runs its methods in a tf.Graph of its own",
+            _GRAPH_MODERN,
+        )
+        return updated.with_changes(
+            decorators=[*updated.decorators, cst.Decorator(syntax.expression(_TF1_GRAPH))]
+        )
 
     def visit_Call(self, ctx, node):
         self._call_funcs.add(id(node.func))
@@ -408,6 +482,28 @@ class Tf1NameRule(context.Rule):
         ):
             return updated  # The call is rewritten (or flagged) in leave_Call.
         root = syntax.dotted(original).split(".")[0] if syntax.dotted(original) else "tf"
+        if (
+            new is None
+            and id(original) in self._graph_attributes
+            and name in tf1_table.COMPAT_ONLY
+            and not name.startswith(_NOT_IN_COMPAT_V1)
+        ):
+            compat_name = f"{root}.compat.v1.{name[len('tf.') :]}"
+            ctx.compat(
+                original,
+                RULE,
+                f"`{name}` -> `{compat_name}`: TF1 graph code, run in a graph of its own",
+                _GRAPH_MODERN,
+            )
+            return syntax.expression(compat_name)
+        if new is None and name in _EAGER_COMPAT:
+            target, why, modern = _EAGER_COMPAT[name]
+            if target.startswith("parallel_keras."):
+                ctx.require_import("parallel_keras")
+            else:
+                target = f"{root}.{target[len('tf.') :]}"
+            ctx.compat(original, RULE, f"`{name}` -> `{target}`: {why}", modern)
+            return syntax.expression(target)
         if new is None:  # A flag: no TF 2 name.
             key = (ctx.line(original), name)
             if key not in self._flagged:  # `tf.Summary(value=[tf.Summary.Value(...)])`
@@ -565,8 +661,17 @@ def _attributes(node: cst.CSTNode) -> list[cst.Attribute]:
     return found
 
 
-def _audit() -> list[tuple[str, str | None, str]]:
-    rows: list[tuple[str, str | None, str]] = []
+def _audit() -> list[tuple]:
+    rows: list[tuple] = [
+        (
+            "tf.<TF1 graph name> in a class that feeds its own placeholders (sess.run("
+            "..., feed_dict=...)) and uses no Keras",
+            "@parallel_keras.compat.tf1_graph on the class; the name under tf.compat.v1",
+            "TF1 graph code, run in a tf.Graph of its own with a tf.compat.v1 session",
+            _GRAPH_MODERN,
+        ),
+        *((name, target, why, modern) for name, (target, why, modern) in _EAGER_COMPAT.items()),
+    ]
     names = sorted(
         {
             *tf1_table.RENAMES,
@@ -579,7 +684,7 @@ def _audit() -> list[tuple[str, str | None, str]]:
     )
     for name in names:
         found = lookup(name)
-        if found is None:
+        if found is None or name in _EAGER_COMPAT:
             continue
         kind, new, reason = found
         if kind == "cast":
