@@ -34,6 +34,7 @@ from parallel_keras.migrate.rules import (
     template_access,
     template_savers,
     tf1_names,
+    tower_builders,
     training_api,
 )
 
@@ -47,6 +48,7 @@ def default_rules() -> list[context.Rule]:
     """
     return [
         multi_gpu.MultiGpuModelRule(),
+        tower_builders.TowerBuilderRule(),
         template_savers.TemplateSaverRule(),
         checkpoints.CheckpointRule(),
         checkpoints.MonitorModeRule(),
