@@ -20,6 +20,7 @@ from parallel_keras.migrate.rules import (
     image_data,
     imports,
     keras1_merge,
+    keyword_only,
     layer_api,
     legacy_api,
     metric_names,
@@ -70,6 +71,7 @@ def default_rules() -> list[context.Rule]:
         numpy2.NumPy2Rule(),
         layer_api.LayerApiRule(),
         model_api.ModelApiRule(),
+        keyword_only.KeywordOnlyRule(),
         callback_args.CallbackArgsRule(),
         requirements.RequirementsRule(),
         # Keras 2 idioms met in unseen scripts: batch shapes, reset_states, Keras 1 merge.
