@@ -33,9 +33,9 @@ _SEQUENTIALS = frozenset(
 )
 # Keras 2 signatures (keras 2.2.4-2.3.1, engine/network.py, sequential.py,
 # engine/training.py), in positional order.
-_MODEL_SIGNATURE = ("inputs", "outputs", "name")
-_SEQUENTIAL_SIGNATURE = ("layers", "name")
-_COMPILE_SIGNATURE = (
+_MODEL_SIGNATURE: tuple[str, ...] = ("inputs", "outputs", "name")
+_SEQUENTIAL_SIGNATURE: tuple[str, ...] = ("layers", "name")
+_COMPILE_SIGNATURE: tuple[str, ...] = (
     "optimizer",
     "loss",
     "metrics",
