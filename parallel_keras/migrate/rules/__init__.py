@@ -23,6 +23,7 @@ from parallel_keras.migrate.rules import (
     keyword_only,
     layer_api,
     legacy_api,
+    libraries,
     metric_names,
     model_api,
     multi_gpu,
@@ -69,6 +70,7 @@ def default_rules() -> list[context.Rule]:
         # TF1 names, Keras 3 layer/model idioms, NumPy 2.
         tf1_names.Tf1NameRule(),
         numpy2.NumPy2Rule(),
+        libraries.LibrariesRule(),
         layer_api.LayerApiRule(),
         model_api.ModelApiRule(),
         keyword_only.KeywordOnlyRule(),
