@@ -162,3 +162,32 @@ def test_dataframe_frames_are_pandas_frames():
     # The rewrite's pandas is the installed one (pandas 2 has no append).
     assert not hasattr(pd.DataFrame, "append")
     assert not hasattr(pd.DataFrame, "as_matrix")
+
+
+def test_scipy_signal_windows_move_to_their_module_and_run():
+    before = """\
+        import scipy.signal
+        from scipy import signal
+        from scipy.signal import gaussian, convolve, hanning
+        a = gaussian(5, std=1.0)
+        b = signal.hamming(4)
+        c = scipy.signal.kaiser(4, 2.0)
+        d = hanning(3)
+        """
+    after = """\
+        import scipy.signal
+        from scipy import signal
+        from scipy.signal import convolve
+        from scipy.signal.windows import gaussian, hann as hanning
+        a = gaussian(5, std=1.0)
+        b = signal.windows.hamming(4)
+        c = scipy.signal.windows.kaiser(4, 2.0)
+        d = hanning(3)
+        """
+    result = check_rules(before, after, _RULE)
+    namespace = _run(result.migrated)
+    center = np.exp(-0.5 * (np.arange(5) - 2.0) ** 2)  # A Gaussian window, std 1.
+    np.testing.assert_allclose(namespace["a"], center)
+    np.testing.assert_allclose(namespace["b"], 0.54 - 0.46 * np.cos(2 * np.pi * np.arange(4) / 3))
+    np.testing.assert_allclose(namespace["d"], [0.0, 1.0, 0.0])
+    assert namespace["c"].shape == (4,)

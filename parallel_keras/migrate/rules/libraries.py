@@ -55,6 +55,16 @@ _CROSS_VALIDATION_FIX = (
     "`.split(X, y)`; ShuffleSplit(n, n_iter) -> ShuffleSplit(n_splits=n_iter) and "
     "`.split(X)`."
 )
+# Window functions SciPy 1.13 removed from `scipy.signal` (they stay in
+# `scipy.signal.windows`, the same functions); `hanning` was `hann`'s alias.
+_WINDOWS = {
+    name: name
+    for name in (
+        "barthann bartlett blackman blackmanharris bohman boxcar chebwin cosine "
+        "exponential flattop gaussian general_gaussian hamming hann kaiser nuttall "
+        "parzen triang tukey"
+    ).split()
+} | {"hanning": "hann"}
 _APPEND_KEYWORDS = frozenset({"ignore_index", "verify_integrity", "sort"})
 _PANDAS_DATAFRAME_SOURCES = ("pandas.DataFrame", "pandas.read_", "pandas.concat", "pandas.merge")
 
@@ -113,6 +123,14 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
     ),
     ("sklearn.cross_validation.KFold (and the other splitters)", None, _CROSS_VALIDATION_FIX),
     ("sklearn.externals.joblib", "joblib", "removed in scikit-learn 0.23; the same package"),
+    *(
+        (
+            f"scipy.signal.{old}",
+            f"scipy.signal.windows.{new}",
+            "removed from scipy.signal in SciPy 1.13; the same window function",
+        )
+        for old, new in sorted(_WINDOWS.items())
+    ),
 ]
 
 
@@ -217,6 +235,13 @@ class LibrariesRule(context.Rule):
             return updated
         statement = updated.body[0]
         if (
+            statement.module is not None
+            and not statement.relative
+            and syntax.dotted(statement.module) == "scipy.signal"
+            and not isinstance(statement.names, cst.ImportStar)
+        ):
+            return self._signal_windows(ctx, original, updated, statement)
+        if (
             statement.module is None
             or syntax.dotted(statement.module) != "sklearn.externals"
             or isinstance(statement.names, cst.ImportStar)
@@ -231,6 +256,48 @@ class LibrariesRule(context.Rule):
         )
         alias = statement.names[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated.with_changes(body=[cst.Import(names=[alias])])
+
+    def _signal_windows(self, ctx, original, updated, statement):
+        """`from scipy.signal import gaussian, convolve` -> windows from `.windows`."""
+        windows = [a for a in statement.names if syntax.dotted(a.name) in _WINDOWS]
+        if not windows:
+            return updated
+        kept = [a for a in statement.names if a not in windows]
+        moved = []
+        for alias in windows:
+            old = syntax.dotted(alias.name)
+            new = _WINDOWS[old]
+            asname = alias.asname
+            if asname is None and new != old:
+                asname = cst.AsName(name=cst.Name(old))
+            moved.append(
+                alias.with_changes(
+                    name=cst.Name(new), asname=asname, comma=cst.MaybeSentinel.DEFAULT
+                )
+            )
+        moved = [
+            alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            for alias in moved[:-1]
+        ] + moved[-1:]
+        ctx.change(
+            original,
+            RULE,
+            f"`{', '.join(syntax.dotted(a.name) for a in windows)}` imported from "
+            "`scipy.signal.windows`: removed from scipy.signal in SciPy 1.13; the same "
+            "window functions",
+        )
+        new_import = cst.ImportFrom(
+            module=syntax.dotted_expression("scipy.signal.windows"), names=moved
+        )
+        if not kept:
+            return updated.with_changes(body=[new_import])
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return cst.FlattenSentinel(
+            [
+                updated.with_changes(body=[statement.with_changes(names=kept)]),
+                cst.SimpleStatementLine(body=[new_import]),
+            ]
+        )
 
     def leave_Import(self, ctx, original, updated):
         names = list(updated.names)
@@ -263,6 +330,17 @@ class LibrariesRule(context.Rule):
                 _SCIPY_MODERN[name],
             )
             return syntax.expression(f"parallel_keras.scipy_misc.{name}")
+        if module == "scipy.signal" and name in _WINDOWS:
+            ctx.change(
+                original,
+                RULE,
+                f"`{syntax.code(original)}` -> `...windows.{_WINDOWS[name]}`: removed from "
+                "scipy.signal in SciPy 1.13; the same window function",
+            )
+            return updated.with_changes(
+                value=cst.Attribute(value=updated.value, attr=cst.Name("windows")),
+                attr=cst.Name(_WINDOWS[name]),
+            )
         if module == "sklearn.cross_validation" and syntax.code(original.value) == module:
             if name not in _SAME_IN_MODEL_SELECTION:
                 ctx.flag(original, RULE, f"`{qualified}`", _CROSS_VALIDATION_FIX)
