@@ -19,6 +19,7 @@ from parallel_keras.migrate.rules import (
     gpu_count,
     image_data,
     imports,
+    keras1_layers,
     keras1_merge,
     keyword_only,
     layer_api,
@@ -79,5 +80,6 @@ def default_rules() -> list[context.Rule]:
         # Keras 2 idioms met in unseen scripts: batch shapes, reset_states, Keras 1 merge.
         batch_shapes.BatchInputShapeRule(),
         keras1_merge.Keras1MergeRule(),
+        keras1_layers.Keras1LayerArgsRule(),
         reset_states.ResetStatesRule(),
     ]
