@@ -40,7 +40,8 @@ PAIRS = (
 # The core promises, on every pair: data parallelism (same weights as one
 # device), saving and plain-Keras loading, checkpoints, stateful templates,
 # mixed precision, BackupAndRestore resume, multi-worker launch, the
-# version/environment checks, and the canaries of every private touch.
+# version/environment checks, the canaries of every private touch, and every
+# name `parallel-keras migrate` can write resolving on the pair.
 CORE_TESTS = (
     "tests/test_multi_gpu_model.py",
     "tests/test_saving.py",
@@ -52,6 +53,7 @@ CORE_TESTS = (
     "tests/test_versions.py",
     "tests/test_boundary.py",
     "tests/internals",
+    "tests/migrate/test_written_names.py",
 )
 
 # What the core tests import besides parallel_keras and its dependencies.

@@ -399,10 +399,15 @@ def test_report_lists_each_change_with_line_and_reason():
     source = "import keras\n\nopt = keras.optimizers.Adam(lr=0.1)\nm.fit_generator(g, 2)\n"
     result = migrate.migrate_source(source, "train.py")
     text = migrate.format_report([result.report])
-    assert text.splitlines()[0] == "train.py: 2 changes, 0 flagged"
+    assert (
+        text.splitlines()[0] == "train.py: 2 rewritten, 0 through a compatibility path, 0 flagged"
+    )
     assert "  line 3: [optimizers] Adam: `lr=` -> `learning_rate=`" in text
     assert "  line 4: [generator methods] `fit_generator` -> `fit`" in text
-    assert text.splitlines()[-1] == "1 file: 2 changes, 0 flagged, 0 errors"
+    assert (
+        text.splitlines()[-1]
+        == "1 file: 2 rewritten, 0 through a compatibility path, 0 flagged, 0 errors"
+    )
 
 
 def test_syntax_error_names_line_and_column():
@@ -481,7 +486,7 @@ def test_cli_runs_without_tensorflow_and_writes_nothing_by_default(scripts):
     )
     # The report comes after the diff.
     assert process.stdout.index("+from parallel_keras") < process.stdout.index(
-        "legacy.py: 1 change, 1 flagged"
+        "legacy.py: 1 rewritten, 0 through a compatibility path, 1 flagged"
     )
     # The closing lines: how to run the result without a GPU, and quietly.
     closing = process.stdout.strip().splitlines()[-2:]

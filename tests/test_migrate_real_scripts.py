@@ -594,10 +594,10 @@ def test_report_groups_changes_then_what_needs_a_person_by_file():
     first = migrate.migrate_source(FLAGGED["memory_fraction_has_no_tf2_equivalent"][0], "a.py")
     second = migrate.migrate_source("from keras.utils import multi_gpu_model\n", "b.py")
     lines = migrate.format_report([first.report, second.report]).splitlines()
-    assert lines[0] == "a.py: 3 changes, 1 flagged"
+    assert lines[0] == "a.py: 3 rewritten, 0 through a compatibility path, 1 flagged"
     person = lines.index("  needs a person:")
     assert all(line.startswith("  line ") for line in lines[1:person])
     assert lines[person + 1].startswith("  line 3: FLAGGED [TF1 sessions]")
     assert lines[person + 2].startswith("    what to do: per_process_gpu_memory_fraction=0.3")
-    assert lines[person + 3] == "b.py: 1 change, 0 flagged"
+    assert lines[person + 3] == "b.py: 1 rewritten, 0 through a compatibility path, 0 flagged"
     assert "needs a person" not in "\n".join(lines[person + 3 :])

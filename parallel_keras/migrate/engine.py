@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import sys
 import textwrap
 
 import libcst as cst
 from libcst import metadata
 from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 from parallel_keras.migrate import context as context_lib
 from parallel_keras.migrate import project as project_lib
@@ -287,11 +288,101 @@ def migrate_source(
         rule.finish_scan(ctx)
     ctx._owner = None
     migrated = wrapper.visit(_Transformer(ctx))
+    migrated = _remove_imports_left_unused(source, migrated, ctx)
     if ctx.required_imports:
         migrated = _add_imports(migrated, ctx)
     _carry_over_flags(ctx)
     ctx.report.sort()
     return MigrationResult(source, migrated.code, ctx.report)
+
+
+def _loaded_names(tree: ast.AST) -> set[str]:
+    return {
+        node.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
+
+
+def _remove_imports_left_unused(
+    source: str, migrated: cst.Module, ctx: context_lib.Context
+) -> cst.Module:
+    """Removes the module-level imports the rewrites left unused.
+
+    Only an import whose name the original code read and the rewritten code
+    no longer reads goes (`from scipy import misc` once every `misc.imresize`
+    is rewritten); an import unused before the migration stays, and so do
+    imports from TensorFlow, Keras and NumPy, which still import (a script
+    may rely on `import tensorflow` having run before Keras), and from
+    Python's standard library.
+    """
+    try:
+        before_tree = ast.parse(source)
+        after_tree = ast.parse(migrated.code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return migrated
+    before, after = _loaded_names(before_tree), _loaded_names(after_tree)
+    gone = before - after
+    if not gone:
+        return migrated
+    codemod_context = CodemodContext()
+    removed: list[str] = []
+    lines = {  # Import text -> its line in the original file.
+        text: statement.lineno
+        for statement in before_tree.body
+        for text in _import_texts(statement)
+    }
+    for statement in after_tree.body:
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                if bound in gone and not _kept_module(alias.name):
+                    RemoveImportsVisitor.remove_unused_import(
+                        codemod_context, alias.name, asname=alias.asname
+                    )
+                    removed += _import_texts(ast.Import(names=[alias]))
+        elif (
+            isinstance(statement, ast.ImportFrom)
+            and statement.module
+            and not statement.level
+            and not _kept_module(statement.module)
+        ):
+            for alias in statement.names:
+                if (alias.asname or alias.name) in gone and alias.name != "*":
+                    RemoveImportsVisitor.remove_unused_import(
+                        codemod_context, statement.module, alias.name, alias.asname
+                    )
+                    removed.append(f"from {statement.module} import {alias.name}")
+    if not removed:
+        return migrated
+    cleaned = RemoveImportsVisitor(codemod_context).transform_module(migrated)
+    if cleaned.code != migrated.code:
+        for text in removed:
+            ctx.report.changes.append(
+                report_lib.Change(
+                    lines.get(text, 0), "imports", f"removed `{text}`: the rewrites left it unused"
+                )
+            )
+    return cleaned
+
+
+# Imports never removed: they still import, and scripts lean on them.
+_KEPT_ROOTS = frozenset({"tensorflow", "keras", "numpy", "parallel_keras"})
+
+
+def _kept_module(module: str) -> bool:
+    root = module.split(".")[0]
+    return root in _KEPT_ROOTS or root in sys.stdlib_module_names
+
+
+def _import_texts(statement: ast.stmt) -> list[str]:
+    if isinstance(statement, ast.Import):
+        return [
+            f"import {a.name}" + (f" as {a.asname}" if a.asname else "") for a in statement.names
+        ]
+    if isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
+        return [f"from {statement.module} import {a.name}" for a in statement.names]
+    return []
 
 
 def _carry_over_flags(ctx: context_lib.Context) -> None:

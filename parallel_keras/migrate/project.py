@@ -15,6 +15,8 @@ import ast
 import dataclasses
 import re
 
+from parallel_keras.migrate import towers
+
 _FIT_METHODS = frozenset(
     {
         "fit",
@@ -46,6 +48,8 @@ class Project:
             call of the class (None when it has no such parameter).
         log_keys: Accuracy log keys read anywhere ('acc', 'val_accuracy',
             ...: `monitor=`, `logs[...]`, `.get(...)`, path format fields).
+        tower_builders: Dotted module name -> its functions and classes
+            that are multi_gpu_model under another name (`towers.py`).
     """
 
     sequence_classes: set[str] = dataclasses.field(default_factory=set)
@@ -53,6 +57,9 @@ class Project:
     multi_gpu_model_modules: set[str] = dataclasses.field(default_factory=set)
     checkpoint_classes: dict[str, tuple[int, int | None]] = dataclasses.field(default_factory=dict)
     log_keys: set[str] = dataclasses.field(default_factory=set)
+    tower_builders: dict[str, dict[str, towers.TowerBuilder]] = dataclasses.field(
+        default_factory=dict
+    )
 
 
 def _name(node: ast.AST) -> str | None:
@@ -117,6 +124,9 @@ def scan_source(source: str, module: str, project: Project) -> None:
         # Reported when the file itself is migrated (a syntax error, or an
         # expression nested deeper than the parser's recursion limit).
         return
+    builders = towers.find_tower_builders(tree)
+    if builders:
+        project.tower_builders[module] = builders
     calls_of: dict[str, str] = {}  # variable -> function whose call it holds
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):

@@ -97,6 +97,11 @@ _COPIES_LISTED = 20
 def format_report(reports: list[FileReport], copied: list[str] | None = None) -> str:
     """Renders reports as the text printed after the diff.
 
+    Each file's block has three kinds of line: what was rewritten to the
+    Keras 3 / TF 2 name, what now runs through a compatibility path (with
+    its modern form, to move to later), and what needs a person (with what
+    to do). The file's header and the summary line count each kind.
+
     Args:
         reports: One report per file, in the order the files were given.
         copied: Files written to the output unchanged (the folders' other
@@ -110,37 +115,39 @@ def format_report(reports: list[FileReport], copied: list[str] | None = None) ->
 
     >>> report = FileReport("train.py", [Change(3, "optimizers", "lr= -> learning_rate=")])
     >>> print(format_report([report]))
-    train.py: 1 change, 0 flagged
+    train.py: 1 rewritten, 0 through a compatibility path, 0 flagged
       line 3: [optimizers] lr= -> learning_rate=
     <BLANKLINE>
-    1 file: 1 change, 0 flagged, 0 errors
+    1 file: 1 rewritten, 0 through a compatibility path, 0 flagged, 0 errors
     """
     blocks = []
     for report in reports:
         if report.error is not None:
             blocks.append(f"{report.path}: ERROR, left untouched: {report.error}")
             continue
-        header = (
-            f"{report.path}: {_plural(len(report.changes), 'change')}, {len(report.flags)} flagged"
-        )
-        lines = [header]
+        rewritten = [change for change in report.changes if not change.compatibility]
+        compatible = [change for change in report.changes if change.compatibility]
+        lines = [f"{report.path}: {_counts(len(rewritten), len(compatible), len(report.flags))}"]
         if report.requirements:
             lines.append(
                 "  needs packages TensorFlow does not install: pip install "
                 + " ".join(report.requirements)
             )
-        for change in report.changes:
-            where = f"line {change.line}"
-            if change.in_output:
-                where += " of the rewritten file"
-            lines.append(f"  {where}: [{change.rule}] {change.message}")
+        for change in rewritten:
+            lines.append(f"  {_where(change)}: [{change.rule}] {change.message}")
+        if compatible:
+            lines.append("  runs through a compatibility path (modernise later):")
+        for change in compatible:
+            lines.append(f"  {_where(change)}: COMPATIBILITY [{change.rule}] {change.message}")
+            lines.append(f"    modern form: {change.modern}")
         if report.flags:
             lines.append("  needs a person:")
         for flag in report.flags:
             lines.append(f"  line {flag.line}: FLAGGED [{flag.rule}] {flag.message}")
             lines.append(f"    what to do: {flag.action}")
         blocks.append("\n".join(lines))
-    changes = sum(len(report.changes) for report in reports)
+    changes = [change for report in reports for change in report.changes]
+    compatible_count = sum(1 for change in changes if change.compatibility)
     flags = sum(len(report.flags) for report in reports)
     errors = sum(1 for report in reports if report.error is not None)
     if copied:
@@ -149,13 +156,24 @@ def format_report(reports: list[FileReport], copied: list[str] | None = None) ->
             shown += f", and {len(copied) - _COPIES_LISTED} more"
         blocks.append("copied unchanged: " + shown)
     summary = (
-        f"\n{_plural(len(reports), 'file')}: {_plural(changes, 'change')}, "
-        f"{flags} flagged, {_plural(errors, 'error')}"
+        f"\n{_plural(len(reports), 'file')}: "
+        f"{_counts(len(changes) - compatible_count, compatible_count, flags)}, "
+        f"{_plural(errors, 'error')}"
     )
     if copied is not None:
         summary += f", {len(copied)} copied unchanged"
     blocks.append(summary)
     return "\n".join(blocks)
+
+
+def _where(change: Change) -> str:
+    if change.in_output:
+        return f"line {change.line} of the rewritten file"
+    return f"line {change.line}"
+
+
+def _counts(rewritten: int, compatible: int, flagged: int) -> str:
+    return f"{rewritten} rewritten, {compatible} through a compatibility path, {flagged} flagged"
 
 
 def _plural(count: int, noun: str) -> str:

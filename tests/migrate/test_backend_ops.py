@@ -377,8 +377,11 @@ def test_tf1_seed_becomes_keras_set_random_seed(before, after):
     result = migrate.migrate_source(source)
 
     assert result.migrated.splitlines()[-1] == after
-    assert [change.rule for change in result.report.changes] == [backend_ops.RULE]
-    assert "NumPy" in result.report.changes[0].message
+    # `import tensorflow as tf` is left unused by the rewrite when tf was only
+    # used for the seed, and goes.
+    rewrites = [change for change in result.report.changes if change.rule != "imports"]
+    assert [change.rule for change in rewrites] == [backend_ops.RULE]
+    assert "NumPy" in rewrites[0].message
     again = migrate.migrate_source(result.migrated)
     assert again.migrated == result.migrated and not again.report.changes
 

@@ -70,3 +70,36 @@ def test_a_note_with_a_long_path_is_recognized_by_the_second_run():
     comments = [line.comment.value for line in once.leading_lines]
     assert any(path in text for text in comments), comments
     assert len(twice.leading_lines) == len(once.leading_lines)
+
+
+def test_imports_the_rewrites_left_unused_are_removed_and_others_stay():
+    source = (
+        '"""Doc."""\n'
+        "from __future__ import print_function\n"
+        "import os\n"
+        "from scipy import misc\n"
+        "import numpy as np\n"
+        "import unused_before\n"
+        "\n"
+        "small = misc.imresize(np.zeros((4, 4)), (2, 2))\n"
+    )
+    result = migrate.migrate_source(source, "train.py")
+    assert result.migrated == (
+        '"""Doc."""\n'
+        "from __future__ import print_function\n"
+        "import os\n"
+        "import numpy as np\n"
+        "import unused_before\n"
+        "import parallel_keras.scipy_misc\n"
+        "\n"
+        "small = parallel_keras.scipy_misc.imresize(np.zeros((4, 4)), (2, 2))\n"
+    )
+    removed = [c for c in result.report.changes if c.message.startswith("removed `")]
+    assert [(c.line, c.message) for c in removed] == [
+        (4, "removed `from scipy import misc`: the rewrites left it unused")
+    ]
+    again = migrate.migrate_source(result.migrated, "train.py")
+    assert again.migrated == result.migrated and not again.report.changes
+    namespace: dict = {}
+    exec(result.migrated.replace("import unused_before\n", ""), namespace)
+    assert namespace["small"].shape == (2, 2)

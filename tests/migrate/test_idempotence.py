@@ -2,8 +2,8 @@
 """Every issue-20 case: a second run changes nothing, and no name is unbound.
 
 The cases are the snippets in `snippets/`, the seed scripts 10-12 of
-`tests/migrate_corpus/legacy/`, and the vendored project in `projects/`
-(migrated as a folder). For each: migrating the output again gives the same
+`tests/migrate_corpus/legacy/`, and the projects in `projects/` (each
+migrated as a folder). For each: migrating the output again gives the same
 text and no change, and the rewrite never makes code use a name that is
 not bound where it runs (`tf` before `import tensorflow`, a deleted config).
 """
@@ -95,17 +95,19 @@ def _comprehension_names(statement) -> set[str]:
 
 
 def _results() -> dict[pathlib.Path, migrate.MigrationResult]:
-    project_files = [
-        (str(p), str(p.relative_to(HERE / "projects" / "vendored_multi_gpu")))
-        for p in CASES
-        if "projects" in p.parts
-    ]
-    project = migrate.scan_project(project_files)
+    projects = {}  # Each folder of projects/ is migrated as one project.
+    for folder in (HERE / "projects").iterdir():
+        project_files = [(str(p), str(p.relative_to(folder))) for p in folder.rglob("*.py")]
+        projects[folder.name] = migrate.scan_project(project_files)
+
+    def project_of(path: pathlib.Path):
+        if "projects" not in path.parts:
+            return None
+        return projects[path.relative_to(HERE / "projects").parts[0]]
+
     return {
         path: migrate.migrate_source(
-            path.read_text(encoding="utf-8"),
-            path.name,
-            project=project if "projects" in path.parts else None,
+            path.read_text(encoding="utf-8"), path.name, project=project_of(path)
         )
         for path in CASES
     }

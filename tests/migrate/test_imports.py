@@ -413,3 +413,21 @@ def test_every_keras2_name_is_moved_or_flagged(module):
             assert imports._removed_fix(f"{module}.{name}") is not None, name
         else:
             assert _keras3_has(f"{home}.{name}"), f"{module}.{name} -> {home}"
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        (
+            "from tensorflow.python import keras\nx = keras.layers.Dense(2)\n",
+            "import keras\nx = keras.layers.Dense(2)\n",
+        ),
+        (
+            "from tensorflow.python import keras as tk, ops\n",
+            "from tensorflow.python import ops\nimport keras as tk\n",
+        ),
+    ],
+)
+def test_keras_package_imported_from_tensorflow_python_becomes_keras(before, after):
+    # It crashed migrate (an empty module name for `from ... import keras`).
+    check_rewrite(before, after)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.migrate.helpers import check_flag, check_rewrite
+from parallel_keras.migrate.rules import layer_api
+from tests.migrate.helpers import check_flag, check_rewrite, check_rules
 
 REWRITES = {
     "cudnn_lstm": (
@@ -127,3 +128,35 @@ def test_redundant_weight_list_updates_removed(line):
 )
 def test_other_weight_list_updates_flagged(line):
     check_flag(LAYER.format(line=line), "self.add_weight")
+
+
+def test_cudnn_import_inside_a_function_keeps_its_local_name():
+    # textgenrnn's model.py: a function-local `from keras.layers import LSTM`
+    # would make LSTM local to the whole function (UnboundLocalError below).
+    before = """\
+        from keras.layers import LSTM
+
+
+        def new_rnn(size, gpus):
+            if gpus:
+                from keras.layers import CuDNNLSTM
+                return CuDNNLSTM(size)
+            return LSTM(size)
+        """
+    after = """\
+        from keras.layers import LSTM
+
+
+        def new_rnn(size, gpus):
+            if gpus:
+                from keras.layers import LSTM as CuDNNLSTM
+                return CuDNNLSTM(size, recurrent_activation='sigmoid')
+            return LSTM(size)
+        """
+    result = check_rules(before, after, layer_api.LayerApiRule)
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # The migrated module, as Python runs it.
+    on_gpu, plain = namespace["new_rnn"](4, 1), namespace["new_rnn"](4, 0)
+    assert on_gpu.recurrent_activation.__name__ == "sigmoid"
+    assert plain.recurrent_activation.__name__ == "sigmoid"  # Keras 3's LSTM default.
+    assert type(on_gpu) is type(plain)

@@ -19,9 +19,12 @@ from parallel_keras.migrate.rules import (
     gpu_count,
     image_data,
     imports,
+    keras1_layers,
     keras1_merge,
+    keyword_only,
     layer_api,
     legacy_api,
+    libraries,
     metric_names,
     model_api,
     multi_gpu,
@@ -35,6 +38,7 @@ from parallel_keras.migrate.rules import (
     template_access,
     template_savers,
     tf1_names,
+    tower_builders,
     training_api,
 )
 
@@ -48,6 +52,7 @@ def default_rules() -> list[context.Rule]:
     """
     return [
         multi_gpu.MultiGpuModelRule(),
+        tower_builders.TowerBuilderRule(),
         template_savers.TemplateSaverRule(),
         checkpoints.CheckpointRule(),
         checkpoints.MonitorModeRule(),
@@ -67,14 +72,17 @@ def default_rules() -> list[context.Rule]:
         # TF1 names, Keras 3 layer/model idioms, NumPy 2.
         tf1_names.Tf1NameRule(),
         numpy2.NumPy2Rule(),
+        libraries.LibrariesRule(),
         layer_api.LayerApiRule(),
         # Before the model-API rule, which flags what this one cannot rewrite.
         symbolic_losses.SymbolicLossRule(),
         model_api.ModelApiRule(),
+        keyword_only.KeywordOnlyRule(),
         callback_args.CallbackArgsRule(),
         requirements.RequirementsRule(),
         # Keras 2 idioms met in unseen scripts: batch shapes, reset_states, Keras 1 merge.
         batch_shapes.BatchInputShapeRule(),
         keras1_merge.Keras1MergeRule(),
+        keras1_layers.Keras1LayerArgsRule(),
         reset_states.ResetStatesRule(),
     ]

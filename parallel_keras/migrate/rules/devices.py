@@ -14,10 +14,11 @@ before `multi_gpu_model`) keeps `tf.device`, which still works for that.
 
 from __future__ import annotations
 
-import libcst as cst
-from libcst import matchers as m
+import ast
 
-from parallel_keras.migrate import context, syntax
+import libcst as cst
+
+from parallel_keras.migrate import context, syntax, towers
 
 RULE = "device scopes"
 
@@ -34,7 +35,8 @@ AUDIT: list[tuple[str, str | None, str]] = [
         "placing where a model is built still works",
     ),
     (
-        "with tf.device(...) inside a vendored def multi_gpu_model",
+        "with tf.device(...) inside the project's own multi-GPU code (a vendored "
+        "multi_gpu_model, make_parallel, ParallelModel: towers over slices)",
         "(kept)",
         "its callers get parallel_keras.multi_gpu_model; the towers are not placements",
     ),
@@ -65,14 +67,17 @@ class DeviceScopeRule(context.Rule):
 
     def __init__(self):
         self._layer_names: set[str] = set()
-        # `with tf.device` inside a vendored copy of Keras 2's multi_gpu_model:
-        # its towers are what parallel_keras.multi_gpu_model replaces, not
-        # placements to keep.
+        # Lines of `with tf.device` inside the project's own multi-GPU code
+        # (a vendored multi_gpu_model, make_parallel, ParallelModel: see
+        # towers.py): its towers are what parallel_keras.multi_gpu_model
+        # replaces, not placements to keep.
         self._vendored: set[int] = set()
 
-    def visit_FunctionDef(self, ctx, node):
-        if node.name.value == "multi_gpu_model":
-            self._vendored.update(id(scope) for scope in m.findall(node.body, m.With()))
+    def visit_Module(self, ctx, node):
+        try:
+            self._vendored = towers.tower_scopes(ast.parse(node.code))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            self._vendored = set()
 
     def visit_Assign(self, ctx, node):
         if isinstance(node.value, cst.Call) and _is_layer_class(
@@ -96,7 +101,7 @@ class DeviceScopeRule(context.Rule):
         return False
 
     def leave_With(self, ctx, original, updated):
-        if id(original) in self._vendored:
+        if ctx.line(original) in self._vendored:
             return updated
         items = list(updated.items)
         changed = False

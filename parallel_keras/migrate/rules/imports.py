@@ -761,6 +761,26 @@ class ImportPathRule(context.Rule):
                 continue
             parent, last = _split(new_module)
             local = _alias_name(alias)
+            if not parent:
+                # `from tensorflow.python import keras`: Keras 3 is the
+                # top-level package itself.
+                new.append(
+                    cst.Import(
+                        names=[
+                            cst.ImportAlias(
+                                name=cst.Name(last),
+                                asname=None if local == last else cst.AsName(name=cst.Name(local)),
+                            )
+                        ]
+                    )
+                )
+                ctx.change(
+                    line,
+                    RULE,
+                    f"`from {old_module} import {syntax.dotted(alias.name)}` -> "
+                    f"`import {last}`: Keras 3 is the `{last}` package",
+                )
+                continue
             new.append(
                 cst.ImportFrom(
                     module=syntax.dotted_expression(parent),

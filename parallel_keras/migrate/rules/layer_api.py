@@ -92,8 +92,32 @@ class LayerApiRule(context.Rule):
         self._renamed: set[str] = set()  # layer names with `/`, literal
         self._class_weights: list[set[str]] = []  # per class: self.X = self.add_weight
         self._weights_by_class: dict[int, set[str]] = {}
+        # A CuDNN import inside a function (`if gpus: from keras.layers import
+        # CuDNNLSTM`) keeps its local name: `from keras.layers import LSTM`
+        # there would make LSTM local to the whole function, and the
+        # function's other `LSTM(...)` (the module's) an UnboundLocalError.
+        self._local_imports: set[int] = set()
+        self._kept_names: set[int] = set()
 
     # -- Scan -----------------------------------------------------------------
+
+    def visit_FunctionDef(self, ctx, node):
+        local = set()
+        for statement in syntax.findall(node.body, cst.ImportFrom):
+            if isinstance(statement.names, cst.ImportStar):
+                continue
+            names = {
+                syntax.dotted(alias.name)
+                for alias in statement.names
+                if alias.asname is None and syntax.dotted(alias.name) in _CUDNN
+            }
+            if names:
+                self._local_imports.add(id(statement))
+                local |= names
+        if local:
+            self._kept_names.update(
+                id(name) for name in syntax.findall(node.body, cst.Name) if name.value in local
+            )
 
     def visit_ClassDef(self, ctx, node):
         created: set[str] = set()
@@ -128,11 +152,21 @@ class LayerApiRule(context.Rule):
         ):
             return updated
         seen, kept = set(), []
+        local = id(original) in self._local_imports
         for alias in updated.names:
             if syntax.dotted(alias.name) in _CUDNN:
+                cudnn = syntax.dotted(alias.name)
                 alias = alias.with_changes(
-                    name=cst.Name(_CUDNN[syntax.dotted(alias.name)][0])
+                    name=cst.Name(_CUDNN[cudnn][0])
                 )  # `import LSTM, CuDNNLSTM` -> one LSTM.
+                if local and alias.asname is None:
+                    alias = alias.with_changes(
+                        asname=cst.AsName(
+                            whitespace_before_as=cst.SimpleWhitespace(" "),
+                            whitespace_after_as=cst.SimpleWhitespace(" "),
+                            name=cst.Name(cudnn),
+                        )
+                    )
             key = (syntax.dotted(alias.name), alias.asname.name.value if alias.asname else None)
             if key not in seen:
                 seen.add(key)
@@ -149,6 +183,8 @@ class LayerApiRule(context.Rule):
         return updated.with_changes(names=kept)
 
     def leave_Name(self, ctx, original, updated):
+        if id(original) in self._kept_names:
+            return updated
         if original.value in _CUDNN and _cudnn(ctx, original):
             return updated.with_changes(value=_CUDNN[original.value][0])
         return updated

@@ -1,0 +1,456 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Rewrite: the libraries beside Keras, where Keras 2-era scripts hit removals.
+
+* pandas 1.0 removed `DataFrame.as_matrix()` (-> `.to_numpy()`) and `.ix`
+  (-> `.loc` where every key is a label: a string, a list of strings, a
+  slice of strings or `:`; otherwise `.ix` chose labels or positions by the
+  index's type, and the line is flagged); pandas 2.0 removed
+  `DataFrame.append` (-> `pd.concat([df, other])`, where `other` is a
+  DataFrame the script builds, or a dict / list of dicts as new rows).
+* SciPy 1.3 removed `scipy.misc.imread`/`imresize`/`imsave` (and
+  `toimage`, `fromimage`, `bytescale`, `scipy.ndimage.imread`): they go to
+  `parallel_keras.scipy_misc`, the same functions on Pillow (pixel for
+  pixel: `imresize` byte-scales non-uint8 arrays and returns uint8, which a
+  bare Pillow resize does not), a compatibility path.
+* scikit-learn 0.20 removed `sklearn.cross_validation` (the functions with
+  the same signature go to `sklearn.model_selection`; the splitter classes,
+  whose constructors changed, are flagged) and 0.23 `sklearn.externals.joblib`
+  (-> `joblib`, a scikit-learn dependency).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from parallel_keras.migrate import context, syntax
+
+RULE = "libraries"
+
+_SCIPY_IMAGE = frozenset({"imread", "imresize", "imsave", "toimage", "fromimage", "bytescale"})
+_SCIPY_MODULES = {"scipy.misc": _SCIPY_IMAGE, "scipy.ndimage": frozenset({"imread"})}
+_SCIPY_MODERN = {
+    "imread": "numpy.asarray(PIL.Image.open(path)) (convert('RGB') for palette images)",
+    "imresize": "numpy.asarray(PIL.Image.fromarray(x).resize((width, height), "
+    "PIL.Image.BILINEAR)) on uint8 arrays (byte-scale float arrays to 0-255 first)",
+    "imsave": "PIL.Image.fromarray(x).save(path) on uint8 arrays",
+    "toimage": "PIL.Image.fromarray(x) on uint8 arrays",
+    "fromimage": "numpy.asarray(image)",
+    "bytescale": "((x - x.min()) * 255 / (x.max() - x.min()) + 0.5).astype('uint8')",
+}
+# sklearn.cross_validation names with the same signature in model_selection.
+_SAME_IN_MODEL_SELECTION = frozenset(
+    {
+        "train_test_split",
+        "cross_val_score",
+        "cross_val_predict",
+        "permutation_test_score",
+        "check_cv",
+    }
+)
+_CROSS_VALIDATION_FIX = (
+    "sklearn.cross_validation was removed in scikit-learn 0.20; its splitters moved to "
+    "sklearn.model_selection with new constructors: KFold(n, n_folds) -> "
+    "KFold(n_splits=n_folds) and `for train, test in kfold.split(X)`; "
+    "StratifiedKFold(y, n_folds) -> StratifiedKFold(n_splits=n_folds) and "
+    "`.split(X, y)`; ShuffleSplit(n, n_iter) -> ShuffleSplit(n_splits=n_iter) and "
+    "`.split(X)`."
+)
+# Window functions SciPy 1.13 removed from `scipy.signal` (they stay in
+# `scipy.signal.windows`, the same functions); `hanning` was `hann`'s alias.
+_WINDOWS = {
+    name: name
+    for name in (
+        "barthann bartlett blackman blackmanharris bohman boxcar chebwin cosine "
+        "exponential flattop gaussian general_gaussian hamming hann kaiser nuttall "
+        "parzen triang tukey"
+    ).split()
+} | {"hanning": "hann"}
+_APPEND_KEYWORDS = frozenset({"ignore_index", "verify_integrity", "sort"})
+_PANDAS_DATAFRAME_SOURCES = ("pandas.DataFrame", "pandas.read_", "pandas.concat", "pandas.merge")
+
+# name, what it becomes (None: flagged), why[, modern form]. Read by the audit table.
+AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None]] = [
+    ("DataFrame.as_matrix()", "DataFrame.to_numpy()", "removed in pandas 1.0; same array"),
+    (
+        "DataFrame.as_matrix(columns)",
+        "DataFrame[columns].to_numpy()",
+        "removed in pandas 1.0; same array",
+    ),
+    (
+        "df.ix[labels]",
+        "df.loc[labels]",
+        "removed in pandas 1.0; every key a string, list of strings or `:` is a label",
+    ),
+    (
+        "df.ix[other keys]",
+        None,
+        "removed in pandas 1.0; .ix read integers as labels or positions by the index's "
+        "type: use .loc for labels, .iloc for positions",
+    ),
+    (
+        "df.append(other_df / {row} / [rows])",
+        "pd.concat([df, other_df / pd.DataFrame([row]) / pd.DataFrame(rows)])",
+        "removed in pandas 2.0; the same frame",
+    ),
+    (
+        "df.append(x) of a value not known to be a DataFrame or rows",
+        None,
+        "removed in pandas 2.0: pd.concat([df, x]) for a DataFrame, "
+        "pd.concat([df, x.to_frame().T]) for a Series row",
+    ),
+    *(
+        (
+            f"scipy.misc.{name}",
+            f"parallel_keras.scipy_misc.{name}",
+            "removed in SciPy 1.3; SciPy 1.2's function on Pillow, pixel for pixel",
+            _SCIPY_MODERN[name],
+        )
+        for name in sorted(_SCIPY_IMAGE)
+    ),
+    (
+        "scipy.ndimage.imread",
+        "parallel_keras.scipy_misc.imread",
+        "removed in SciPy 1.2; the same function on Pillow",
+        _SCIPY_MODERN["imread"],
+    ),
+    *(
+        (
+            f"sklearn.cross_validation.{name}",
+            f"sklearn.model_selection.{name}",
+            "removed in scikit-learn 0.20; the same function",
+        )
+        for name in sorted(_SAME_IN_MODEL_SELECTION)
+    ),
+    ("sklearn.cross_validation.KFold (and the other splitters)", None, _CROSS_VALIDATION_FIX),
+    ("sklearn.externals.joblib", "joblib", "removed in scikit-learn 0.23; the same package"),
+    *(
+        (
+            f"scipy.signal.{old}",
+            f"scipy.signal.windows.{new}",
+            "removed from scipy.signal in SciPy 1.13; the same window function",
+        )
+        for old, new in sorted(_WINDOWS.items())
+    ),
+]
+
+
+def _is_label(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return bool(node.elements) and all(_is_label(e.value) for e in node.elements)
+    return False
+
+
+def _ix_keys_are_labels(subscript: cst.Subscript) -> bool:
+    for element in subscript.slice:
+        key = element.slice
+        if isinstance(key, cst.Index):
+            if not _is_label(key.value):
+                return False
+        elif isinstance(key, cst.Slice):
+            parts = [key.lower, key.upper]
+            if key.step is not None or any(p is not None and not _is_label(p) for p in parts):
+                return False
+        else:
+            return False
+    return True
+
+
+class LibrariesRule(context.Rule):
+    """pandas, SciPy and scikit-learn removals, to their same-meaning calls."""
+
+    name = RULE
+
+    def __init__(self):
+        self._pandas: str | None = None  # The script's name for pandas.
+        self._frames: set[str] = set()  # Names assigned a DataFrame somewhere.
+
+    # -- Scan -----------------------------------------------------------------
+
+    def visit_Import(self, ctx, node):
+        for alias in node.names:
+            if syntax.dotted(alias.name) == "pandas" and self._pandas is None:
+                self._pandas = alias.evaluated_alias or "pandas"
+
+    def visit_Assign(self, ctx, node):
+        if isinstance(node.value, cst.Call) and self._makes_frame(ctx, node.value):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    self._frames.add(target.target.value)
+
+    def _makes_frame(self, ctx, call: cst.Call) -> bool:
+        qualified = ctx.qualified_name(call.func) or ""
+        return qualified.startswith(_PANDAS_DATAFRAME_SOURCES)
+
+    # -- Rewrite: imports --------------------------------------------------------
+
+    def leave_ImportFrom(self, ctx, original, updated):
+        if updated.module is None or updated.relative or isinstance(updated.names, cst.ImportStar):
+            return updated
+        module = syntax.dotted(updated.module)
+        names = [syntax.dotted(alias.name) for alias in updated.names]
+        if module in _SCIPY_MODULES and all(n in _SCIPY_MODULES[module] for n in names):
+            ctx.require_package("pillow")
+            ctx.compat(
+                original,
+                RULE,
+                f"`from {module} import {', '.join(names)}` -> `from parallel_keras.scipy_misc "
+                "import ...`: removed in SciPy 1.3; SciPy 1.2's functions on Pillow, pixel "
+                "for pixel",
+                "; ".join(f"{n}: {_SCIPY_MODERN[n]}" for n in names),
+            )
+            return updated.with_changes(
+                module=syntax.dotted_expression("parallel_keras.scipy_misc")
+            )
+        if module == "sklearn.cross_validation":
+            changed = [n for n in names if n not in _SAME_IN_MODEL_SELECTION]
+            if changed:
+                ctx.flag(
+                    original,
+                    RULE,
+                    f"`{', '.join(changed)}` from sklearn.cross_validation",
+                    _CROSS_VALIDATION_FIX,
+                )
+                return updated
+            ctx.change(
+                original,
+                RULE,
+                "`sklearn.cross_validation` -> `sklearn.model_selection`: removed in "
+                "scikit-learn 0.20; the same functions",
+            )
+            return updated.with_changes(module=syntax.dotted_expression("sklearn.model_selection"))
+        if module == "sklearn.externals.joblib":
+            ctx.change(
+                original,
+                RULE,
+                "`sklearn.externals.joblib` -> `joblib`: removed in scikit-learn 0.23",
+            )
+            return updated.with_changes(module=cst.Name("joblib"))
+        return updated
+
+    def leave_SimpleStatementLine(self, ctx, original, updated):
+        # `from sklearn.externals import joblib` -> `import joblib`.
+        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.ImportFrom):
+            return updated
+        statement = updated.body[0]
+        if (
+            statement.module is not None
+            and not statement.relative
+            and syntax.dotted(statement.module) == "scipy.signal"
+            and not isinstance(statement.names, cst.ImportStar)
+        ):
+            return self._signal_windows(ctx, original, updated, statement)
+        if (
+            statement.module is None
+            or syntax.dotted(statement.module) != "sklearn.externals"
+            or isinstance(statement.names, cst.ImportStar)
+            or [syntax.dotted(a.name) for a in statement.names] != ["joblib"]
+        ):
+            return updated
+        ctx.change(
+            original,
+            RULE,
+            "`from sklearn.externals import joblib` -> `import joblib`: "
+            "removed in scikit-learn 0.23",
+        )
+        alias = statement.names[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(body=[cst.Import(names=[alias])])
+
+    def _signal_windows(self, ctx, original, updated, statement):
+        """`from scipy.signal import gaussian, convolve` -> windows from `.windows`."""
+        windows = [a for a in statement.names if syntax.dotted(a.name) in _WINDOWS]
+        if not windows:
+            return updated
+        kept = [a for a in statement.names if a not in windows]
+        moved = []
+        for alias in windows:
+            old = syntax.dotted(alias.name)
+            new = _WINDOWS[old]
+            asname = alias.asname
+            if asname is None and new != old:
+                asname = cst.AsName(name=cst.Name(old))
+            moved.append(
+                alias.with_changes(
+                    name=cst.Name(new), asname=asname, comma=cst.MaybeSentinel.DEFAULT
+                )
+            )
+        moved = [
+            alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            for alias in moved[:-1]
+        ] + moved[-1:]
+        ctx.change(
+            original,
+            RULE,
+            f"`{', '.join(syntax.dotted(a.name) for a in windows)}` imported from "
+            "`scipy.signal.windows`: removed from scipy.signal in SciPy 1.13; the same "
+            "window functions",
+        )
+        new_import = cst.ImportFrom(
+            module=syntax.dotted_expression("scipy.signal.windows"), names=moved
+        )
+        if not kept:
+            return updated.with_changes(body=[new_import])
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return cst.FlattenSentinel(
+            [
+                updated.with_changes(body=[statement.with_changes(names=kept)]),
+                cst.SimpleStatementLine(body=[new_import]),
+            ]
+        )
+
+    def leave_Import(self, ctx, original, updated):
+        names = list(updated.names)
+        for index, alias in enumerate(names):
+            dotted = syntax.dotted(alias.name)
+            if dotted == "sklearn.externals.joblib" and alias.asname is not None:
+                names[index] = alias.with_changes(name=cst.Name("joblib"))
+            elif dotted == "sklearn.cross_validation":
+                names[index] = alias.with_changes(
+                    name=syntax.dotted_expression("sklearn.model_selection")
+                )
+            else:
+                continue
+            ctx.change(original, RULE, f"`import {dotted}`: removed; the same module moved")
+        return updated.with_changes(names=names)
+
+    # -- Rewrite: uses -------------------------------------------------------------
+
+    def leave_Attribute(self, ctx, original, updated):
+        qualified = ctx.qualified_name(original) or ""
+        module, _, name = qualified.rpartition(".")
+        if module in _SCIPY_MODULES and name in _SCIPY_MODULES[module]:
+            ctx.require_import("parallel_keras.scipy_misc")
+            ctx.require_package("pillow")
+            ctx.compat(
+                original,
+                RULE,
+                f"`{syntax.code(original)}` -> `parallel_keras.scipy_misc.{name}`: removed in "
+                "SciPy 1.3; SciPy 1.2's function on Pillow, pixel for pixel",
+                _SCIPY_MODERN[name],
+            )
+            return syntax.expression(f"parallel_keras.scipy_misc.{name}")
+        if module == "scipy.signal" and name in _WINDOWS:
+            ctx.change(
+                original,
+                RULE,
+                f"`{syntax.code(original)}` -> `...windows.{_WINDOWS[name]}`: removed from "
+                "scipy.signal in SciPy 1.13; the same window function",
+            )
+            return updated.with_changes(
+                value=cst.Attribute(value=updated.value, attr=cst.Name("windows")),
+                attr=cst.Name(_WINDOWS[name]),
+            )
+        if module == "sklearn.cross_validation" and syntax.code(original.value) == module:
+            if name not in _SAME_IN_MODEL_SELECTION:
+                ctx.flag(original, RULE, f"`{qualified}`", _CROSS_VALIDATION_FIX)
+                return updated
+            ctx.change(original, RULE, f"`{qualified}` -> `sklearn.model_selection.{name}`")
+            return syntax.expression(f"sklearn.model_selection.{name}")
+        if qualified == "sklearn.externals.joblib" and syntax.code(original) == qualified:
+            ctx.change(original, RULE, "`sklearn.externals.joblib` -> `joblib`")
+            ctx.require_import("joblib")
+            return cst.Name("joblib")
+        return updated
+
+    def leave_Subscript(self, ctx, original, updated):
+        value = updated.value
+        if not (isinstance(value, cst.Attribute) and value.attr.value == "ix"):
+            return updated
+        if not _ix_keys_are_labels(original):
+            ctx.flag(
+                original,
+                RULE,
+                f"`{syntax.code(original.value)}` (removed in pandas 1.0) with keys that are "
+                "not all labels: .ix read integers as labels or positions by the index's type",
+                f"use `{syntax.code(value.value)}.loc[...]` for labels or "
+                f"`{syntax.code(value.value)}.iloc[...]` for positions.",
+            )
+            return updated
+        ctx.change(
+            original,
+            RULE,
+            "`.ix[...]` -> `.loc[...]`: removed in pandas 1.0; every key is a label",
+        )
+        return updated.with_changes(value=value.with_changes(attr=cst.Name("loc")))
+
+    def leave_Call(self, ctx, original, updated):
+        method = syntax.method_name(original)
+        if method == "as_matrix":
+            return self._as_matrix(ctx, original, updated)
+        if method == "append":
+            return self._append(ctx, original, updated)
+        return updated
+
+    def _as_matrix(self, ctx, original, updated):
+        receiver = updated.func.value
+        args = list(updated.args)
+        if len(args) > 1 or any(
+            arg.star or (arg.keyword is not None and arg.keyword.value != "columns") for arg in args
+        ):
+            return updated
+        if args:
+            receiver = cst.Subscript(
+                value=receiver, slice=[cst.SubscriptElement(cst.Index(args[0].value))]
+            )
+        ctx.change(
+            original,
+            RULE,
+            "`.as_matrix()` -> `.to_numpy()`: removed in pandas 1.0; the same array",
+        )
+        return cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name("to_numpy")))
+
+    def _append(self, ctx, original, updated):
+        keywords = {arg.keyword.value for arg in original.args if arg.keyword is not None}
+        positional = syntax.positional(original)
+        pandas_keywords = keywords & _APPEND_KEYWORDS
+        receiver = original.func.value
+        frame_receiver = (isinstance(receiver, cst.Name) and receiver.value in self._frames) or (
+            isinstance(receiver, cst.Call) and self._makes_frame(ctx, receiver)
+        )
+        if not (pandas_keywords or frame_receiver) or keywords - {*_APPEND_KEYWORDS, "other"}:
+            return updated
+        if len(positional) + ("other" in keywords) != 1 or syntax.has_star(original):
+            return updated
+        other_arg = positional[0] if positional else syntax.keyword(original, "other")
+        if other_arg is None:
+            return updated
+        pandas = self._pandas or "pandas"
+        other = other_arg.value
+        if isinstance(other, cst.Dict):
+            rows = f"{pandas}.DataFrame([{syntax.code(other)}])"
+        elif isinstance(other, cst.List) and all(
+            isinstance(e.value, cst.Dict) for e in other.elements
+        ):
+            rows = f"{pandas}.DataFrame({syntax.code(other)})"
+        elif (isinstance(other, cst.Name) and other.value in self._frames) or (
+            isinstance(other, cst.Call) and self._makes_frame(ctx, other)
+        ):
+            rows = syntax.code(other)
+        else:
+            ctx.flag(
+                original,
+                RULE,
+                "`DataFrame.append` was removed in pandas 2.0, and what is appended is not "
+                "known to be a DataFrame or rows",
+                f"use `{pandas}.concat([{syntax.code(receiver)}, {syntax.code(other)}])` for a "
+                f"DataFrame, `{pandas}.concat([{syntax.code(receiver)}, "
+                f"{syntax.code(other)}.to_frame().T])` for a Series row.",
+            )
+            return updated
+        extra = "".join(
+            f", {arg.keyword.value}={syntax.code(arg.value)}"
+            for arg in updated.args
+            if arg.keyword is not None and arg.keyword.value != "other"
+        )
+        if self._pandas is None:
+            ctx.require_import("pandas")
+        ctx.change(
+            original,
+            RULE,
+            f"`.append(...)` -> `{pandas}.concat([...])`: DataFrame.append was removed in "
+            "pandas 2.0; the same frame",
+        )
+        return syntax.expression(
+            f"{pandas}.concat([{syntax.code(updated.func.value)}, {rows}]{extra})"
+        )

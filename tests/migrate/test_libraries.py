@@ -1,0 +1,193 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tests of rules/libraries.py: pandas, SciPy and scikit-learn removals.
+
+Each rewrite is run: the migrated snippet executes with the installed pandas,
+scikit-learn and Pillow, and gives what the Keras 2-era call gave.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from parallel_keras import migrate
+from parallel_keras.migrate.rules import libraries
+from tests.migrate.helpers import check_rules, flags
+
+_RULE = libraries.LibrariesRule
+
+
+def _run(source: str) -> dict:
+    namespace: dict = {}
+    exec(textwrap.dedent(source), namespace)  # The migrated script, as Python runs it.
+    return namespace
+
+
+def test_as_matrix_becomes_to_numpy_with_the_same_array():
+    before = """\
+        import pandas as pd
+        df = pd.DataFrame({'a': [1, 2], 'b': [3.0, 4.0]})
+        x = df.as_matrix()
+        y = df.as_matrix(columns=['b'])
+        z = df[['a']].as_matrix(['a'])
+        """
+    after = """\
+        import pandas as pd
+        df = pd.DataFrame({'a': [1, 2], 'b': [3.0, 4.0]})
+        x = df.to_numpy()
+        y = df[['b']].to_numpy()
+        z = df[['a']][['a']].to_numpy()
+        """
+    result = check_rules(before, after, _RULE)
+    namespace = _run(result.migrated)
+    np.testing.assert_array_equal(namespace["x"], [[1.0, 3.0], [2.0, 4.0]])
+    np.testing.assert_array_equal(namespace["y"], [[3.0], [4.0]])
+    np.testing.assert_array_equal(namespace["z"], [[1], [2]])
+
+
+def test_ix_with_labels_becomes_loc_and_ambiguous_keys_are_flagged():
+    before = """\
+        import pandas as pd
+        df = pd.DataFrame({'a': [1, 2, 3], 'b': [4, 5, 6]}, index=['x', 'y', 'z'])
+        col = df.ix[:, 'a']
+        rows = df.ix['x':'y', ['a', 'b']]
+        first = df.ix[0]
+        """
+    result = migrate.migrate_source(textwrap.dedent(before), rules=[_RULE()])
+    assert "col = df.loc[:, 'a']" in result.migrated
+    assert "rows = df.loc['x':'y', ['a', 'b']]" in result.migrated
+    assert "first = df.ix[0]" in result.migrated
+    (flag,) = flags(result, libraries.RULE)
+    assert "df.loc[...]" in flag[2] and "df.iloc[...]" in flag[2]
+    namespace = _run(result.migrated.replace("first = df.ix[0]", ""))
+    assert namespace["col"].tolist() == [1, 2, 3]
+    assert namespace["rows"].to_numpy().tolist() == [[1, 4], [2, 5]]
+
+
+def test_append_becomes_concat_for_frames_and_rows():
+    before = """\
+        import pandas as pd
+        df = pd.DataFrame({'a': [1], 'b': [2]})
+        more = pd.DataFrame({'a': [3], 'b': [4]})
+        df = df.append(more, ignore_index=True)
+        df = df.append({'a': 5, 'b': 6}, ignore_index=True)
+        df = df.append([{'a': 7, 'b': 8}], ignore_index=True)
+        items = []
+        items.append(3)
+        """
+    after = """\
+        import pandas as pd
+        df = pd.DataFrame({'a': [1], 'b': [2]})
+        more = pd.DataFrame({'a': [3], 'b': [4]})
+        df = pd.concat([df, more], ignore_index=True)
+        df = pd.concat([df, pd.DataFrame([{'a': 5, 'b': 6}])], ignore_index=True)
+        df = pd.concat([df, pd.DataFrame([{'a': 7, 'b': 8}])], ignore_index=True)
+        items = []
+        items.append(3)
+        """
+    result = check_rules(before, after, _RULE)
+    frame = _run(result.migrated)["df"]
+    assert frame.to_numpy().tolist() == [[1, 2], [3, 4], [5, 6], [7, 8]]
+    assert frame.index.tolist() == [0, 1, 2, 3]
+
+
+def test_append_of_an_unknown_value_is_flagged():
+    source = "import pandas as pd\ndf = load()\ndf = df.append(row, ignore_index=True)\n"
+    result = migrate.migrate_source(source, rules=[_RULE()])
+    assert "df.append(row, ignore_index=True)" in result.migrated
+    (flag,) = flags(result, libraries.RULE)
+    assert "pd.concat([df, row])" in flag[2]
+
+
+def test_sklearn_moves_run():
+    before = """\
+        from sklearn.cross_validation import train_test_split
+        from sklearn.externals import joblib
+        x_train, x_test = train_test_split(list(range(10)), test_size=0.2, random_state=0)
+        """
+    after = """\
+        from sklearn.model_selection import train_test_split
+        import joblib
+        x_train, x_test = train_test_split(list(range(10)), test_size=0.2, random_state=0)
+        """
+    result = check_rules(before, after, _RULE)
+    namespace = _run(result.migrated)
+    assert sorted(namespace["x_train"] + namespace["x_test"]) == list(range(10))
+    assert len(namespace["x_test"]) == 2
+    assert callable(namespace["joblib"].dump)
+
+
+def test_sklearn_splitters_with_new_constructors_are_flagged():
+    source = "from sklearn.cross_validation import KFold\nfolds = KFold(100, n_folds=5)\n"
+    result = migrate.migrate_source(source, rules=[_RULE()])
+    assert result.migrated.endswith(source)
+    (flag,) = flags(result, libraries.RULE)
+    assert "KFold(n_splits=n_folds)" in flag[2]
+
+
+@pytest.mark.parametrize(
+    "before, call",
+    [
+        ("from scipy.misc import imresize, imread\n", "imresize"),
+        ("from scipy import misc\n", "misc.imresize"),
+        ("import scipy.misc\n", "scipy.misc.imresize"),
+    ],
+)
+def test_scipy_image_helpers_run_through_a_compatibility_path(tmp_path, before, call):
+    pytest.importorskip("PIL")
+    source = before + f"small = {call}(image, (4, 6))\nhalf = {call}(image, 50)\n"
+    result = migrate.migrate_source(source, rules=[_RULE()])
+    assert migrate.migrate_source(result.migrated, rules=[_RULE()]).migrated == result.migrated
+    assert all(change.modern for change in result.report.changes if change.rule != "imports")
+    assert result.report.requirements == ["pillow"]
+    assert "parallel_keras.scipy_misc" in result.migrated  # SciPy has no imresize now.
+    # A float image: SciPy byte-scaled it to 0-255 before resizing, uint8 out.
+    image = np.linspace(-1.0, 1.0, 8 * 12).reshape(8, 12)
+    namespace: dict = {"image": image}
+    exec(result.migrated, namespace)
+    small, half = namespace["small"], namespace["half"]
+    from PIL import Image
+
+    scaled = ((image - image.min()) * 255 / (image.max() - image.min()) + 0.5).astype(np.uint8)
+    expected = np.asarray(Image.fromarray(scaled).resize((6, 4), Image.BILINEAR))
+    assert small.dtype == np.uint8
+    np.testing.assert_array_equal(small, expected)
+    np.testing.assert_array_equal(half, expected)  # 50 is a percentage.
+
+
+def test_dataframe_frames_are_pandas_frames():
+    # The rewrite's pandas is the installed one (pandas 2 has no append).
+    assert not hasattr(pd.DataFrame, "append")
+    assert not hasattr(pd.DataFrame, "as_matrix")
+
+
+def test_scipy_signal_windows_move_to_their_module_and_run():
+    before = """\
+        import scipy.signal
+        from scipy import signal
+        from scipy.signal import gaussian, convolve, hanning
+        a = gaussian(5, std=1.0)
+        b = signal.hamming(4)
+        c = scipy.signal.kaiser(4, 2.0)
+        d = hanning(3)
+        """
+    after = """\
+        import scipy.signal
+        from scipy import signal
+        from scipy.signal import convolve
+        from scipy.signal.windows import gaussian, hann as hanning
+        a = gaussian(5, std=1.0)
+        b = signal.windows.hamming(4)
+        c = scipy.signal.windows.kaiser(4, 2.0)
+        d = hanning(3)
+        """
+    result = check_rules(before, after, _RULE)
+    namespace = _run(result.migrated)
+    center = np.exp(-0.5 * (np.arange(5) - 2.0) ** 2)  # A Gaussian window, std 1.
+    np.testing.assert_allclose(namespace["a"], center)
+    np.testing.assert_allclose(namespace["b"], 0.54 - 0.46 * np.cos(2 * np.pi * np.arange(4) / 3))
+    np.testing.assert_allclose(namespace["d"], [0.0, 1.0, 0.0])
+    assert namespace["c"].shape == (4,)

@@ -1,0 +1,188 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A project's own multi-GPU code is multi_gpu_model, whatever its name.
+
+`towers.find_tower_builders` recognises it by what it does (one tower per
+GPU under tf.device, slices in, concatenation out); `rules/tower_builders.py`
+sends its callers to `parallel_keras.multi_gpu_model` with the right `gpus`;
+`projects/own_parallel/` (a Mask R-CNN-style `ParallelModel` class and a
+`make_parallel`-style function over a GPU id list, in other files than the
+training script) runs as migrated on 4 simulated devices.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+from parallel_keras import migrate
+from parallel_keras.cli import migrate as migrate_cli
+from parallel_keras.migrate import towers
+
+PROJECT = pathlib.Path(__file__).parent / "projects" / "own_parallel"
+
+_TOWER = """\
+import tensorflow as tf
+from keras.layers import Lambda, concatenate
+from keras.models import Model
+
+def {name}({params}):
+    outputs = []
+    for {target} in {iterable}:
+        with tf.device({device}):
+            part = Lambda(get_slice, arguments={{'idx': i, 'parts': n}})(model.input)
+            outputs.append(model(part))
+    with tf.device('/cpu:0'):
+        merged = concatenate(outputs, axis=0)
+    return Model(model.input, merged)
+"""
+
+
+@pytest.mark.parametrize(
+    "device",
+    [
+        "'/gpu:%d' % i",
+        "f'/gpu:{i}'",
+        "'/gpu:{}'.format(i)",
+        "'/gpu:' + str(i)",
+        "'/device:GPU:%d' % i",
+    ],
+)
+def test_device_spellings_are_recognised(device):
+    source = _TOWER.format(
+        name="make_parallel",
+        params="model, gpu_count",
+        target="i",
+        iterable="range(gpu_count)",
+        device=device,
+    )
+    builders = towers.find_tower_builders(ast.parse(source))
+    assert builders == {
+        "make_parallel": towers.TowerBuilder(
+            "make_parallel", ("model", "gpu_count"), "model", "gpu_count"
+        )
+    }
+
+
+@pytest.mark.parametrize(
+    "params, target, iterable, gpus",
+    [
+        ("model, devices", "i, device", "enumerate(devices)", "devices"),
+        ("model, devices", "device", "devices", "devices"),
+        ("model, gpus", "i", "range(len(gpus))", "gpus"),
+        ("template, n_gpus=2", "i", "range(0, n_gpus)", "n_gpus"),
+    ],
+)
+def test_the_gpu_count_is_read_from_the_tower_loop(params, target, iterable, gpus):
+    device = "device" if "device" in target else "'/gpu:%d' % i"
+    source = _TOWER.format(
+        name="parallelize", params=params, target=target, iterable=iterable, device=device
+    )
+    builder = towers.find_tower_builders(ast.parse(source))["parallelize"]
+    assert builder.gpus == gpus
+    assert builder.model == params.split(",")[0]
+
+
+def test_code_that_only_places_layers_is_not_a_tower_builder():
+    # tf.device in a loop, but no slices and no concatenation: placement.
+    source = textwrap.dedent("""\
+        import tensorflow as tf
+
+        def build(x, gpus):
+            for i in range(gpus):
+                with tf.device('/gpu:%d' % i):
+                    x = Dense(8)(x)
+            return x
+        """)
+    assert towers.find_tower_builders(ast.parse(source)) == {}
+
+
+def test_callers_in_the_same_file_get_parallel_keras_and_the_towers_stay():
+    source = _TOWER.format(
+        name="make_parallel",
+        params="model, gpu_count",
+        target="i",
+        iterable="range(gpu_count)",
+        device="'/gpu:%d' % i",
+    )
+    source += "GPUS = 4\nparallel = make_parallel(model, 2)\nother = make_parallel(gpu_count=GPUS, model=m)\n"
+    result = migrate.migrate_source(source)
+    assert "parallel = parallel_keras.multi_gpu_model(model, gpus=2)\n" in result.migrated
+    assert "other = parallel_keras.multi_gpu_model(m, gpus=GPUS)\n" in result.migrated
+    assert "        with tf.device('/gpu:%d' % i):\n" in result.migrated
+    assert "parallel_keras.device" not in result.migrated
+    assert migrate.migrate_source(result.migrated).migrated == result.migrated
+
+
+def test_a_call_with_an_argument_multi_gpu_model_lacks_is_flagged():
+    source = _TOWER.format(
+        name="make_parallel",
+        params="model, gpu_count, ps_device='/cpu:0'",
+        target="i",
+        iterable="range(gpu_count)",
+        device="'/gpu:%d' % i",
+    )
+    source += "parallel = make_parallel(model, 2, '/gpu:0')\n"
+    result = migrate.migrate_source(source)
+    assert "parallel = make_parallel(model, 2, '/gpu:0')" in result.migrated
+    (flag,) = result.report.flags
+    assert "ps_device" in flag.message
+    assert "parallel_keras.multi_gpu_model(model, gpus=...)" in flag.action
+
+
+def _migrated(tmp_path) -> pathlib.Path:
+    out = tmp_path / "out"
+    assert migrate_cli.main([str(PROJECT), "-o", str(out)]) == 0
+    return out
+
+
+def test_callers_in_other_files_get_parallel_keras_and_lose_the_import(tmp_path):
+    out = _migrated(tmp_path)
+    train = (out / "train.py").read_text()
+    assert "parallel = parallel_keras.multi_gpu_model(model, gpus=GPU_COUNT)" in train
+    assert "parallel = parallel_keras.multi_gpu_model(model, gpus=[0, 1])" in train
+    # Only the import the rewrite left unused goes; slice_batch is still used.
+    assert "ParallelModel" not in train
+    assert "from utils.towers import slice_batch\n" in train
+    # The towers are not rewritten into placements.
+    for name in ("parallel_model.py", "utils/towers.py"):
+        assert (out / name).read_text() == (PROJECT / name).read_text()
+
+
+_RUN = """
+import runpy, sys
+import parallel_keras
+parallel_keras.simulate_devices(4)
+sys.path.insert(0, ".")
+runpy.run_path("train.py", run_name="__main__")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_migrated_project_trains_as_one_device_does(tmp_path):
+    out = _migrated(tmp_path)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    process = subprocess.run(
+        [sys.executable, "-c", _RUN], cwd=out, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert process.returncode == 0, process.stderr[-4000:]
+    rng = np.random.RandomState(0)
+    x = rng.rand(32, 4).astype("float32")
+    y = rng.rand(32, 2).astype("float32")
+    keras.utils.set_random_seed(1)
+    reference = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    reference.compile(loss="mse", optimizer=keras.optimizers.SGD(0.1))
+    reference.fit(x, y, epochs=2, batch_size=8, shuffle=False, verbose=0)
+    for saved in ("class.weights.h5", "function.weights.h5"):
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        model.load_weights(out / saved)
+        for got, want in zip(model.get_weights(), reference.get_weights()):
+            np.testing.assert_allclose(got, want, atol=1e-5)
