@@ -1696,7 +1696,7 @@ ROWS = [
         1,
         "migrate reads regular files only, and skipped this one",
         (
-            "hostile/good.py: 1 change",
+            "hostile/good.py: 1 rewritten",
             "hostile/pipe.py: ERROR",
             "Received: a named pipe (FIFO); reading it would wait for a writer forever",
         ),
@@ -1707,7 +1707,7 @@ ROWS = [
         lambda ws: ws.migrate("--diff", faults.hostile_folder(ws, faults.make_long_sum)),
         1,
         "nests deeper than Python's recursion limit allows",
-        ("hostile/chain.py: ERROR", "Received: RecursionError", "hostile/good.py: 1 change"),
+        ("hostile/chain.py: ERROR", "Received: RecursionError", "hostile/good.py: 1 rewritten"),
         "Rewrite that expression (e.g. sum([...]) or a loop)",
     ),
     Row(
@@ -1715,7 +1715,7 @@ ROWS = [
         lambda ws: ws.migrate("--diff", faults.hostile_folder(ws, faults.make_huge)),
         1,
         "migrate rewrites training scripts of at most 512 KiB",
-        ("hostile/huge.py: ERROR", "Received: 6000000 bytes", "hostile/good.py: 1 change"),
+        ("hostile/huge.py: ERROR", "Received: 6000000 bytes", "hostile/good.py: 1 rewritten"),
         "Migrate the scripts that use Keras, not generated files",
     ),
     Row(
@@ -1723,7 +1723,7 @@ ROWS = [
         lambda ws: ws.migrate("--diff", faults.hostile_folder(ws, faults.make_link_loop)),
         1,
         "migrate follows symbolic links to the file they name, and this one loops",
-        ("hostile/loop_a.py: ERROR", "Received: a symbolic link loop", "hostile/good.py: 1 change"),
+        ("hostile/loop_a.py: ERROR", "Received: a symbolic link loop", "hostile/good.py: 1 rewritten"),
         "Point the link at the script",
     ),
     Row(
@@ -1735,7 +1735,7 @@ ROWS = [
         ),
         1,
         "migrate follows symbolic links to the file they name, and this one loops",
-        ("hostile/loop_a.py: ERROR", "Received: a symbolic link loop", "legacy_train.py: 1 change"),
+        ("hostile/loop_a.py: ERROR", "Received: a symbolic link loop", "legacy_train.py: 1 rewritten"),
         "Point the link at the script",
     ),
     Row(

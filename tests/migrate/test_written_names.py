@@ -49,16 +49,8 @@ _LIBRARY_ROOTS = {
 }
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
 
-# Names a rewrite leaves on a line it flags, which the `compat` branch of
-# issue 28 makes run (its `parallel_keras.compat` session helpers own
-# `K.set_session`); remove each entry when that branch is merged.
-_PENDING: dict[str, str] = {
-    "keras.backend.set_session": (
-        "`import keras.backend.tensorflow_backend as KTF` becomes `import keras.backend "
-        "as KTF`, and `KTF.set_session(...)` stays on a flagged line: the sessions rule "
-        "(compat branch) rewrites it onto parallel_keras.compat"
-    ),
-}
+# Names a rewrite leaves on a line it flags that do not resolve yet (none).
+_PENDING: dict[str, str] = {}
 
 
 def resolve(dotted: str) -> bool:
