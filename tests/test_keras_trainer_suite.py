@@ -42,9 +42,18 @@ CASES: dict[str, tuple[Callable, Callable, bool]] = {}
 # (name, gpus) -> reason: a failure in another engineer's area, expected
 # until that work is merged (strict, so it is noticed when it passes).
 EXPECTED_FAILURES: dict[tuple[str, int | None], str] = {
-    ("k2_model_methods_row_counts_refused", None): (
+    ("k2_model_methods_row_counts_refused", 2): (
         "area `num` (issue 29, mismatched row counts): inputs, targets or "
         "sample weights with other row counts train instead of being refused"
+    ),
+    ("k2_model_methods_sample_weight_with_none", 4): (
+        "area `num` (issue 29, sample weights with None): [None, w] on 4 "
+        "replicas with 10 rows trains other weights than one device"
+    ),
+    ("k2_model_with_partial_loss", None): (
+        "not fixed yet (sem): a loss dict naming one of two outputs with "
+        "metrics=['mae'] and dict targets: 'None values not supported' at "
+        "train_on_batch"
     ),
     ("k2_model_methods_sequences", None): (
         "area `gen` (issue 29, generator read-ahead): a validation Sequence is "
