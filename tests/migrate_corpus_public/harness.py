@@ -91,6 +91,16 @@ def _saved_files(since: float) -> list[str]:
     return sorted(found, key=os.path.getmtime)
 
 
+def _arguments(signature, self, args, kwargs):
+    """Every argument by name, the var-keyword ones spread out again."""
+    arguments = dict(signature.bind(self, *args, **kwargs).arguments)
+    arguments.pop("self")
+    for parameter in signature.parameters.values():
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            arguments.update(arguments.pop(parameter.name, {}))
+    return arguments
+
+
 def _cap_training(keras, spec, trained):
     import numpy as np
 
@@ -99,12 +109,17 @@ def _cap_training(keras, spec, trained):
     max_epochs = spec.get("epochs", 1)
     max_steps = spec.get("steps", 2)
 
+    # Keras's own signatures name every argument (the parallel model's take **kwargs).
+    signatures = {
+        name: inspect.signature(getattr(keras.Model, name))
+        for name in ("fit", "evaluate", "predict")
+    }
+
     def capped_fit(original):
-        signature = inspect.signature(original)
+        signature = signatures["fit"]
 
         def fit(self, *args, **kwargs):
-            bound = signature.bind(self, *args, **kwargs)
-            arguments = bound.arguments
+            arguments = _arguments(signature, self, args, kwargs)
             for key in ("x", "validation_data"):
                 if isinstance(arguments.get(key), ModelShapedData):
                     data_x, data_y = arguments[key].arrays(self, np)
@@ -131,18 +146,23 @@ def _cap_training(keras, spec, trained):
             ):
                 arguments["validation_steps"] = 1
             trained.append(self)
-            return original(*bound.args, **bound.kwargs)
+            return original(self, **arguments)
 
         return fit
 
-    def capped_steps(original):
-        signature = inspect.signature(original)
+    def capped_steps(original, name):
+        signature = signatures[name]
 
         def run(self, *args, **kwargs):
-            bound = signature.bind(self, *args, **kwargs)
-            if bound.arguments.get("steps") is not None:
-                bound.arguments["steps"] = 1
-            return original(*bound.args, **bound.kwargs)
+            arguments = _arguments(signature, self, args, kwargs)
+            if isinstance(arguments.get("x"), ModelShapedData):
+                arguments["x"], arguments["y"] = arguments["x"].arrays(self, np)
+                if name == "predict":
+                    arguments.pop("y")
+                arguments.pop("steps", None)
+            if arguments.get("steps") is not None:
+                arguments["steps"] = 1
+            return original(self, **arguments)
 
         return run
 
@@ -157,13 +177,11 @@ def _cap_training(keras, spec, trained):
     for owner in owners:
         if owner is None:
             continue
-        if "fit" in vars(owner):
-            owner.fit = capped_fit(vars(owner)["fit"])
-        if "train_on_batch" in vars(owner):
-            owner.train_on_batch = observed(vars(owner)["train_on_batch"])
+        # Inherited methods too: keras.Model's fit lives on its trainer base class.
+        owner.fit = capped_fit(owner.fit)
+        owner.train_on_batch = observed(owner.train_on_batch)
         for method in ("evaluate", "predict"):
-            if method in vars(owner):
-                setattr(owner, method, capped_steps(vars(owner)[method]))
+            setattr(owner, method, capped_steps(getattr(owner, method), method))
 
 
 def _no_downloads(keras):

@@ -194,6 +194,24 @@ def run_project(
     return finish(True, "ok", "", flags, saved, detail)
 
 
+def markdown_table(outcomes: list[Outcome]) -> str:
+    """One row per project: repository, licence, domain, and what happened."""
+    by_name = {project.name: project for project in PROJECTS}
+    rows = [
+        "| project | repository @ commit | licence | domain | outcome |",
+        "|---|---|---|---|---|",
+    ]
+    for outcome in outcomes:
+        project = by_name[outcome.name]
+        result = "runs" if outcome.runs else f"{outcome.stage}: {outcome.blocker}"
+        result = result.replace("|", "\\|")[:220]
+        rows.append(
+            f"| {project.name} | {project.repo} @ {project.commit[:7]} | {project.licence} "
+            f"| {project.domain} | {result} |"
+        )
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default=DEFAULT_CORPUS, type=pathlib.Path)
@@ -211,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=pathlib.Path, help="Write the outcomes here.")
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument(
+        "--markdown", action="store_true", help="Also print the outcomes as a Markdown table."
+    )
     args = parser.parse_args(argv)
     selected = [p for p in PROJECTS if not args.only or p.name in args.only]
     missing = [p.name for p in selected if not (args.corpus / p.name / "src").is_dir()]
@@ -232,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
         f"\n{runs} of {len(outcomes)} run with no hand edit"
         + (f" ({len(missing)} not in {args.corpus}: {', '.join(missing)})" if missing else "")
     )
+    if args.markdown:
+        print(markdown_table(outcomes))
     if args.json:
         args.json.write_text(json.dumps([dataclasses.asdict(o) for o in outcomes], indent=1))
     return 0

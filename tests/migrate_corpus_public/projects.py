@@ -110,10 +110,23 @@ def _config(**values) -> str:
     return "\n".join(lines) + "\n"
 
 
-# The project's data_generator module, replaced by tiny batches shaped like the model.
-_GENERATORS = """
-stub_module("data_generator", train_gen=lambda: ModelShapedData(), valid_gen=lambda: ModelShapedData())
-"""
+def _generators(**replacements: str) -> str:
+    """The project's data_generator functions, replaced by tiny batches shaped like the model."""
+    replacements = replacements or {
+        "train_gen": "lambda: ModelShapedData()",
+        "valid_gen": "lambda: ModelShapedData()",
+    }
+    lines = [
+        "try:",
+        "    import data_generator",
+        "except Exception:  # its module-level code reads the data set",
+        "    data_generator = stub_module('data_generator')",
+    ]
+    lines += [f"data_generator.{name} = {value}" for name, value in replacements.items()]
+    return "\n".join(lines) + "\n"
+
+
+_GENERATORS = _generators()
 
 _PRETRAINED_VGG16 = """
 from parallel_keras.saving import atomic
@@ -187,6 +200,11 @@ config = {
   "valid": {"valid_image_folder": "", "valid_annot_folder": "", "cache_name": "", "valid_times": 1},
 }
 json.dump(config, open("config.json", "w"))
+# The pretrained backend the README downloads: a Keras 2 weights file with no matching layer
+# names, so a by_name load keeps every layer as initialised.
+from parallel_keras.saving import atomic
+stand_in = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="not_in_yolo")])
+atomic.save_weights(stand_in, "backend.h5")
 """,
     ),
     PublicProject(
@@ -414,7 +432,7 @@ open("classes.csv", "w").write("thing,0\\n")
         domain="medical imaging (diabetic retinopathy)",
         idiom="multi_gpu_model(model, gpus=8) on a Sequential CNN",
         files=("src",),
-        entry="src/cnn.py",
+        entry="cnn.py",
         cwd="src",
         setup="""
 import csv
@@ -422,7 +440,7 @@ os.makedirs("labels", exist_ok=True); os.makedirs("data", exist_ok=True); os.mak
 rng = np.random.default_rng(0)
 np.save("data/X_train_256_v2.npy", rng.integers(0, 255, (16, 256, 256, 3), dtype=np.uint8))
 with open("labels/trainLabels_master_256_v2.csv", "w") as file:
-    file.write("image,level\n" + "".join(f"{i},{i % 3}\n" for i in range(16)))
+    file.write("image,level\\n" + "".join(f"{i},{i % 3}\\n" for i in range(16)))
 """,
         devices=8,
     ),
@@ -510,6 +528,7 @@ atomic.save_weights(keras.applications.VGG19(weights=None, include_top=False), "
         setup="""
 import scipy.io
 scipy.io.savemat("human_colormap.mat", {"colormap": np.random.default_rng(0).random((20, 3))})
+os.makedirs("data", exist_ok=True); np.save("data/prior_factor.npy", np.ones(20))
 """
         + _config(
             img_rows=64,
@@ -538,8 +557,11 @@ scipy.io.savemat("human_colormap.mat", {"colormap": np.random.default_rng(0).ran
             num_valid_samples=8,
             epochs=1,
         )
-        + 'stub_module("data_generator", train_gen=lambda: ModelShapedData(y=[(64, 64, 2)]),'
-        + " valid_gen=lambda: ModelShapedData(y=[(64, 64, 2)]))\n",
+        + _generators(
+            train_gen="lambda: ModelShapedData(y=[(64, 64, 2)])",
+            valid_gen="lambda: ModelShapedData(y=[(64, 64, 2)])",
+        )
+        + _PRETRAINED_VGG16.format(top=True, name="vgg16_weights_tf_dim_ordering_tf_kernels.h5"),
     ),
     PublicProject(
         name="colorful_colorization",
@@ -573,6 +595,7 @@ scipy.io.savemat("human_colormap.mat", {"colormap": np.random.default_rng(0).ran
         setup="""
 import hdf5storage
 hdf5storage.savemat("seg37list.mat", {"seg37list": np.array([[f"c{i}" for i in range(37)]], dtype=object)})
+os.makedirs("data", exist_ok=True); np.save("data/prior_prob.npy", np.full(38, 1 / 38))
 """
         + _config(
             img_rows=64,
@@ -607,10 +630,11 @@ hdf5storage.savemat("seg37list.mat", {"seg37list": np.array([[f"c{i}" for i in r
         idiom="multi_gpu_model, template under tf.device('/cpu:0'), own save callback",
         files=("*.py",),
         entry="train.py",
-        setup=_config(
+        setup="os.makedirs('models', exist_ok=True)\n"
+        + _config(
             img_size=32, batch_size=8, num_train_samples=16, num_lfw_valid_samples=8, epochs=1
         )
-        + 'stub_module("data_generator", DataGenSequence=lambda usage: ModelShapedData(y=[(384,)]))\n',
+        + _generators(DataGenSequence="lambda usage: ModelShapedData(y=[(384,)])"),
     ),
     PublicProject(
         name="scene_classification",
@@ -657,7 +681,7 @@ for split in ("train", "valid"):
             num_valid_samples=8,
             num_epochs=1,
         )
-        + 'stub_module("data_generator", DataGenSequence=lambda usage: ModelShapedData())\n',
+        + _generators(DataGenSequence="lambda usage: ModelShapedData()"),
     ),
     PublicProject(
         name="crnn_ocr",
