@@ -17,7 +17,9 @@ folder, `$PARALLEL_KERAS_CORPUS` (default /work/corpus_local), one
 say so; the catalogue test always runs.
 
 `RUNS` holds the projects measured to run with no hand edit: each must keep
-running (a regression fails here). When a blocker is fixed, add the project.
+running (a regression fails here). The others are expected failures (not
+strict) whose reason is the blocker measured on main; `pytest -rX` lists
+the ones that started running, to move into `RUNS`.
 """
 
 from __future__ import annotations
@@ -57,8 +59,17 @@ def test_catalogue_names_30_public_projects_with_commit_licence_and_idiom():
     assert set(RUNS) <= set(names)
 
 
+def _run_params():
+    for project in PROJECTS:
+        if project.name in RUNS:
+            yield pytest.param(project.name)
+        else:
+            reason = f"blocked on main: {project.blocked_on}" if project.blocked_on else "blocked"
+            yield pytest.param(project.name, marks=pytest.mark.xfail(strict=False, reason=reason))
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", RUNS)
+@pytest.mark.parametrize("name", list(_run_params()))
 def test_project_runs_as_migrated_and_its_files_reload_on_one_device(name):
     project = next(project for project in PROJECTS if project.name == name)
     if not (CORPUS / name / "src").is_dir():
