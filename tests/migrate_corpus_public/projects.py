@@ -97,7 +97,8 @@ def _images(shape, classes, train=16, test=8):
     rng = np.random.default_rng(0)
     def split(rows):
         x = rng.integers(0, 255, (rows,) + shape, dtype=np.uint8)
-        y = rng.integers(0, classes, (rows, 1), dtype=np.uint8)
+        # Every class present (LabelBinarizer sizes its output from the labels seen).
+        y = (np.arange(rows) % classes).astype(np.uint8).reshape(rows, 1)
         return x, (y if len(shape) == 3 else y[:, 0])
     return split(train), split(test)
 keras.datasets.cifar10.load_data = lambda *a, **k: _images((32, 32, 3), 10)
@@ -494,6 +495,12 @@ with open("labels/trainLabels_master_256_v2.csv", "w") as file:
 from parallel_keras.saving import atomic
 os.makedirs("models", exist_ok=True)
 atomic.save_weights(keras.applications.VGG19(weights=None, include_top=False), "models/vgg19_notop.h5")
+from PIL import Image
+os.makedirs("images", exist_ok=True)
+for i in range(8):
+    pixels = np.random.default_rng(i).integers(0, 255, (80, 80, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(f"images/{i}.jpg")
+data_generator.image_folder = "images"
 """,
     ),
     PublicProject(
@@ -531,6 +538,7 @@ atomic.save_weights(keras.applications.VGG19(weights=None, include_top=False), "
 import scipy.io
 scipy.io.savemat("human_colormap.mat", {"colormap": np.random.default_rng(0).random((20, 3))})
 os.makedirs("data", exist_ok=True); np.save("data/prior_factor.npy", np.ones(20))
+os.makedirs("models", exist_ok=True)
 """
         + _config(
             img_rows=64,
