@@ -242,6 +242,8 @@ def train(spec: dict) -> None:
     }
     exec(spec.get("setup", ""), namespace)  # noqa: S102 - the project's data stubs
     started = max(started, time.time() - 1)
+    # Files the setup wrote (data, pretrained stand-ins) are not the project's saves.
+    before = {path: os.path.getmtime(path) for path in _saved_files(0)}
     entry = spec["entry"]
     os.chdir(os.path.join(project, spec.get("cwd", ".")))
     try:
@@ -280,7 +282,9 @@ def train(spec: dict) -> None:
         except Exception as error:  # noqa: BLE001 - reported, not fatal
             entry_record["probe_error"] = repr(error)
         record["trained"].append(entry_record)
-    record["saved"] = _saved_files(started)
+    record["saved"] = [
+        path for path in _saved_files(started) if before.get(path) != os.path.getmtime(path)
+    ]
     with open("_harness_train.json", "w") as file:
         json.dump(record, file)
 
