@@ -502,6 +502,8 @@ for i in range(8):
     Image.fromarray(pixels).save(f"images/{i}.jpg")
 data_generator.image_folder = "images"
 """,
+        load_setup="from custom_layers.unpooling_layer import Unpooling\n"
+        "custom_objects = {'Unpooling': Unpooling}",
     ),
     PublicProject(
         name="fundus_lesion",
@@ -808,6 +810,7 @@ model.save_weights("deeplab.weights.h5")
         idiom="own multi-GPU model builder (tf.device towers, merged on CPU)",
         files=("minos", "examples"),
         entry="examples/ga/dataset.py",
+        saves=False,
     ),
 )
 
