@@ -1723,7 +1723,11 @@ ROWS = [
         lambda ws: ws.migrate("--diff", faults.hostile_folder(ws, faults.make_link_loop)),
         1,
         "migrate follows symbolic links to the file they name, and this one loops",
-        ("hostile/loop_a.py: ERROR", "Received: a symbolic link loop", "hostile/good.py: 1 rewritten"),
+        (
+            "hostile/loop_a.py: ERROR",
+            "Received: a symbolic link loop",
+            "hostile/good.py: 1 rewritten",
+        ),
         "Point the link at the script",
     ),
     Row(
@@ -1735,7 +1739,11 @@ ROWS = [
         ),
         1,
         "migrate follows symbolic links to the file they name, and this one loops",
-        ("hostile/loop_a.py: ERROR", "Received: a symbolic link loop", "legacy_train.py: 1 rewritten"),
+        (
+            "hostile/loop_a.py: ERROR",
+            "Received: a symbolic link loop",
+            "legacy_train.py: 1 rewritten",
+        ),
         "Point the link at the script",
     ),
     Row(
