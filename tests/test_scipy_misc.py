@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Tests of parallel_keras.scipy_misc: SciPy 1.2's image helpers on Pillow.
+"""Tests of parallel_keras.compat.scipy_misc: SciPy 1.2's image helpers on Pillow.
 
 The functions were checked pixel for pixel against SciPy 1.2.3's own
 `scipy/misc/pilutil.py` on 781 cases (shapes, dtypes, sizes, filters,
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parallel_keras import scipy_misc
+from parallel_keras.compat import scipy_misc
 
 Image = pytest.importorskip("PIL.Image")
 

@@ -5,6 +5,7 @@
 
 from ..callbacks import ModelCheckpoint as ModelCheckpoint
 from . import conv_utils as conv_utils
+from . import scipy_misc as scipy_misc
 from . import generic_utils as generic_utils
 from .backend import function as function
 from .backend import learning_phase as learning_phase

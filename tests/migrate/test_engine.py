@@ -90,9 +90,9 @@ def test_imports_the_rewrites_left_unused_are_removed_and_others_stay():
         "import os\n"
         "import numpy as np\n"
         "import unused_before\n"
-        "import parallel_keras.scipy_misc\n"
+        "import parallel_keras.compat.scipy_misc\n"
         "\n"
-        "small = parallel_keras.scipy_misc.imresize(np.zeros((4, 4)), (2, 2))\n"
+        "small = parallel_keras.compat.scipy_misc.imresize(np.zeros((4, 4)), (2, 2))\n"
     )
     removed = [c for c in result.report.changes if c.message.startswith("removed `")]
     assert [(c.line, c.message) for c in removed] == [

@@ -143,7 +143,7 @@ def test_scipy_image_helpers_run_through_a_compatibility_path(tmp_path, before, 
     assert migrate.migrate_source(result.migrated, rules=[_RULE()]).migrated == result.migrated
     assert all(change.modern for change in result.report.changes if change.rule != "imports")
     assert result.report.requirements == ["pillow"]
-    assert "parallel_keras.scipy_misc" in result.migrated  # SciPy has no imresize now.
+    assert "parallel_keras.compat.scipy_misc" in result.migrated  # SciPy has no imresize now.
     # A float image: SciPy byte-scaled it to 0-255 before resizing, uint8 out.
     image = np.linspace(-1.0, 1.0, 8 * 12).reshape(8, 12)
     namespace: dict = {"image": image}

@@ -9,7 +9,7 @@
   DataFrame the script builds, or a dict / list of dicts as new rows).
 * SciPy 1.3 removed `scipy.misc.imread`/`imresize`/`imsave` (and
   `toimage`, `fromimage`, `bytescale`, `scipy.ndimage.imread`): they go to
-  `parallel_keras.scipy_misc`, the same functions on Pillow (pixel for
+  `parallel_keras.compat.scipy_misc`, the same functions on Pillow (pixel for
   pixel: `imresize` byte-scales non-uint8 arrays and returns uint8, which a
   bare Pillow resize does not), a compatibility path.
 * scikit-learn 0.20 removed `sklearn.cross_validation` (the functions with
@@ -101,7 +101,7 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
     *(
         (
             f"scipy.misc.{name}",
-            f"parallel_keras.scipy_misc.{name}",
+            f"parallel_keras.compat.scipy_misc.{name}",
             "removed in SciPy 1.3; SciPy 1.2's function on Pillow, pixel for pixel",
             _SCIPY_MODERN[name],
         )
@@ -109,7 +109,7 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
     ),
     (
         "scipy.ndimage.imread",
-        "parallel_keras.scipy_misc.imread",
+        "parallel_keras.compat.scipy_misc.imread",
         "removed in SciPy 1.2; the same function on Pillow",
         _SCIPY_MODERN["imread"],
     ),
@@ -195,13 +195,13 @@ class LibrariesRule(context.Rule):
             ctx.compat(
                 original,
                 RULE,
-                f"`from {module} import {', '.join(names)}` -> `from parallel_keras.scipy_misc "
+                f"`from {module} import {', '.join(names)}` -> `from parallel_keras.compat.scipy_misc "
                 "import ...`: removed in SciPy 1.3; SciPy 1.2's functions on Pillow, pixel "
                 "for pixel",
                 "; ".join(f"{n}: {_SCIPY_MODERN[n]}" for n in names),
             )
             return updated.with_changes(
-                module=syntax.dotted_expression("parallel_keras.scipy_misc")
+                module=syntax.dotted_expression("parallel_keras.compat.scipy_misc")
             )
         if module == "sklearn.cross_validation":
             changed = [n for n in names if n not in _SAME_IN_MODEL_SELECTION]
@@ -320,16 +320,16 @@ class LibrariesRule(context.Rule):
         qualified = ctx.qualified_name(original) or ""
         module, _, name = qualified.rpartition(".")
         if module in _SCIPY_MODULES and name in _SCIPY_MODULES[module]:
-            ctx.require_import("parallel_keras.scipy_misc")
+            ctx.require_import("parallel_keras.compat.scipy_misc")
             ctx.require_package("pillow")
             ctx.compat(
                 original,
                 RULE,
-                f"`{syntax.code(original)}` -> `parallel_keras.scipy_misc.{name}`: removed in "
+                f"`{syntax.code(original)}` -> `parallel_keras.compat.scipy_misc.{name}`: removed in "
                 "SciPy 1.3; SciPy 1.2's function on Pillow, pixel for pixel",
                 _SCIPY_MODERN[name],
             )
-            return syntax.expression(f"parallel_keras.scipy_misc.{name}")
+            return syntax.expression(f"parallel_keras.compat.scipy_misc.{name}")
         if module == "scipy.signal" and name in _WINDOWS:
             ctx.change(
                 original,

@@ -35,7 +35,7 @@ def _pillow() -> Any:
         from PIL import Image
     except ImportError as error:
         raise ImportError(
-            "parallel_keras.scipy_misc reads, resizes and saves images with Pillow, which is "
+            "parallel_keras.compat.scipy_misc reads, resizes and saves images with Pillow, which is "
             "not installed. Received: no module named PIL. Install it: pip install pillow"
         ) from error
     return Image
