@@ -5,8 +5,8 @@
 
 from ..callbacks import ModelCheckpoint as ModelCheckpoint
 from . import conv_utils as conv_utils
-from . import scipy_misc as scipy_misc
 from . import generic_utils as generic_utils
+from . import scipy_misc as scipy_misc
 from .backend import function as function
 from .backend import learning_phase as learning_phase
 from .backend import set_learning_phase as set_learning_phase
