@@ -39,18 +39,24 @@ GPUS = (2, 4)
 
 # name -> (build, drive, slow)
 CASES: dict[str, tuple[Callable, Callable, bool]] = {}
-# (name, gpus) -> reason: a failure in another engineer's area, expected
-# until that work is merged (strict, so it is noticed when it passes).
+# (name, gpus) -> reason: an open failure (strict, so it is noticed when it
+# passes). docs/data-parallelism.md lists them.
 EXPECTED_FAILURES: dict[tuple[str, int | None], str] = {
-    ("k2_model_methods_sequences", None): (
-        "open (issue 29): after 7 epochs from Sequences with a validation "
-        "Sequence, evaluate is 5e-5 off one device (atol 1e-5); the read "
-        "counts are within Keras 2's bound; cause not found yet"
-    ),
     ("k2_model_with_partial_loss", None): (
-        "not fixed yet (sem): a loss dict naming one of two outputs with "
+        "open (issue 29): a loss dict naming one of two outputs with "
         "metrics=['mae'] and dict targets: 'None values not supported' at "
         "train_on_batch"
+    ),
+}
+
+# Open differences that do not show in every run: reported as xfail or
+# xpass, never as passing (docs/data-parallelism.md lists them).
+INTERMITTENT_FAILURES: dict[tuple[str, int | None], str] = {
+    ("k2_model_methods_sequences", None): (
+        "open (issue 29): after 7 epochs through repeat_sequence with a "
+        "validation Sequence, weights are up to 6e-4 off one device in some "
+        "runs and equal in others (one device's own Sequence read-ahead is "
+        "timing-dependent); the read counts are within Keras 2's bound"
     ),
 }
 
@@ -1275,7 +1281,12 @@ def k2_csv_logger(model, keras2, tmp_path):
     with open(path) as file:
         lines = file.read().splitlines()
     assert len(lines) == 3 and "\t" in lines[0]
-    return [line.replace("\t", ",").split(",")[1:] if i else line for i, line in enumerate(lines)]
+    # The logged values as numbers: summed on 4 replicas a float32 loss may
+    # differ from one device's in its last bits, which the text shows.
+    return [
+        [float(value) for value in line.replace("\t", ",").split(",")[1:]] if i else line
+        for i, line in enumerate(lines)
+    ]
 
 
 @case(_keras2_callback_model)
@@ -1334,6 +1345,11 @@ def _params():
             reason = EXPECTED_FAILURES.get((name, gpus)) or EXPECTED_FAILURES.get((name, None))
             if reason:
                 marks.append(pytest.mark.xfail(strict=True, reason=reason))
+            intermittent = INTERMITTENT_FAILURES.get((name, gpus)) or INTERMITTENT_FAILURES.get(
+                (name, None)
+            )
+            if intermittent:
+                marks.append(pytest.mark.xfail(strict=False, reason=intermittent))
             params.append(pytest.param(name, gpus, marks=marks, id=f"{name}-{gpus}"))
     return params
 
