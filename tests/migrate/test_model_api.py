@@ -66,7 +66,6 @@ def test_fine_tuning_recompile_not_flagged():
 
 
 FLAGS = {
-    "functional_add_loss": ("vae = Model(x, out)\nvae.add_loss(kl_loss)\n", "self.add_loss"),
     "dict_targets_single_output": (
         "from keras.models import Model\nm = Model(inputs=x, outputs=loss_out)\n"
         "m.fit(data, {'ctc': np.zeros(n)})\n",
