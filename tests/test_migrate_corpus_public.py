@@ -12,9 +12,11 @@ and reloads every file it saved with plain Keras on one device; it prints
 
 The projects' own code is not in this repository (the code search it was
 found with lets it be read and run, not committed): it lives in the corpus
-folder, `$PARALLEL_KERAS_CORPUS` (default /work/corpus_local), one
-`<name>/src` per project. Without that folder the run tests are skipped and
-say so; the catalogue test always runs.
+folder named by `$PARALLEL_KERAS_CORPUS`, one `<name>/src` per project. The
+run tests run only when that variable is set (a clean clone has no sources,
+and a folder that merely exists on one machine must not change what the
+suite runs); a project whose own requirement (opencv, scikit-image, ...) is
+not installed is skipped and says which. The catalogue test always runs.
 
 `RUNS` holds the projects measured to run with no hand edit: each must keep
 running (a regression fails here). The others are expected failures (not
@@ -24,6 +26,8 @@ the ones that started running, to move into `RUNS`.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import pathlib
 import re
 import sys
@@ -38,7 +42,7 @@ from projects import PROJECTS  # noqa: E402
 # Every test here may start child processes (the subprocess tier).
 pytestmark = pytest.mark.subprocess
 
-CORPUS = pathlib.Path(measure.DEFAULT_CORPUS)
+CORPUS_VARIABLE = "PARALLEL_KERAS_CORPUS"
 REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 
 # Measured with main at b565258 (see docs/migrate.md, "K of N run with no hand edit").
@@ -72,12 +76,30 @@ def _run_params():
 @pytest.mark.parametrize("name", list(_run_params()))
 def test_project_runs_as_migrated_and_its_files_reload_on_one_device(name):
     project = next(project for project in PROJECTS if project.name == name)
-    if not (CORPUS / name / "src").is_dir():
-        pytest.skip(
-            f"the sources of {project.repo} are not in {CORPUS} (set PARALLEL_KERAS_CORPUS)"
-        )
-    outcome = measure.run_project(project, CORPUS, REPOSITORY, timeout=600)
+    if not os.environ.get(CORPUS_VARIABLE):
+        pytest.skip(f"{CORPUS_VARIABLE} is not set (the folder holding each project's sources)")
+    corpus = pathlib.Path(os.environ[CORPUS_VARIABLE])
+    if not (corpus / name / "src").is_dir():
+        pytest.skip(f"the sources of {project.repo} are not in {corpus}/{name}/src")
+    outcome = measure.run_project(project, corpus, REPOSITORY, timeout=600)
+    missing = _missing_requirement(outcome.blocker)
+    if not outcome.runs and missing:
+        pytest.skip(f"{name} needs {missing!r}, one of its own requirements, not installed here")
     assert outcome.runs, f"{name} stopped at {outcome.stage}: {outcome.blocker}"
+
+
+def _missing_requirement(blocker: str) -> str | None:
+    """The project's own top-level package when the run stopped for want of it.
+
+    `No module named 'keras.preprocessing.text'` is migrate's failure (keras is
+    installed); `No module named 'cv2'` with no cv2 anywhere is the project's
+    requirement missing from this environment.
+    """
+    found = re.match(r"ModuleNotFoundError: No module named '([\w.]+)'", blocker or "")
+    if not found:
+        return None
+    top = found.group(1).split(".")[0]
+    return None if importlib.util.find_spec(top) is not None else top
 
 
 def test_measure_reports_a_missing_corpus_folder_instead_of_counting_it(tmp_path, capsys):
@@ -85,3 +107,15 @@ def test_measure_reports_a_missing_corpus_folder_instead_of_counting_it(tmp_path
     out = capsys.readouterr().out
     assert "0 of 0 run with no hand edit" in out
     assert f"not in {tmp_path}: {PROJECTS[0].name}" in out
+
+
+def test_a_missing_project_requirement_is_told_apart_from_a_migrate_failure():
+    assert _missing_requirement("ModuleNotFoundError: No module named 'cv2'  [at utils.py:3]") == (
+        "cv2" if importlib.util.find_spec("cv2") is None else None
+    )
+    assert _missing_requirement("ModuleNotFoundError: No module named 'no_such_pkg_x.sub'") == (
+        "no_such_pkg_x"
+    )
+    # keras is installed: a missing keras submodule is what migrate left behind.
+    assert _missing_requirement("ModuleNotFoundError: No module named 'keras.engine'") is None
+    assert _missing_requirement("AttributeError: module 'keras.backend' has no attribute") is None
