@@ -9,9 +9,19 @@ percentile method, resampling the paired rounds). Beside it stands an A/A
 control: the same configuration measured twice in the same rounds, whose
 ratio shows what noise alone makes of two identical things.
 
+The bootstrap interval of a ratio treats its rounds as independent draws,
+so it says how precisely *this* run located the median, not how far a
+second run on the same machine may land (issue 32: two `--quick` runs under
+changing load gave 1.36 [1.29, 1.45] and 1.21 [1.17, 1.29]). The A/A
+control shows what noise alone does to a ratio of two identical things in
+this run, so every printed interval is the ratio's own widened by the
+control's noise (`with_control`: each bound moved out by the fraction the
+control reaches from 1). It is still a within-run figure: a load that
+changes between runs can move a ratio further.
+
 `verdict` turns a ratio and its control into what a reader may conclude:
-a ratio whose interval includes 1, or whose distance from 1 is no larger
-than the control's, is "no difference measured".
+a ratio whose widened interval includes 1, or whose distance from 1 is no
+larger than the control's, is "no difference measured".
 """
 
 from __future__ import annotations
@@ -107,13 +117,32 @@ def paired_ratio(
     return median_interval([a / b for a, b in zip(a_rounds, b_rounds)], seed=seed)
 
 
+def with_control(ratio: PairedRatio, control: PairedRatio | None) -> PairedRatio:
+    """`ratio`'s interval widened by the A/A control's noise: what another run may show.
+
+    The control is one configuration against itself, ideally 1.0 [1.0, 1.0];
+    its `spread` (how far its interval reaches from 1) is the fraction by
+    which noise alone moved a ratio in this run, the "+-x% are noise" of
+    `noise_line`. Both bounds of `ratio` move out by that fraction. Without a
+    control, or one with no interval, `ratio` is returned unchanged.
+    """
+    if control is None or not math.isfinite(control.high):
+        return ratio
+    return PairedRatio(
+        ratio.median,
+        ratio.low * (1.0 - control.spread),
+        ratio.high * (1.0 + control.spread),
+    )
+
+
 def differs(ratio: PairedRatio, control: PairedRatio | None) -> bool:
     """Whether `ratio` shows a difference its own noise and the control's cannot.
 
-    It does not when its interval includes 1, or when its distance from 1 is
-    no larger than the A/A control's interval reaches from 1.
+    It does not when its interval, widened by the control's (`with_control`),
+    includes 1, or when its distance from 1 is no larger than the A/A
+    control's interval reaches from 1.
     """
-    if ratio.includes_one:
+    if with_control(ratio, control).includes_one:
         return False
     return control is None or abs(ratio.median - 1.0) > control.spread
 
@@ -124,7 +153,8 @@ def verdict(ratio: PairedRatio | None, control: PairedRatio | None, digits: int 
         return "-"
     if not differs(ratio, control):
         return NO_DIFFERENCE
-    return f"{ratio.median:.{digits}f} [{ratio.low:.{digits}f}, {ratio.high:.{digits}f}]"
+    shown = with_control(ratio, control)
+    return f"{shown.median:.{digits}f} [{shown.low:.{digits}f}, {shown.high:.{digits}f}]"
 
 
 def noise_line(label: str, control: PairedRatio) -> str:

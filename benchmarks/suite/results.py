@@ -147,14 +147,17 @@ def derive(runs: list[dict[str, Any]], controls: dict[str, dict[str, Any]] | Non
         control = control_ratios.get(run["model"])
         single = find(run["model"], "single", 1)
         mirrored = find(run["model"], "mirrored", run["replicas"])
+        # Intervals are stored as printed: widened by the model's A/A control.
         vs_single = _compare(run, single)
-        run["vs_single"], run["vs_single_ci95"] = _split(vs_single)
+        run["vs_single"], run["vs_single_ci95"] = _split(_widened(vs_single, control))
         run["vs_single_verdict"] = _verdict(run, single, vs_single, control)
         vs_mirrored = _compare(run, mirrored)
-        run["vs_mirrored"], run["vs_mirrored_ci95"] = _split(vs_mirrored)
+        run["vs_mirrored"], run["vs_mirrored_ci95"] = _split(_widened(vs_mirrored, control))
         run["vs_mirrored_verdict"] = _verdict(run, mirrored, vs_mirrored, control)
         efficiency = vs_single.scaled(1 / run["replicas"]) if vs_single else None
-        run["scaling_efficiency"], run["scaling_efficiency_ci95"] = _split(efficiency)
+        run["scaling_efficiency"], run["scaling_efficiency_ci95"] = _split(
+            _widened(efficiency, control)
+        )
         run["efficiency_flag"] = None
         if efficiency is not None and run is not single and efficiency.median > 1:
             if efficiency.low > 1 or stats.differs(efficiency, control):
@@ -204,6 +207,14 @@ def _compare(run: dict[str, Any], reference: dict[str, Any] | None) -> stats.Pai
         return None
     point = run["samples_per_s"] / reference["samples_per_s"]
     return stats.PairedRatio(point, -math.inf, math.inf)
+
+
+def _widened(
+    ratio: stats.PairedRatio | None, control: stats.PairedRatio | None
+) -> stats.PairedRatio | None:
+    if ratio is None or not math.isfinite(ratio.high - ratio.low):
+        return ratio
+    return stats.with_control(ratio, control)
 
 
 def _split(ratio: stats.PairedRatio | None) -> tuple[float | None, list[float] | None]:
