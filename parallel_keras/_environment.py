@@ -38,10 +38,26 @@ class UnsupportedEnvironment(RuntimeError):
     """TensorFlow/Keras that parallel_keras cannot run on."""
 
 
-def _range_text(name: str) -> str:
-    (low_major, low_minor), (high_major, high_minor) = TESTED_RANGE[name]
-    excluded = "".join(f",!={major}.{minor}.*" for major, minor in sorted(EXCLUDED.get(name, {})))
+def _range_text(name: str, minimum: tuple[int, int] | None = None) -> str:
+    low, (high_major, high_minor) = TESTED_RANGE[name]
+    low_major, low_minor = max(low, minimum) if minimum else low
+    while (low_major, low_minor) in EXCLUDED.get(name, {}):  # A refused floor: the next one.
+        low_minor += 1
+    excluded = "".join(
+        f",!={major}.{minor}.*"
+        for major, minor in sorted(EXCLUDED.get(name, {}))
+        if (major, minor) >= (low_major, low_minor)
+    )
     return f"{name}>={low_major}.{low_minor},<{high_major}.{high_minor + 1}{excluded}"
+
+
+def keras_requirement(minimum: tuple[int, int] | None = None) -> str:
+    """`'keras>=3.5,<3.16,!=3.7.*'`, the floor raised to `minimum` when given.
+
+    Every pip hint about Keras is built here, so it moves with the tested
+    range (`TESTED_RANGE`) instead of going stale in an error message.
+    """
+    return f"'{_range_text('keras', minimum)}'"
 
 
 def tested_requirements() -> str:

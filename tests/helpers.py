@@ -23,6 +23,7 @@ import keras
 import numpy as np
 import pytest
 
+from parallel_keras._environment import keras_requirement
 from parallel_keras.testing import legacy_files, run_python
 
 
@@ -62,7 +63,7 @@ def assert_multi_step_error(message: str, steps: int, batches: int) -> None:
         "Keras 3.7 or newer",
         f"keras=={keras.__version__}",
         f"steps_per_execution={steps}, {batches} batches per epoch",
-        "pip install 'keras>=3.7,<3.16'",
+        f"pip install {keras_requirement((3, 7))}",
     ):
         assert part in message, message
 

@@ -27,6 +27,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from parallel_keras._environment import keras_requirement
 from parallel_keras._internals.versions import CHECKED_VERSIONS
 
 # --- Device placement of functional layer calls -----------------
@@ -91,7 +92,7 @@ def _internals_changed(what: str) -> PlacementInternalsChanged:
             f"placement saved in a model file) needs Keras {low} or newer, the "
             f"first whose functional models run each layer call through "
             f"{what}. Received: keras=={keras.__version__}. Upgrade: pip install "
-            f"'keras>={low},<3.16'. Everything else in parallel_keras works on "
+            f"{keras_requirement(PLACEMENT_MIN_KERAS)}. Everything else in parallel_keras works on "
             "this Keras."
         )
     return PlacementInternalsChanged(

@@ -35,6 +35,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from parallel_keras._environment import keras_requirement
 from parallel_keras._internals import variables
 
 # --- Keras's loss tracker ---------------------------------------------------
@@ -615,7 +616,7 @@ def require_multi_step_support(iterator) -> None:
         "end of the data; older Keras runs past it and trains otherwise than "
         f"one step at a time. Received: keras=={keras.__version__}, "
         f"steps_per_execution={steps}, {epoch} batches per epoch. Upgrade: "
-        f"pip install 'keras>={minimum},<3.16', or use a steps_per_execution "
+        f"pip install {keras_requirement(MULTI_STEP_MIN_KERAS)}, or use a steps_per_execution "
         "that divides the batches of an epoch (or steps_per_epoch)."
     )
 

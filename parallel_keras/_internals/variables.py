@@ -21,6 +21,8 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
+from parallel_keras._environment import keras_requirement
+
 # --- Variable relocation --------------------------------------------------
 #
 # Keras 3's TF backend `Variable` wraps a `tf.Variable` in `_value`, created
@@ -120,7 +122,7 @@ def _initialize_shape() -> _InitializeShape:
         "parallel_keras relocates Keras variables the way Keras's TensorFlow "
         "backend creates them, and this Keras creates them in a form it does "
         f"not know. Received: keras=={keras.__version__}. Install a Keras "
-        "in the tested range: pip install 'keras>=3.5,<3.16,!=3.7.*'."
+        f"in the tested range: pip install {keras_requirement()}."
     )
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import parallel_keras
-from parallel_keras import _internals
+from parallel_keras import _environment, _internals
 from parallel_keras.testing import record_op_devices
 
 _KERAS = tuple(int(part) for part in re.findall(r"\d+", keras.__version__)[:2])
@@ -46,7 +46,7 @@ def test_placement_is_refused_below_keras_3_11():
         "Device placement",
         f"keras=={keras.__version__}",
         "Keras 3.11 or newer",
-        "pip install 'keras>=3.11,<3.16'",
+        f"pip install {_environment.keras_requirement((3, 11))}",
     ):
         assert part in message, message
     # Nothing half-patched: Keras's own classes are untouched.

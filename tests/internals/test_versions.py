@@ -60,3 +60,13 @@ def test_an_excluded_release_inside_the_range_is_refused_with_why_and_the_fix():
         "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.5,<3.16,!=3.7.*'",
     ):
         assert part in message, message
+
+
+def test_every_keras_pip_hint_is_built_from_the_tested_range():
+    from parallel_keras import _environment
+
+    assert _environment.keras_requirement() == "'keras>=3.5,<3.16,!=3.7.*'"
+    assert _environment.keras_requirement((3, 11)) == "'keras>=3.11,<3.16'"
+    # A raised floor on a refused release moves to the next one.
+    assert _environment.keras_requirement((3, 7)) == "'keras>=3.8,<3.16'"
+    assert _environment.keras_requirement((3, 1)) == _environment.keras_requirement()
