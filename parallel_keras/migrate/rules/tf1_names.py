@@ -121,6 +121,25 @@ _EAGER_COMPAT = {
         "w = tf.summary.create_file_writer(logdir) and tf.summary.scalar(..., step=...) "
         "inside `with w.as_default():`",
     ),
+    # TF1's initializer classes: tf.compat.v1 keeps the same objects, which draw
+    # eagerly and take TF1's (shape, dtype, partition_info) call that projects'
+    # own initializers pass on; Keras 3 layers call them as kernel_initializer.
+    **{
+        f"tf.{name}_initializer": (
+            f"tf.compat.v1.{name}_initializer",
+            "the same TF1 initializer object; it draws eagerly and takes TF1's "
+            "(shape, dtype, partition_info) call",
+            f"keras.initializers.{modern}(seed=...)",
+        )
+        for name, modern in (
+            ("glorot_normal", "GlorotNormal"),
+            ("glorot_uniform", "GlorotUniform"),
+            ("truncated_normal", "TruncatedNormal"),
+            ("variance_scaling", "VarianceScaling"),
+            ("orthogonal", "Orthogonal"),
+            ("uniform_unit_scaling", "VarianceScaling(distribution='uniform')"),
+        )
+    },
 }
 # Keras names a self-contained TF1 class may use: its session, rewritten too.
 _GRAPH_SESSION_HELPERS = frozenset({"keras.backend.get_session", "keras.backend.set_session"})
