@@ -57,7 +57,7 @@ def _plan(
     if positional > len(builder.parameters):
         return "more positional arguments than the function takes"
     given = set(builder.parameters[:positional]) | {k for k in keywords if k}
-    extra = sorted(given - {builder.model, builder.gpus})
+    extra = sorted(given - {builder.model, builder.gpus} - set(builder.placement))
     if extra:
         return f"argument(s) {', '.join(extra)} that multi_gpu_model has no meaning for"
     if builder.model not in given:
@@ -167,11 +167,19 @@ class TowerBuilderRule(context.Rule):
         else:
             gpus = syntax.expression(builder.gpus_default or "None")
         ctx.require_import("parallel_keras")
+        placed = [name for name in builder.placement if name in values]
+        dropped = (
+            f"; {', '.join(placed)} dropped: it only placed the slices and the "
+            "concatenation (tf.device), which changes no value and which "
+            "multi_gpu_model does itself"
+            if placed
+            else ""
+        )
         ctx.change(
             original,
             RULE,
             f"`{func.value}(...)` -> `parallel_keras.multi_gpu_model(..., gpus=...)`: "
-            f"`{func.value}` is the project's own multi-GPU code: {_REASON}",
+            f"`{func.value}` is the project's own multi-GPU code: {_REASON}{dropped}",
         )
         return updated.with_changes(
             func=syntax.expression("parallel_keras.multi_gpu_model"),
