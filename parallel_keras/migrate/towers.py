@@ -405,6 +405,15 @@ def find_tower_builders(tree: ast.Module) -> dict[str, TowerBuilder]:
             )
             if init is not None:
                 found = _builder(statement.name, statement, init, True, module_names)
+            # `DataParallelModel.create(basic_model, gpu_count)`: a factory method.
+            for item in statement.body:
+                if isinstance(item, ast.FunctionDef) and item is not init:
+                    kinds = {_last_name(d) for d in item.decorator_list}
+                    if kinds & {"classmethod", "staticmethod"}:
+                        name = f"{statement.name}.{item.name}"
+                        factory = _builder(name, item, item, "classmethod" in kinds, module_names)
+                        if factory is not None:
+                            builders[name] = factory
         if found is not None:
             builders[found.name] = found
     for statement in tree.body:

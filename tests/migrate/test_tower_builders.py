@@ -327,3 +327,47 @@ def _run_in(folder: pathlib.Path, monkeypatch) -> dict:
     monkeypatch.syspath_prepend(str(folder))
     monkeypatch.chdir(folder)
     return runpy.run_path(str(folder / "train.py"))
+
+
+_FACTORY = """\
+import tensorflow as tf
+from keras.layers import Lambda, concatenate
+from keras.models import Model
+
+
+class DataParallelModel(Model):
+    def __init__(self, inputs, outputs, basic_model, replicas, name=None):
+        super().__init__(inputs=inputs, outputs=outputs, name=name)
+
+    @classmethod
+    def create(cls, basic_model, gpu_count=2):
+        outputs_all = []
+        for gpu_id in range(gpu_count):
+            with tf.device("gpu:%d" % gpu_id):
+                part = Lambda(get_slice, arguments={'idx': gpu_id, 'parts': gpu_count})(
+                    basic_model.inputs[0])
+                outputs_all.append(basic_model(part))
+        with tf.device("gpu:0"):
+            merged = concatenate(outputs_all, axis=0)
+        return cls(basic_model.inputs, merged, basic_model, [])
+"""
+
+
+def test_a_class_factory_method_building_towers_is_multi_gpu_model(tmp_path):
+    builders = towers.find_tower_builders(ast.parse(_FACTORY))
+    factory = builders["DataParallelModel.create"]
+    assert (factory.model, factory.gpus, factory.gpus_default) == ("basic_model", "gpu_count", "2")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "data_parallel_model.py").write_text(_FACTORY)
+    (project / "train.py").write_text(
+        "from data_parallel_model import DataParallelModel\n"
+        "parallel = DataParallelModel.create(basic_model, gpu_count)\n"
+        "default = DataParallelModel.create(basic_model)\n"
+    )
+    out = tmp_path / "out"
+    assert migrate_cli.main([str(project), "-o", str(out)]) == 0
+    train = (out / "train.py").read_text()
+    assert "parallel = parallel_keras.multi_gpu_model(basic_model, gpus=gpu_count)\n" in train
+    assert "default = parallel_keras.multi_gpu_model(basic_model, gpus=2)\n" in train
+    assert "DataParallelModel" not in train  # Its module (Keras 2 internals) is not imported.

@@ -84,6 +84,12 @@ MOVED_MODULES = {
     "keras.applications.mobilenetv2": "keras.applications.mobilenet_v2",
     "keras.objectives": "keras.losses",
 }
+# What a Keras 2 module's `*` also gave that its new home's `*` does not
+# (keras/engine/__init__.py exported Model beside the layer classes).
+_STAR_EXTRAS = {
+    "keras.engine": ("from keras.models import Model",),
+    "keras.engine.training": (),
+}
 # Names that live elsewhere than their module's new home.
 _NAME_HOMES = {
     "Model": "keras.models",
@@ -670,7 +676,7 @@ class ImportPathRule(context.Rule):
         if statement.relative or statement.module is None:
             return None
         if isinstance(statement.names, cst.ImportStar):
-            return None
+            return self._star(ctx, line, statement)
         old_module = syntax.dotted(statement.module)
         canonical = syntax.canonical_name(old_module) or ""
         if canonical == "keras.backend":
@@ -802,6 +808,24 @@ class ImportPathRule(context.Rule):
             else:
                 ctx.change(line, RULE, message)
         return new
+
+    def _star(self, ctx, line, statement):
+        """`from keras.layers.core import *` -> `from keras.layers import *`."""
+        canonical = syntax.canonical_name(syntax.dotted(statement.module)) or ""
+        target = MOVED_MODULES.get(canonical)
+        if target is None or not target.startswith("keras."):
+            return None
+        extras = _STAR_EXTRAS.get(canonical, ())
+        ctx.change(
+            line,
+            RULE,
+            f"`from {canonical} import *` -> `from {target} import *`"
+            + "".join(f", `{extra}`" for extra in extras)
+            + f": Keras 3 has no {canonical}; its public names live there",
+        )
+        written = [statement.with_changes(module=syntax.dotted_expression(target))]
+        written += [cst.parse_statement(extra).body[0] for extra in extras]
+        return written
 
     def _compat_names(self, ctx, line, statement, canonical):
         """Names Keras 3 lacks that parallel_keras.compat keeps, imported from there.
