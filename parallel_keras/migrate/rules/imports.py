@@ -824,7 +824,10 @@ class ImportPathRule(context.Rule):
             + f": Keras 3 has no {canonical}; its public names live there",
         )
         written = [statement.with_changes(module=syntax.dotted_expression(target))]
-        written += [cst.parse_statement(extra).body[0] for extra in extras]
+        for extra in extras:
+            parsed = cst.parse_statement(extra)
+            assert isinstance(parsed, cst.SimpleStatementLine)  # An import line.
+            written.append(parsed.body[0])
         return written
 
     def _compat_names(self, ctx, line, statement, canonical):

@@ -132,7 +132,12 @@ class TowerBuilderRule(context.Rule):
             if isinstance(child, ast.Name) and child.id in imported:
                 uses[child.id] = uses.get(child.id, 0) + 1
             called = _called(child)
-            if called is not None and called in self._builders and called.split(".")[0] in imported:
+            if (
+                isinstance(child, ast.Call)
+                and called is not None
+                and called in self._builders
+                and called.split(".")[0] in imported
+            ):
                 builder, same_file = self._builders[called]
                 starred = any(isinstance(a, ast.Starred) for a in child.args)
                 keywords = [keyword.arg for keyword in child.keywords]
