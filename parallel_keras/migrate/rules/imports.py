@@ -443,6 +443,11 @@ RENAMED_NAMES = {
     **{f"keras.metrics.{old}": f"keras.metrics.{new}" for old, new in _SHORT_NAMES.items()},
     "keras.losses.cosine_proximity": "keras.losses.cosine_similarity",
     "keras.losses.cosine": "keras.losses.cosine_similarity",
+    # Keras 2's keras/optimizers.py: `sgd = SGD`, `rmsprop = RMSprop`, ...
+    **{
+        f"keras.optimizers.{name.lower()}": f"keras.optimizers.{name}"
+        for name in ("SGD", "RMSprop", "Adagrad", "Adadelta", "Adam", "Adamax", "Nadam")
+    },
 }
 # Whole Keras 2 modules imported by name whose every name is in parallel_keras.compat.
 COMPAT_MODULES = {
