@@ -445,3 +445,22 @@ def test_keras2_backend_tf_module_and_dtype_run_in_a_migrated_loss():
     exec(result.migrated, namespace)
     # Rows 0 and 1 of the transpose: columns 0 and 1 of y_pred, summed (15), plus 1.
     assert float(namespace["value"]) == 16.0
+
+
+def test_keras2_keras_shape_attribute_reads_the_static_shape():
+    source = (
+        "import keras\n"
+        "inputs = keras.Input((None, 5, 3))\n"
+        "channels = inputs._keras_shape[-1]\n"
+        "shape = (inputs + 1)._keras_shape\n"
+    )
+    namespace: dict = {}
+    with pytest.raises(AttributeError):
+        exec(source, namespace)  # noqa: S102
+    result = migrate.migrate_source(source)
+    assert not result.report.flags
+    exec(result.migrated, namespace)  # noqa: S102
+    assert namespace["channels"] == 3
+    assert namespace["shape"] == (None, None, 5, 3)  # Keras 2's int_shape, None where unknown.
+    stored = "x._keras_shape = (None, 3)\n"
+    assert migrate.migrate_source(stored).migrated == stored

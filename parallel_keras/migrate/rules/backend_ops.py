@@ -613,7 +613,29 @@ class BackendOpsRule(context.Rule):
             f"mask_index={y_pred}.shape[-1] - 1), 1)"
         )
 
+    def __init__(self):
+        self._stored: set[int] = set()  # Assignment targets (`x._keras_shape = ...`).
+
+    def visit_AssignTarget(self, ctx, node):
+        self._stored.add(id(node.target))
+
     def leave_Attribute(self, ctx, original, updated):
+        if original.attr.value == "_keras_shape" and id(original) not in self._stored:
+            # Keras 2 set it on every tensor a layer made: int_shape(x), a
+            # tuple with None where unknown.
+            ctx.change(
+                original,
+                RULE,
+                f"`{syntax.code(original)}` -> `tuple(...shape)`: Keras 3 tensors have "
+                "no _keras_shape; their static shape, None where unknown, as Keras 2 gave it",
+            )
+            value = updated.value
+            if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            return cst.Call(
+                cst.Name("tuple"),
+                args=[cst.Arg(cst.Attribute(value=value, attr=cst.Name("shape")))],
+            )
         if original.attr.value == "tf" and ctx.qualified_name(original) == "keras.backend.tf":
             # Keras 2's TensorFlow backend module imported tensorflow as tf.
             tf_name = ctx.tf_module()
