@@ -35,6 +35,7 @@ from parallel_keras.migrate.rules import (
     saving,
     sessions,
     symbolic_losses,
+    target_tensors,
     template_access,
     template_savers,
     tf1_names,
@@ -78,6 +79,7 @@ def default_rules() -> list[context.Rule]:
         symbolic_losses.SymbolicLossRule(),
         model_api.ModelApiRule(),
         keyword_only.KeywordOnlyRule(),
+        target_tensors.TargetTensorsRule(),
         callback_args.CallbackArgsRule(),
         requirements.RequirementsRule(),
         # Keras 2 idioms met in unseen scripts: batch shapes, reset_states, Keras 1 merge.

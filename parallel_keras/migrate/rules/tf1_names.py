@@ -403,6 +403,10 @@ class Tf1NameRule(context.Rule):
             value = value.value
 
     def leave_Call(self, ctx, original, updated):
+        if id(original) in ctx.shared.get("handled_calls", ()) and id(
+            original.func
+        ) in ctx.shared.get("handled_calls", ()):
+            return updated  # Another rule's (a placeholder given to target_tensors).
         match = self._matched.get(id(original.func))
         if match is None:
             name = (
@@ -493,8 +497,8 @@ class Tf1NameRule(context.Rule):
 
     def leave_Attribute(self, ctx, original, updated):
         match = self._matched.get(id(original))
-        if match is None:
-            return updated
+        if match is None or id(original) in ctx.shared.get("handled_calls", ()):
+            return updated  # Not a TF1 name, or another rule's (target_tensors).
         name, (kind, new, reason) = match
         if kind in ("cast", "keywords") or (
             kind == "rename" and _takes_args(new) and id(original) in self._call_funcs
