@@ -337,3 +337,25 @@ def test_tf1_initializer_classes_run_through_tf_compat_v1_with_tf1s_call():
     np.testing.assert_allclose(kernel.std(), np.sqrt(2 / (fan_in + fan_out)), rtol=0.05)
     assert namespace["out"].shape == (2, 8)
     assert run(result.migrated).migrated == result.migrated
+
+
+def test_tf1_resize_ops_keep_tf1s_sampling_in_a_lambda_layer():
+    source = (
+        "import numpy as np\n"
+        "import keras\n"
+        "import tensorflow as tf\n"
+        "inputs = keras.Input((1, 2, 1))\n"
+        "up = keras.layers.Lambda(lambda x: tf.image.resize_bilinear(x, size=(1, 4)))(inputs)\n"
+        "near = keras.layers.Lambda(lambda x: tf.image.resize_nearest_neighbor(x, (1, 4)))(inputs)\n"
+        "model = keras.Model(inputs, [up, near])\n"
+        "out = model.predict(np.array([0.0, 2.0], 'float32').reshape(1, 1, 2, 1), verbose=0)\n"
+    )
+    result = run(source)
+    assert not result.report.flags
+    assert "tf.compat.v1.image.resize_bilinear(x, size=(1, 4))" in result.migrated
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    up, near = (np.asarray(o).reshape(-1) for o in namespace["out"])
+    # TF1 (align_corners=False, no half-pixel centres): sample i at i * in / out.
+    np.testing.assert_allclose(up, [0.0, 1.0, 2.0, 2.0])
+    np.testing.assert_allclose(near, [0.0, 0.0, 2.0, 2.0])

@@ -752,7 +752,9 @@ model.save_weights("deeplab.weights.h5")
         idiom="own DataParallelModel(keras.Model) class (bzamecnik)",
         files=("keras_tf_multigpu",),
         entry="keras_tf_multigpu/examples/bzamecnik/data_parallel_mnist_cnn.py",
-        setup="sys.path.insert(0, os.path.abspath('keras_tf_multigpu/bzamecnik'))\n" + _DATASETS,
+        # The script counts its GPUs in CUDA_VISIBLE_DEVICES, as run on 4 GPUs.
+        setup="sys.path.insert(0, os.path.abspath('keras_tf_multigpu/bzamecnik'))\n"
+        "os.environ['CUDA_VISIBLE_DEVICES'] = '0,1,2,3'\n" + _DATASETS,
         saves=False,
     ),
     PublicProject(

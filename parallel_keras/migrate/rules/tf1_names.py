@@ -121,6 +121,23 @@ _EAGER_COMPAT = {
         "w = tf.summary.create_file_writer(logdir) and tf.summary.scalar(..., step=...) "
         "inside `with w.as_default():`",
     ),
+    # TF1's resize ops: TF 2's tf.image.resize samples at half-pixel centres,
+    # TF1's at the corners' grid (other numbers); tf.compat.v1 keeps TF1's.
+    **{
+        f"tf.image.{name}": (
+            f"tf.compat.v1.image.{name}",
+            "TF1's own op, sampling as TF1 did (tf.image.resize samples at "
+            "half-pixel centres: other numbers); it runs eagerly and in Lambda layers",
+            f"tf.image.resize(images, size, method='{method}') (half-pixel centres: "
+            "retrain or check the numbers)",
+        )
+        for name, method in (
+            ("resize_bilinear", "bilinear"),
+            ("resize_nearest_neighbor", "nearest"),
+            ("resize_bicubic", "bicubic"),
+            ("resize_area", "area"),
+        )
+    },
     # TF1's initializer classes: tf.compat.v1 keeps the same objects, which draw
     # eagerly and take TF1's (shape, dtype, partition_info) call that projects'
     # own initializers pass on; Keras 3 layers call them as kernel_initializer.
