@@ -458,3 +458,11 @@ def test_a_star_import_of_a_keras2_module_comes_from_its_keras3_home(before, aft
     exec(result.migrated, namespace)  # noqa: S102
     for name in names:
         assert name in namespace, name
+
+
+@pytest.mark.parametrize("name", ["clip_norm", "TFOptimizer"])
+def test_keras2_optimizer_internals_are_flagged_not_left_silently(name):
+    result = check_flag(f"from keras.optimizers import {name}, Adam\n", "keras.optimizers")
+    assert f"`keras.optimizers.{name}` does not exist in Keras 3" in [
+        flag.message for flag in result.report.flags
+    ]

@@ -163,6 +163,11 @@ REMOVED_NAMES = {
             "object_list_uid",
         )
     },
+    "keras.optimizers.clip_norm": "Keras 3 has no clip_norm (a helper of Keras 2's "
+    "get_updates-based optimizers): pass clipnorm= to a keras.optimizers class, or write "
+    "g * c / max(norm, c) with keras.ops where you need it.",
+    "keras.optimizers.TFOptimizer": "Keras 3 has no TFOptimizer (a wrapper of TF1 "
+    "tf.train optimizers): use the keras.optimizers class of the same name.",
     "keras.layers.Network": "subclass or build keras.Model (Keras 2's Network was a "
     "Model without compile/fit; Keras 3 has only Model).",
     "keras.models.Network": "subclass or build keras.Model (Keras 2's Network was a "
