@@ -12,6 +12,7 @@ from parallel_keras.migrate import context
 from parallel_keras.migrate.rules import (
     backend_ops,
     batch_shapes,
+    call_variables,
     callback_args,
     checkpoints,
     devices,
@@ -80,6 +81,7 @@ def default_rules() -> list[context.Rule]:
         model_api.ModelApiRule(),
         keyword_only.KeywordOnlyRule(),
         target_tensors.TargetTensorsRule(),
+        call_variables.CallVariableRule(),
         callback_args.CallbackArgsRule(),
         requirements.RequirementsRule(),
         # Keras 2 idioms met in unseen scripts: batch shapes, reset_states, Keras 1 merge.
