@@ -359,3 +359,19 @@ def test_tf1_resize_ops_keep_tf1s_sampling_in_a_lambda_layer():
     # TF1 (align_corners=False, no half-pixel centres): sample i at i * in / out.
     np.testing.assert_allclose(up, [0.0, 1.0, 2.0, 2.0])
     np.testing.assert_allclose(near, [0.0, 0.0, 2.0, 2.0])
+
+
+def test_tf1_names_reached_through_keras2_backend_tf_are_rewritten_in_one_run():
+    source = (
+        "import numpy as np\n"
+        "from keras import backend as K\n"
+        "x = np.array([0.0, 2.0], 'float32').reshape(1, 1, 2, 1)\n"
+        "y = K.tf.image.resize_bilinear(x, size=(1, 4)) + K.tf.log(1.0)\n"
+    )
+    result = run(source)
+    assert "K.tf" not in result.migrated
+    assert not result.report.flags
+    assert run(result.migrated).migrated == result.migrated
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    np.testing.assert_allclose(np.asarray(namespace["y"]).reshape(-1), [0.0, 1.0, 2.0, 2.0])

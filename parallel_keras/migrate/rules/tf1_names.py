@@ -303,6 +303,9 @@ def _tf_name(ctx: context.Context, node: cst.CSTNode) -> str | None:
         full = min(name.name for name in names)
     else:
         full = syntax.fallback_name(node)
+    if full is not None and full.startswith("keras.backend.tf."):
+        # Keras 2's backend module imported tensorflow as tf: `K.tf.image...`.
+        full = "tensorflow." + full[len("keras.backend.tf.") :]
     if full is None or not full.startswith("tensorflow."):
         return None
     if full in _GRAPH_MODE_SWITCHES:
@@ -311,6 +314,14 @@ def _tf_name(ctx: context.Context, node: cst.CSTNode) -> str | None:
     if full.startswith(("tensorflow.compat.", "tensorflow.keras.", "tensorflow.python.")):
         return None
     return "tf." + full[len("tensorflow.") :]
+
+
+def _root(ctx: context.Context, node: cst.CSTNode) -> str:
+    """The name the rewrite spells TensorFlow with: `tf` of `tf.log`; for `K.tf.log`, tf's."""
+    dotted = syntax.dotted(node) or ""
+    if (ctx.qualified_name(node) or "").startswith("keras.backend.tf."):
+        return ctx.tf_module()
+    return dotted.split(".")[0]
 
 
 class Tf1NameRule(context.Rule):
@@ -445,7 +456,7 @@ class Tf1NameRule(context.Rule):
         name, (kind, new, reason) = match
         if new is None:  # A flag: leave_Attribute reports it.
             return updated
-        root = syntax.dotted(original.func).split(".")[0]
+        root = _root(ctx, original.func)
         if kind == "cast":
             positional = syntax.positional(updated)
             if (
@@ -521,7 +532,7 @@ class Tf1NameRule(context.Rule):
             kind == "rename" and _takes_args(new) and id(original) in self._call_funcs
         ):
             return updated  # The call is rewritten (or flagged) in leave_Call.
-        root = syntax.dotted(original).split(".")[0] if syntax.dotted(original) else "tf"
+        root = _root(ctx, original) if syntax.dotted(original) else "tf"
         if (
             new is None
             and id(original) in self._graph_attributes
@@ -659,7 +670,7 @@ def _softmax_xent(ctx, original, updated):
         "stop_gradient"
     ):
         return updated
-    root = syntax.dotted(original.func).split(".")[0]
+    root = _root(ctx, original.func)
     ctx.change(
         original,
         RULE,
