@@ -526,6 +526,8 @@ data_generator.image_folder = "images"
         + _PRETRAINED_VGG16.format(
             top=False, name="vgg16_weights_tf_dim_ordering_tf_kernels_notop.h5"
         ),
+        load_setup="from custom_layers.unpooling_layer import Unpooling\n"
+        "custom_objects = {'Unpooling': Unpooling}",
     ),
     PublicProject(
         name="look_into_person",
