@@ -187,7 +187,9 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
         self.filepath = path
         self.period = period
         self.template = template
-        self._epochs_since_last_save = 0
+        # Keras 2's public counter of `period`: its subclasses' on_epoch_end
+        # read and reset it (experiencor/keras-yolo3's CustomModelCheckpoint).
+        self.epochs_since_last_save = 0
         self._finite = finite.FiniteGuard("checkpoint")
         self._step_logs: dict | None = None
 
@@ -222,10 +224,10 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
                 f"the epoch logged {sorted(logs)}. Pass monitor= one of those "
                 "(e.g. monitor='loss'), or compile the model with that metric."
             )
-        self._epochs_since_last_save += 1
-        if self._epochs_since_last_save < self.period:
+        self.epochs_since_last_save += 1
+        if self.epochs_since_last_save < self.period:
             return
-        self._epochs_since_last_save = 0
+        self.epochs_since_last_save = 0
         self._step_logs = logs
         super().on_epoch_end(epoch, logs)
 
