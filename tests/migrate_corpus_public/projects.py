@@ -621,6 +621,8 @@ os.makedirs("data", exist_ok=True); np.save("data/prior_prob.npy", np.full(38, 1
         )
         + _GENERATORS
         + _PRETRAINED_VGG16.format(top=True, name="vgg16_weights_tf_dim_ordering_tf_kernels.h5"),
+        load_setup="from custom_layers.unpooling_layer import Unpooling\n"
+        "custom_objects = {'Unpooling': Unpooling}",
     ),
     PublicProject(
         name="mdsr_superres",
