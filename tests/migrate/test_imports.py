@@ -325,7 +325,12 @@ REMOVED = {
         "import keras\nc = keras.wrappers.scikit_learn.KerasClassifier(f)\n",
         "scikeras",
     ),
-    "legacy_interfaces": ("from keras.legacy import interfaces\n", "legacy_*"),
+    # Used for more than the @interfaces.legacy_* decorators (those and an unused
+    # import are removed: tests/migrate/test_legacy_interfaces.py).
+    "legacy_interfaces": (
+        "from keras.legacy import interfaces\nf = interfaces.generate_legacy_interface\n",
+        "legacy_*",
+    ),
 }
 
 

@@ -685,6 +685,20 @@ class ImportPathRule(context.Rule):
     def _import_from(self, ctx, line, statement):
         if statement.relative or statement.module is None:
             return None
+        if (
+            syntax.dotted(statement.module) == "keras.legacy"
+            and [syntax.dotted(alias.name) for alias in statement.names] == ["interfaces"]
+            and id(line) in ctx.shared.get("unused_legacy_interfaces", ())
+        ):
+            # Only its @interfaces.legacy_* decorators used it (removed with it):
+            # they translated Keras 1 argument names; the calls use Keras 2's.
+            ctx.change(
+                line,
+                RULE,
+                "removed `from keras.legacy import interfaces`: Keras 3 has none; it "
+                "served only the Keras 1 argument-name decorators, removed too",
+            )
+            return []
         if isinstance(statement.names, cst.ImportStar):
             return self._star(ctx, line, statement)
         old_module = syntax.dotted(statement.module)
@@ -1026,7 +1040,11 @@ class ImportPathRule(context.Rule):
     def leave_Attribute(self, ctx, original, updated):
         # `keras.utils.np_utils.to_categorical` -> `keras.utils.to_categorical`.
         text = syntax.dotted(original)
-        if id(original) in self._in_imports or id(original) in self._compat_parts:
+        if (
+            id(original) in self._in_imports
+            or id(original) in self._compat_parts
+            or id(original) in ctx.shared.get("removed_decorators", ())
+        ):
             return updated
         qualified = ctx.qualified_name(original) or ""
         compat = self._compat_attribute(ctx, original, updated, qualified)
