@@ -51,6 +51,7 @@ RUNS: tuple[str, ...] = (
     "cifar10_kuza55_rossum",
     "data_parallel_mnist_rossum",
     "fundus_lesion",
+    "scene_understanding",
 )
 
 

@@ -842,7 +842,7 @@ _BLOCKED_ON = {
     "look_into_person": "",
     "deep_image_matting": "harness: the model hard-codes 320x320 inputs and the loss reads 11 target channels",
     "colorful_colorization": "",
-    "scene_understanding": "harness: reload needed its Unpooling layer (catalogue fixed, re-measure)",
+    "scene_understanding": "",
     "mdsr_superres": "",
     "facenet_triplet": "",
     "scene_classification": "ImageDataGenerator from keras.preprocessing.image",
