@@ -352,3 +352,31 @@ def test_a_keras2_subclass_reads_and_resets_epochs_since_last_save(tmp_path):
     )
     assert checkpoint.saved_at == [2, 4]
     assert sorted(os.listdir(tmp_path)) == ["t-02.weights.h5", "t-04.weights.h5"]
+
+
+def test_a_keras2_subclass_compares_with_keras2s_monitor_op_and_best(tmp_path):
+    template, parallel = _parallel()
+
+    class BestOnly(parallel_keras.callbacks.ModelCheckpoint):
+        """Keras 2's save_best_only branch, in a subclass's own on_epoch_end."""
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.improved = []
+
+        def on_epoch_end(self, epoch, logs=None):
+            current = logs.get(self.monitor)
+            if self.monitor_op(current, self.best):
+                self.best = current
+                self.improved.append(epoch + 1)
+
+    checkpoint = BestOnly(
+        filepath=str(tmp_path / "b.weights.h5"), save_weights_only=True, monitor="loss"
+    )
+    history = parallel.fit(
+        ROWS, targets("functional"), batch_size=4, epochs=3, verbose=0, callbacks=[checkpoint]
+    )
+    losses = history.history["loss"]
+    expected = [e + 1 for e, loss in enumerate(losses) if loss < min([np.inf, *losses[:e]])]
+    assert checkpoint.improved == expected and checkpoint.improved[0] == 1
+    assert checkpoint.best == min(losses)
