@@ -226,6 +226,8 @@ textgen.train_on_texts(texts, num_epochs=1, batch_size=8, gen_epochs=0, multi_gp
 textgen.save("corpus_weights.hdf5")
 """,
         probe_size=40,
+        load_setup="from textgenrnn.AttentionWeightedAverage import AttentionWeightedAverage\n"
+        "custom_objects = {'AttentionWeightedAverage': AttentionWeightedAverage}",
     ),
     PublicProject(
         name="nuclick",
