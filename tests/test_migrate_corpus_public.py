@@ -52,6 +52,8 @@ RUNS: tuple[str, ...] = (
     "data_parallel_mnist_rossum",
     "fundus_lesion",
     "scene_understanding",
+    "keras_yolo3",
+    "textgenrnn",
 )
 
 

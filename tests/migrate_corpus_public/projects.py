@@ -826,8 +826,8 @@ model.save_weights("deeplab.weights.h5")
 # main at b565258, and on branch corpus (26 Nov 21:25-22:40 UTC) for the projects it re-measured.
 _BLOCKED_ON = {
     "chexnet": "imgaug does not import under NumPy 2 (np.sctypes)",
-    "keras_yolo3": "a tf.Variable made in YoloLayer.call, then its checkpoint subclass's epochs_since_last_save (both fixed on branch corpus, re-measure)",
-    "textgenrnn": "np.block on NumPy 2's np.meshgrid tuple (fixed on branch corpus, re-measure)",
+    "keras_yolo3": "",
+    "textgenrnn": "",
     "nuclick": "albumentations without RandomBrightness (older ones need imgaug)",
     "pconv_inpainting": "ImageDataGenerator subclass from keras.preprocessing.image",
     "cifar10_mgpu_avolkov1": "avolkov1's synchronous optimizer mixin on Keras 2 optimizer internals (clip_norm, get_updates)",
