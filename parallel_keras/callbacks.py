@@ -93,6 +93,16 @@ def keras3_checkpoint_path(filepath: str, save_weights_only: bool) -> str:
     return written
 
 
+def _keras2_monitor(mode: str, monitor: str, best: Any) -> tuple[Any, Any]:
+    """Keras 2's (monitor_op, best) for a mode: 'auto' is greater for accuracies."""
+    greater = mode == "max" or (
+        mode not in ("min", "max") and ("acc" in monitor or monitor.startswith("fmeasure"))
+    )
+    if best is None:
+        best = -np.inf if greater else np.inf
+    return (np.greater if greater else np.less), best
+
+
 class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
     """Saves the model or its weights during `fit`; Keras 2 and 3 arguments.
 
@@ -187,7 +197,9 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
         self.filepath = path
         self.period = period
         self.template = template
-        self._epochs_since_last_save = 0
+        # Keras 2's public counter of `period`: its subclasses' on_epoch_end
+        # read and reset it (experiencor/keras-yolo3's CustomModelCheckpoint).
+        self.epochs_since_last_save = 0
         self._finite = finite.FiniteGuard("checkpoint")
         self._step_logs: dict | None = None
 
@@ -210,6 +222,13 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
                 "multi_gpu_model, or one built from its layers."
             )
         super().on_train_begin(logs)
+        overridden = type(self).on_epoch_end is not ModelCheckpoint.on_epoch_end
+        if overridden and getattr(self, "monitor_op", None) is None:
+            # A Keras 2 subclass's own on_epoch_end reads monitor_op and best,
+            # which Keras 2 set at construction (Keras 3 sets them in its
+            # on_epoch_end, which such a subclass does not call).
+            keras2 = _keras2_monitor(self.mode, self.monitor, getattr(self, "best", None))
+            self.monitor_op, self.best = keras2
 
     def on_epoch_end(self, epoch, logs=None):
         if self.save_best_only and logs and not _names_a_metric(self.monitor, logs):
@@ -222,10 +241,10 @@ class ModelCheckpoint(_internals.ModelCheckpointWriteHook):
                 f"the epoch logged {sorted(logs)}. Pass monitor= one of those "
                 "(e.g. monitor='loss'), or compile the model with that metric."
             )
-        self._epochs_since_last_save += 1
-        if self._epochs_since_last_save < self.period:
+        self.epochs_since_last_save += 1
+        if self.epochs_since_last_save < self.period:
             return
-        self._epochs_since_last_save = 0
+        self.epochs_since_last_save = 0
         self._step_logs = logs
         super().on_epoch_end(epoch, logs)
 

@@ -320,3 +320,63 @@ def test_early_stopping_restores_best_weights_only_when_it_stops(patience, epoch
     # Stopped: the best epoch's weights; not stopped: the last epoch's.
     assert stop.model.weights[0][0] == kept
     assert isinstance(stop, keras.callbacks.EarlyStopping)
+
+
+def test_a_keras2_subclass_reads_and_resets_epochs_since_last_save(tmp_path):
+    template, parallel = _parallel()
+
+    class TemplateCheckpoint(parallel_keras.callbacks.ModelCheckpoint):
+        """experiencor/keras-yolo3's: Keras 2's on_epoch_end, saving the template."""
+
+        def __init__(self, model_to_save, **kwargs):
+            super().__init__(**kwargs)
+            self.model_to_save = model_to_save
+            self.saved_at = []
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.epochs_since_last_save += 1
+            if self.epochs_since_last_save >= self.period:
+                self.epochs_since_last_save = 0
+                path = self.filepath.format(epoch=epoch + 1)
+                self.model_to_save.save_weights(path)
+                self.saved_at.append(epoch + 1)
+
+    checkpoint = TemplateCheckpoint(
+        template,
+        filepath=str(tmp_path / "t-{epoch:02d}.weights.h5"),
+        save_weights_only=True,
+        period=2,
+    )
+    parallel.fit(
+        ROWS, targets("functional"), batch_size=4, epochs=5, verbose=0, callbacks=[checkpoint]
+    )
+    assert checkpoint.saved_at == [2, 4]
+    assert sorted(os.listdir(tmp_path)) == ["t-02.weights.h5", "t-04.weights.h5"]
+
+
+def test_a_keras2_subclass_compares_with_keras2s_monitor_op_and_best(tmp_path):
+    template, parallel = _parallel()
+
+    class BestOnly(parallel_keras.callbacks.ModelCheckpoint):
+        """Keras 2's save_best_only branch, in a subclass's own on_epoch_end."""
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.improved = []
+
+        def on_epoch_end(self, epoch, logs=None):
+            current = logs.get(self.monitor)
+            if self.monitor_op(current, self.best):
+                self.best = current
+                self.improved.append(epoch + 1)
+
+    checkpoint = BestOnly(
+        filepath=str(tmp_path / "b.weights.h5"), save_weights_only=True, monitor="loss"
+    )
+    history = parallel.fit(
+        ROWS, targets("functional"), batch_size=4, epochs=3, verbose=0, callbacks=[checkpoint]
+    )
+    losses = history.history["loss"]
+    expected = [e + 1 for e, loss in enumerate(losses) if loss < min([np.inf, *losses[:e]])]
+    assert checkpoint.improved == expected and checkpoint.improved[0] == 1
+    assert checkpoint.best == min(losses)

@@ -46,7 +46,19 @@ CORPUS_VARIABLE = "PARALLEL_KERAS_CORPUS"
 REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 
 # Measured with main at b565258 (see docs/migrate.md, "K of N run with no hand edit").
-RUNS: tuple[str, ...] = ("image_captioning", "colorful_colorization")
+RUNS: tuple[str, ...] = (
+    "image_captioning",
+    "colorful_colorization",
+    "mnist_make_parallel",
+    "eyenet",
+    "vae_mgpu_avolkov1",
+    "cifar10_kuza55_rossum",
+    "data_parallel_mnist_rossum",
+    "fundus_lesion",
+    "scene_understanding",
+    "keras_yolo3",
+    "textgenrnn",
+)
 
 
 def test_catalogue_names_30_public_projects_with_commit_licence_and_idiom():

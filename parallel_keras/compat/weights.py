@@ -19,7 +19,7 @@ from absl import logging
 
 from parallel_keras import _internals
 from parallel_keras.cluster import writes
-from parallel_keras.saving import atomic, paths
+from parallel_keras.saving import atomic, matching, paths
 from parallel_keras.saving import weights as weights_lib
 
 
@@ -89,8 +89,9 @@ def load_weights(
     Args:
         model: A Keras model or a parallel model (loads into its template).
         filepath: The file.
-        by_name: Load the layers whose names are in the file (HDF5 only).
-            Defaults to False.
+        by_name: Load the layers whose names are in the file (HDF5 only);
+            as in Keras 2, a file with no layer of the model's names loads
+            nothing (with a warning), without an error. Defaults to False.
         skip_mismatch: Skip layers whose shapes differ. Defaults to False.
         **kwargs: Ignored Keras 2 arguments (`reshape=`).
 
@@ -98,6 +99,14 @@ def load_weights(
         The names of the layers that received weights.
     """
     del kwargs
-    return weights_lib.load_weights(
-        model, os.fspath(filepath), by_name=by_name, skip_mismatch=skip_mismatch
-    )
+    try:
+        return weights_lib.load_weights(
+            model, os.fspath(filepath), by_name=by_name, skip_mismatch=skip_mismatch
+        )
+    except matching.NothingMatchedError as error:
+        if not by_name:
+            raise
+        # Keras 2's by_name load skipped every file layer without a namesake
+        # in the model, silently, also when that was all of them.
+        logging.warning("load_weights(by_name=True) loaded nothing: %s", error)
+        return []

@@ -60,6 +60,11 @@ class Project:
     tower_builders: dict[str, dict[str, towers.TowerBuilder]] = dataclasses.field(
         default_factory=dict
     )
+    # Module -> (modules it may import from, name or "*", local name): a
+    # package's `from ._multigpu import *` re-exports that module's builders.
+    reexports: dict[str, list[tuple[tuple[str, ...], str, str]]] = dataclasses.field(
+        default_factory=dict
+    )
 
 
 def _name(node: ast.AST) -> str | None:
@@ -127,6 +132,19 @@ def scan_source(source: str, module: str, project: Project) -> None:
     builders = towers.find_tower_builders(tree)
     if builders:
         project.tower_builders[module] = builders
+    for statement in tree.body:
+        if isinstance(statement, ast.ImportFrom) and statement.module is not None:
+            if statement.level:
+                # A package's __init__ (`module` is the package) or a module beside it.
+                parts = module.split(".")
+                bases = [".".join(parts[: len(parts) - statement.level + 1 - k]) for k in (0, 1)]
+                sources = tuple(f"{b}.{statement.module}" if b else statement.module for b in bases)
+            else:
+                sources = (statement.module,)
+            for alias in statement.names:
+                project.reexports.setdefault(module, []).append(
+                    (sources, alias.name, alias.asname or alias.name)
+                )
     calls_of: dict[str, str] = {}  # variable -> function whose call it holds
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
@@ -185,4 +203,27 @@ def scan_project(files: list[tuple[str, str]], read) -> Project:
         module = relative[: -len(".py")] if relative.endswith(".py") else relative
         module = module.replace("\\", "/").replace("/", ".").removesuffix(".__init__")
         scan_source(source, module, project)
+    _follow_reexports(project)
     return project
+
+
+def _follow_reexports(project: Project) -> None:
+    """Adds the builders a module imports from another to that module's own."""
+    for _ in range(3):  # Packages re-exporting packages.
+        changed = False
+        for module, imports in project.reexports.items():
+            for sources, name, local in imports:
+                for source in sources:
+                    builders = project.tower_builders.get(source, {})
+                    if name == "*":
+                        found = builders
+                    else:
+                        found = {local: builders[name]} if name in builders else {}
+                    mine = project.tower_builders.setdefault(module, {})
+                    for key, builder in found.items():
+                        if key not in mine:
+                            mine[key] = builder
+                            changed = True
+        if not changed:
+            break
+    project.tower_builders = {m: b for m, b in project.tower_builders.items() if b}

@@ -38,6 +38,10 @@ class TowerBuilder:
             parameter gives it. Defaults to None.
         gpus_default: The source of the `gpus` parameter's default value,
             or None when it has none. Defaults to None.
+        placement: Parameters that only say where the slices and the
+            concatenation run (`ps_device`: given only to `tf.device`), which
+            changes no value; multi_gpu_model places them itself. Keyword
+            names a class pops from its `**kwargs` count as parameters too.
     """
 
     name: str
@@ -46,6 +50,7 @@ class TowerBuilder:
     gpus: str | None
     gpus_name: str | None = None
     gpus_default: str | None = None
+    placement: tuple[str, ...] = ()
 
 
 def _last_name(node: ast.AST) -> str | None:
@@ -122,7 +127,118 @@ def _slices_and_concatenates(scope: ast.AST) -> bool:
 
 def _parameters(function: ast.FunctionDef, method: bool) -> list[str]:
     names = [arg.arg for arg in (*function.args.posonlyargs, *function.args.args)]
-    return names[1:] if method else names
+    names += [arg.arg for arg in function.args.kwonlyargs]
+    names = names[1:] if method else names
+    # `serial_model = kwargs.pop('serial_model')`: keyword parameters too.
+    if function.args.kwarg is not None:
+        found = [
+            (getattr(node, "lineno", 0), getattr(node, "col_offset", 0), key)
+            for node in ast.walk(function)
+            if (key := _kwargs_key(node, function.args.kwarg.arg)) is not None
+        ]
+        for _, _, key in sorted(found):
+            if key not in names:
+                names.append(key)
+    return names
+
+
+def _holders(parameter: str, values: dict[str, ast.AST]) -> set[str]:
+    """The names holding a parameter's value: itself, `self._m = m`, `m = kwargs.pop('m')`."""
+    holders = {parameter}
+    for _ in range(4):
+        more = {
+            target
+            for target, value in values.items()
+            if (isinstance(value, ast.Name) and value.id in holders)
+            or (
+                isinstance(value, ast.Attribute)
+                and isinstance(value.value, ast.Name)
+                and value.value.id == "self"
+                and "self." + value.attr in holders
+            )
+            or _kwargs_key(value, None) == parameter
+        }
+        if more <= holders:
+            break
+        holders |= more
+    return holders
+
+
+def _model_parameter(scope: ast.AST, candidates: list[str]) -> str | None:
+    """The candidate the towers call (`model(slices)`) or read inputs of; else the first."""
+    values = _assignments(scope)
+    for candidate in candidates:
+        holders = _holders(candidate, values)
+        for node in ast.walk(scope):
+            used = None
+            if isinstance(node, ast.Call):
+                used = node.func
+            elif isinstance(node, ast.Attribute) and node.attr in ("inputs", "outputs", "input"):
+                used = node.value
+            if used is not None and _holder(used, holders):
+                return candidate
+    return candidates[0] if candidates else None
+
+
+def _kwargs_key(node: ast.AST, kwargs: str | None) -> str | None:
+    """'k' of `kwargs.pop('k', ...)`, `kwargs.get('k')` or `kwargs['k']`."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        owner, arguments = node.func.value, node.args
+        if node.func.attr not in ("pop", "get"):
+            return None
+    elif isinstance(node, ast.Subscript):
+        owner, arguments = node.value, [node.slice]
+    else:
+        return None
+    if not (isinstance(owner, ast.Name) and (kwargs is None or owner.id == kwargs)):
+        return None
+    if arguments and isinstance(arguments[0], ast.Constant) and isinstance(arguments[0].value, str):
+        return arguments[0].value
+    return None
+
+
+def _placement_parameters(scope: ast.AST, parameters: list[str]) -> tuple[str, ...]:
+    """The parameters only given to `tf.device(...)` (or tested for None) in `scope`."""
+    values = _assignments(scope)
+    placement = []
+    for parameter in parameters:
+        holders = _holders(parameter, values)
+        in_device = [
+            argument
+            for node in ast.walk(scope)
+            if isinstance(node, ast.Call) and _last_name(node.func) == "device"
+            for argument in node.args
+        ]
+        uses = sum(1 for argument in in_device if _holder(argument, holders))
+        # Every read must be an argument of device() or a test against None.
+        reads = [
+            node
+            for node in ast.walk(scope)
+            if isinstance(node, (ast.Name, ast.Attribute))
+            and _holder(node, holders)
+            and isinstance(node.ctx, ast.Load)
+        ]
+        allowed = {id(argument) for argument in in_device} | {
+            id(node.left)
+            for node in ast.walk(scope)
+            if isinstance(node, ast.Compare)
+            and all(isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)) for op in node.ops)
+            and all(isinstance(c, ast.Constant) and c.value is None for c in node.comparators)
+        }
+        if uses and all(id(node) in allowed for node in reads):
+            placement.append(parameter)
+    return tuple(placement)
+
+
+def _holder(node: ast.AST, holders: set[str]) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in holders
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+        and "self." + node.attr in holders
+    )
 
 
 def _assignments(scope: ast.AST) -> dict[str, ast.AST]:
@@ -173,6 +289,9 @@ def _count_source(
         if key is not None and key in values:
             iterable = values[key]
             continue
+        popped = _kwargs_key(iterable, None)
+        if popped in parameters:
+            return popped, None
         if key in module_names:
             return None, key
         return None, None
@@ -190,10 +309,62 @@ def _builder(
     gpus, gpus_name = _count_source(loops[0], parameters, values, module_names)
     if gpus is None and gpus_name is None:
         return None
-    models = [parameter for parameter in parameters if parameter != gpus]
-    if not models:
+    placement = _placement_parameters(scope, parameters)
+    model = _model_parameter(scope, [p for p in parameters if p != gpus and p not in placement])
+    if model is None:
         return None
-    return TowerBuilder(name, tuple(parameters), models[0], gpus, gpus_name, _default(init, gpus))
+    return TowerBuilder(
+        name, tuple(parameters), model, gpus, gpus_name, _default(init, gpus), placement
+    )
+
+
+def _wrapper(function: ast.FunctionDef, builders: dict[str, TowerBuilder]) -> TowerBuilder | None:
+    """A function returning a tower builder's call of its own parameters.
+
+    `def make_parallel(serial_model, gdev_list, ps_device='/cpu:0',
+    model_class=ModelMGPU): ... return model_class(serial_model=serial_model,
+    gdev_list=gdev_list, ps_device=ps_device)` is that builder by another name.
+    """
+    parameters = _parameters(function, False)
+    defaults = {
+        arg.arg: default
+        for arg, default in zip(
+            function.args.args[len(function.args.args) - len(function.args.defaults) :],
+            function.args.defaults,
+        )
+    }
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Return) and isinstance(node.value, ast.Call)):
+            continue
+        call = node.value
+        called = _last_name(call.func)
+        default = defaults.get(called or "")
+        if isinstance(default, ast.Name):
+            called = default.id  # `model_class=ModelMGPU`
+        inner = builders.get(called or "")
+        if inner is None or any(isinstance(a, ast.Starred) for a in call.args):
+            continue
+        mapping: dict[str, str] = {}  # inner parameter -> this function's parameter
+        for index, argument in enumerate(call.args):
+            if isinstance(argument, ast.Name) and index < len(inner.parameters):
+                mapping[inner.parameters[index]] = argument.id
+        for keyword in call.keywords:
+            if keyword.arg is not None and isinstance(keyword.value, ast.Name):
+                mapping[keyword.arg] = keyword.value.id
+        model, gpus = mapping.get(inner.model), mapping.get(inner.gpus or "")
+        if model not in parameters or gpus not in parameters:
+            continue
+        placement = tuple(mapping[p] for p in inner.placement if mapping.get(p) in parameters)
+        return TowerBuilder(
+            function.name,
+            tuple(parameters),
+            model,
+            gpus,
+            None,
+            _default(function, gpus),
+            placement,
+        )
+    return None
 
 
 def _default(function: ast.FunctionDef, parameter: str | None) -> str | None:
@@ -234,8 +405,22 @@ def find_tower_builders(tree: ast.Module) -> dict[str, TowerBuilder]:
             )
             if init is not None:
                 found = _builder(statement.name, statement, init, True, module_names)
+            # `DataParallelModel.create(basic_model, gpu_count)`: a factory method.
+            for item in statement.body:
+                if isinstance(item, ast.FunctionDef) and item is not init:
+                    kinds = {_last_name(d) for d in item.decorator_list}
+                    if kinds & {"classmethod", "staticmethod"}:
+                        name = f"{statement.name}.{item.name}"
+                        factory = _builder(name, item, item, "classmethod" in kinds, module_names)
+                        if factory is not None:
+                            builders[name] = factory
         if found is not None:
             builders[found.name] = found
+    for statement in tree.body:
+        if isinstance(statement, ast.FunctionDef) and statement.name not in builders:
+            found = _wrapper(statement, builders)
+            if found is not None:
+                builders[found.name] = found
     return builders
 
 

@@ -224,7 +224,7 @@ def load_legacy_weights(
             mismatch[0],
         )
     if not assignments:
-        raise matching.MismatchError(
+        raise matching.NothingMatchedError(
             f"No layer of model {target.name!r} matched the file, so nothing "
             f"would load. Received: filepath={legacy.path!r} with layers "
             f"{[layer.name for layer in legacy.layers][:8]}, model layers "

@@ -16,6 +16,10 @@ class MismatchError(ValueError):
     """A weights file does not fit the model; the model was left unchanged."""
 
 
+class NothingMatchedError(MismatchError):
+    """No layer of the model matched the file by name: nothing was loaded."""
+
+
 def weighted_layers(model: keras.Model) -> list[keras.layers.Layer]:
     """The layers holding weights, nested models flattened, in model order.
 

@@ -200,3 +200,23 @@ def test_multi_input_image_batches_are_tuples_keras3_fit_takes():
     model.compile(optimizer="sgd", loss="mse")
     model.fit(iterator, epochs=1, verbose=0)
     assert len(iterator) == 2 and iterator.n == 8  # Keras 2's attributes stay.
+
+
+def test_a_by_name_load_with_no_namesake_loads_nothing_as_keras2_did(tmp_path):
+    from tests import test_legacy_cudnn as cudnn
+
+    path = str(tmp_path / "vgg_like.h5")
+    dense_weights = [np.full((cudnn.UNITS, 2), 0.1, "float32"), np.zeros(2, "float32")]
+    cudnn._write_keras2_file(
+        path, "lstm", False, "single", [cudnn._cudnn_weights("lstm", 1)], dense_weights
+    )
+    inputs = keras.Input((cudnn.TIMESTEPS, cudnn.FEATURES))
+    rnn = keras.layers.LSTM(cudnn.UNITS, name="conv1_1")(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(2, name="head")(rnn))
+    before = [w.copy() for w in model.get_weights()]
+    assert compat.load_weights(model, path, by_name=True) == []
+    for got, want in zip(model.get_weights(), before):
+        np.testing.assert_array_equal(got, want)
+    # Without by_name, Keras 2 matched the layers in order: they load.
+    assert len(compat.load_weights(model, path)) == 2
+    np.testing.assert_array_equal(model.get_layer("head").get_weights()[0], dense_weights[0])

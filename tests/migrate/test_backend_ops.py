@@ -231,6 +231,21 @@ def _keras2_values(name, *args, **kwargs):
         return tf.one_hot(np.array([0, 2]), depth=3, axis=-1)
     if name == "int_shape":
         return tf.constant(tuple(args[0].shape))
+    # Keras 2.2.4's TF backend, function by function.
+    if name == "gather":  # tf.nn.embedding_lookup(reference, indices)
+        return tf.nn.embedding_lookup(args[0], tf.constant([1, 0, 1]))
+    if name == "tile":
+        return tf.tile(args[0], [2, 1])
+    if name == "arange":  # tf.range, then cast to dtype='int32'
+        return tf.cast(tf.range(1, 7, 2), "int32")
+    if name == "ndim":
+        return tf.constant(len(tf.constant(args[0]).get_shape().as_list()))
+    if name == "softplus":
+        return tf.nn.softplus(args[0])
+    if name == "logsumexp":
+        return tf.reduce_logsumexp(args[0], axis=1)
+    if name == "cos":
+        return tf.cos(args[0])
     raise KeyError(name)
 
 
@@ -251,6 +266,13 @@ def _keras2_values(name, *args, **kwargs):
         ("K.repeat_elements(p, 2, 1)", "repeat_elements", {}),
         ("K.one_hot(K.cast([0, 2], 'int32'), 3)", "one_hot", {}),
         ("K.int_shape(p)", "int_shape", {}),
+        ("K.gather(p, [1, 0, 1])", "gather", {}),
+        ("K.tile(p, [2, 1])", "tile", {}),
+        ("K.arange(1, 7, 2)", "arange", {}),
+        ("K.ndim(p)", "ndim", {}),
+        ("K.softplus(p)", "softplus", {}),
+        ("K.logsumexp(p, axis=1)", "logsumexp", {}),
+        ("K.cos(p)", "cos", {}),
     ],
 )
 def test_rewritten_call_computes_keras2_numbers(call, name, kwargs):
@@ -404,3 +426,41 @@ def test_migrated_tf1_seed_gives_the_same_initial_weights_every_run():
         exec(code, namespace)
         weights.append(namespace["model"].get_weights()[0])
     np.testing.assert_array_equal(weights[0], weights[1])
+
+
+def test_keras2_backend_tf_module_and_dtype_run_in_a_migrated_loss():
+    source = (
+        "import numpy as np\n"
+        "from keras import backend as K\n"
+        "def loss(y_true, y_pred):\n"
+        "    picked = K.gather(K.transpose(y_pred), K.arange(0, K.ndim(y_pred)))\n"
+        "    return K.tf.reduce_sum(picked) + K.cast(K.dtype(y_true) == 'float32', K.floatx())\n"
+        "value = loss(np.ones((3, 2), 'float32'), np.arange(6, dtype='float32').reshape(3, 2))\n"
+    )
+    namespace: dict = {}
+    with pytest.raises(AttributeError):
+        exec(source, namespace)  # Keras 3's backend has no gather, arange, ndim, tf, dtype.
+    result = migrate.migrate_source(source)
+    assert not result.report.flags, result.report.flags
+    exec(result.migrated, namespace)
+    # Rows 0 and 1 of the transpose: columns 0 and 1 of y_pred, summed (15), plus 1.
+    assert float(namespace["value"]) == 16.0
+
+
+def test_keras2_keras_shape_attribute_reads_the_static_shape():
+    source = (
+        "import keras\n"
+        "inputs = keras.Input((None, 5, 3))\n"
+        "channels = inputs._keras_shape[-1]\n"
+        "shape = (inputs + 1)._keras_shape\n"
+    )
+    namespace: dict = {}
+    with pytest.raises(AttributeError):
+        exec(source, namespace)  # noqa: S102
+    result = migrate.migrate_source(source)
+    assert not result.report.flags
+    exec(result.migrated, namespace)  # noqa: S102
+    assert namespace["channels"] == 3
+    assert namespace["shape"] == (None, None, 5, 3)  # Keras 2's int_shape, None where unknown.
+    stored = "x._keras_shape = (None, 3)\n"
+    assert migrate.migrate_source(stored).migrated == stored

@@ -124,3 +124,78 @@ def test_rewrites(before, after, recorded):
 def test_left_alone(source):
     result = check_rules(source, source, gpu_count.GpuCountRule)
     assert not result.report.changes and not result.report.flags
+
+
+_GPU_LOOP = """\
+from tensorflow.python.client import device_lib
+
+
+def get_available_gpus(as_ids=False):
+    local_device_protos = device_lib.list_local_devices()
+    gpus_list = []
+    for dproto in local_device_protos:
+        if dproto.device_type != 'GPU':
+            continue
+        gpus_list.append(int(dproto.name.split(':')[-1]) if as_ids else dproto.name)
+    return gpus_list
+
+
+def count_gpus():
+    return sum(1 for d in device_lib.list_local_devices() if d.device_type == 'GPU')
+
+
+def gpus_by_loop():
+    found = []
+    for d in device_lib.list_local_devices():
+        if d.device_type == 'GPU':
+            found.append(d.name)
+    return found
+
+
+ngpus = len(get_available_gpus())
+"""
+
+
+def test_a_gpu_list_built_by_a_for_loop_sees_the_devices_multi_gpu_model_replicates_on():
+    import parallel_keras
+
+    namespace: dict = {}
+    exec(_GPU_LOOP, namespace)  # noqa: S102
+    assert namespace["ngpus"] == 0  # Physical devices: the simulated ones are not listed.
+    result = check_rules(
+        _GPU_LOOP,
+        _GPU_LOOP.replace(
+            "for dproto in local_device_protos:",
+            "for dproto in [device for device in tensorflow.config.list_logical_devices('GPU') "
+            "or (tensorflow.config.list_logical_devices('CPU') "
+            "if parallel_keras.devices.gpus_are_simulated() else [])]:",
+        )
+        .replace(
+            "if dproto.device_type != 'GPU':",
+            "if (dproto.device_type != 'GPU' and not parallel_keras.devices.gpus_are_simulated()):",
+        )
+        .replace(
+            "for d in device_lib.list_local_devices():",
+            "for d in [device for device in tensorflow.config.list_logical_devices('GPU') "
+            "or (tensorflow.config.list_logical_devices('CPU') "
+            "if parallel_keras.devices.gpus_are_simulated() else [])]:",
+        )
+        .replace(
+            "        if d.device_type == 'GPU':",
+            "        if (d.device_type == 'GPU' or parallel_keras.devices.gpus_are_simulated()):",
+        )
+        .replace(
+            "from tensorflow.python.client import device_lib\n",
+            "from tensorflow.python.client import device_lib\n"
+            "import parallel_keras.devices\nimport tensorflow\n",
+        ),
+        gpu_count.GpuCountRule,
+    )
+    # The generator expression's own test stays: only loops were asked for here.
+    assert "sum(1 for d in device_lib.list_local_devices()" in result.migrated
+    exec(result.migrated, namespace)  # noqa: S102
+    expected = parallel_keras.devices.available_devices()
+    assert len(expected) == 4
+    assert namespace["ngpus"] == 4
+    assert namespace["get_available_gpus"](as_ids=True) == [0, 1, 2, 3]
+    assert len(namespace["gpus_by_loop"]()) == 4

@@ -325,7 +325,12 @@ REMOVED = {
         "import keras\nc = keras.wrappers.scikit_learn.KerasClassifier(f)\n",
         "scikeras",
     ),
-    "legacy_interfaces": ("from keras.legacy import interfaces\n", "legacy_*"),
+    # Used for more than the @interfaces.legacy_* decorators (those and an unused
+    # import are removed: tests/migrate/test_legacy_interfaces.py).
+    "legacy_interfaces": (
+        "from keras.legacy import interfaces\nf = interfaces.generate_legacy_interface\n",
+        "legacy_*",
+    ),
 }
 
 
@@ -431,3 +436,38 @@ def test_every_keras2_name_is_moved_or_flagged(module):
 def test_keras_package_imported_from_tensorflow_python_becomes_keras(before, after):
     # It crashed migrate (an empty module name for `from ... import keras`).
     check_rewrite(before, after)
+
+
+@pytest.mark.parametrize(
+    "before, after, names",
+    [
+        ("from keras.layers.core import *\n", "from keras.layers import *\n", ("Dense", "Lambda")),
+        (
+            "from keras.layers.convolutional import *\n",
+            "from keras.layers import *\n",
+            ("Conv2D", "UpSampling2D"),
+        ),
+        (
+            "from keras.engine import *\n",
+            "from keras.layers import *\nfrom keras.models import Model\n",
+            ("InputSpec", "Layer", "Input", "Model"),
+        ),
+    ],
+)
+def test_a_star_import_of_a_keras2_module_comes_from_its_keras3_home(before, after, names):
+    namespace: dict = {}
+    with pytest.raises(ModuleNotFoundError):
+        exec(before, namespace)  # noqa: S102
+    result = check_rewrite(before, after)
+    assert not result.report.flags
+    exec(result.migrated, namespace)  # noqa: S102
+    for name in names:
+        assert name in namespace, name
+
+
+@pytest.mark.parametrize("name", ["clip_norm", "TFOptimizer"])
+def test_keras2_optimizer_internals_are_flagged_not_left_silently(name):
+    result = check_flag(f"from keras.optimizers import {name}, Adam\n", "keras.optimizers")
+    assert f"`keras.optimizers.{name}` does not exist in Keras 3" in [
+        flag.message for flag in result.report.flags
+    ]

@@ -15,7 +15,7 @@ import pytest
 
 from parallel_keras import migrate
 from parallel_keras.migrate.rules import libraries
-from tests.migrate.helpers import check_rules, flags
+from tests.migrate.helpers import check_flag, check_rules, flags
 
 _RULE = libraries.LibrariesRule
 
@@ -191,3 +191,18 @@ def test_scipy_signal_windows_move_to_their_module_and_run():
     np.testing.assert_allclose(namespace["b"], 0.54 - 0.46 * np.cos(2 * np.pi * np.arange(4) / 3))
     np.testing.assert_allclose(namespace["d"], [0.0, 1.0, 0.0])
     assert namespace["c"].shape == (4,)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import imgaug as ia\n",
+        "from imgaug import augmenters as iaa\n",
+        "import imgaug.augmenters as iaa\n",
+        "import numpy as np, imgaug\n",
+    ],
+)
+def test_imgaug_is_flagged_with_why_and_the_modern_replacement(source):
+    result = check_flag(source, "NumPy 2", "albumentations>=1.4", "keras.layers.RandomFlip")
+    assert [flag.rule for flag in result.report.flags] == ["libraries"]
+    assert "does not import under NumPy 2" in result.report.flags[0].message

@@ -54,3 +54,27 @@ def test_rewritten_values_equal_numpy_1_meaning():
 
 def test_removed_without_equivalent_is_flagged():
     check_flag("import numpy as np\nt = np.find_common_type([a], [])\n", "np.result_type")
+
+
+def test_meshgrid_lists_stay_lists_as_numpy1_returned_them():
+    import numpy as np
+
+    from parallel_keras import migrate
+
+    source = (
+        "import numpy as np\n"
+        "texts = ['ab', 'cde']\n"
+        "indices = [np.meshgrid(np.array(i), np.arange(len(t) + 1)) for i, t in enumerate(texts)]\n"
+        "indices = np.block(indices)\n"
+        "xx, yy = np.meshgrid(np.arange(2), np.arange(3))\n"
+    )
+    namespace: dict = {}
+    with pytest.raises(TypeError):
+        exec(source, namespace)  # noqa: S102  (np.block refuses NumPy 2's tuples)
+    result = migrate.migrate_source(source)
+    assert "list(np.meshgrid(np.array(i)" in result.migrated
+    assert "xx, yy = np.meshgrid(" in result.migrated  # Unpacked: left as it is.
+    assert migrate.migrate_source(result.migrated).migrated == result.migrated
+    exec(result.migrated, namespace)  # noqa: S102
+    assert namespace["indices"].shape == (7, 2)
+    np.testing.assert_array_equal(namespace["indices"][:, 0], [0, 0, 0, 1, 1, 1, 1])

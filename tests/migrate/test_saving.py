@@ -54,3 +54,38 @@ def test_load_before_the_save_keeps_the_keras2_file_and_a_later_load_follows_the
 def test_load_of_a_file_the_script_never_saves_is_untouched():
     source = "model = keras.models.load_model('pretrained.h5')\nmodel.load_weights('w.h5')\n"
     assert migrate.migrate_source(source).migrated == source
+
+
+def test_a_by_name_load_of_a_computed_path_reads_keras2_cudnn_weights(tmp_path):
+    import keras
+    import numpy as np
+
+    from parallel_keras import migrate
+    from tests import test_legacy_cudnn as cudnn
+
+    rnn_weights = [cudnn._cudnn_weights("lstm", 5)]
+    dense_weights = [np.full((cudnn.UNITS, 2), 0.1, "float32"), np.zeros(2, "float32")]
+    path = str(tmp_path / "textgen_weights.hdf5")
+    cudnn._write_keras2_file(path, "lstm", False, "single", rnn_weights, dense_weights)
+    source = (
+        "import keras\n"
+        "def build(weights_path, timesteps, features, units):\n"
+        "    inputs = keras.Input((timesteps, features))\n"
+        "    rnn = keras.layers.LSTM(units, return_sequences=True, name='cu_dnnlstm_1')(inputs)\n"
+        "    model = keras.Model(inputs, keras.layers.Dense(2, name='dense_1')(rnn))\n"
+        "    model.load_weights(weights_path, by_name=True)\n"
+        "    return model\n"
+    )
+    result = migrate.migrate_source(source)
+    assert "parallel_keras.compat.load_weights(model, weights_path, by_name=True)" in (
+        result.migrated
+    )
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    model = namespace["build"](path, cudnn.TIMESTEPS, cudnn.FEATURES, cudnn.UNITS)
+    rnn = keras.Model(model.input, model.get_layer("cu_dnnlstm_1").output)
+    np.testing.assert_allclose(
+        np.asarray(rnn(cudnn.X)),
+        cudnn._cudnn_reference("lstm", rnn_weights[0], cudnn.X),
+        atol=1e-5,
+    )

@@ -38,6 +38,44 @@ CASES = {
         tf.config.set_visible_devices([gpu for gpu in tf.config.list_physical_devices('GPU') if gpu.name.rsplit(':', 1)[-1] in str("1").replace(' ', '').split(',')], 'GPU')
         """,
     ),
+    "cuda_visible_devices_before_a_block_local_import_stays": (
+        """\
+        import os
+        import sys
+
+        def main(gpus):
+            os.environ["CUDA_VISIBLE_DEVICES"] = gpus
+            import tensorflow as tf
+            return tf.__version__
+
+        if __name__ == '__main__':
+            os.environ["CUDA_VISIBLE_DEVICES"] = sys.argv[1]
+            try:
+                os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+                import tensorflow as tf
+            except ImportError:
+                os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+                import tensorflow as tf
+        """,
+        """\
+        import os
+        import sys
+
+        def main(gpus):
+            os.environ["CUDA_VISIBLE_DEVICES"] = gpus
+            import tensorflow as tf
+            return tf.__version__
+
+        if __name__ == '__main__':
+            os.environ["CUDA_VISIBLE_DEVICES"] = sys.argv[1]
+            try:
+                os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+                import tensorflow as tf
+            except ImportError:
+                os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+                import tensorflow as tf
+        """,
+    ),
     "session_returned_by_a_function_keeps_its_config": (
         """\
         import tensorflow as tf

@@ -8,6 +8,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from tests.migrate.helpers import check_flag, check_rewrite, run
@@ -294,3 +295,83 @@ def test_every_name_kept_under_compat_v1_resolves_there():
                 missing.append(name)
                 break
     assert not missing
+
+
+_TF1_INITIALIZER = """\
+import numpy as np
+import keras
+import tensorflow as tf
+
+
+class ICNR:
+    def __init__(self, initializer=tf.glorot_normal_initializer(seed=3)):
+        self.initializer = initializer
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        return self.initializer(shape, dtype, partition_info)
+
+
+layer = keras.layers.Conv2D(64, 3, kernel_initializer=ICNR())
+dense = keras.layers.Dense(8, kernel_initializer=tf.truncated_normal_initializer(stddev=0.5))
+model = keras.Sequential([keras.Input((6, 6, 32)), layer, keras.layers.Flatten(), dense])
+out = model.predict(np.ones((2, 6, 6, 32), "float32"), verbose=0)
+"""
+
+
+def test_tf1_initializer_classes_run_through_tf_compat_v1_with_tf1s_call():
+    namespace: dict = {}
+    with pytest.raises(AttributeError):
+        exec(_TF1_INITIALIZER, namespace)  # noqa: S102
+    result = run(_TF1_INITIALIZER)
+    assert "tf.compat.v1.glorot_normal_initializer(seed=3)" in result.migrated
+    assert "tf.compat.v1.truncated_normal_initializer(stddev=0.5)" in result.migrated
+    assert not result.report.flags
+    assert {c.modern for c in result.report.changes if c.rule == "TF1 names"} >= {
+        "keras.initializers.GlorotNormal(seed=...)",
+        "keras.initializers.TruncatedNormal(seed=...)",
+    }
+    exec(result.migrated, namespace)  # noqa: S102
+    kernel = namespace["layer"].kernel.numpy()
+    # Glorot normal: truncated normal of stddev sqrt(2 / (fan_in + fan_out)).
+    fan_in, fan_out = 3 * 3 * 32, 3 * 3 * 64
+    np.testing.assert_allclose(kernel.std(), np.sqrt(2 / (fan_in + fan_out)), rtol=0.05)
+    assert namespace["out"].shape == (2, 8)
+    assert run(result.migrated).migrated == result.migrated
+
+
+def test_tf1_resize_ops_keep_tf1s_sampling_in_a_lambda_layer():
+    source = (
+        "import numpy as np\n"
+        "import keras\n"
+        "import tensorflow as tf\n"
+        "inputs = keras.Input((1, 2, 1))\n"
+        "up = keras.layers.Lambda(lambda x: tf.image.resize_bilinear(x, size=(1, 4)))(inputs)\n"
+        "near = keras.layers.Lambda(lambda x: tf.image.resize_nearest_neighbor(x, (1, 4)))(inputs)\n"
+        "model = keras.Model(inputs, [up, near])\n"
+        "out = model.predict(np.array([0.0, 2.0], 'float32').reshape(1, 1, 2, 1), verbose=0)\n"
+    )
+    result = run(source)
+    assert not result.report.flags
+    assert "tf.compat.v1.image.resize_bilinear(x, size=(1, 4))" in result.migrated
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    up, near = (np.asarray(o).reshape(-1) for o in namespace["out"])
+    # TF1 (align_corners=False, no half-pixel centres): sample i at i * in / out.
+    np.testing.assert_allclose(up, [0.0, 1.0, 2.0, 2.0])
+    np.testing.assert_allclose(near, [0.0, 0.0, 2.0, 2.0])
+
+
+def test_tf1_names_reached_through_keras2_backend_tf_are_rewritten_in_one_run():
+    source = (
+        "import numpy as np\n"
+        "from keras import backend as K\n"
+        "x = np.array([0.0, 2.0], 'float32').reshape(1, 1, 2, 1)\n"
+        "y = K.tf.image.resize_bilinear(x, size=(1, 4)) + K.tf.log(1.0)\n"
+    )
+    result = run(source)
+    assert "K.tf" not in result.migrated
+    assert not result.report.flags
+    assert run(result.migrated).migrated == result.migrated
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    np.testing.assert_allclose(np.asarray(namespace["y"]).reshape(-1), [0.0, 1.0, 2.0, 2.0])

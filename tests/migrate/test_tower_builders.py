@@ -186,3 +186,188 @@ def test_migrated_project_trains_as_one_device_does(tmp_path):
         model.load_weights(out / saved)
         for got, want in zip(model.get_weights(), reference.get_weights()):
             np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+_KUZA55 = """\
+import tensorflow as tf
+from keras.layers import Lambda, concatenate
+from keras.models import Model
+
+def make_parallel(model, gpu_count, ps_device=None):
+    if ps_device is None:
+        ps_device = '/gpu:0'
+    outputs = []
+    for i in range(gpu_count):
+        with tf.device('/gpu:%d' % i):
+            part = Lambda(get_slice, arguments={'idx': i, 'parts': gpu_count})(model.input)
+            outputs.append(model(part))
+    with tf.device(ps_device):
+        merged = concatenate(outputs, axis=0)
+    return Model(model.input, merged)
+
+parallel = make_parallel(serial_model, gpu_count, ps_device)
+"""
+
+
+def test_a_parameter_only_given_to_tf_device_is_dropped_not_flagged():
+    (builder,) = towers.find_tower_builders(ast.parse(_KUZA55)).values()
+    assert (builder.model, builder.gpus, builder.placement) == (
+        "model",
+        "gpu_count",
+        ("ps_device",),
+    )
+    result = migrate.migrate_source(_KUZA55)
+    assert "parallel = parallel_keras.multi_gpu_model(serial_model, gpus=gpu_count)\n" in (
+        result.migrated
+    )
+    assert not result.report.flags
+    (change,) = [c for c in result.report.changes if c.rule == "multi-GPU code"]
+    assert "ps_device dropped" in change.message
+    # Used for anything but a placement, the parameter keeps the call flagged.
+    used = _KUZA55.replace("    outputs = []\n", "    outputs = [ps_device]\n")
+    assert towers.find_tower_builders(ast.parse(used))["make_parallel"].placement == ()
+    assert migrate.migrate_source(used).report.flags
+
+
+# avolkov1/keras_experiments' layout: a Model subclass taking its model and
+# GPU list from **kwargs, a make_parallel(...) that returns model_class(...),
+# both re-exported by the package's `from ._multigpu import *`.
+_KWARGS_CLASS = """\
+import tensorflow as tf
+from keras.layers import Concatenate, Lambda
+from keras.models import Model
+
+
+def slice_batch(x, ngpus, part):
+    size = tf.shape(x)[0] // ngpus
+    return x[part * size:(part + 1) * size]
+
+
+class ModelMGPU(Model):
+    def __init__(self, *args, **kwargs):
+        smodel = kwargs.pop('serial_model')
+        self._smodel = smodel
+        gdev_list = kwargs.pop('gdev_list')
+        self._ps_device = kwargs.pop('ps_device', '/cpu:0')
+        super().__init__(**self._init_make_dataparallel(gdev_list, **kwargs))
+
+    def _init_make_dataparallel(self, gdev_list, **kwargs):
+        model = self._smodel
+        towers = []
+        for idev, dev in enumerate(gdev_list):
+            with tf.device(self._ps_device):
+                part = Lambda(slice_batch, arguments={'ngpus': len(gdev_list), 'part': idev})(
+                    model.inputs[0])
+            with tf.device(dev):
+                towers.append(model(part))
+        with tf.device(self._ps_device):
+            merged = Concatenate(axis=0)(towers)
+        kwargs['inputs'] = model.inputs
+        kwargs['outputs'] = merged
+        return kwargs
+
+
+def make_parallel(serial_model, gdev_list, ps_device='/cpu:0', model_class=ModelMGPU):
+    if len(gdev_list) < 2:
+        return serial_model
+    return model_class(serial_model=serial_model, gdev_list=gdev_list, ps_device=ps_device)
+"""
+_KWARGS_TRAIN = """\
+import numpy as np
+import keras
+from multigpu import make_parallel
+
+keras.utils.set_random_seed(1)
+serial = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+model = make_parallel(serial, ['/gpu:0', '/gpu:1', '/gpu:2', '/gpu:3'])
+model.compile(loss='mse', optimizer=keras.optimizers.SGD(0.1))
+rng = np.random.RandomState(0)
+x, y = rng.rand(32, 4).astype('float32'), rng.rand(32, 2).astype('float32')
+model.fit(x, y, epochs=2, batch_size=8, shuffle=False, verbose=0)
+"""
+
+
+def test_a_kwargs_model_subclass_and_its_wrapper_in_a_package_run_as_multi_gpu_model(
+    tmp_path, monkeypatch
+):
+    project = tmp_path / "project"
+    (project / "multigpu").mkdir(parents=True)
+    (project / "multigpu" / "__init__.py").write_text("from ._multigpu import *\n")
+    (project / "multigpu" / "_multigpu.py").write_text(_KWARGS_CLASS)
+    (project / "train.py").write_text(_KWARGS_TRAIN)
+    builders = towers.find_tower_builders(ast.parse(_KWARGS_CLASS))
+    assert builders["ModelMGPU"].model == "serial_model"
+    assert builders["ModelMGPU"].gpus == "gdev_list"
+    assert builders["make_parallel"].placement == ("ps_device",)
+    out = tmp_path / "out"
+    assert migrate_cli.main([str(project), "-o", str(out)]) == 0
+    train = (out / "train.py").read_text()
+    assert (
+        "model = parallel_keras.multi_gpu_model(serial, gpus=['/gpu:0', '/gpu:1', "
+        "'/gpu:2', '/gpu:3'])" in train
+    )
+    assert "make_parallel" not in train
+    namespace = _run_in(out, monkeypatch)
+    reference = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    reference.set_weights(_initial_dense(1))
+    reference.compile(loss="mse", optimizer=keras.optimizers.SGD(0.1))
+    reference.fit(namespace["x"], namespace["y"], epochs=2, batch_size=8, shuffle=False, verbose=0)
+    for got, want in zip(namespace["serial"].get_weights(), reference.get_weights()):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def _initial_dense(seed: int) -> list:
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)]).get_weights()
+
+
+def _run_in(folder: pathlib.Path, monkeypatch) -> dict:
+    import runpy
+
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.chdir(folder)
+    return runpy.run_path(str(folder / "train.py"))
+
+
+_FACTORY = """\
+import tensorflow as tf
+from keras.layers import Lambda, concatenate
+from keras.models import Model
+
+
+class DataParallelModel(Model):
+    def __init__(self, inputs, outputs, basic_model, replicas, name=None):
+        super().__init__(inputs=inputs, outputs=outputs, name=name)
+
+    @classmethod
+    def create(cls, basic_model, gpu_count=2):
+        outputs_all = []
+        for gpu_id in range(gpu_count):
+            with tf.device("gpu:%d" % gpu_id):
+                part = Lambda(get_slice, arguments={'idx': gpu_id, 'parts': gpu_count})(
+                    basic_model.inputs[0])
+                outputs_all.append(basic_model(part))
+        with tf.device("gpu:0"):
+            merged = concatenate(outputs_all, axis=0)
+        return cls(basic_model.inputs, merged, basic_model, [])
+"""
+
+
+def test_a_class_factory_method_building_towers_is_multi_gpu_model(tmp_path):
+    builders = towers.find_tower_builders(ast.parse(_FACTORY))
+    factory = builders["DataParallelModel.create"]
+    assert (factory.model, factory.gpus, factory.gpus_default) == ("basic_model", "gpu_count", "2")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "data_parallel_model.py").write_text(_FACTORY)
+    (project / "train.py").write_text(
+        "from data_parallel_model import DataParallelModel\n"
+        "parallel = DataParallelModel.create(basic_model, gpu_count)\n"
+        "default = DataParallelModel.create(basic_model)\n"
+    )
+    out = tmp_path / "out"
+    assert migrate_cli.main([str(project), "-o", str(out)]) == 0
+    train = (out / "train.py").read_text()
+    assert "parallel = parallel_keras.multi_gpu_model(basic_model, gpus=gpu_count)\n" in train
+    assert "default = parallel_keras.multi_gpu_model(basic_model, gpus=2)\n" in train
+    assert "DataParallelModel" not in train  # Its module (Keras 2 internals) is not imported.

@@ -117,3 +117,45 @@ def test_removed_predictors_are_flagged(method, fix):
 def test_left_alone(source):
     result = check_rules(source, source, training_api.GeneratorMethodsRule)
     assert not result.report.changes and not result.report.flags
+
+
+_AUTO_CLASS_WEIGHT = """\
+import numpy as np
+import keras
+
+keras.utils.set_random_seed(0)
+model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, activation="softmax")])
+model.compile("sgd", "categorical_crossentropy")
+x = np.arange(12, dtype="float32").reshape(4, 3) / 10
+y = np.eye(2, dtype="float32")[[0, 1, 1, 1]]
+initial = model.get_weights()
+model.fit(x, y, epochs=1, verbose=0, class_weight="auto")
+model.fit_generator((b for b in [(x, y)] * 2), steps_per_epoch=2, epochs=1, verbose=0,
+                    class_weight='auto')
+"""
+
+
+def test_a_str_class_weight_is_removed_and_trains_as_keras2_did_unweighted():
+    import keras
+    import numpy as np
+
+    namespace: dict = {}
+    with pytest.raises(AttributeError):  # Keras 3: 'str' object has no attribute 'get'
+        exec(_AUTO_CLASS_WEIGHT, namespace)  # noqa: S102
+    result = run_rules(_AUTO_CLASS_WEIGHT, training_api.GeneratorMethodsRule)
+    assert "class_weight" not in result.migrated
+    removed = [line for line, text in changes(result, training_api.RULE) if "class_weight" in text]
+    assert removed == [10, 11]
+    exec(result.migrated, namespace)  # noqa: S102
+    # The same two steps and one epoch without any class_weight give the same weights.
+    reference = keras.models.clone_model(namespace["model"])
+    reference.set_weights(namespace["initial"])
+    reference.compile("sgd", "categorical_crossentropy")
+    x, y = namespace["x"], namespace["y"]
+    reference.fit(x, y, epochs=1, verbose=0)
+    reference.fit((b for b in [(x, y)] * 2), steps_per_epoch=2, epochs=1, verbose=0)
+    for got, want in zip(namespace["model"].get_weights(), reference.get_weights()):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    # A dict is Keras 2's and Keras 3's meaning alike: kept.
+    kept = "model.fit(x, y, class_weight={0: 1.0, 1: 3.0})\n"
+    check_rules(kept, kept, training_api.GeneratorMethodsRule)

@@ -81,6 +81,13 @@ OPS: dict[str, Op] = {
         explicit=_DTYPE_NONE,
         none_means=_DTYPE_NONE,
     ),
+    # Keras 2.2-2.3 TF backend: the same functions, the same defaults.
+    **_same("sin cos softplus softsign logsumexp dtype"),
+    # tf.nn.embedding_lookup(reference, indices): rows of the first axis.
+    "gather": Op("ops.take", renames=(("reference", "x"),), extra=(("axis", "0"),)),
+    "tile": Op("ops.tile", renames=(("n", "repeats"),)),
+    # Keras 2 cast tf.range's result to dtype='int32'; keras.ops infers it.
+    "arange": Op("ops.arange", explicit=(("step", 2, "1"), ("dtype", 3, "'int32'"))),
     "clip": Op("ops.clip", renames=(("min_value", "x_min"), ("max_value", "x_max"))),
     "reshape": Op("ops.reshape", renames=(("shape", "newshape"),)),
     "pow": Op("ops.power", renames=(("x", "x1"), ("a", "x2"))),
@@ -293,6 +300,8 @@ class BackendOpsRule(context.Rule):
     name = RULE
 
     def leave_Call(self, ctx, original, updated):
+        if id(original.func) in ctx.shared.get("handled_calls", ()):
+            return updated  # Another rule's (a placeholder given to target_tensors).
         qualified = ctx.qualified_name(original.func) or ""
         # `from tensorflow import set_random_seed`: the import itself is
         # flagged by the TF1 names rule; the call stays as it is written.
@@ -360,6 +369,19 @@ class BackendOpsRule(context.Rule):
                 value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
             return cst.Call(
                 cst.Name("tuple"),
+                args=[cst.Arg(cst.Attribute(value=value, attr=cst.Name("shape")))],
+            )
+        if name == "ndim" and len(updated.args) == 1 and not updated.args[0].keyword:
+            # Keras 2: len(int_shape(x)), a Python int (keras.ops.ndim of a
+            # symbolic tensor is a symbolic tensor).
+            ctx.change(
+                original, RULE, f"`{text}(x)` -> `len(x.shape)` (a Python int, as in Keras 2)"
+            )
+            value = updated.args[0].value
+            if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            return cst.Call(
+                cst.Name("len"),
                 args=[cst.Arg(cst.Attribute(value=value, attr=cst.Name("shape")))],
             )
         if name in ("in_train_phase", "in_test_phase"):
@@ -593,7 +615,34 @@ class BackendOpsRule(context.Rule):
             f"mask_index={y_pred}.shape[-1] - 1), 1)"
         )
 
+    def __init__(self):
+        self._stored: set[int] = set()  # Assignment targets (`x._keras_shape = ...`).
+
+    def visit_AssignTarget(self, ctx, node):
+        self._stored.add(id(node.target))
+
     def leave_Attribute(self, ctx, original, updated):
+        if original.attr.value == "_keras_shape" and id(original) not in self._stored:
+            # Keras 2 set it on every tensor a layer made: int_shape(x), a
+            # tuple with None where unknown.
+            ctx.change(
+                original,
+                RULE,
+                f"`{syntax.code(original)}` -> `tuple(...shape)`: Keras 3 tensors have "
+                "no _keras_shape; their static shape, None where unknown, as Keras 2 gave it",
+            )
+            value = updated.value
+            if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            return cst.Call(
+                cst.Name("tuple"),
+                args=[cst.Arg(cst.Attribute(value=value, attr=cst.Name("shape")))],
+            )
+        if original.attr.value == "tf" and ctx.qualified_name(original) == "keras.backend.tf":
+            # Keras 2's TensorFlow backend module imported tensorflow as tf.
+            tf_name = ctx.tf_module()
+            ctx.change(original, RULE, f"`{syntax.dotted(original)}` -> `{tf_name}`")
+            return syntax.expression(tf_name)
         # `model.optimizer.lr` -> `model.optimizer.learning_rate`.
         if original.attr.value != "lr":
             return updated

@@ -37,6 +37,11 @@ AUDIT: list[tuple[str, str | None, str]] = [
         "the logical (or simulated) GPUs",
         "physical devices never include simulated ones",
     ),
+    (
+        "for d in device_lib.list_local_devices(): if d.device_type != 'GPU': ...",
+        "the logical (or simulated) GPUs",
+        "physical devices never include simulated ones",
+    ),
     ("K.get_session().list_devices()", "tf.config.list_logical_devices()", "TF 2 has no sessions"),
 ]
 
@@ -66,6 +71,20 @@ def _is_device_or_its_name(element: cst.BaseExpression, target: cst.BaseExpressi
     return isinstance(element, cst.Name) and element.value == target.value
 
 
+def _is_gpu_type_test(comparison: cst.Comparison, target: str) -> bool:
+    """`<target>.device_type == 'GPU'` (or `!=`)."""
+    left = comparison.left
+    return (
+        len(comparison.comparisons) == 1
+        and isinstance(comparison.comparisons[0].operator, (cst.Equal, cst.NotEqual))
+        and isinstance(left, cst.Attribute)
+        and left.attr.value == "device_type"
+        and isinstance(left.value, cst.Name)
+        and left.value.value == target
+        and (syntax.string_value(comparison.comparisons[0].comparator) or "").upper() == "GPU"
+    )
+
+
 class GpuCountRule(context.Rule):
     """`len(K.tensorflow_backend._get_available_gpus())` -> `len([... logical GPUs])`."""
 
@@ -74,6 +93,62 @@ class GpuCountRule(context.Rule):
     def __init__(self):
         self._listing_names: set[str] = set()  # `protos = device_lib.list_local_devices()`
         self._in_comprehension: set[int] = set()
+        # `for d in <listing>:` loops that keep the GPUs by `d.device_type`,
+        # and those tests of `d.device_type` against 'GPU'.
+        self._gpu_loops: set[int] = set()
+        self._gpu_tests: set[int] = set()
+
+    def visit_For(self, ctx, node):
+        """`for d in device_lib.list_local_devices(): if d.device_type != 'GPU': ...`."""
+        if not isinstance(node.target, cst.Name) or not self._device_listing(ctx, node.iter):
+            return
+        tests = [
+            comparison
+            for comparison in syntax.findall(node.body, cst.Comparison)
+            if _is_gpu_type_test(comparison, node.target.value)
+        ]
+        if tests:
+            self._gpu_loops.add(id(node))
+            self._gpu_tests.update(id(test) for test in tests)
+            # The loop's listing is rewritten; its call is not on its own.
+            self._in_comprehension.update(id(call) for call in m.findall(node.iter, m.Call()))
+            ctx.shared.setdefault("handled_calls", set()).update(self._in_comprehension)
+
+    def leave_For(self, ctx, original, updated):
+        if id(original) not in self._gpu_loops:
+            return updated
+        ctx.require_import("parallel_keras.devices")
+        ctx.change(
+            original,
+            RULE,
+            f"the devices of `{syntax.code(original.iter)}` kept by their type 'GPU' "
+            "-> the logical GPUs, or the simulated devices parallel_keras replicates "
+            "on when there is no GPU",
+        )
+        return updated.with_changes(iter=syntax.expression(_LIST.format(tf=ctx.tf_module())))
+
+    def leave_Comparison(self, ctx, original, updated):
+        if id(original) not in self._gpu_tests:
+            return updated
+        # Every device the loop now reads is one multi_gpu_model replicates on:
+        # a simulated one counts as the GPU it stands for.
+        simulated = syntax.expression("parallel_keras.devices.gpus_are_simulated()")
+        test = updated.with_changes(lpar=[], rpar=[])
+        if isinstance(original.comparisons[0].operator, cst.Equal):
+            return cst.BooleanOperation(
+                left=test,
+                operator=cst.Or(),
+                right=simulated,
+                lpar=[cst.LeftParen()],
+                rpar=[cst.RightParen()],
+            )
+        return cst.BooleanOperation(
+            left=test,
+            operator=cst.And(),
+            right=cst.UnaryOperation(operator=cst.Not(), expression=simulated),
+            lpar=[cst.LeftParen()],
+            rpar=[cst.RightParen()],
+        )
 
     def visit_Assign(self, ctx, node):
         if self._device_listing(ctx, node.value):

@@ -84,6 +84,12 @@ MOVED_MODULES = {
     "keras.applications.mobilenetv2": "keras.applications.mobilenet_v2",
     "keras.objectives": "keras.losses",
 }
+# What a Keras 2 module's `*` also gave that its new home's `*` does not
+# (keras/engine/__init__.py exported Model beside the layer classes).
+_STAR_EXTRAS = {
+    "keras.engine": ("from keras.models import Model",),
+    "keras.engine.training": (),
+}
 # Names that live elsewhere than their module's new home.
 _NAME_HOMES = {
     "Model": "keras.models",
@@ -157,6 +163,11 @@ REMOVED_NAMES = {
             "object_list_uid",
         )
     },
+    "keras.optimizers.clip_norm": "Keras 3 has no clip_norm (a helper of Keras 2's "
+    "get_updates-based optimizers): pass clipnorm= to a keras.optimizers class, or write "
+    "g * c / max(norm, c) with keras.ops where you need it.",
+    "keras.optimizers.TFOptimizer": "Keras 3 has no TFOptimizer (a wrapper of TF1 "
+    "tf.train optimizers): use the keras.optimizers class of the same name.",
     "keras.layers.Network": "subclass or build keras.Model (Keras 2's Network was a "
     "Model without compile/fit; Keras 3 has only Model).",
     "keras.models.Network": "subclass or build keras.Model (Keras 2's Network was a "
@@ -437,6 +448,11 @@ RENAMED_NAMES = {
     **{f"keras.metrics.{old}": f"keras.metrics.{new}" for old, new in _SHORT_NAMES.items()},
     "keras.losses.cosine_proximity": "keras.losses.cosine_similarity",
     "keras.losses.cosine": "keras.losses.cosine_similarity",
+    # Keras 2's keras/optimizers.py: `sgd = SGD`, `rmsprop = RMSprop`, ...
+    **{
+        f"keras.optimizers.{name.lower()}": f"keras.optimizers.{name}"
+        for name in ("SGD", "RMSprop", "Adagrad", "Adadelta", "Adam", "Adamax", "Nadam")
+    },
 }
 # Whole Keras 2 modules imported by name whose every name is in parallel_keras.compat.
 COMPAT_MODULES = {
@@ -669,8 +685,22 @@ class ImportPathRule(context.Rule):
     def _import_from(self, ctx, line, statement):
         if statement.relative or statement.module is None:
             return None
+        if (
+            syntax.dotted(statement.module) == "keras.legacy"
+            and [syntax.dotted(alias.name) for alias in statement.names] == ["interfaces"]
+            and id(line) in ctx.shared.get("unused_legacy_interfaces", ())
+        ):
+            # Only its @interfaces.legacy_* decorators used it (removed with it):
+            # they translated Keras 1 argument names; the calls use Keras 2's.
+            ctx.change(
+                line,
+                RULE,
+                "removed `from keras.legacy import interfaces`: Keras 3 has none; it "
+                "served only the Keras 1 argument-name decorators, removed too",
+            )
+            return []
         if isinstance(statement.names, cst.ImportStar):
-            return None
+            return self._star(ctx, line, statement)
         old_module = syntax.dotted(statement.module)
         canonical = syntax.canonical_name(old_module) or ""
         if canonical == "keras.backend":
@@ -802,6 +832,27 @@ class ImportPathRule(context.Rule):
             else:
                 ctx.change(line, RULE, message)
         return new
+
+    def _star(self, ctx, line, statement):
+        """`from keras.layers.core import *` -> `from keras.layers import *`."""
+        canonical = syntax.canonical_name(syntax.dotted(statement.module)) or ""
+        target = MOVED_MODULES.get(canonical)
+        if target is None or not target.startswith("keras."):
+            return None
+        extras = _STAR_EXTRAS.get(canonical, ())
+        ctx.change(
+            line,
+            RULE,
+            f"`from {canonical} import *` -> `from {target} import *`"
+            + "".join(f", `{extra}`" for extra in extras)
+            + f": Keras 3 has no {canonical}; its public names live there",
+        )
+        written = [statement.with_changes(module=syntax.dotted_expression(target))]
+        for extra in extras:
+            parsed = cst.parse_statement(extra)
+            assert isinstance(parsed, cst.SimpleStatementLine)  # An import line.
+            written.append(parsed.body[0])
+        return written
 
     def _compat_names(self, ctx, line, statement, canonical):
         """Names Keras 3 lacks that parallel_keras.compat keeps, imported from there.
@@ -989,7 +1040,11 @@ class ImportPathRule(context.Rule):
     def leave_Attribute(self, ctx, original, updated):
         # `keras.utils.np_utils.to_categorical` -> `keras.utils.to_categorical`.
         text = syntax.dotted(original)
-        if id(original) in self._in_imports or id(original) in self._compat_parts:
+        if (
+            id(original) in self._in_imports
+            or id(original) in self._compat_parts
+            or id(original) in ctx.shared.get("removed_decorators", ())
+        ):
             return updated
         qualified = ctx.qualified_name(original) or ""
         compat = self._compat_attribute(ctx, original, updated, qualified)

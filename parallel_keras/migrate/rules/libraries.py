@@ -65,6 +65,17 @@ _WINDOWS = {
         "parzen triang tukey"
     ).split()
 } | {"hanning": "hann"}
+# imgaug 0.4.0 (2020, its last release) reads np.sctypes, which NumPy 2.0
+# removed; TF 2.18+ installs NumPy 2. No release or shim keeps its augmenters.
+_IMGAUG_FIX = (
+    "imgaug is unmaintained since 2020 and its last release reads np.sctypes, "
+    "which NumPy 2 removed (TensorFlow 2.18+ installs NumPy 2), so no version "
+    "runs here; write the augmentation with albumentations>=1.4 (`import "
+    "albumentations as A`; iaa.Fliplr(0.5) -> A.HorizontalFlip(p=0.5), "
+    "iaa.Affine(rotate=...) -> A.Affine(rotate=...), iaa.Sequential -> A.Compose) "
+    "or with Keras 3 preprocessing layers (keras.layers.RandomFlip, "
+    "RandomRotation, RandomZoom), or pin numpy<2 with TensorFlow 2.16-2.17."
+)
 _APPEND_KEYWORDS = frozenset({"ignore_index", "verify_integrity", "sort"})
 _PANDAS_DATAFRAME_SOURCES = ("pandas.DataFrame", "pandas.read_", "pandas.concat", "pandas.merge")
 
@@ -123,6 +134,7 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
     ),
     ("sklearn.cross_validation.KFold (and the other splitters)", None, _CROSS_VALIDATION_FIX),
     ("sklearn.externals.joblib", "joblib", "removed in scikit-learn 0.23; the same package"),
+    ("imgaug (any import)", None, _IMGAUG_FIX),
     *(
         (
             f"scipy.signal.{old}",
@@ -185,7 +197,13 @@ class LibrariesRule(context.Rule):
 
     # -- Rewrite: imports --------------------------------------------------------
 
+    def _imgaug(self, ctx, original, module: str) -> None:
+        if module == "imgaug" or module.startswith("imgaug."):
+            ctx.flag(original, RULE, f"`{module}` does not import under NumPy 2", _IMGAUG_FIX)
+
     def leave_ImportFrom(self, ctx, original, updated):
+        if updated.module is not None and not updated.relative:
+            self._imgaug(ctx, original, syntax.dotted(updated.module))
         if updated.module is None or updated.relative or isinstance(updated.names, cst.ImportStar):
             return updated
         module = syntax.dotted(updated.module)
@@ -303,6 +321,7 @@ class LibrariesRule(context.Rule):
         names = list(updated.names)
         for index, alias in enumerate(names):
             dotted = syntax.dotted(alias.name)
+            self._imgaug(ctx, original, dotted)
             if dotted == "sklearn.externals.joblib" and alias.asname is not None:
                 names[index] = alias.with_changes(name=cst.Name("joblib"))
             elif dotted == "sklearn.cross_validation":

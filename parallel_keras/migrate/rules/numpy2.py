@@ -100,10 +100,36 @@ class NumPy2Rule(context.Rule):
 
     name = RULE
 
+    def __init__(self):
+        # np.meshgrid calls whose tuple is fine: unpacked, or already list(...).
+        self._meshgrid_kept: set[int] = set()
+
+    def visit_Assign(self, ctx, node):
+        if isinstance(node.value, cst.Call) and all(
+            isinstance(target.target, (cst.Tuple, cst.List)) for target in node.targets
+        ):
+            self._meshgrid_kept.add(id(node.value))
+
+    def visit_Call(self, ctx, node):
+        if isinstance(node.func, cst.Name) and node.func.value in ("list", "tuple"):
+            self._meshgrid_kept.update(id(arg.value) for arg in node.args)
+
     def leave_Call(self, ctx, original, updated):
         if not isinstance(original.func, cst.Attribute):
             return updated
         found = _numpy_attr(ctx, original.func)
+        if found is not None and found[1] == "meshgrid":
+            if id(original) in self._meshgrid_kept:
+                return updated
+            # NumPy 2 returns a tuple; NumPy 1 a list (np.block refuses tuples,
+            # `grids.append` / item assignment fail on them).
+            ctx.change(
+                original,
+                RULE,
+                f"`{found[0]}.meshgrid(...)` -> `list({found[0]}.meshgrid(...))`: NumPy 2 "
+                "returns a tuple, NumPy 1 returned a list",
+            )
+            return cst.Call(cst.Name("list"), args=[cst.Arg(updated)])
         if found is None or found[1] not in _CALLS:
             return updated
         module, name = found
@@ -139,6 +165,11 @@ class NumPy2Rule(context.Rule):
 
 
 AUDIT = [
+    (
+        "np.meshgrid(...) (not unpacked)",
+        "list(np.meshgrid(...))",
+        "NumPy 2 returns a tuple, NumPy 1 returned a list",
+    ),
     *(
         (f"np.{old}", new, "removed in NumPy 2; the exact equivalent")
         for old, new in sorted(_RENAMES.items())

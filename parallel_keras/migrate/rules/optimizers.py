@@ -36,6 +36,7 @@ LEGACY_DEFAULT_LR = {
     "Adamax": "0.002",
     "Nadam": "0.002",
 }
+_LOWERCASE_ALIASES = {name.lower(): name for name in LEGACY_SIGNATURES}
 _SCHEDULES = frozenset({"keras.optimizers.schedules.InverseTimeDecay"})
 _SETS_LR = frozenset({"keras.callbacks.ReduceLROnPlateau", "keras.callbacks.LearningRateScheduler"})
 
@@ -43,6 +44,7 @@ _SETS_LR = frozenset({"keras.callbacks.ReduceLROnPlateau", "keras.callbacks.Lear
 def _optimizer_class(ctx: context.Context, call: cst.Call) -> str | None:
     qualified = ctx.qualified_name(call.func) or ""
     module, _, name = qualified.rpartition(".")
+    name = _LOWERCASE_ALIASES.get(name, name)  # Keras 2's `rmsprop = RMSprop`
     if module in ("keras.optimizers", "keras.optimizers.legacy") and name in LEGACY_SIGNATURES:
         return name
     return None

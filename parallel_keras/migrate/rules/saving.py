@@ -287,7 +287,13 @@ class SavePathRule(context.Rule):
             )
         if (
             method == "load_weights"
-            and ctx.shared.get("unresolved_weight_paths")
+            # A computed save_weights wrote Keras 2's HDF5 there, or `by_name=`
+            # says the file is Keras 2's (Keras 3's loader converts no CuDNN
+            # weights and matches other names).
+            and (
+                ctx.shared.get("unresolved_weight_paths")
+                or syntax.keyword(original, "by_name") is not None
+            )
             and not (ctx.qualified_name(original.func) or "").startswith("parallel_keras.")
             and isinstance(updated.func, cst.Attribute)
             and not syntax.has_star(updated)

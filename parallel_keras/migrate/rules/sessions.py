@@ -30,6 +30,7 @@ this module finds the set-up, decides what can go, and rewrites it.
 from __future__ import annotations
 
 import collections
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 from libcst import matchers as m
@@ -109,6 +110,15 @@ def _imports_tensorflow(statement: cst.CSTNode) -> bool:
     return any(module.split(".")[0] in _STARTS_TENSORFLOW for module in modules)
 
 
+def _blocks(node: cst.CSTNode) -> Iterator[cst.BaseSuite]:
+    """The bodies of a compound statement (its elif/else/except/finally ones too)."""
+    for child in node.children:
+        if isinstance(child, cst.BaseSuite):
+            yield child
+        else:  # Expressions hold no statements; If/Else/ExceptHandler do.
+            yield from _blocks(child)
+
+
 class SessionRule(context.Rule):
     """Rewrites GPU session set-up to `tf.config` and flags other TF1 code."""
 
@@ -132,12 +142,35 @@ class SessionRule(context.Rule):
 
     def visit_Module(self, ctx, node):
         self._top_level = {id(statement) for statement in node.body}
-        # Module-level statements that run before TensorFlow is imported:
-        # an environment variable set there is read when TensorFlow starts.
-        for statement in node.body:
+        # Statements that run before TensorFlow is imported, at module level or
+        # before an import in a block (`if __name__ == '__main__':`, a function):
+        # an environment variable set there is read when TensorFlow starts, and
+        # a tf.config call there would run before `tf` is bound.
+        self._mark_before_tensorflow(node.body, imported=False)
+
+    def _mark_before_tensorflow(self, body: Sequence[cst.CSTNode], imported: bool) -> bool:
+        """Records the statements of `body` run before a TensorFlow import.
+
+        Returns:
+            Whether TensorFlow is imported once `body` has run.
+        """
+        for statement in body:
+            if not imported:
+                self._before_tensorflow.add(id(statement))
+            if isinstance(statement, cst.ClassDef):
+                continue
+            if isinstance(statement, cst.FunctionDef):
+                # A function importing TensorFlow itself binds `tf` locally:
+                # its lines before that import run without it.
+                if _imports_tensorflow(statement.body):
+                    self._mark_before_tensorflow(syntax.statements(statement.body), False)
+                continue
+            if isinstance(statement, cst.BaseCompoundStatement):
+                for block in _blocks(statement):
+                    self._mark_before_tensorflow(syntax.statements(block), imported)
             if _imports_tensorflow(statement):
-                break
-            self._before_tensorflow.add(id(statement))
+                imported = True
+        return imported
 
     def visit_Name(self, ctx, node):
         self._uses[node.value] += 1

@@ -121,6 +121,42 @@ _EAGER_COMPAT = {
         "w = tf.summary.create_file_writer(logdir) and tf.summary.scalar(..., step=...) "
         "inside `with w.as_default():`",
     ),
+    # TF1's resize ops: TF 2's tf.image.resize samples at half-pixel centres,
+    # TF1's at the corners' grid (other numbers); tf.compat.v1 keeps TF1's.
+    **{
+        f"tf.image.{name}": (
+            f"tf.compat.v1.image.{name}",
+            "TF1's own op, sampling as TF1 did (tf.image.resize samples at "
+            "half-pixel centres: other numbers); it runs eagerly and in Lambda layers",
+            f"tf.image.resize(images, size, method='{method}') (half-pixel centres: "
+            "retrain or check the numbers)",
+        )
+        for name, method in (
+            ("resize_bilinear", "bilinear"),
+            ("resize_nearest_neighbor", "nearest"),
+            ("resize_bicubic", "bicubic"),
+            ("resize_area", "area"),
+        )
+    },
+    # TF1's initializer classes: tf.compat.v1 keeps the same objects, which draw
+    # eagerly and take TF1's (shape, dtype, partition_info) call that projects'
+    # own initializers pass on; Keras 3 layers call them as kernel_initializer.
+    **{
+        f"tf.{name}_initializer": (
+            f"tf.compat.v1.{name}_initializer",
+            "the same TF1 initializer object; it draws eagerly and takes TF1's "
+            "(shape, dtype, partition_info) call",
+            f"keras.initializers.{modern}(seed=...)",
+        )
+        for name, modern in (
+            ("glorot_normal", "GlorotNormal"),
+            ("glorot_uniform", "GlorotUniform"),
+            ("truncated_normal", "TruncatedNormal"),
+            ("variance_scaling", "VarianceScaling"),
+            ("orthogonal", "Orthogonal"),
+            ("uniform_unit_scaling", "VarianceScaling(distribution='uniform')"),
+        )
+    },
 }
 # Keras names a self-contained TF1 class may use: its session, rewritten too.
 _GRAPH_SESSION_HELPERS = frozenset({"keras.backend.get_session", "keras.backend.set_session"})
@@ -267,6 +303,9 @@ def _tf_name(ctx: context.Context, node: cst.CSTNode) -> str | None:
         full = min(name.name for name in names)
     else:
         full = syntax.fallback_name(node)
+    if full is not None and full.startswith("keras.backend.tf."):
+        # Keras 2's backend module imported tensorflow as tf: `K.tf.image...`.
+        full = "tensorflow." + full[len("keras.backend.tf.") :]
     if full is None or not full.startswith("tensorflow."):
         return None
     if full in _GRAPH_MODE_SWITCHES:
@@ -275,6 +314,14 @@ def _tf_name(ctx: context.Context, node: cst.CSTNode) -> str | None:
     if full.startswith(("tensorflow.compat.", "tensorflow.keras.", "tensorflow.python.")):
         return None
     return "tf." + full[len("tensorflow.") :]
+
+
+def _root(ctx: context.Context, node: cst.CSTNode) -> str:
+    """The name the rewrite spells TensorFlow with: `tf` of `tf.log`; for `K.tf.log`, tf's."""
+    dotted = syntax.dotted(node) or ""
+    if (ctx.qualified_name(node) or "").startswith("keras.backend.tf."):
+        return ctx.tf_module()
+    return dotted.split(".")[0]
 
 
 class Tf1NameRule(context.Rule):
@@ -384,6 +431,10 @@ class Tf1NameRule(context.Rule):
             value = value.value
 
     def leave_Call(self, ctx, original, updated):
+        if id(original) in ctx.shared.get("handled_calls", ()) and id(
+            original.func
+        ) in ctx.shared.get("handled_calls", ()):
+            return updated  # Another rule's (a placeholder given to target_tensors).
         match = self._matched.get(id(original.func))
         if match is None:
             name = (
@@ -405,7 +456,7 @@ class Tf1NameRule(context.Rule):
         name, (kind, new, reason) = match
         if new is None:  # A flag: leave_Attribute reports it.
             return updated
-        root = syntax.dotted(original.func).split(".")[0]
+        root = _root(ctx, original.func)
         if kind == "cast":
             positional = syntax.positional(updated)
             if (
@@ -474,14 +525,14 @@ class Tf1NameRule(context.Rule):
 
     def leave_Attribute(self, ctx, original, updated):
         match = self._matched.get(id(original))
-        if match is None:
-            return updated
+        if match is None or id(original) in ctx.shared.get("handled_calls", ()):
+            return updated  # Not a TF1 name, or another rule's (target_tensors).
         name, (kind, new, reason) = match
         if kind in ("cast", "keywords") or (
             kind == "rename" and _takes_args(new) and id(original) in self._call_funcs
         ):
             return updated  # The call is rewritten (or flagged) in leave_Call.
-        root = syntax.dotted(original).split(".")[0] if syntax.dotted(original) else "tf"
+        root = _root(ctx, original) if syntax.dotted(original) else "tf"
         if (
             new is None
             and id(original) in self._graph_attributes
@@ -619,7 +670,7 @@ def _softmax_xent(ctx, original, updated):
         "stop_gradient"
     ):
         return updated
-    root = syntax.dotted(original.func).split(".")[0]
+    root = _root(ctx, original.func)
     ctx.change(
         original,
         RULE,

@@ -57,7 +57,7 @@ def _plan(
     if positional > len(builder.parameters):
         return "more positional arguments than the function takes"
     given = set(builder.parameters[:positional]) | {k for k in keywords if k}
-    extra = sorted(given - {builder.model, builder.gpus})
+    extra = sorted(given - {builder.model, builder.gpus} - set(builder.placement))
     if extra:
         return f"argument(s) {', '.join(extra)} that multi_gpu_model has no meaning for"
     if builder.model not in given:
@@ -76,6 +76,18 @@ def _is_literal(source: str) -> bool:
     except (ValueError, SyntaxError):
         return False
     return True
+
+
+def _called(node: ast.AST) -> str | None:
+    """`f` of `f(...)`, `Class.create` of `Class.create(...)`."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return f"{func.value.id}.{func.attr}"
+    return None
 
 
 class TowerBuilderRule(context.Rule):
@@ -106,22 +118,27 @@ class TowerBuilderRule(context.Rule):
                     if not _matches(known, statement.module):
                         continue
                     for alias in statement.names:
-                        builder = builders.get(alias.name)
-                        if builder is not None and alias.name != "multi_gpu_model":
-                            local = alias.asname or alias.name
-                            self._builders[local] = (builder, False)
+                        local = alias.asname or alias.name
+                        for key, builder in builders.items():
+                            # `Class.create` comes with `from m import Class`.
+                            head, dot, method = key.partition(".")
+                            if head != alias.name or key == "multi_gpu_model":
+                                continue
+                            self._builders[local + dot + method] = (builder, False)
                             imported.add(local)
         uses: dict[str, int] = {}
         rewritten: dict[str, int] = {}
         for child in ast.walk(tree):
             if isinstance(child, ast.Name) and child.id in imported:
                 uses[child.id] = uses.get(child.id, 0) + 1
+            called = _called(child)
             if (
                 isinstance(child, ast.Call)
-                and isinstance(child.func, ast.Name)
-                and child.func.id in imported
+                and called is not None
+                and called in self._builders
+                and called.split(".")[0] in imported
             ):
-                builder, same_file = self._builders[child.func.id]
+                builder, same_file = self._builders[called]
                 starred = any(isinstance(a, ast.Starred) for a in child.args)
                 keywords = [keyword.arg for keyword in child.keywords]
                 if (
@@ -129,14 +146,19 @@ class TowerBuilderRule(context.Rule):
                     and None not in keywords
                     and _plan(builder, len(child.args), keywords, same_file) is None
                 ):
-                    rewritten[child.func.id] = rewritten.get(child.func.id, 0) + 1
+                    head = called.split(".")[0]
+                    rewritten[head] = rewritten.get(head, 0) + 1
         self._removable = {name for name in imported if uses.get(name) == rewritten.get(name)}
 
     def leave_Call(self, ctx, original, updated):
-        func = original.func
-        if not (isinstance(func, cst.Name) and func.value in self._builders):
+        called = (
+            syntax.dotted(original.func)
+            if isinstance(original.func, (cst.Name, cst.Attribute))
+            else None
+        )
+        if called is None or called not in self._builders:
             return updated
-        builder, same_file = self._builders[func.value]
+        builder, same_file = self._builders[called]
         positional = syntax.positional(original)
         keywords = [arg.keyword.value if arg.keyword else None for arg in original.args]
         keywords = [keyword for keyword in keywords if keyword is not None]
@@ -149,10 +171,10 @@ class TowerBuilderRule(context.Rule):
             ctx.flag(
                 original,
                 RULE,
-                f"`{func.value}` is this project's own multi-GPU code ({_REASON}), "
+                f"`{called}` is this project's own multi-GPU code ({_REASON}), "
                 f"called with {problem}",
                 f"call `parallel_keras.multi_gpu_model({builder.model}, gpus=...)` instead "
-                f"of `{func.value}(...)`, with the number of GPUs (or their list) its "
+                f"of `{called}(...)`, with the number of GPUs (or their list) its "
                 "towers were built for.",
             )
             return updated
@@ -167,11 +189,19 @@ class TowerBuilderRule(context.Rule):
         else:
             gpus = syntax.expression(builder.gpus_default or "None")
         ctx.require_import("parallel_keras")
+        placed = [name for name in builder.placement if name in values]
+        dropped = (
+            f"; {', '.join(placed)} dropped: it only placed the slices and the "
+            "concatenation (tf.device), which changes no value and which "
+            "multi_gpu_model does itself"
+            if placed
+            else ""
+        )
         ctx.change(
             original,
             RULE,
-            f"`{func.value}(...)` -> `parallel_keras.multi_gpu_model(..., gpus=...)`: "
-            f"`{func.value}` is the project's own multi-GPU code: {_REASON}",
+            f"`{called}(...)` -> `parallel_keras.multi_gpu_model(..., gpus=...)`: "
+            f"`{called}` is the project's own multi-GPU code: {_REASON}{dropped}",
         )
         return updated.with_changes(
             func=syntax.expression("parallel_keras.multi_gpu_model"),

@@ -56,6 +56,8 @@ LEGACY_SIGNATURES = {
     ),
 }
 LOADER_ARGUMENTS = ("max_queue_size", "workers", "use_multiprocessing")
+# Methods whose Keras 2 class_weight= ignored anything but a dict.
+_CLASS_WEIGHT_METHODS = frozenset({"fit", "fit_generator", "train_on_batch"})
 _REMOVED_PREDICTORS = {
     "predict_classes": "np.argmax(model.predict(x), axis=-1) for softmax outputs, "
     "or (model.predict(x) > 0.5).astype('int32') for a sigmoid output",
@@ -78,6 +80,8 @@ class GeneratorMethodsRule(context.Rule):
                 f"use {_REMOVED_PREDICTORS[method]}.",
             )
             return updated
+        if method in _CLASS_WEIGHT_METHODS:
+            updated = _drop_string_class_weight(ctx, original, updated, method)
         if method not in LEGACY_SIGNATURES or syntax.has_star(updated):
             return updated
         new_method = method[: -len("_generator")]
@@ -128,6 +132,28 @@ class GeneratorMethodsRule(context.Rule):
         return updated.with_changes(func=updated.func.with_changes(attr=cst.Name(new_method)))
 
 
+def _drop_string_class_weight(
+    ctx: context.Context, original: cst.Call, updated: cst.Call, method: str
+) -> cst.Call:
+    """Removes `class_weight='auto'` (any str): Keras 1 and 2 weighted nothing for it.
+
+    Keras 2's `standardize_weights` applied `class_weight` only when it was a
+    dict (or, in Keras 1, a dict per output) and gave every sample weight 1
+    otherwise, so `'auto'` (a Keras 0.x option) trained unweighted; Keras 3's
+    fit calls `class_weight.get` and raises on a str.
+    """
+    arg = syntax.keyword(updated, "class_weight")
+    if arg is None or syntax.string_value(arg.value) is None:
+        return updated
+    ctx.change(
+        original,
+        RULE,
+        f"removed `class_weight={syntax.code(arg.value)}` from `{method}`: Keras 2 "
+        "ignored a class_weight that was not a dict (no weighting); Keras 3 raises on it",
+    )
+    return syntax.remove_args(updated, [arg])
+
+
 def _keep_continuation_indent(call: cst.Call, shift: int) -> cst.Call:
     """Dedents continuation lines aligned under `(` by the shorter method name."""
 
@@ -167,4 +193,9 @@ AUDIT = [
         for name in ("fit_generator",)
     ),
     *((f"model.{name}(x)", None, f"use {fix}") for name, fix in _REMOVED_PREDICTORS.items()),
+    (
+        "model.fit(..., class_weight='auto')",
+        "(removed)",
+        "Keras 2 ignored a class_weight that was not a dict: no weighting",
+    ),
 ]

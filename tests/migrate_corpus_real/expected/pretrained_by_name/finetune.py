@@ -33,7 +33,7 @@ y = to_categorical(np.random.randint(0, 3, 64), 3)
 
 model = classifier(3)
 # Only the convolution layers exist in the pretext model.
-model.load_weights(args.pretrained, by_name=True)
+parallel_keras.compat.load_weights(model, args.pretrained, by_name=True)
 if num_gpus > 1:
     train_model = multi_gpu_model(model, gpus=num_gpus)
 else:
