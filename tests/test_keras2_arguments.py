@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import warnings
 
+import helpers
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import parallel_keras
 
@@ -247,3 +249,76 @@ def test_a_sequential_template_reads_lists_of_numbers_too(gpus):
 
     np.testing.assert_allclose(got, reference.train_on_batch(x, np.array([0, 1])), atol=ATOL)
     assert weight_difference(template, reference) < ATOL
+
+
+def _fed(spelling, value):
+    """One output's data in a Keras 2 spelling for a model fed only `dense_1`."""
+    return {"dict": {"dense_1": value}, "list": [value], "array": value}[spelling]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpus", GPUS)
+@pytest.mark.parametrize(
+    "loss", [{"dense_1": "mse"}, ["mse", None]], ids=["loss_dict", "loss_list"]
+)
+@pytest.mark.parametrize("spelling", ["dict", "list", "array"])
+def test_an_output_without_a_loss_takes_no_targets_and_no_metrics(gpus, loss, spelling):
+    # Keras 2: `dense_2` has no loss, so it takes no targets, sample weights
+    # or metrics, though `metrics=['mae']` names every output. One device
+    # in Keras 3's spelling: a None loss and an empty metric list for it.
+    x, first, second = data()
+    weights = np.linspace(0.5, 2.0, len(x)).astype("float32")
+    reference = two_outputs()
+    reference.compile(keras.optimizers.Adam(0.05), ["mse", None], metrics=[["mae"], []])
+    template = two_outputs()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
+    parallel.compile(keras.optimizers.Adam(0.05), loss, metrics=["mae"])
+    targets = _fed(spelling, first)
+
+    # A Python generator or tf.data yields a list of targets as a tuple.
+    def dataset(y):
+        y = tuple(y) if isinstance(y, list) else y
+        return tf.data.Dataset.from_tensor_slices((x, y)).batch(4)
+
+    def batches(y):
+        y = tuple(y) if isinstance(y, list) else y
+        while True:
+            yield x[:5], tree_slice(y, slice(0, 5))
+
+    def run(model, y, sample_weight):
+        return [
+            helpers.one_device_on_batch(model, "train_on_batch", x, y, sample_weight),
+            helpers.one_device_on_batch(model, "test_on_batch", x, y),
+            model.fit(
+                x,
+                y,
+                batch_size=4,
+                epochs=2,
+                shuffle=False,
+                verbose=0,
+                sample_weight=sample_weight,
+                validation_data=(x, y),
+            ).history,
+            model.fit(dataset(y), epochs=1, verbose=0).history,
+            model.evaluate(x, y, batch_size=4, verbose=0),
+            model.evaluate(batches(y), steps=2, verbose=0),
+            model.predict(x, batch_size=4, verbose=0),
+        ]
+
+    expected = run(reference, [first, second], weights)
+    got = run(parallel, targets, _fed(spelling, weights))
+
+    for index, (value, reference_value) in enumerate(zip(got, expected)):
+        if isinstance(reference_value, dict):
+            assert sorted(value) == sorted(reference_value), index
+            for name in reference_value:
+                np.testing.assert_allclose(
+                    value[name], reference_value[name], atol=ATOL, err_msg=f"{index} {name}"
+                )
+        else:
+            np.testing.assert_allclose(value, reference_value, atol=ATOL, err_msg=str(index))
+    assert weight_difference(template, reference) < ATOL
+
+
+def tree_slice(value, rows):
+    return keras.tree.map_structure(lambda array: array[rows], value)

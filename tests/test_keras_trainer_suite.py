@@ -41,13 +41,7 @@ GPUS = (2, 4)
 CASES: dict[str, tuple[Callable, Callable, bool]] = {}
 # (name, gpus) -> reason: an open failure (strict, so it is noticed when it
 # passes). docs/data-parallelism.md lists them.
-EXPECTED_FAILURES: dict[tuple[str, int | None], str] = {
-    ("k2_model_with_partial_loss", None): (
-        "open (issue 29): a loss dict naming one of two outputs with "
-        "metrics=['mae'] and dict targets: 'None values not supported' at "
-        "train_on_batch"
-    ),
-}
+EXPECTED_FAILURES: dict[tuple[str, int | None], str] = {}
 
 # Open differences that do not show in every run: reported as xfail or
 # xpass, never as passing (docs/data-parallelism.md lists them).
@@ -934,6 +928,18 @@ def k2_model_with_partial_loss(model, keras2):
     return [
         on_batch(model, "train_on_batch", x, targets),
         on_batch(model, "test_on_batch", x, targets),
+        history(
+            model.fit(
+                x,
+                targets,
+                batch_size=4,
+                epochs=2,
+                shuffle=False,
+                validation_data=(x, targets),
+                verbose=0,
+            )
+        ),
+        model.evaluate(x, targets, batch_size=4, verbose=0),
         model.predict(x, verbose=0),
     ]
 
