@@ -45,14 +45,7 @@ EXPECTED_FAILURES: dict[tuple[str, int | None], str] = {}
 
 # Open differences that do not show in every run: reported as xfail or
 # xpass, never as passing (docs/data-parallelism.md lists them).
-INTERMITTENT_FAILURES: dict[tuple[str, int | None], str] = {
-    ("k2_model_methods_sequences", None): (
-        "open (issue 29): after 7 epochs through repeat_sequence with a "
-        "validation Sequence, weights are up to 6e-4 off one device in some "
-        "runs and equal in others (one device's own Sequence read-ahead is "
-        "timing-dependent); the read counts are within Keras 2's bound"
-    ),
-}
+INTERMITTENT_FAILURES: dict[tuple[str, int | None], str] = {}
 
 
 def case(build: Callable, slow: bool = False):
