@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import warnings
 
+import helpers
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import parallel_keras
 
@@ -247,3 +249,177 @@ def test_a_sequential_template_reads_lists_of_numbers_too(gpus):
 
     np.testing.assert_allclose(got, reference.train_on_batch(x, np.array([0, 1])), atol=ATOL)
     assert weight_difference(template, reference) < ATOL
+
+
+def _fed(spelling, value):
+    """One output's data in a Keras 2 spelling for a model fed only `dense_1`."""
+    return {"dict": {"dense_1": value}, "list": [value], "array": value}[spelling]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpus", GPUS)
+@pytest.mark.parametrize(
+    "loss", [{"dense_1": "mse"}, ["mse", None]], ids=["loss_dict", "loss_list"]
+)
+@pytest.mark.parametrize("spelling", ["dict", "list", "array"])
+def test_an_output_without_a_loss_takes_no_targets_and_no_metrics(gpus, loss, spelling):
+    # Keras 2: `dense_2` has no loss, so it takes no targets, sample weights
+    # or metrics, though `metrics=['mae']` names every output. One device
+    # in Keras 3's spelling: a None loss and an empty metric list for it.
+    x, first, second = data()
+    weights = np.linspace(0.5, 2.0, len(x)).astype("float32")
+    reference = two_outputs()
+    reference.compile(keras.optimizers.Adam(0.05), ["mse", None], metrics=[["mae"], []])
+    template = two_outputs()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
+    parallel.compile(keras.optimizers.Adam(0.05), loss, metrics=["mae"])
+    targets = _fed(spelling, first)
+
+    # A Python generator or tf.data yields a list of targets as a tuple.
+    def dataset(y):
+        y = tuple(y) if isinstance(y, list) else y
+        return tf.data.Dataset.from_tensor_slices((x, y)).batch(4)
+
+    def batches(y):
+        y = tuple(y) if isinstance(y, list) else y
+        while True:
+            yield x[:5], tree_slice(y, slice(0, 5))
+
+    def run(model, y, sample_weight):
+        return [
+            helpers.one_device_on_batch(model, "train_on_batch", x, y, sample_weight),
+            helpers.one_device_on_batch(model, "test_on_batch", x, y),
+            model.fit(
+                x,
+                y,
+                batch_size=4,
+                epochs=2,
+                shuffle=False,
+                verbose=0,
+                sample_weight=sample_weight,
+                validation_data=(x, y),
+            ).history,
+            model.fit(dataset(y), epochs=1, verbose=0).history,
+            model.evaluate(x, y, batch_size=4, verbose=0),
+            model.evaluate(batches(y), steps=2, verbose=0),
+            model.predict(x, batch_size=4, verbose=0),
+        ]
+
+    expected = run(reference, [first, second], weights)
+    got = run(parallel, targets, _fed(spelling, weights))
+
+    for index, (value, reference_value) in enumerate(zip(got, expected)):
+        if isinstance(reference_value, dict):
+            assert sorted(value) == sorted(reference_value), index
+            for name in reference_value:
+                np.testing.assert_allclose(
+                    value[name], reference_value[name], atol=ATOL, err_msg=f"{index} {name}"
+                )
+        else:
+            np.testing.assert_allclose(value, reference_value, atol=ATOL, err_msg=str(index))
+    assert weight_difference(template, reference) < ATOL
+
+
+def tree_slice(value, rows):
+    return keras.tree.map_structure(lambda array: array[rows], value)
+
+
+CLASS_WEIGHTS = {"dense_1": {0: 1.0, 1: 3.0}, "dense_2": {0: 2.0, 1: 0.5}}
+
+
+class LabelBatches(keras.utils.PyDataset):
+    def __init__(self, x, y, batch_size):
+        super().__init__()
+        self.x, self.y, self.batch_size = x, y, batch_size
+
+    def __len__(self):
+        return len(self.x) // self.batch_size
+
+    def __getitem__(self, index):
+        rows = slice(index * self.batch_size, (index + 1) * self.batch_size)
+        return self.x[rows], tuple(target[rows] for target in self.y)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpus", GPUS)
+@pytest.mark.parametrize(
+    "kind, spelling",
+    [("dataset", "dict"), ("generator", "list"), ("pydataset", "dict"), ("dataset", "list")],
+)
+def test_class_weights_per_output_weigh_batches_of_datasets_and_python_data(gpus, kind, spelling):
+    # Keras 2's fit_generator(class_weight=[...] or {output: ...}): each
+    # row weighted by its class in each output. One device: those weights,
+    # computed here, given as per-output sample weights.
+    x, first, second = data(rows=12)
+    targets = (first, second)
+    class_weight = (
+        CLASS_WEIGHTS
+        if spelling == "dict"
+        else [CLASS_WEIGHTS["dense_1"], CLASS_WEIGHTS["dense_2"]]
+    )
+    row_weights = tuple(
+        np.array([CLASS_WEIGHTS[name][int(label)] for label in target[:, 0]], "float32")
+        for name, target in zip(["dense_1", "dense_2"], targets)
+    )
+    reference = two_outputs()
+    reference.compile(keras.optimizers.SGD(0.5), ["binary_crossentropy"] * 2, metrics=[["acc"]] * 2)
+    expected = reference.fit(
+        tf.data.Dataset.from_tensor_slices((x, targets, row_weights)).batch(4),
+        epochs=2,
+        verbose=0,
+    ).history
+
+    template = two_outputs()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
+    parallel.compile(keras.optimizers.SGD(0.5), "binary_crossentropy", metrics=["acc"])
+    if kind == "dataset":
+        history = parallel.fit(
+            tf.data.Dataset.from_tensor_slices((x, targets)).batch(4),
+            epochs=2,
+            class_weight=class_weight,
+            verbose=0,
+        ).history
+    elif kind == "generator":
+
+        def batches():
+            while True:
+                for start in range(0, 12, 4):
+                    yield x[start : start + 4], tuple(t[start : start + 4] for t in targets)
+
+        history = parallel.fit(
+            batches(), steps_per_epoch=3, epochs=2, class_weight=class_weight, verbose=0
+        ).history
+    else:
+        history = parallel.fit(
+            LabelBatches(x, targets, 4),
+            epochs=2,
+            shuffle=False,
+            class_weight=class_weight,
+            verbose=0,
+        ).history
+
+    for name, values in expected.items():
+        np.testing.assert_allclose(history[name], values, atol=ATOL, err_msg=name)
+    assert weight_difference(template, reference) < ATOL
+
+
+@pytest.mark.parametrize("gpus", GPUS)
+def test_a_class_left_out_of_a_per_output_class_weight_is_refused_for_a_generator(gpus):
+    x, first, second = data(rows=8)
+    parallel = parallel_keras.multi_gpu_model(two_outputs(), gpus=gpus)
+    parallel.compile(keras.optimizers.SGD(0.5), "binary_crossentropy")
+    before = parallel.get_weights()
+
+    def batches():
+        while True:
+            yield x, (first, second)
+
+    with pytest.raises(ValueError, match=r"output 'dense_2' with classes \[0\]"):
+        parallel.fit(
+            batches(),
+            steps_per_epoch=1,
+            class_weight={"dense_1": {0: 1.0, 1: 2.0}, "dense_2": {0: 1.0}},
+            verbose=0,
+        )
+    for got, expected in zip(parallel.get_weights(), before):
+        np.testing.assert_array_equal(got, expected)

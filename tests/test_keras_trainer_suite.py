@@ -41,24 +41,11 @@ GPUS = (2, 4)
 CASES: dict[str, tuple[Callable, Callable, bool]] = {}
 # (name, gpus) -> reason: an open failure (strict, so it is noticed when it
 # passes). docs/data-parallelism.md lists them.
-EXPECTED_FAILURES: dict[tuple[str, int | None], str] = {
-    ("k2_model_with_partial_loss", None): (
-        "open (issue 29): a loss dict naming one of two outputs with "
-        "metrics=['mae'] and dict targets: 'None values not supported' at "
-        "train_on_batch"
-    ),
-}
+EXPECTED_FAILURES: dict[tuple[str, int | None], str] = {}
 
 # Open differences that do not show in every run: reported as xfail or
 # xpass, never as passing (docs/data-parallelism.md lists them).
-INTERMITTENT_FAILURES: dict[tuple[str, int | None], str] = {
-    ("k2_model_methods_sequences", None): (
-        "open (issue 29): after 7 epochs through repeat_sequence with a "
-        "validation Sequence, weights are up to 6e-4 off one device in some "
-        "runs and equal in others (one device's own Sequence read-ahead is "
-        "timing-dependent); the read counts are within Keras 2's bound"
-    ),
-}
+INTERMITTENT_FAILURES: dict[tuple[str, int | None], str] = {}
 
 
 def case(build: Callable, slow: bool = False):
@@ -934,6 +921,18 @@ def k2_model_with_partial_loss(model, keras2):
     return [
         on_batch(model, "train_on_batch", x, targets),
         on_batch(model, "test_on_batch", x, targets),
+        history(
+            model.fit(
+                x,
+                targets,
+                batch_size=4,
+                epochs=2,
+                shuffle=False,
+                validation_data=(x, targets),
+                verbose=0,
+            )
+        ),
+        model.evaluate(x, targets, batch_size=4, verbose=0),
         model.predict(x, verbose=0),
     ]
 

@@ -645,3 +645,23 @@ def test_dict_targets_may_leave_out_outputs_without_a_loss(loss):
         verbose=0,
     )
     assert max_weight_difference(template, reference) < ATOL
+
+
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_optimizer_scalars_convert_to_python_numbers_as_on_one_device(gpus):
+    # Legacy scripts log `float(model.optimizer.lr)` and
+    # `int(model.optimizer.iterations)`; a variable in the strategy raised TypeError.
+    x = np.random.RandomState(0).rand(8, 3).astype("float32")
+    y = np.random.RandomState(1).rand(8, 1).astype("float32")
+    models = []
+    for wrap in (False, True):
+        keras.utils.set_random_seed(2)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        if wrap:
+            model = parallel_keras.multi_gpu_model(model, gpus=gpus)
+        model.compile(keras.optimizers.Adam(0.025), "mse")
+        model.fit(x, y, batch_size=4, epochs=1, verbose=0)
+        models.append(model)
+    reference, parallel = models
+    assert float(parallel.optimizer.learning_rate) == float(reference.optimizer.learning_rate)
+    assert int(parallel.optimizer.iterations) == int(reference.optimizer.iterations) == 2

@@ -9,6 +9,8 @@ statistics and differs across replicas, and that the deterministic parts
 (inference) still match one device.
 """
 
+import random
+
 import keras
 import numpy as np
 import pytest
@@ -136,3 +138,55 @@ def test_an_lstm_with_dropout_and_recurrent_dropout_trains_on_replicas():
     )
     assert np.isfinite(history.history["loss"]).all()
     assert parallel.predict(np.ones((4, 5, 3), "float32"), verbose=0).shape == (4, 1)
+
+
+class ReadLog(keras.utils.PyDataset):
+    """Six batches of four rows, logging the order they are read in."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.RandomState(3)
+        self.x, self.y = rng.rand(24, 3).astype("float32"), rng.rand(24, 1).astype("float32")
+        self.read = []
+
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, index):
+        self.read.append(index)
+        rows = slice(4 * index, 4 * (index + 1))
+        return self.x[rows], self.y[rows]
+
+
+def small_dense(seed=4):
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential(
+        [keras.Input((3,)), keras.layers.Dense(4, activation="tanh"), keras.layers.Dense(1)]
+    )
+
+
+@pytest.mark.slow  # 3 epochs twice with a PyDataset: ~6 s on 2 cores
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_a_shuffled_pydataset_trains_in_one_device_batch_order(gpus):
+    # fit(shuffle=True) orders a PyDataset's batches with Python's
+    # `random.shuffle` each epoch. The parallel model drew a seed from
+    # Python's random when its step was first traced (for seedless random
+    # ops the model does not even have), so from the second epoch on it
+    # trained on other batch orders than one device.
+    def run(model, data):
+        model.compile(keras.optimizers.SGD(0.1), "mse")
+        random.seed(11)
+        model.fit(data, epochs=3, shuffle=True, verbose=0)
+        return random.random()  # the next number of Python's random stream
+
+    reference = small_dense()
+    reference_data = ReadLog()
+    expected_next = run(reference, reference_data)
+    template = small_dense()
+    data = ReadLog()
+    next_number = run(parallel_keras.multi_gpu_model(template, gpus=gpus), data)
+
+    assert sorted(data.read[2:8]) == list(range(6))  # after Keras's 2-batch peek
+    assert next_number == expected_next  # Python's random stream left as one device leaves it
+    for got, expected in zip(template.get_weights(), reference.get_weights()):
+        np.testing.assert_allclose(got, expected, atol=1e-5)

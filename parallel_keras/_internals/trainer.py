@@ -28,6 +28,8 @@ workaround can go).
 from __future__ import annotations
 
 import functools
+import random
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -404,22 +406,45 @@ _REPLICA_SEEDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class _ReplicaSeeds:
-    """State shared by the replicas' seed generators of one strategy."""
+    """State shared by the replicas' seed generators of one strategy.
+
+    Its seed is drawn from Python's `random` only when a seedless random op
+    first asks for one, as one device's global `SeedGenerator` is made only
+    then (`make_default_seed`, random/seed_generator.py, Keras 3.15.1). A
+    draw at every first trace moved Python's random state for the model's
+    other readers: `fit(shuffle=True)` orders a `PyDataset`'s batches with
+    `random.shuffle` (trainers/data_adapters/py_dataset_adapter.py), so from
+    the second epoch on the parallel model trained on other batch orders
+    than one device. The counter variable is still made on the first trace
+    (tf.function creates variables only then); its seed is derived from
+    Python's random state without drawing from it, and the draw one device
+    makes is made when a seedless op first runs.
+    """
 
     def __init__(self):
-        from keras.src.random import seed_generator
-
-        seed = seed_generator.make_default_seed()
+        state_seed = random.Random(hash(random.getstate())).randint(1, int(1e9))
         # Created in the replica context on the first trace, lifted out of the
         # function; ONLY_FIRST_REPLICA: every replica advances it alike.
         with tf.init_scope():
             self.counter = tf.Variable(
-                [seed, 0],
+                [state_seed, 0],
                 dtype="int32",
                 trainable=False,
                 name="parallel_keras_replica_seed",
                 aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
             )
+        self._drawn = False
+        self._lock = threading.Lock()
+
+    def draw_as_one_device(self) -> None:
+        """Draws from Python's `random` once, as one device's first seedless op."""
+        with self._lock:
+            if self._drawn:
+                return
+            self._drawn = True
+        from keras.src.random import seed_generator
+
+        seed_generator.make_default_seed()
 
 
 _REPLICA_SEED_GENERATOR_CLASS: list[type] = []
@@ -445,6 +470,7 @@ def _replica_seed_generator_class():
             return self._shared.counter
 
         def next(self, ordered=True):
+            self._shared.draw_as_one_device()
             counter = self._shared.counter
             value = tf.identity(counter)
             counter.assign_add(tf.constant([0, 1], "int32"))

@@ -216,6 +216,7 @@ def relocate_variables(
     Returns:
         The number of variables that were relocated.
     """
+    give_distributed_variables_python_numbers()
     moved = 0
     for variable in variables:
         current = variable._value
@@ -243,6 +244,29 @@ def relocate_variables(
         del initial
         moved += 1
     return moved
+
+
+# A Keras variable converts to a Python number with `float(self.value)` /
+# `int(self.value)` (backend/common/variables.py, Keras 3.15.1), which is the
+# tf.Variable behind it: TF 2.21's `DistributedVariable`
+# (distribute/values.py) defines neither `__float__` nor `__int__`, so
+# `float(parallel.optimizer.learning_rate)` or `int(optimizer.iterations)`,
+# fine on one device, raised TypeError for a variable in the strategy. In
+# cross-replica context its `read_value()` is one device's value (the
+# primary copy, or the replicas' aggregate for an ON_READ variable).
+
+
+@functools.cache
+def give_distributed_variables_python_numbers() -> None:
+    """Once: `float()` and `int()` of a tf.distribute variable read its value."""
+    from tensorflow.python.distribute import ps_values, values
+
+    # CentralStorageStrategy's `AggregatingVariable` lacks them alike.
+    for cls in (values.DistributedVariable, ps_values.AggregatingVariable):
+        if "__float__" not in vars(cls):
+            cls.__float__ = lambda self: float(self.read_value())
+        if "__int__" not in vars(cls):
+            cls.__int__ = lambda self: int(self.read_value())
 
 
 def created_trainable(variable: keras.Variable) -> bool:

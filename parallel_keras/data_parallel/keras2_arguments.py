@@ -13,6 +13,10 @@ Keras 3 does, and a Keras 2 script relies on it:
   a loss per output too many).
 * A flat list of metrics went to every output, each logged as
   `<output>_<metric>` (`dense_1_acc`); Keras 3 refuses the list.
+* An output given no loss (left out of a loss dict, or `None` in a loss
+  list) was skipped (`skip_target_indices`): it took no targets and no
+  metrics, whatever `metrics` named for it. Keras 3 would compute its
+  metrics on missing targets ("None values not supported").
 * A list of numbers was one array on a model with one input or output
   (`train_on_batch(x, [0, 1])`), and on a model with several, each list of
   numbers in the list was one array; Keras 3 reads a list as a structure.
@@ -78,16 +82,55 @@ def compile_arguments(model: keras.Model, loss, loss_weights, metrics, weighted_
         loss = [loss] * count  # Keras 2: the same loss for every output.
     if isinstance(loss, (list, tuple)) and isinstance(loss_weights, Mapping):
         loss_weights = [loss_weights.get(name, 1.0) for name in names]
-    return loss, loss_weights, _per_output(metrics, count), _per_output(weighted_metrics, count)
+    skipped = [name for name in names if name not in outputs_with_loss(loss, names)]
+    return (
+        loss,
+        loss_weights,
+        _without(_per_output(metrics, names, skipped), names, skipped),
+        _without(_per_output(weighted_metrics, names, skipped), names, skipped),
+    )
 
 
-def _per_output(metrics, count: int):
-    """A flat metric list as one copy per output (Keras 2's `collect_metrics`)."""
+def outputs_with_loss(loss: Any, names: list[str]) -> list[str]:
+    """The outputs Keras 2 fed targets and computed metrics for: those given
+    a loss (all of them for one loss, or none given)."""
+    if isinstance(loss, Mapping):
+        return [name for name in names if loss.get(name) is not None]
+    if isinstance(loss, (list, tuple)) and len(loss) == len(names):
+        return [name for name, value in zip(names, loss) if value is not None]
+    return list(names)
+
+
+def _per_output(metrics, names: list[str], skipped: list[str]):
+    """A flat metric list as one copy per output given a loss (Keras 2's
+    `collect_metrics`; outputs without a loss get none), the first such
+    output holding the objects passed."""
     if not isinstance(metrics, (list, tuple)) or not metrics:
         return metrics
     if any(isinstance(metric, (list, tuple, Mapping)) or metric is None for metric in metrics):
         return metrics  # Already one entry per output (Keras 3's spelling).
-    return [list(metrics)] + [[_clone(metric) for metric in metrics] for _ in range(count - 1)]
+    per_output: list[list] = []
+    for name in names:
+        if name in skipped:
+            per_output.append([])
+        elif not any(per_output):
+            per_output.append(list(metrics))
+        else:
+            per_output.append([_clone(metric) for metric in metrics])
+    return per_output
+
+
+def _without(metrics, names: list[str], skipped: list[str]):
+    """Per-output `metrics` with none for the `skipped` outputs."""
+    if not skipped or not metrics or isinstance(metrics, str):
+        return metrics
+    if isinstance(metrics, Mapping):
+        if not set(metrics) <= set(names):
+            return metrics
+        return {name: value for name, value in metrics.items() if name not in skipped}
+    if isinstance(metrics, (list, tuple)) and len(metrics) == len(names):
+        return [[] if name in skipped else value for name, value in zip(names, metrics)]
+    return metrics
 
 
 def _clone(metric):

@@ -23,6 +23,7 @@ import tensorflow as tf
 from parallel_keras import _internals
 from parallel_keras.data_parallel import (
     accumulation,
+    class_weights,
     endless,
     keras2_arguments,
     keras2_layers,
@@ -260,6 +261,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
             self._trained.check(self)
         x, y, _ = keras2_arguments.call_data(self, x, y)
         kwargs = keras2_arguments.fit_keywords(self, kwargs)
+        x, kwargs = class_weights.with_class_weights(self, x, kwargs)
         kwargs = sample_weights.keras2_call_arguments(self, "fit", x, y, kwargs)
         batch_size = self._execution.check_call(
             x, batch_size, "fit", callbacks=kwargs.get("callbacks")

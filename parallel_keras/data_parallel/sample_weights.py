@@ -91,17 +91,17 @@ def as_keras2_weights(
         return _only(sample_weight, names[0], y), _only(class_weight, names[0], y)
     if len(names) < 2:
         return sample_weight, class_weight
-    if _per_output(class_weight, names):
-        flat_targets = _by_output(y, names)
+    if per_output(class_weight, names):
+        flat_targets = by_output(y, names)
         if flat_targets is not None and all(
             target is None or hasattr(target, "shape") for target in flat_targets
         ):
-            class_weights = _by_output(class_weight, names) or []
-            given = _by_output(sample_weight, names) or [None] * len(names)
+            class_weights = by_output(class_weight, names) or []
+            given = by_output(sample_weight, names) or [None] * len(names)
             sample_weight = [
                 weight
                 if weight is not None or classes is None
-                else _class_weighted(name, target, classes)
+                else class_weighted(name, target, classes)
                 for name, target, weight, classes in zip(names, flat_targets, given, class_weights)
             ]
             class_weight = None
@@ -132,7 +132,7 @@ def _only(weights: Any, name: str, y: Any) -> Any:
     return weights
 
 
-def _per_output(class_weight: Any, names: list[str]) -> bool:
+def per_output(class_weight: Any, names: list[str]) -> bool:
     """Whether `class_weight` names weights per output (list or dict by name)."""
     if isinstance(class_weight, (list, tuple)):
         return len(class_weight) == len(names)
@@ -141,7 +141,7 @@ def _per_output(class_weight: Any, names: list[str]) -> bool:
     return False
 
 
-def _by_output(value: Any, names: list[str]) -> list | None:
+def by_output(value: Any, names: list[str]) -> list | None:
     """`value` as one entry per output, in output order (None if not per output)."""
     if isinstance(value, Mapping):
         return [value.get(name) for name in names]
@@ -150,7 +150,7 @@ def _by_output(value: Any, names: list[str]) -> list | None:
     return None
 
 
-def _class_weighted(name: str, target: Any, class_weight: Mapping) -> np.ndarray:
+def class_weighted(name: str, target: Any, class_weight: Mapping) -> np.ndarray:
     """One weight per row from its class, as Keras 2's `standardize_weights`."""
     labels = np.asarray(target)
     if labels.ndim > 1 and labels.shape[-1] > 1:

@@ -32,6 +32,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from parallel_keras.data_parallel import keras2_arguments
+
 
 def as_keras2_fed(model: keras.Model, targets: Any, outputs: Any, sample_weight: Any):
     """`(targets, sample_weight)` of a step as Keras 2 fed them to `model`'s
@@ -45,12 +47,7 @@ def as_keras2_fed(model: keras.Model, targets: Any, outputs: Any, sample_weight:
 
 def _outputs_with_loss(model: keras.Model, names: list[str]) -> list[str]:
     """The outputs Keras 2 fed targets for: those given a loss."""
-    loss = getattr(model, "loss", None)
-    if isinstance(loss, Mapping):
-        return [name for name in names if loss.get(name) is not None]
-    if isinstance(loss, (list, tuple)) and len(loss) == len(names):
-        return [name for name, value in zip(names, loss) if value is not None]
-    return list(names)
+    return keras2_arguments.outputs_with_loss(getattr(model, "loss", None), names)
 
 
 def symbolic_batch_in_output_order(model: keras.Model, batch: Any) -> Any:
@@ -109,6 +106,10 @@ def in_output_order(
         targets = [targets.get(name) for name in output_names]
         if single:
             targets = targets[0]
+    elif not single and needed is not None and 0 < len(needed) < len(output_names):
+        targets = _fed_only(targets, output_names, needed)
+    if not single and needed is not None and 0 < len(needed) < len(output_names):
+        sample_weight = _fed_only(sample_weight, output_names, needed)
     if isinstance(sample_weight, Mapping):
         flat_targets = tf.nest.flatten(targets)
         weights = []
@@ -120,6 +121,25 @@ def in_output_order(
             weights.append(weight)
         sample_weight = weights[0] if single else weights
     return targets, sample_weight
+
+
+def _fed_only(value: Any, output_names: list[str], needed: list[str]) -> Any:
+    """Targets (or sample weights) given for the outputs with a loss only,
+    as a list in output order with None for the others.
+
+    Keras 2 fed only the outputs given a loss: their targets and sample
+    weights as a list in output order, or one array when only one output
+    has a loss (an output without a loss took no data). Values for every
+    output stay as they are.
+    """
+    if isinstance(value, (list, tuple)) and len(value) == len(needed):
+        fed = list(value)
+    elif value is not None and not isinstance(value, (list, tuple, Mapping)) and len(needed) == 1:
+        fed = [value]
+    else:
+        return value
+    positions = {name: index for index, name in enumerate(needed)}
+    return [fed[positions[name]] if name in positions else None for name in output_names]
 
 
 def as_output_dtype(targets: Any, outputs: Any) -> Any:

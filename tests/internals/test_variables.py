@@ -10,6 +10,7 @@ import re
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from parallel_keras import _internals
@@ -215,3 +216,21 @@ def test_metric_counters_count_each_replica_update_once_after_relocation():
     for _ in range(3):
         update()
     assert float(total.result()) == 6.0  # 3 updates of 1.0 on 2 replicas
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        lambda: tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]),
+        lambda: tf.distribute.experimental.CentralStorageStrategy(["/cpu:0", "/cpu:1"]),
+    ],
+    ids=["mirrored", "central_storage"],
+)
+def test_a_relocated_scalar_converts_to_python_numbers(strategy):
+    # TF 2.21's DistributedVariable and AggregatingVariable define no
+    # __float__/__int__; Keras's Variable converts through them.
+    learning_rate = keras.Variable(0.25, dtype="float32")
+    step = keras.Variable(7, dtype="int64")
+    _internals.relocate_variables([learning_rate, step], strategy())
+    assert float(learning_rate) == 0.25
+    assert int(step) == 7
