@@ -72,7 +72,7 @@ def accumulation_steps(optimizer: keras.optimizers.Optimizer | None) -> int | No
     return int(float(steps))
 
 
-def check_optimizer(
+def check_accumulation_optimizer(
     optimizer: keras.optimizers.Optimizer | str | None,
     strategy: tf.distribute.Strategy | None = None,
 ) -> None:
@@ -103,7 +103,7 @@ def apply_gradients(model: keras.Model, gradients: Sequence, variables: Sequence
     if steps is None:
         optimizer.apply_gradients(zip(gradients, variables))
         return
-    check_optimizer(optimizer)
+    check_accumulation_optimizer(optimizer)
     _apply_accumulating(optimizer, steps, list(gradients), list(variables))
 
 
@@ -125,7 +125,7 @@ def _apply_accumulating(optimizer, steps: int, gradients: list, variables: list)
         gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
     gradients = [tf.convert_to_tensor(g) for g in gradients]
     accumulators = _internals.gradient_accumulators(inner, variables)
-    if accumulators is None:  # `check_optimizer` raised for this already.
+    if accumulators is None:  # `check_accumulation_optimizer` raised for this already.
         raise RuntimeError(f"{type(inner).__name__} has no gradient accumulators.")
     counter = _internals.micro_step_counter(inner)
 

@@ -40,7 +40,7 @@ def check_output_keys(model: keras.Model, value, argument: str) -> None:
         )
 
 
-def in_output_order(model: keras.Model, loss, loss_weights):
+def losses_in_output_order(model: keras.Model, loss, loss_weights):
     """`(loss, loss_weights)`, a loss dict on list outputs as lists by position.
 
     Keras 2 read a loss dict by output name, leaving the outputs it does not

@@ -166,11 +166,11 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
             self, loss, loss_weights, metrics, weighted_metrics
         )
         losses_lib.check_loss_scaling(self, optimizer)
-        accumulation.check_optimizer(optimizer, self._strategy)
-        trainable_at_compile.check_optimizer(self, optimizer)
+        accumulation.check_accumulation_optimizer(optimizer, self._strategy)
+        trainable_at_compile.check_optimizer_covers_weights(self, optimizer)
         if isinstance(optimizer, keras.optimizers.Optimizer):
             strategies.adopt_optimizer(optimizer, self._strategy)
-        loss, loss_weights = losses_lib.in_output_order(self, loss, loss_weights)
+        loss, loss_weights = losses_lib.losses_in_output_order(self, loss, loss_weights)
         with self._strategy.scope():
             super().compile(
                 optimizer,

@@ -39,7 +39,7 @@ def as_keras2_fed(model: keras.Model, targets: Any, outputs: Any, sample_weight:
     """`(targets, sample_weight)` of a step as Keras 2 fed them to `model`'s
     loss and metrics: by output name, in the outputs' dtype."""
     names = getattr(model, "output_names", None) or []
-    targets, sample_weight = in_output_order(
+    targets, sample_weight = targets_in_output_order(
         targets, sample_weight, outputs, names, _outputs_with_loss(model, names)
     )
     return as_output_dtype(targets, outputs), sample_weight
@@ -61,11 +61,13 @@ def symbolic_batch_in_output_order(model: keras.Model, batch: Any) -> Any:
     if targets is None:
         return batch
     names = getattr(model, "output_names", None) or []
-    targets, _ = in_output_order(targets, None, outputs, names, _outputs_with_loss(model, names))
+    targets, _ = targets_in_output_order(
+        targets, None, outputs, names, _outputs_with_loss(model, names)
+    )
     return (x, targets)
 
 
-def in_output_order(
+def targets_in_output_order(
     targets: Any,
     sample_weight: Any,
     outputs: Any,

@@ -77,7 +77,7 @@ class TrainableAtCompile:
             optimizer.build(self.variables)
 
 
-def check_optimizer(model: keras.Model, optimizer) -> None:
+def check_optimizer_covers_weights(model: keras.Model, optimizer) -> None:
     """Raises if a built optimizer has no state for weights `model` would train.
 
     Keras 2 created an optimizer's slots for whatever weights each model
