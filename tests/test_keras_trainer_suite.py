@@ -62,6 +62,7 @@ def _replica_counts(name: str) -> tuple[int, ...]:
         return GPUS
     return (4,)
 
+
 # name -> (build, drive, slow)
 CASES: dict[str, tuple[Callable, Callable, bool]] = {}
 # (name, gpus) -> reason: an open failure (strict, so it is noticed when it
