@@ -364,26 +364,14 @@ class BackendOpsRule(context.Rule):
                 f"`{text}(x)` -> `tuple(x.shape)` (the static shape, "
                 "None where unknown, as Keras 2 gave it)",
             )
-            value = updated.args[0].value
-            if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
-                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-            return cst.Call(
-                cst.Name("tuple"),
-                args=[cst.Arg(cst.Attribute(value=value, attr=cst.Name("shape")))],
-            )
+            return _of_shape("tuple", updated.args[0].value)
         if name == "ndim" and len(updated.args) == 1 and not updated.args[0].keyword:
             # Keras 2: len(int_shape(x)), a Python int (keras.ops.ndim of a
             # symbolic tensor is a symbolic tensor).
             ctx.change(
                 original, RULE, f"`{text}(x)` -> `len(x.shape)` (a Python int, as in Keras 2)"
             )
-            value = updated.args[0].value
-            if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
-                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-            return cst.Call(
-                cst.Name("len"),
-                args=[cst.Arg(cst.Attribute(value=value, attr=cst.Name("shape")))],
-            )
+            return _of_shape("len", updated.args[0].value)
         if name in ("in_train_phase", "in_test_phase"):
             phased = self._phase(ctx, original, updated, name, text)
             if phased is not None:
@@ -660,3 +648,13 @@ class BackendOpsRule(context.Rule):
             f"`{syntax.dotted(original)}` -> `.learning_rate` (Keras 3 optimizers have no `lr`)",
         )
         return updated.with_changes(attr=cst.Name("learning_rate"))
+
+
+def _of_shape(function: str, value: cst.BaseExpression) -> cst.Call:
+    """`function(value.shape)`, with `value` parenthesised where it needs it."""
+    if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.Call(
+        cst.Name(function),
+        args=[cst.Arg(cst.Attribute(value=value, attr=cst.Name("shape")))],
+    )
