@@ -418,8 +418,9 @@ def noise_report(header: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     if lines:
         lines.insert(
             0,
-            f"Noise ({rounds} alternating rounds; a ratio whose interval includes 1 or "
-            f"lies within its model's A/A control reads '{stats.NO_DIFFERENCE}'):",
+            f"Noise ({rounds} alternating rounds; every interval is widened by its "
+            "model's A/A control below; a ratio whose interval includes 1 or lies "
+            f"within that control reads '{stats.NO_DIFFERENCE}'):",
         )
     flagged = [run for run in runs if run.get("efficiency_flag")]
     for run in flagged:
