@@ -67,7 +67,12 @@ CORE_TEST_REQUIREMENTS = ("pytest>=7", "psutil>=5.9", "ruff>=0.5")
 )
 def core(session: nox.Session, tensorflow: str, keras: str) -> None:
     """The core tests with one TensorFlow/Keras pair."""
-    session.install(f"tensorflow=={tensorflow}", f"keras=={keras}", ".", *CORE_TEST_REQUIREMENTS)
+    # tf_keras in lockstep with TensorFlow (the `keras2` extra): migrate writes
+    # parallel_keras.compat names that read Keras 2's preprocessing from it.
+    tf_keras = "tf_keras~=" + ".".join(tensorflow.split(".")[:2]) + ".0"
+    session.install(
+        f"tensorflow=={tensorflow}", f"keras=={keras}", tf_keras, ".", *CORE_TEST_REQUIREMENTS
+    )
     # Fail before testing if pip (or a cached environment) holds another pair.
     session.run(
         "python",

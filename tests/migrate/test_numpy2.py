@@ -78,3 +78,19 @@ def test_meshgrid_lists_stay_lists_as_numpy1_returned_them():
     exec(result.migrated, namespace)  # noqa: S102
     assert namespace["indices"].shape == (7, 2)
     np.testing.assert_array_equal(namespace["indices"][:, 0], [0, 0, 0, 1, 1, 1, 1])
+
+
+def test_a_replacement_the_installed_numpy_lacks_is_not_written(monkeypatch):
+    """Under NumPy 1.x (TensorFlow 2.16-2.17) `np.trapezoid` does not exist
+    and `np.trapz` still runs: the old name is kept there."""
+    import numpy
+
+    from parallel_keras import migrate
+
+    source = "import numpy as np\narea = np.trapz([1, 2, 3])\n"
+    if hasattr(numpy, "trapezoid"):
+        assert "np.trapezoid(" in migrate.migrate_source(source).migrated
+    monkeypatch.delattr(numpy, "trapezoid", raising=False)
+    result = migrate.migrate_source(source)
+    assert "np.trapz(" in result.migrated
+    assert "trapezoid" not in result.migrated

@@ -14,6 +14,8 @@ Removed names with no exact equivalent are flagged.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from parallel_keras.migrate import context, syntax
@@ -91,6 +93,21 @@ def _numpy_attr(ctx: context.Context, node: cst.Attribute) -> tuple[str, str] | 
     return None
 
 
+def _exists_here(template: str) -> bool:
+    """Whether the installed NumPy has the replacement `template` names.
+
+    `np.trapezoid` came with NumPy 2.0, the release that deprecated
+    `np.trapz` (removed in 2.4): under NumPy 1.x (TensorFlow 2.16-2.17) the
+    old name is still the one that runs, so it is kept.
+    """
+    import numpy
+
+    return all(hasattr(numpy, attribute) for attribute in _NUMPY_NAME.findall(template))
+
+
+_NUMPY_NAME = re.compile(r"\bnp\.(\w+)")
+
+
 def _spelled(template: str, module: str) -> str:
     return template.replace("np.", f"{module}.")
 
@@ -151,7 +168,7 @@ class NumPy2Rule(context.Rule):
         if found is None:
             return updated
         module, name = found
-        if name in _RENAMES:
+        if name in _RENAMES and _exists_here(_RENAMES[name]):
             new = _spelled(_RENAMES[name], module)
             ctx.change(
                 original,
