@@ -19,32 +19,6 @@ from tests.compat.helpers import assert_same_numbers, migrated, run
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _a_parallel_fit_on_a_pydataset_ran_first():
-    """Runs one `multi_gpu_model` fit on a `keras.utils.PyDataset` before the tests.
-
-    The first such fit in a process reaches other weights than every later
-    one (and than one device): found by these tests, with a plain Keras
-    PyDataset too, so it is not the compatibility paths'; reported with the
-    branch (a data-parallel issue). The comparisons here check the paths.
-    """
-    import keras
-
-    import parallel_keras
-
-    class Batches(keras.utils.PyDataset):
-        def __len__(self):
-            return 2
-
-        def __getitem__(self, index):
-            return np.full((8, 2), index, "float32"), np.zeros((8, 1), "float32")
-
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    parallel = parallel_keras.multi_gpu_model(model, gpus=4)
-    parallel.compile(optimizer="sgd", loss="mse")
-    parallel.fit(Batches(), epochs=1, verbose=0)
-
-
 SESSIONS_AND_FUNCTION = """\
 import numpy as np
 import tensorflow as tf
