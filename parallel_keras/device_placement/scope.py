@@ -26,6 +26,7 @@ from collections.abc import Iterator
 import tensorflow as tf
 
 from parallel_keras import _internals, devices
+from parallel_keras._internals import interceptions
 from parallel_keras.device_placement import runtime
 
 _scopes = threading.local()
@@ -118,4 +119,6 @@ def _same_device(first: str, second: str) -> bool:
     return tf.DeviceSpec.from_string(first) == tf.DeviceSpec.from_string(second)
 
 
-_internals.install_node_created_hook(_record_layer_call)
+# A legacy script never calls parallel_keras: its `tf.device` scopes can only
+# be seen while its model is built, so this is installed with Keras.
+_internals.install_node_created_hook(_record_layer_call, when=interceptions.AT_KERAS_IMPORT)
