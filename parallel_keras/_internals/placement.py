@@ -37,7 +37,10 @@ from parallel_keras._internals.versions import CHECKED_VERSIONS
 # as a `keras.src.ops.node.Node` (appended to `layer._inbound_nodes`) and, at
 # call time, re-runs those calls in `Function._run_through_graph`, outside
 # any `tf.device` scope they were built in, so that placement is lost. These
-# private touches give `parallel_keras.device` its effect. All checked on
+# private touches give `parallel_keras.device` its effect. Each replacement
+# goes through `interceptions.patch` (listed by `interceptions.installed()`);
+# the caller says when: 1 and the load side of 3 at Keras import, 2 and the
+# save side of 3 at the first layer call given a device. All checked on
 # TF 2.21 / Keras 3.15; `tests/internals/test_placement.py` fails loudly when
 # an upgrade changes one of them.
 # 1. `Node.__init__` runs once per symbolic layer call: wrapping it tells
