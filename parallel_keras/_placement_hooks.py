@@ -118,7 +118,11 @@ class _LoaderThenInstall:
         self._loader = loader
 
     def create_module(self, spec):
-        return self._loader.create_module(spec)
+        try:
+            return self._loader.create_module(spec)
+        except BaseException:
+            _importing.discard(spec.name)  # The import failed: no end to wait for.
+            raise
 
     def exec_module(self, module):
         # The module's own spec must point at the real loader (resources,
