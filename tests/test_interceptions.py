@@ -211,3 +211,18 @@ def test_nothing_is_listed_and_tensorflow_stays_unimported_before_keras():
     assert process.returncode == 0, process.stderr[-3000:]
     assert "replaced nothing" in process.stdout
     assert process.stdout.split()[-3:] == ["RESULT", "False", "False"]
+
+
+def test_parallel_keras_device_reinstalls_a_removed_recorder():
+    from parallel_keras.device_placement import scope
+
+    interceptions.remove("keras.src.ops.node.Node.__init__")
+    try:
+        inputs = keras.Input((3,))
+        with parallel_keras.device("/cpu:1"):
+            outputs = keras.layers.Dense(2)(inputs)
+        model = keras.Model(inputs, outputs)
+        assert [call.device for call in parallel_keras.placement(model)] == ["/cpu:1"]
+    finally:
+        scope._install_recorder()
+    assert interceptions.is_installed("keras.src.ops.node.Node.__init__")
