@@ -1,33 +1,29 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Installs the device-placement hooks when Keras is imported, not before.
+"""Installs what a legacy script needs once the process has imported Keras.
 
-`keras.models.load_model` restores a saved placement only if parallel_keras's
-hooks (see `parallel_keras/_internals/placement.py`) are in place
-before the file is loaded. Installing them on `import parallel_keras` would
-import TensorFlow and Keras (seconds, hundreds of MB) in processes that never
-need them: `parallel-keras --help`, `parallel-keras migrate`, the launcher.
+A legacy Keras 2 script changed by one import (`import parallel_keras`)
+never calls parallel_keras, yet needs two changes to Keras (see
+`parallel_keras.device_placement` and, for the list of everything installed
+and when, `parallel_keras._internals.interceptions`):
 
-So `import parallel_keras` only registers a small import finder. When the
-process finishes importing `keras` (directly, through `tf.keras`, or through
-any parallel_keras API), the finder imports
-`parallel_keras.device_placement`, which installs the hooks. If Keras was
-imported before parallel_keras, they are installed at once. Either way a
-model loaded afterwards gets its placement back.
+* the `tf.device` scopes open while a functional model is built must be
+  recorded as the model is built (Keras 3 drops them);
+* `keras.models.load_model` must give a saved placement back.
 
-The same hooks make a plain `with tf.device(...)` scope, open while a
-functional model's layer calls are made, place those calls as
-`parallel_keras.device` does (Keras 3 alone drops it): the one change
-importing parallel_keras makes to a script that never calls it, besides
-restoring saved placements (see `device_placement/scope.py`).
+Installing them on `import parallel_keras` would import TensorFlow and Keras
+(seconds, hundreds of MB) in processes that never need them:
+`parallel-keras --help`, `parallel-keras migrate`, the launcher. So
+`import parallel_keras` only registers a small import finder (this module
+imports neither). When the process finishes importing `keras` (directly,
+through `tf.keras`, or through any parallel_keras API), the finder imports
+`parallel_keras.device_placement`, which installs those two. If Keras was
+imported before parallel_keras, they are installed at once. Everything else
+parallel_keras changes in Keras waits for the feature that needs it.
 
-Chosen over "install at the first parallel_keras API call" because a script
-may import parallel_keras and then call only `keras.models.load_model`: no
-parallel_keras API runs, yet the placement must come back.
-
-If a Keras upgrade moved what the hooks patch, installing fails: the error is
+If a Keras upgrade moved what they patch, installing fails: the error is
 reported as a `RuntimeWarning` when Keras is imported (raising there would
 break `import keras` itself) and raised again, as a `RuntimeError`, by the
-first parallel_keras API that needs the hooks.
+first parallel_keras API that needs placement.
 """
 
 from __future__ import annotations
@@ -40,35 +36,25 @@ import warnings
 # Modules whose end of import may complete the picture. TensorFlow imports
 # parts of Keras while it initialises, so Keras can finish first; the hooks
 # use `parallel_keras._internals`, which may be what imports Keras. The hooks
-# are installed once all three are fully imported (this watch keeps the
-# arrows pointing down: `_internals` knows nothing of the hooks).
+# are installed once all three that were imported are fully imported.
 _WATCHED = ("keras", "tensorflow", "parallel_keras._internals")
 _lock = threading.RLock()
 _state = {"installed": False, "installing": False}
+# Watched modules whose import this finder saw start and not yet end. A
+# module already in `sys.modules` when the finder is registered counts as
+# imported: `import parallel_keras` runs before any of its submodules, and
+# neither Keras nor TensorFlow imports parallel_keras, so it cannot be
+# registered in the middle of one of their imports. (No read of CPython's
+# private `ModuleSpec._initializing` is needed.)
+_importing: set[str] = set()
 
 
-def _initializing(name: str, finished: str | None = None) -> bool:
-    if name == finished:  # Its loader returned; importlib clears the flag next.
-        return False
-    module = sys.modules.get(name)
-    spec = getattr(module, "__spec__", None)
-    return bool(getattr(spec, "_initializing", False))
-
-
-def _keras_ready(finished: str | None = None) -> bool:
-    # The hooks use `parallel_keras._internals`: when importing it is what
-    # imports Keras, they wait until it has finished (its end of import is
-    # watched too).
-    return (
-        "keras" in sys.modules
-        and not _initializing("keras", finished)
-        and not _initializing("tensorflow", finished)
-        and not _initializing("parallel_keras._internals", finished)
-    )
+def _keras_ready() -> bool:
+    return "keras" in sys.modules and not _importing
 
 
 def install() -> None:
-    """Installs the placement hooks now (imports TensorFlow and Keras).
+    """Installs the import-time hooks now (imports TensorFlow and Keras).
 
     Raises:
         RuntimeError: If this Keras version moved what the hooks patch.
@@ -89,13 +75,8 @@ def install() -> None:
         _state["installed"] = True
 
 
-def installed() -> bool:
-    """Whether the placement hooks are in place in this process."""
-    return _state["installed"]
-
-
-def _install_after_import(finished: str | None = None) -> None:
-    if not _keras_ready(finished):
+def _install_after_import() -> None:
+    if not _keras_ready():
         return
     try:
         install()
@@ -137,7 +118,11 @@ class _LoaderThenInstall:
         self._loader = loader
 
     def create_module(self, spec):
-        return self._loader.create_module(spec)
+        try:
+            return self._loader.create_module(spec)
+        except BaseException:
+            _importing.discard(spec.name)  # The import failed: no end to wait for.
+            raise
 
     def exec_module(self, module):
         # The module's own spec must point at the real loader (resources,
@@ -145,8 +130,11 @@ class _LoaderThenInstall:
         module.__loader__ = self._loader
         if module.__spec__ is not None:
             module.__spec__.loader = self._loader
-        self._loader.exec_module(module)
-        _install_after_import(finished=module.__name__)
+        try:
+            self._loader.exec_module(module)
+        finally:
+            _importing.discard(module.__name__)
+        _install_after_import()
 
     def __getattr__(self, name):
         return getattr(self._loader, name)
@@ -172,6 +160,7 @@ class _KerasImportFinder:
             return spec
         # Duck-typed Loader (see _LoaderThenInstall): importlib.abc costs import time.
         spec.loader = _LoaderThenInstall(spec.loader)  # type: ignore[assignment]
+        _importing.add(fullname)
         return spec
 
 

@@ -19,6 +19,8 @@ them:
 - `optimizers`: Keras's optimizer: gradient accumulation on replicas, and
   its variable index after relocation.
 - `placement`: device placement of functional layer calls.
+- `interceptions`: every attribute of Keras/TensorFlow parallel_keras
+  replaced (`patch`), listed by `installed()`, each removable.
 - `logits`: the logits Keras's crossentropies read from a sigmoid or
   softmax output, kept through a gather.
 - `op_callbacks`: TensorFlow op callbacks (the op-device recorder).

@@ -19,6 +19,8 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
+from parallel_keras._internals import interceptions
+
 # --- Multi-worker training --------------------------------------
 #
 # Three private touches make Keras 3 `fit` work under
@@ -47,6 +49,7 @@ def tf_runtime_initialized() -> bool:
 # whatever the script's first lines configured. Checked on TF 2.21.
 
 _BEFORE_TF_STARTS: dict[str, Callable[[], None] | None] = {"callback": None}
+_ENSURE_INITIALIZED = "tensorflow.python.eager.context.Context.ensure_initialized"
 
 
 def run_before_tf_starts(callback: Callable[[], None]) -> None:
@@ -54,7 +57,7 @@ def run_before_tf_starts(callback: Callable[[], None]) -> None:
     from tensorflow.python.eager import context
 
     _BEFORE_TF_STARTS["callback"] = callback
-    if getattr(context.Context.ensure_initialized, "_parallel_keras_hook", False):
+    if interceptions.is_installed(_ENSURE_INITIALIZED):
         return
     original = context.Context.ensure_initialized
 
@@ -65,8 +68,15 @@ def run_before_tf_starts(callback: Callable[[], None]) -> None:
             callback_now()
         return original(self)
 
-    setattr(ensure_initialized, "_parallel_keras_hook", True)  # noqa: B010  (a mark on a function)
-    context.Context.ensure_initialized = ensure_initialized
+    interceptions.patch(
+        context.Context,
+        "ensure_initialized",
+        ensure_initialized,
+        by=__name__,
+        when="in a worker started by parallel-keras launch, before the script runs",
+        why="Creates the MultiWorkerMirroredStrategy just before TensorFlow's runtime "
+        "starts, after the script's first lines (simulate_devices) configured it.",
+    )
 
 
 def cancel_before_tf_starts() -> None:
@@ -181,7 +191,15 @@ def install_scalar_mean_reduction_workaround(
         return tf.nest.map_structure(reduce_one, values)
 
     _original_reduce_per_replica = original
-    trainer.reduce_per_replica = reduce_per_replica
+    interceptions.patch(
+        trainer,
+        "reduce_per_replica",
+        reduce_per_replica,
+        by=__name__,
+        when="at the first multi-worker fit, if a traced probe shows Keras's defect",
+        why="Reduces 0-d metric values over replicas only (axis=None): Keras's "
+        "reduce_per_replica fails on them under MWMS (keras-team/keras#20585).",
+    )
     return True
 
 

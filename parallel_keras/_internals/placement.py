@@ -28,6 +28,7 @@ import keras
 import tensorflow as tf
 
 from parallel_keras._environment import keras_requirement
+from parallel_keras._internals import interceptions
 from parallel_keras._internals.versions import CHECKED_VERSIONS
 
 # --- Device placement of functional layer calls -----------------
@@ -36,7 +37,10 @@ from parallel_keras._internals.versions import CHECKED_VERSIONS
 # as a `keras.src.ops.node.Node` (appended to `layer._inbound_nodes`) and, at
 # call time, re-runs those calls in `Function._run_through_graph`, outside
 # any `tf.device` scope they were built in, so that placement is lost. These
-# private touches give `parallel_keras.device` its effect. All checked on
+# private touches give `parallel_keras.device` its effect. Each replacement
+# goes through `interceptions.patch` (listed by `interceptions.installed()`);
+# the caller says when: 1 and the load side of 3 at Keras import, 2 and the
+# save side of 3 at the first layer call given a device. All checked on
 # TF 2.21 / Keras 3.15; `tests/internals/test_placement.py` fails loudly when
 # an upgrade changes one of them.
 # 1. `Node.__init__` runs once per symbolic layer call: wrapping it tells
@@ -60,6 +64,16 @@ from parallel_keras._internals.versions import CHECKED_VERSIONS
 #    (inside a `tf.function`) is not seen.
 
 _placement_hooks: dict[str, Any] = {}
+
+# What the hooks replace, as `interceptions.installed()` names them.
+NODE_INIT = "keras.src.ops.node.Node.__init__"
+OPERATION_FOR_NODE = "keras.src.ops.function.Function._get_operation_for_node"
+GET_CONFIG = "keras.src.models.functional.Functional.get_config"
+FROM_CONFIG = "keras.src.models.functional.functional_from_config"
+
+
+def _by(hook: Callable[..., object]) -> str:
+    return getattr(hook, "__module__", None) or __name__
 
 
 class PlacementInternalsChanged(RuntimeError):
@@ -142,13 +156,13 @@ def require_placement_support() -> None:
     )
 
 
-def install_node_created_hook(hook: Callable[[object], None]) -> None:
+def install_node_created_hook(hook: Callable[[object], None], *, when: str) -> None:
     """Calls `hook(node)` after every non-input Keras `Node` is created."""
     require_placement_support()
     node_module = _placement_module("keras.src.ops.node")
     node_class = _placement_internal(node_module, "Node", "keras.src.ops.node.Node")
-    if "node_created" in _placement_hooks:
-        _placement_hooks["node_created"] = hook
+    _placement_hooks["node_created"] = hook
+    if interceptions.is_installed(NODE_INIT):
         return
     original_init = node_class.__init__
 
@@ -158,8 +172,15 @@ def install_node_created_hook(hook: Callable[[object], None]) -> None:
             _placement_hooks["node_created"](node)
 
     functools.update_wrapper(init_then_notify, original_init)
-    _placement_hooks["node_created"] = hook
-    node_class.__init__ = init_then_notify
+    interceptions.patch(
+        node_class,
+        "__init__",
+        init_then_notify,
+        by=_by(hook),
+        when=when,
+        why="Records the device scope (tf.device or parallel_keras.device) open "
+        "while each functional layer call is made; Keras 3 drops it.",
+    )
 
 
 def tf_device_scope() -> str | None:
@@ -175,7 +196,7 @@ def tf_device_scope() -> str | None:
     return context.context().device_name or None
 
 
-def install_operation_for_node_hook(hook: Callable[[object, object], object]) -> None:
+def install_operation_for_node_hook(hook: Callable[[object, object], object], *, when: str) -> None:
     """Lets `hook(node, operation)` replace the callable run for each node."""
     require_placement_support()
     function_module = _placement_module("keras.src.ops.function")
@@ -187,25 +208,36 @@ def install_operation_for_node_hook(hook: Callable[[object, object], object]) ->
         "_get_operation_for_node",
         "keras.src.ops.function.Function._get_operation_for_node",
     )
-    if "operation_for_node" in _placement_hooks:
-        _placement_hooks["operation_for_node"] = hook
+    _placement_hooks["operation_for_node"] = hook
+    if interceptions.is_installed(OPERATION_FOR_NODE):
         return
 
     def operation_for_node(function, node):
         return _placement_hooks["operation_for_node"](node, original(function, node))
 
     functools.update_wrapper(operation_for_node, original)
-    _placement_hooks["operation_for_node"] = hook
-    function_class._get_operation_for_node = operation_for_node
+    interceptions.patch(
+        function_class,
+        "_get_operation_for_node",
+        operation_for_node,
+        by=_by(hook),
+        when=when,
+        why="Runs each placed layer call of a functional model inside "
+        "tf.device(<its recorded device>) whenever the model runs.",
+    )
 
 
 def install_functional_config_hooks(
     key: str,
-    save: Callable[[keras.Model], object],
-    load: Callable[[keras.Model, object], None],
+    *,
+    save: Callable[[keras.Model], object] | None = None,
+    load: Callable[[keras.Model, object], None] | None = None,
+    when: str,
 ) -> None:
     """Adds `save(model)` under `config[key]`; `load(model, value)` on load.
 
+    Each side is installed only when given: loading must see the key from
+    the first `load_model`, saving matters only once a placement exists.
     `save` returning None leaves the config exactly as Keras wrote it. The
     load side wraps `functional_from_config`, which `Model.from_config`
     (and so `.keras` loading, `Functional.from_config` and
@@ -224,32 +256,51 @@ def install_functional_config_hooks(
         "functional_from_config",
         "keras.src.models.functional.functional_from_config",
     )
-    first_install = "config" not in _placement_hooks
-    _placement_hooks["config"] = (key, save, load)
-    if not first_install:
-        return
+    if save is not None:
+        _placement_hooks["config_save"] = (key, save)
+        if not interceptions.is_installed(GET_CONFIG):
 
-    def get_config(model):
-        config = original_get_config(model)
-        key, save, _ = _placement_hooks["config"]
-        value = save(model)
-        if value is not None:
-            config[key] = value
-        return config
+            def get_config(model):
+                config = original_get_config(model)
+                key, save = _placement_hooks["config_save"]
+                value = save(model)
+                if value is not None:
+                    config[key] = value
+                return config
 
-    def functional_from_config(cls, config, custom_objects=None):
-        key, _, load = _placement_hooks["config"]
-        config = dict(config)
-        value = config.pop(key, None)
-        model = original_from_config(cls, config, custom_objects=custom_objects)
-        if value is not None:
-            load(model, value)
-        return model
+            functools.update_wrapper(get_config, original_get_config)
+            interceptions.patch(
+                functional_class,
+                "get_config",
+                get_config,
+                by=_by(save),
+                when=when,
+                why=f"Writes a placed model's devices under config[{key!r}] "
+                "(.keras, to_json); unplaced models keep Keras's config.",
+            )
+    if load is not None:
+        _placement_hooks["config_load"] = (key, load)
+        if not interceptions.is_installed(FROM_CONFIG):
 
-    functools.update_wrapper(get_config, original_get_config)
-    functools.update_wrapper(functional_from_config, original_from_config)
-    functional_class.get_config = get_config
-    functional_module.functional_from_config = functional_from_config
+            def functional_from_config(cls, config, custom_objects=None):
+                key, load = _placement_hooks["config_load"]
+                config = dict(config)
+                value = config.pop(key, None)
+                model = original_from_config(cls, config, custom_objects=custom_objects)
+                if value is not None:
+                    load(model, value)
+                return model
+
+            functools.update_wrapper(functional_from_config, original_from_config)
+            interceptions.patch(
+                functional_module,
+                "functional_from_config",
+                functional_from_config,
+                by=_by(load),
+                when=when,
+                why=f"Gives a loaded model back the placement saved under "
+                f"config[{key!r}], on a plain keras.models.load_model.",
+            )
 
 
 def is_functional(model: object) -> bool:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import keras
 import tensorflow as tf
 
 from parallel_keras._environment import keras_requirement
+from parallel_keras._internals import interceptions
 
 # --- Variable relocation --------------------------------------------------
 #
@@ -263,10 +264,24 @@ def give_distributed_variables_python_numbers() -> None:
 
     # CentralStorageStrategy's `AggregatingVariable` lacks them alike.
     for cls in (values.DistributedVariable, ps_values.AggregatingVariable):
-        if "__float__" not in vars(cls):
-            cls.__float__ = lambda self: float(self.read_value())
-        if "__int__" not in vars(cls):
-            cls.__int__ = lambda self: int(self.read_value())
+        for name, number in (("__float__", float), ("__int__", int)):
+            if name in vars(cls):
+                continue  # Shipped by this TensorFlow, or added already.
+            interceptions.patch(
+                cls,
+                name,
+                functools.partialmethod(_read_as, number),
+                by=__name__,
+                when="at the first Keras variable relocated onto a strategy "
+                "(multi_gpu_model, ParallelModel)",
+                why=f"{number.__name__}() of a tf.distribute variable reads its "
+                "value, as Keras 2 scripts do with a relocated learning rate or "
+                "step counter (TensorFlow's own tf.Variable has it).",
+            )
+
+
+def _read_as(variable: Any, number: Callable[[Any], Any]) -> Any:
+    return number(variable.read_value())
 
 
 def created_trainable(variable: keras.Variable) -> bool:

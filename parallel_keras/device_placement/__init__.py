@@ -9,19 +9,22 @@ Modules:
 * `replicas`: a placed template inside `multi_gpu_model`'s replicas.
 * `serialization`: placement kept in the `.keras` config.
 
-Importing this package installs the hooks that make placement take effect
-and survive loading. `import parallel_keras` does not import it: it is
-imported when the process imports Keras (see `parallel_keras._placement_hooks`),
-so a plain `keras.models.load_model` restores a saved placement without
-TensorFlow being loaded at `import parallel_keras`.
+Importing this package installs the two hooks a legacy script needs with
+one import changed: `scope` records the device scope open as each layer
+call is made (`Node.__init__`), `serialization` restores a saved placement
+on load (`functional_from_config`). `import parallel_keras` does not import
+it: it is imported when the process imports Keras (see
+`parallel_keras._placement_hooks`), so a plain `keras.models.load_model`
+restores a saved placement without TensorFlow being loaded at
+`import parallel_keras`. `runtime` installs the hooks that replay a call on
+its device and write the placement into a saved config when the first layer
+call is given a device. `parallel_keras._internals.interceptions` lists all.
 """
 
 from __future__ import annotations
 
-# Imported for the hooks they install: `scope` records each layer call's
-# device as it is made, `runtime` replays it there, `serialization` keeps it
-# through save and load.
-from parallel_keras.device_placement import runtime as _runtime  # noqa: F401
+# Imported for the hooks they install at once: `scope` records each layer
+# call's device as it is made, `serialization` restores it on load.
 from parallel_keras.device_placement import scope as _scope  # noqa: F401
 from parallel_keras.device_placement import serialization as _serialization  # noqa: F401
 

@@ -25,6 +25,8 @@ import tensorflow as tf
 from absl import logging
 
 from parallel_keras import _internals, devices
+from parallel_keras._internals import interceptions
+from parallel_keras._internals import placement as internal_placement
 
 # node -> device name as written by the user. Weak, so a discarded model's
 # records go with it.
@@ -50,6 +52,7 @@ _WARNED_SCOPES: set[str] = set()
 
 def set_ignored_scope(node: object, scope: str, reason: str) -> None:
     """Notes a layer call built under a `tf.device` scope that cannot apply."""
+    _ensure_call_time_hooks()  # Its warning is logged when the call runs.
     _IGNORED_SCOPES[node] = (scope, reason)
 
 
@@ -81,6 +84,7 @@ def set_requested_device(node: object, name: str | None) -> None:
     if name is None:
         _REQUESTED.pop(node, None)
     else:
+        _ensure_call_time_hooks()
         _REQUESTED[node] = name
 
 
@@ -178,4 +182,22 @@ def clear_placement(model: keras.Model) -> keras.Model:
     return model
 
 
-_internals.install_operation_for_node_hook(_operation_for_node)
+# The hooks a recorded placement needs, installed when the first layer call
+# is given a device: a script that never places a layer keeps Keras's
+# `Function._get_operation_for_node` and `Functional.get_config` as shipped.
+CALL_TIME_HOOKS_WHEN = (
+    "at the first layer call given a device (parallel_keras.device, a "
+    "tf.device scope, place_branches, or a placement loaded from a file)"
+)
+
+
+def _ensure_call_time_hooks() -> None:
+    if interceptions.is_installed(
+        internal_placement.OPERATION_FOR_NODE
+    ) and interceptions.is_installed(internal_placement.GET_CONFIG):
+        return
+    # Imported here: `serialization` imports this module.
+    from parallel_keras.device_placement import serialization
+
+    _internals.install_operation_for_node_hook(_operation_for_node, when=CALL_TIME_HOOKS_WHEN)
+    serialization.install_save_hook(when=CALL_TIME_HOOKS_WHEN)

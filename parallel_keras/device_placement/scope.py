@@ -26,6 +26,8 @@ from collections.abc import Iterator
 import tensorflow as tf
 
 from parallel_keras import _internals, devices
+from parallel_keras._internals import interceptions
+from parallel_keras._internals import placement as internal_placement
 from parallel_keras.device_placement import runtime
 
 _scopes = threading.local()
@@ -81,6 +83,9 @@ def device(name: str) -> Iterator[None]:
     [(0, '/cpu:0'), (1, None)]
     """
     resolved = devices.resolve_device(name)
+    if not interceptions.is_installed(internal_placement.NODE_INIT):
+        # Removed through the interceptions listing: this scope needs it back.
+        _install_recorder()
     names = _open_scopes()
     with tf.device(resolved):
         names.append(name)
@@ -118,4 +123,10 @@ def _same_device(first: str, second: str) -> bool:
     return tf.DeviceSpec.from_string(first) == tf.DeviceSpec.from_string(second)
 
 
-_internals.install_node_created_hook(_record_layer_call)
+def _install_recorder() -> None:
+    _internals.install_node_created_hook(_record_layer_call, when=interceptions.AT_KERAS_IMPORT)
+
+
+# A legacy script never calls parallel_keras: its `tf.device` scopes can only
+# be seen while its model is built, so this is installed with Keras.
+_install_recorder()

@@ -18,6 +18,7 @@ import keras
 from absl import logging
 
 from parallel_keras import _internals
+from parallel_keras._internals import interceptions
 from parallel_keras.device_placement import runtime
 
 CONFIG_KEY = "parallel_keras_placement"
@@ -84,4 +85,13 @@ def apply_placement_config(model: keras.Model, value: Any) -> None:
     )
 
 
-_internals.install_functional_config_hooks(CONFIG_KEY, placement_config, apply_placement_config)
+def install_save_hook(when: str) -> None:
+    """Writes a placed model's devices into its config from now on."""
+    _internals.install_functional_config_hooks(CONFIG_KEY, save=placement_config, when=when)
+
+
+# Loading must restore a saved placement on a plain `keras.models.load_model`
+# from the first call, before anything was placed in this process.
+_internals.install_functional_config_hooks(
+    CONFIG_KEY, load=apply_placement_config, when=interceptions.AT_KERAS_IMPORT
+)

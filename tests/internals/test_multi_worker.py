@@ -28,12 +28,16 @@ assert seen == [], "importing Keras started TensorFlow"
 keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
 assert seen == [False], seen
 assert _internals.tf_runtime_initialized()
+listed = {entry.target: entry for entry in _internals.interceptions.installed()}
+entry = listed["tensorflow.python.eager.context.Context.ensure_initialized"]
+assert entry.by == "parallel_keras._internals.multi_worker", entry
 print("OK")
 """
 
 
 def test_callback_runs_just_before_tensorflow_starts():
-    """`Context.ensure_initialized` is still where TensorFlow starts."""
+    """`Context.ensure_initialized` is still where TensorFlow starts (and the
+    hook on it is listed with what parallel_keras installed)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     env.pop("TF_CONFIG", None)
     process = subprocess.run(

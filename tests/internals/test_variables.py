@@ -234,3 +234,11 @@ def test_a_relocated_scalar_converts_to_python_numbers(strategy):
     _internals.relocate_variables([learning_rate, step], strategy())
     assert float(learning_rate) == 0.25
     assert int(step) == 7
+    # Added, and listed with what parallel_keras installed.
+    targets = {entry.target: entry for entry in _internals.interceptions.installed()}
+    for target in (
+        "tensorflow.python.distribute.values.DistributedVariable.__float__",
+        "tensorflow.python.distribute.ps_values.AggregatingVariable.__int__",
+    ):
+        assert targets[target].change == "added"
+        assert targets[target].by == "parallel_keras._internals.variables"
