@@ -298,9 +298,10 @@ class BackendOpsRule(context.Rule):
     """`K.argmax(x)` -> `keras.ops.argmax(x, axis=-1)`."""
 
     name = RULE
+    reads = {"handled_calls": context.Phase.REWRITE}
 
     def leave_Call(self, ctx, original, updated):
-        if id(original.func) in ctx.shared.get("handled_calls", ()):
+        if id(original.func) in ctx.facts.handled_calls:
             return updated  # Another rule's (a placeholder given to target_tensors).
         qualified = ctx.qualified_name(original.func) or ""
         # `from tensorflow import set_random_seed`: the import itself is

@@ -34,7 +34,7 @@ import libcst as cst
 from libcst import matchers as m
 
 from parallel_keras.migrate import context, syntax
-from parallel_keras.migrate.rules import keras1_merge, requirements
+from parallel_keras.migrate.rules import requirements
 
 RULE = "imports"
 
@@ -542,6 +542,12 @@ class ImportPathRule(context.Rule):
     """`from keras.layers.merge import concatenate` -> `from keras.layers import concatenate`."""
 
     name = RULE
+    reads = {
+        "unused_legacy_interfaces": context.Phase.REWRITE,
+        "removed_decorators": context.Phase.REWRITE,
+        "keras1_merge_names": context.Phase.REWRITE,
+        "keras1_merge_kept": context.Phase.REWRITE,
+    }
 
     def __init__(self):
         self._in_imports: set[int] = set()
@@ -688,7 +694,7 @@ class ImportPathRule(context.Rule):
         if (
             syntax.dotted(statement.module) == "keras.legacy"
             and [syntax.dotted(alias.name) for alias in statement.names] == ["interfaces"]
-            and id(line) in ctx.shared.get("unused_legacy_interfaces", ())
+            and id(line) in ctx.facts.unused_legacy_interfaces
         ):
             # Only its @interfaces.legacy_* decorators used it (removed with it):
             # they translated Keras 1 argument names; the calls use Keras 2's.
@@ -771,9 +777,7 @@ class ImportPathRule(context.Rule):
         if kept:
             kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             new.append(statement.with_changes(names=_commas(kept)))
-        called = ctx.shared.get(keras1_merge.SHARED_KEY, set()) - ctx.shared.get(
-            keras1_merge.KEPT_KEY, set()
-        )
+        called = ctx.facts.keras1_merge_names - ctx.facts.keras1_merge_kept
         for alias in moved:
             full = f"{old_module}.{syntax.dotted(alias.name)}"
             if _alias_name(alias) in called and syntax.canonical_name(full) == "keras.layers.merge":
@@ -1043,7 +1047,7 @@ class ImportPathRule(context.Rule):
         if (
             id(original) in self._in_imports
             or id(original) in self._compat_parts
-            or id(original) in ctx.shared.get("removed_decorators", ())
+            or id(original) in ctx.facts.removed_decorators
         ):
             return updated
         qualified = ctx.qualified_name(original) or ""

@@ -124,6 +124,8 @@ class SessionRule(context.Rule):
 
     name = RULE
 
+    reads = {"handled_calls": context.Phase.REWRITE}
+
     def __init__(self):
         self._configs: dict[str, bool] = {}  # name -> every option known
         self._sessions: dict[str, cst.Call] = {}  # name -> Session(...) call
@@ -133,6 +135,8 @@ class SessionRule(context.Rule):
         self._emitted: set[str] = set()  # Each tf.config call is written once.
         # Comments above a removed line, kept for the next line written here.
         self._carried_lines: list[cst.EmptyLine] = []
+        # id(call) -> the assigned name or `set_session(...)` call holding it.
+        self._call_owners: dict[int, cst.Name | cst.Call] = {}
         # Module-level tf.config calls, moved up to follow the imports.
         self._top_level: set[int] = set()
         self._hoisted: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = []
@@ -435,7 +439,7 @@ class SessionRule(context.Rule):
         qualified = ctx.qualified_name(original.func) or ""
         if self._rewritten(ctx, original, qualified):
             return updated
-        if id(original) in ctx.shared.get("handled_calls", ()):
+        if id(original) in ctx.facts.handled_calls:
             return updated  # Rewritten by another rule (GPU counts).
         if qualified in session_options.COMPAT and not self._on_a_cluster(ctx, original, qualified):
             return self._compat(ctx, original, updated, qualified)
@@ -520,7 +524,7 @@ class SessionRule(context.Rule):
 
     def _in_removed_statement(self, ctx, call) -> bool:
         """A config/session constructor in an assignment or set_session that goes."""
-        owner = ctx.shared.setdefault("session_call_owners", {}).get(id(call))
+        owner = self._call_owners.get(id(call))
         return owner is not None and self._owner_removable(ctx, owner)
 
     def visit_SimpleStatementLine(self, ctx, node):
@@ -528,7 +532,7 @@ class SessionRule(context.Rule):
         if len(node.body) != 1:
             return
         statement = node.body[0]
-        owners = ctx.shared.setdefault("session_call_owners", {})
+        owners = self._call_owners
         owner: cst.Name | cst.Call | None = None
         if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call):
             if isinstance(statement.targets[0].target, cst.Name):

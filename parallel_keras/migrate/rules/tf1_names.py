@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import libcst as cst
 from libcst import matchers as m
-from libcst import metadata
 
 from parallel_keras.migrate import context, syntax
 from parallel_keras.migrate.rules import tf1_table
@@ -297,7 +296,7 @@ def lookup(name: str) -> tuple[str, str | None, str] | None:
 
 def _tf_name(ctx: context.Context, node: cst.CSTNode) -> str | None:
     """`"tf.x.y"` for a use of `tensorflow.x.y`; None under `tf.compat.v1` or elsewhere."""
-    names = ctx._metadata_owner().get_metadata(metadata.QualifiedNameProvider, node, set())
+    names = ctx.qualified_names(node)
     full: str | None
     if names:
         full = min(name.name for name in names)
@@ -328,6 +327,7 @@ class Tf1NameRule(context.Rule):
     """`tf.log(x)` -> `tf.math.log(x)`; `tf.placeholder(...)` flagged with the TF 2 way."""
 
     name = RULE
+    reads = {"handled_calls": context.Phase.REWRITE}
 
     def __init__(self):
         self._inner: set[int] = set()  # Attribute chains inside a matched one.
@@ -431,9 +431,7 @@ class Tf1NameRule(context.Rule):
             value = value.value
 
     def leave_Call(self, ctx, original, updated):
-        if id(original) in ctx.shared.get("handled_calls", ()) and id(
-            original.func
-        ) in ctx.shared.get("handled_calls", ()):
+        if id(original) in ctx.facts.handled_calls and id(original.func) in ctx.facts.handled_calls:
             return updated  # Another rule's (a placeholder given to target_tensors).
         match = self._matched.get(id(original.func))
         if match is None:
@@ -525,7 +523,7 @@ class Tf1NameRule(context.Rule):
 
     def leave_Attribute(self, ctx, original, updated):
         match = self._matched.get(id(original))
-        if match is None or id(original) in ctx.shared.get("handled_calls", ()):
+        if match is None or id(original) in ctx.facts.handled_calls:
             return updated  # Not a TF1 name, or another rule's (target_tensors).
         name, (kind, new, reason) = match
         if kind in ("cast", "keywords") or (

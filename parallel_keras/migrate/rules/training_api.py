@@ -69,6 +69,7 @@ class GeneratorMethodsRule(context.Rule):
     """`model.fit_generator(gen, 10, 2)` -> `model.fit(gen, steps_per_epoch=10, epochs=2)`."""
 
     name = RULE
+    reads = {"loader_options_moved": context.Phase.REWRITE}
 
     def leave_Call(self, ctx, original, updated):
         method = syntax.method_name(updated)
@@ -114,7 +115,7 @@ class GeneratorMethodsRule(context.Rule):
             message += f"; removed {', '.join(dropped)} (now arguments of keras.utils.PyDataset)"
         updated = _keep_continuation_indent(updated, len(method) - len(new_method))
         ctx.change(original, RULE, message)
-        if parallel_loading and id(original) not in ctx.shared.get("loader_options_moved", ()):
+        if parallel_loading and id(original) not in ctx.facts.loader_options_moved:
             options = ", ".join(f"{name}={syntax.code(arg.value)}" for name, arg in dropped.items())
             # The data stays positional when it was (`fit_generator(gen, 10)`).
             data = syntax.keyword(updated, "x")
