@@ -316,10 +316,7 @@ class BackendOpsRule(context.Rule):
         if module != "keras.backend" or name in KEPT or name in _ELSEWHERE:
             return updated
         text = syntax.dotted(original.func)
-        if name in COMPAT_BACKEND and not (
-            name == "function"
-            and (syntax.keyword(updated, "updates") or len(syntax.positional(updated)) > 2)
-        ):
+        if name in COMPAT_BACKEND and not _function_with_updates(name, updated):
             target, why, modern = COMPAT_BACKEND[name]
             ctx.require_import("parallel_keras")
             ctx.compat(original, RULE, f"`{text}` -> `{target}`: {why}", modern)
@@ -333,60 +330,16 @@ class BackendOpsRule(context.Rule):
                 return clipped
         if name in OPS and not syntax.has_star(updated):
             return self._rewrite(ctx, original, updated, name, OPS[name], keras_name)
-        ops = f"{keras_name}.ops"
-        if name == "sqrt" and len(updated.args) == 1 and not updated.args[0].keyword:
-            ctx.change(
-                original,
-                RULE,
-                f"`{text}(x)` -> `{ops}.sqrt({ops}.maximum(x, 0.0))`: "
-                "Keras 2 clipped negative inputs to 0",
-            )
-            inner = cst.Call(
-                syntax.expression(f"{ops}.maximum"),
-                args=[
-                    _comma(updated.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)),
-                    cst.Arg(syntax.expression("0.0")),
-                ],
-            )
-            return updated.with_changes(
-                func=syntax.expression(f"{ops}.sqrt"), args=[cst.Arg(inner)]
-            )
-        if name == "flatten" and len(updated.args) == 1:
-            ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.reshape(x, (-1,))`")
-            return updated.with_changes(
-                func=syntax.expression(f"{ops}.reshape"),
-                args=[_comma(updated.args[0]), cst.Arg(syntax.expression("(-1,)"))],
-            )
-        if name == "int_shape" and len(updated.args) == 1 and not updated.args[0].keyword:
-            # Keras 2: tuple(x.get_shape().as_list()), None where unknown.
-            ctx.change(
-                original,
-                RULE,
-                f"`{text}(x)` -> `tuple(x.shape)` (the static shape, "
-                "None where unknown, as Keras 2 gave it)",
-            )
-            return _of_shape("tuple", updated.args[0].value)
-        if name == "ndim" and len(updated.args) == 1 and not updated.args[0].keyword:
-            # Keras 2: len(int_shape(x)), a Python int (keras.ops.ndim of a
-            # symbolic tensor is a symbolic tensor).
-            ctx.change(
-                original, RULE, f"`{text}(x)` -> `len(x.shape)` (a Python int, as in Keras 2)"
-            )
-            return _of_shape("len", updated.args[0].value)
         if name in ("in_train_phase", "in_test_phase"):
             phased = self._phase(ctx, original, updated, name, text)
             if phased is not None:
                 return phased
-        if name == "get_value" and len(updated.args) == 1:
-            ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.convert_to_numpy(x)`")
-            return updated.with_changes(func=syntax.expression(f"{ops}.convert_to_numpy"))
-        if name == "set_value" and len(updated.args) == 2:
-            ctx.change(original, RULE, f"`{text}(variable, value)` -> `variable.assign(value)`")
-            variable, value = updated.args
-            return cst.Call(
-                func=cst.Attribute(value=variable.value, attr=cst.Name("assign")),
-                args=[value.with_changes(comma=cst.MaybeSentinel.DEFAULT)],
-            )
+        one_call = _ONE_CALL_REWRITES.get(name)
+        rewritten = (
+            one_call(ctx, original, updated, text, f"{keras_name}.ops") if one_call else None
+        )
+        if rewritten is not None:
+            return rewritten
         ctx.flag(
             original,
             RULE,
@@ -659,3 +612,93 @@ def _of_shape(function: str, value: cst.BaseExpression) -> cst.Call:
         cst.Name(function),
         args=[cst.Arg(cst.Attribute(value=value, attr=cst.Name("shape")))],
     )
+
+
+def _function_with_updates(name: str, call: cst.Call) -> bool:
+    """`K.function(inputs, outputs, updates)`: not given the compat path (flagged instead)."""
+    return name == "function" and bool(
+        syntax.keyword(call, "updates") or len(syntax.positional(call)) > 2
+    )
+
+
+# -- Backend functions with one exact Keras 3 spelling each --------------------
+# Each takes (ctx, original, updated, text of the call's name, ops module) and
+# returns the rewritten call, or None when the call's form does not match.
+
+
+def _sqrt(ctx, original, updated, text, ops):
+    if len(updated.args) != 1 or updated.args[0].keyword:
+        return None
+    ctx.change(
+        original,
+        RULE,
+        f"`{text}(x)` -> `{ops}.sqrt({ops}.maximum(x, 0.0))`: Keras 2 clipped negative inputs to 0",
+    )
+    inner = cst.Call(
+        syntax.expression(f"{ops}.maximum"),
+        args=[
+            _comma(updated.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)),
+            cst.Arg(syntax.expression("0.0")),
+        ],
+    )
+    return updated.with_changes(func=syntax.expression(f"{ops}.sqrt"), args=[cst.Arg(inner)])
+
+
+def _flatten(ctx, original, updated, text, ops):
+    if len(updated.args) != 1:
+        return None
+    ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.reshape(x, (-1,))`")
+    return updated.with_changes(
+        func=syntax.expression(f"{ops}.reshape"),
+        args=[_comma(updated.args[0]), cst.Arg(syntax.expression("(-1,)"))],
+    )
+
+
+def _int_shape(ctx, original, updated, text, ops):
+    if len(updated.args) != 1 or updated.args[0].keyword:
+        return None
+    # Keras 2: tuple(x.get_shape().as_list()), None where unknown.
+    ctx.change(
+        original,
+        RULE,
+        f"`{text}(x)` -> `tuple(x.shape)` (the static shape, "
+        "None where unknown, as Keras 2 gave it)",
+    )
+    return _of_shape("tuple", updated.args[0].value)
+
+
+def _ndim(ctx, original, updated, text, ops):
+    if len(updated.args) != 1 or updated.args[0].keyword:
+        return None
+    # Keras 2: len(int_shape(x)), a Python int (keras.ops.ndim of a
+    # symbolic tensor is a symbolic tensor).
+    ctx.change(original, RULE, f"`{text}(x)` -> `len(x.shape)` (a Python int, as in Keras 2)")
+    return _of_shape("len", updated.args[0].value)
+
+
+def _get_value(ctx, original, updated, text, ops):
+    if len(updated.args) != 1:
+        return None
+    ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.convert_to_numpy(x)`")
+    return updated.with_changes(func=syntax.expression(f"{ops}.convert_to_numpy"))
+
+
+def _set_value(ctx, original, updated, text, ops):
+    if len(updated.args) != 2:
+        return None
+    ctx.change(original, RULE, f"`{text}(variable, value)` -> `variable.assign(value)`")
+    variable, value = updated.args
+    return cst.Call(
+        func=cst.Attribute(value=variable.value, attr=cst.Name("assign")),
+        args=[value.with_changes(comma=cst.MaybeSentinel.DEFAULT)],
+    )
+
+
+_ONE_CALL_REWRITES = {
+    "sqrt": _sqrt,
+    "flatten": _flatten,
+    "int_shape": _int_shape,
+    "ndim": _ndim,
+    "get_value": _get_value,
+    "set_value": _set_value,
+}
