@@ -265,23 +265,43 @@ class SessionRule(context.Rule):
             and session_options.options_known(ctx, config.value)
         )
 
-    def leave_SimpleStatementLine(self, ctx, original, updated):
+    def _replacement(self, ctx, original):
+        """The statements replacing a session/config line, or None to keep it."""
         if len(original.body) != 1:
-            return updated
+            return None
         statement = original.body[0]
-        replacement = None
         if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
-            replacement = self._assignment(ctx, original, statement)
-        elif isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
-            replacement = self._set_session(ctx, original, statement.value)
-        if replacement is None:
-            return updated
+            return self._assignment(ctx, original, statement)
+        if isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+            return self._set_session(ctx, original, statement.value)
+        return None
+
+    def _not_emitted(self, statements):
+        """`statements` this rule has not written yet (each tf.config call once)."""
         unique = []
-        for new in replacement:
+        for new in statements:
             code = syntax.code(new)
             if code not in self._emitted:
                 self._emitted.add(code)
                 unique.append(new)
+        return unique
+
+    def _hoistable(self, ctx, original, replacement) -> bool:
+        """A top-level replacement that reads only TensorFlow, so can go after the imports."""
+        return (
+            id(original) in self._top_level
+            and not ctx.has_pending_notes()
+            and all(
+                syntax.free_names(new) <= {ctx.tf_module(), *_GENERATED_NAMES}
+                for new in replacement
+            )
+        )
+
+    def leave_SimpleStatementLine(self, ctx, original, updated):
+        replacement = self._replacement(ctx, original)
+        if replacement is None:
+            return updated
+        unique = self._not_emitted(replacement)
         if unique or not ctx.has_pending_notes():
             replacement = unique
         if not replacement:
@@ -294,14 +314,7 @@ class SessionRule(context.Rule):
         if comment is not None:  # `... = True  # why` keeps its why, above.
             leading.append(cst.EmptyLine(indent=True, comment=comment))
         replacement[0] = replacement[0].with_changes(leading_lines=leading)
-        if (
-            id(original) in self._top_level
-            and not ctx.has_pending_notes()
-            and all(
-                syntax.free_names(new) <= {ctx.tf_module(), *_GENERATED_NAMES}
-                for new in replacement
-            )
-        ):
+        if self._hoistable(ctx, original, replacement):
             # TF 2 accepts these calls only before TensorFlow starts using
             # the GPUs, so they go right after the imports.
             marker = not self._hoisted

@@ -323,6 +323,32 @@ def _root(ctx: context.Context, node: cst.CSTNode) -> str:
     return dotted.split(".")[0]
 
 
+def _cast(ctx, original, updated, name, reason, root):
+    """`tf.to_float(x)` -> `tf.cast(x, tf.float32)`; flagged when the call has more than x."""
+    positional = syntax.positional(updated)
+    if (
+        syntax.has_star(updated)
+        or len(positional) != 1
+        or any(arg.keyword is not None and arg.keyword.value != "name" for arg in updated.args)
+    ):
+        ctx.flag(
+            original,
+            RULE,
+            f"`{name}` was removed in TF 2",
+            f"use {root}.cast(x, {root}.{_CASTS[name]}).",
+        )
+        return updated
+    ctx.change(original, RULE, f"`{name}(x)` -> `{root}.cast(x, {root}.{_CASTS[name]})`: " + reason)
+    args = [positional[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))]
+    args.append(cst.Arg(syntax.expression(f"{root}.{_CASTS[name]}")))
+    rest = [arg for arg in updated.args if arg is not positional[0]]
+    if rest:
+        args[-1] = args[-1].with_changes(
+            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        )
+    return updated.with_changes(func=syntax.expression(f"{root}.cast"), args=[*args, *rest])
+
+
 class Tf1NameRule(context.Rule):
     """`tf.log(x)` -> `tf.math.log(x)`; `tf.placeholder(...)` flagged with the TF 2 way."""
 
@@ -430,62 +456,34 @@ class Tf1NameRule(context.Rule):
             self._inner.add(id(value))
             value = value.value
 
+    def _unmatched_call(self, ctx, original, updated):
+        """A call of a TF name the scan did not match: TF1 arguments, whole-call transforms."""
+        name = _tf_name(ctx, original.func) if isinstance(original.func, cst.Attribute) else None
+        if name in _TRANSFORMS:
+            updated = _TRANSFORMS[name](ctx, original, updated)
+        if name in tf1_table.POSITIONAL_NAMES or name in tf1_table.KEYWORD_RENAMES:
+            fixed = self._arguments(ctx, original, updated, name)
+            if fixed is not None and fixed is not updated:
+                ctx.change(
+                    original,
+                    RULE,
+                    f"`{name}`: TF1 arguments passed as TF 2 reads them (tf_upgrade_v2's table)",
+                )
+                return fixed
+        return updated
+
     def leave_Call(self, ctx, original, updated):
         if id(original) in ctx.facts.handled_calls and id(original.func) in ctx.facts.handled_calls:
             return updated  # Another rule's (a placeholder given to target_tensors).
         match = self._matched.get(id(original.func))
         if match is None:
-            name = (
-                _tf_name(ctx, original.func) if isinstance(original.func, cst.Attribute) else None
-            )
-            if name in _TRANSFORMS:
-                updated = _TRANSFORMS[name](ctx, original, updated)
-            if name in tf1_table.POSITIONAL_NAMES or name in tf1_table.KEYWORD_RENAMES:
-                fixed = self._arguments(ctx, original, updated, name)
-                if fixed is not None and fixed is not updated:
-                    ctx.change(
-                        original,
-                        RULE,
-                        f"`{name}`: TF1 arguments passed as TF 2 reads "
-                        "them (tf_upgrade_v2's table)",
-                    )
-                    return fixed
-            return updated
+            return self._unmatched_call(ctx, original, updated)
         name, (kind, new, reason) = match
         if new is None:  # A flag: leave_Attribute reports it.
             return updated
         root = _root(ctx, original.func)
         if kind == "cast":
-            positional = syntax.positional(updated)
-            if (
-                syntax.has_star(updated)
-                or len(positional) != 1
-                or any(
-                    arg.keyword is not None and arg.keyword.value != "name" for arg in updated.args
-                )
-            ):
-                ctx.flag(
-                    original,
-                    RULE,
-                    f"`{name}` was removed in TF 2",
-                    f"use {root}.cast(x, {root}.{_CASTS[name]}).",
-                )
-                return updated
-            ctx.change(
-                original, RULE, f"`{name}(x)` -> `{root}.cast(x, {root}.{_CASTS[name]})`: " + reason
-            )
-            args = [
-                positional[0].with_changes(
-                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-                )
-            ]
-            args.append(cst.Arg(syntax.expression(f"{root}.{_CASTS[name]}")))
-            rest = [arg for arg in updated.args if arg is not positional[0]]
-            if rest:
-                args[-1] = args[-1].with_changes(
-                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-                )
-            return updated.with_changes(func=syntax.expression(f"{root}.cast"), args=[*args, *rest])
+            return _cast(ctx, original, updated, name, reason, root)
         if kind == "rename" and _takes_args(new):
             if _ambiguous(updated, new):
                 ctx.flag(
