@@ -538,6 +538,44 @@ def _commas(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
     ] + aliases[-1:]
 
 
+def _without_dropped_backend(ctx: context.Context, line, statement):
+    """`from keras.backend import ...` without the names Keras 3 lacks; None when none is there."""
+    dropped = [a for a in statement.names if syntax.dotted(a.name) in _DROPPED_BACKEND]
+    if not dropped:
+        return None
+    kept = [a for a in statement.names if a not in dropped]
+    ctx.change(
+        line,
+        RULE,
+        f"dropped {', '.join(syntax.dotted(a.name) for a in dropped)} from "
+        "`from keras.backend import ...`: Keras 3 has none; their calls are "
+        "rewritten (parallel_keras.compat, tf.config)",
+    )
+    if not kept:
+        return []
+    kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return [statement.with_changes(names=_commas(kept))]
+
+
+def _flag_removed_names(ctx: context.Context, line, statement, canonical: str) -> bool:
+    """Flags each imported name Keras 3 removed; whether there was one.
+
+    `from keras.wrappers.scikit_learn import KerasClassifier`, `from
+    keras.layers import LocallyConnected2D`, `from
+    keras.applications.imagenet_utils import _obtain_input_shape`.
+    """
+    gone = False
+    for alias in statement.names:
+        name = syntax.dotted(alias.name)
+        fix = _removed_fix(f"{canonical}.{name}")
+        if fix is None and name.startswith("_"):
+            fix = _PRIVATE_ACTIONS.get(name, _PRIVATE_ACTION)
+        if fix is not None:
+            gone = True
+            ctx.flag(line, RULE, f"`{canonical}.{name}` does not exist in Keras 3", fix)
+    return gone
+
+
 class ImportPathRule(context.Rule):
     """`from keras.layers.merge import concatenate` -> `from keras.layers import concatenate`."""
 
@@ -710,20 +748,9 @@ class ImportPathRule(context.Rule):
         old_module = syntax.dotted(statement.module)
         canonical = syntax.canonical_name(old_module) or ""
         if canonical == "keras.backend":
-            dropped = [a for a in statement.names if syntax.dotted(a.name) in _DROPPED_BACKEND]
-            if dropped:
-                kept = [a for a in statement.names if a not in dropped]
-                ctx.change(
-                    line,
-                    RULE,
-                    f"dropped {', '.join(syntax.dotted(a.name) for a in dropped)} from "
-                    "`from keras.backend import ...`: Keras 3 has none; their calls are "
-                    "rewritten (parallel_keras.compat, tf.config)",
-                )
-                if not kept:
-                    return []
-                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                return [statement.with_changes(names=_commas(kept))]
+            without_dropped = _without_dropped_backend(ctx, line, statement)
+            if without_dropped is not None:
+                return without_dropped
         compat = self._compat_names(ctx, line, statement, canonical)
         if compat is not None:
             return compat
@@ -736,21 +763,12 @@ class ImportPathRule(context.Rule):
                     f"`{canonical}.{syntax.dotted(alias.name)}` does not exist in Keras 3",
                     fix,
                 )
-        if canonical.startswith("keras.") and _moved(old_module) is None:
-            # `from keras.wrappers.scikit_learn import KerasClassifier`,
-            # `from keras.layers import LocallyConnected2D`, `from
-            # keras.applications.imagenet_utils import _obtain_input_shape`.
-            gone = False
-            for alias in statement.names:
-                name = syntax.dotted(alias.name)
-                fix = _removed_fix(f"{canonical}.{name}")
-                if fix is None and name.startswith("_"):
-                    fix = _PRIVATE_ACTIONS.get(name, _PRIVATE_ACTION)
-                if fix is not None:
-                    gone = True
-                    ctx.flag(line, RULE, f"`{canonical}.{name}` does not exist in Keras 3", fix)
-            if gone:
-                return None
+        if (
+            canonical.startswith("keras.")
+            and _moved(old_module) is None
+            and _flag_removed_names(ctx, line, statement, canonical)
+        ):
+            return None
         target = _moved(old_module)
         if target is None and old_module.startswith(TF_KERAS_PATHS):
             ctx.flag(
@@ -763,8 +781,14 @@ class ImportPathRule(context.Rule):
             return None
         if target is not None:
             return self._names_from_moved(ctx, line, statement, old_module, target)
-        # `from keras.backend import tensorflow_backend as KTF`: a moved module
-        # imported by name becomes its new module under the same local name.
+        return self._modules_moved_by_name(ctx, line, statement, old_module)
+
+    def _modules_moved_by_name(self, ctx, line, statement, old_module):
+        """`from keras.backend import tensorflow_backend as KTF`: each moved module, from its new home.
+
+        A moved module imported by name becomes its new module under the same
+        local name; the statement's other names stay. None when none moved.
+        """
         moved = [
             alias
             for alias in statement.names
