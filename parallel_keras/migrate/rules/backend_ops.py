@@ -365,30 +365,8 @@ class BackendOpsRule(context.Rule):
                 f"`keras.{op.target}` has no name parameter.",
             )
             return updated
-        none_means = {}
-        for parameter, position, value in op.none_means:
-            given = (
-                positional[position]
-                if len(positional) > position
-                else syntax.keyword(updated, parameter)
-            )
-            if given is not None and _is_none(given.value):
-                none_means[id(given)] = value.replace("keras.", f"{keras_name}.", 1)
-        args = []
-        for arg in updated.args:
-            if id(arg) in none_means:
-                arg = arg.with_changes(value=syntax.expression(none_means[id(arg)]))
-            if arg.keyword is None:
-                args.append(arg)
-                continue
-            keyword = arg.keyword.value
-            if keyword in op.dropped:
-                continue
-            if keyword in renames:
-                arg = arg.with_changes(keyword=cst.Name(renames[keyword]))
-            args.append(arg)
-        if args and len(args) != len(updated.args):
-            args[-1] = args[-1].with_changes(comma=updated.args[-1].comma)
+        none_means = _none_means(op, positional, updated, keras_name)
+        args = _mapped_args(op, renames, none_means, updated)
         defaults = []
         for parameter, position, default in op.explicit:
             given = len(positional) > position or syntax.keyword(updated, parameter) is not None
@@ -400,21 +378,7 @@ class BackendOpsRule(context.Rule):
         for keyword, value in op.extra:
             args = _append(args, syntax.make_arg(keyword, syntax.expression(value)))
             defaults.append(f"{keyword}={value}")
-        module = op.target.rsplit(".", 1)[0]
-        reason = (
-            f"Keras 2's TF backend called {op.target}"
-            if op.target.startswith("tf.")
-            else f"Keras 3 moved backend math to keras.{module}"
-        )
-        if defaults:
-            reason += f"; Keras 2's {', '.join(defaults)} passed explicitly (keras.ops differs)"
-        if none_means:
-            reason += (
-                f"; Keras 2 read None as {', '.join(sorted(set(none_means.values())))}"
-                ", written out (keras.ops reads None otherwise)"
-            )
-        if op.dropped & {arg.keyword.value for arg in updated.args if arg.keyword}:
-            reason += f"; dropped {', '.join(sorted(op.dropped))}= (no effect on values)"
+        reason = _rewrite_reason(op, defaults, none_means, updated)
         ctx.change(original, RULE, f"`{text}` -> `{target}` ({reason})")
         return updated.with_changes(func=syntax.expression(target), args=args)
 
@@ -612,6 +576,58 @@ def _of_shape(function: str, value: cst.BaseExpression) -> cst.Call:
         cst.Name(function),
         args=[cst.Arg(cst.Attribute(value=value, attr=cst.Name("shape")))],
     )
+
+
+def _none_means(op, positional, call: cst.Call, keras_name: str) -> dict[int, str]:
+    """id(argument) -> what Keras 2 read its literal None as, for `op.none_means`."""
+    none_means = {}
+    for parameter, position, value in op.none_means:
+        given = (
+            positional[position] if len(positional) > position else syntax.keyword(call, parameter)
+        )
+        if given is not None and _is_none(given.value):
+            none_means[id(given)] = value.replace("keras.", f"{keras_name}.", 1)
+    return none_means
+
+
+def _mapped_args(op, renames, none_means, call: cst.Call) -> list[cst.Arg]:
+    """`call`'s arguments with None written out, keywords renamed, dropped ones gone."""
+    args = []
+    for arg in call.args:
+        if id(arg) in none_means:
+            arg = arg.with_changes(value=syntax.expression(none_means[id(arg)]))
+        if arg.keyword is None:
+            args.append(arg)
+            continue
+        keyword = arg.keyword.value
+        if keyword in op.dropped:
+            continue
+        if keyword in renames:
+            arg = arg.with_changes(keyword=cst.Name(renames[keyword]))
+        args.append(arg)
+    if args and len(args) != len(call.args):
+        args[-1] = args[-1].with_changes(comma=call.args[-1].comma)
+    return args
+
+
+def _rewrite_reason(op, defaults: list[str], none_means: dict[int, str], call: cst.Call) -> str:
+    """Why a backend call became `op.target`, with what was written out or dropped."""
+    module = op.target.rsplit(".", 1)[0]
+    reason = (
+        f"Keras 2's TF backend called {op.target}"
+        if op.target.startswith("tf.")
+        else f"Keras 3 moved backend math to keras.{module}"
+    )
+    if defaults:
+        reason += f"; Keras 2's {', '.join(defaults)} passed explicitly (keras.ops differs)"
+    if none_means:
+        reason += (
+            f"; Keras 2 read None as {', '.join(sorted(set(none_means.values())))}"
+            ", written out (keras.ops reads None otherwise)"
+        )
+    if op.dropped & {arg.keyword.value for arg in call.args if arg.keyword}:
+        reason += f"; dropped {', '.join(sorted(op.dropped))}= (no effect on values)"
+    return reason
 
 
 def _function_with_updates(name: str, call: cst.Call) -> bool:
