@@ -557,6 +557,36 @@ def _without_dropped_backend(ctx: context.Context, line, statement):
     return [statement.with_changes(names=_commas(kept))]
 
 
+def _flag_without_twin(ctx: context.Context, line, old_module: str, target: str, name: str) -> bool:
+    """Flags `name` of moved `old_module` when Keras 3 removed it or it is private."""
+    fix = REMOVED_NAMES.get(f"{_NAME_HOMES.get(name, target)}.{name}")
+    if fix is not None:  # `from keras.utils.io_utils import HDF5Matrix`
+        ctx.flag(line, RULE, f"`{old_module}.{name}` has no Keras 3 twin", fix)
+        return True
+    if name.startswith("_"):
+        ctx.flag(
+            line,
+            RULE,
+            f"`{name}` is private to Keras 2's `{old_module}`",
+            _PRIVATE_ACTIONS.get(name, _PRIVATE_ACTION),
+        )
+        return True
+    return False
+
+
+def _moved_names_message(old_module: str, groups, dropped: list[str]) -> str:
+    """What became of `from <old_module> import ...`: its new homes and dropped names."""
+    message = f"`from {old_module} import ...` -> "
+    message += ", ".join(f"`from {home} import ...`" for home in groups) or "removed"
+    message += ": the module does not exist in Keras 3"
+    if dropped:
+        message += (
+            f"; dropped {', '.join(dropped)} (TF1 session helpers; their "
+            "uses are rewritten or flagged)"
+        )
+    return message
+
+
 def _flag_removed_names(ctx: context.Context, line, statement, canonical: str) -> bool:
     """Flags each imported name Keras 3 removed; whether there was one.
 
@@ -950,19 +980,8 @@ class ImportPathRule(context.Rule):
             if name in DROPPED_NAMES or (target == "keras.backend" and name in _DROPPED_BACKEND):
                 dropped.append(name)
                 continue
-            fix = REMOVED_NAMES.get(f"{_NAME_HOMES.get(name, target)}.{name}")
-            if fix is not None:  # `from keras.utils.io_utils import HDF5Matrix`
+            if _flag_without_twin(ctx, line, old_module, target, name):
                 private.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
-                ctx.flag(line, RULE, f"`{old_module}.{name}` has no Keras 3 twin", fix)
-                continue
-            if name.startswith("_"):
-                private.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
-                ctx.flag(
-                    line,
-                    RULE,
-                    f"`{name}` is private to Keras 2's `{old_module}`",
-                    _PRIVATE_ACTIONS.get(name, _PRIVATE_ACTION),
-                )
                 continue
             submodule = _moved(f"{old_module}.{name}")
             if submodule is not None:
@@ -990,14 +1009,7 @@ class ImportPathRule(context.Rule):
                 for alias in aliases[:-1]
             ] + aliases[-1:]
             new.append(cst.ImportFrom(module=syntax.dotted_expression(home), names=aliases))
-        message = f"`from {old_module} import ...` -> "
-        message += ", ".join(f"`from {home} import ...`" for home in groups) or "removed"
-        message += ": the module does not exist in Keras 3"
-        if dropped:
-            message += (
-                f"; dropped {', '.join(dropped)} (TF1 session helpers; their "
-                "uses are rewritten or flagged)"
-            )
+        message = _moved_names_message(old_module, groups, dropped)
         compat_home = next((home for home in groups if home in _COMPAT_MODULE_WHY), None)
         if compat_home is not None:
             why, modern = _COMPAT_MODULE_WHY[compat_home]
