@@ -322,14 +322,9 @@ class BackendOpsRule(context.Rule):
             ctx.compat(original, RULE, f"`{text}` -> `{target}`: {why}", modern)
             return updated.with_changes(func=syntax.expression(target))
         keras_name = ctx.keras_module()
-        if name == "ctc_batch_cost" and self._ctc_rewritable(updated):
-            return self._ctc(ctx, original, updated, keras_name)
-        if name == "clip" and not syntax.has_star(updated):
-            clipped = self._clip(ctx, original, updated, keras_name)
-            if clipped is not None:
-                return clipped
-        if name in OPS and not syntax.has_star(updated):
-            return self._rewrite(ctx, original, updated, name, OPS[name], keras_name)
+        in_ops = self._in_keras_ops(ctx, original, updated, name, keras_name)
+        if in_ops is not None:
+            return in_ops
         if name in ("in_train_phase", "in_test_phase"):
             phased = self._phase(ctx, original, updated, name, text)
             if phased is not None:
@@ -347,6 +342,18 @@ class BackendOpsRule(context.Rule):
             _ACTIONS.get(name, _GENERIC_ACTION),
         )
         return updated
+
+    def _in_keras_ops(self, ctx, original, updated, name, keras_name):
+        """`K.<name>(...)` as its keras.ops form (ctc, clip, the OPS table), or None."""
+        if name == "ctc_batch_cost" and self._ctc_rewritable(updated):
+            return self._ctc(ctx, original, updated, keras_name)
+        if name == "clip" and not syntax.has_star(updated):
+            clipped = self._clip(ctx, original, updated, keras_name)
+            if clipped is not None:
+                return clipped
+        if name in OPS and not syntax.has_star(updated):
+            return self._rewrite(ctx, original, updated, name, OPS[name], keras_name)
+        return None
 
     def _rewrite(self, ctx, original, updated, name, op, keras_name):
         text = syntax.dotted(original.func)
