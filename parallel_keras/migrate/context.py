@@ -149,7 +149,7 @@ class Context:
         self._notes.append([])
 
     def close_statement(self) -> list[str]:
-        """The notes written for the statement just rewritten, innermost first closed."""
+        """The notes written for the statement just rewritten (the innermost open one)."""
         return self._notes.pop()
 
     # -- Reading the original tree ----------------------------------------
