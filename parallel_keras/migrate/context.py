@@ -3,13 +3,23 @@
 
 Every rule in `parallel_keras.migrate.rules` subclasses `Rule` and receives
 one `Context` per file; the engine (`engine.py`) drives both passes and is
-the only module that sets a context's owner and note stack. This module sits
-below the rules and the engine, so rules never import the engine.
+the only caller of the methods that set a context's owner and note stack.
+This module sits below the rules and the engine, so rules never import the
+engine.
+
+What one rule learns and another uses travels in `Context.facts` (`Facts`,
+one typed field per fact). Each rule declares the facts it writes and reads,
+and in which `Phase`; `fact_order_problems` checks a rule list against those
+declarations (the engine refuses a list that fails it), so the order in
+`rules/__init__.py` is checked, not only remembered.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import enum
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import libcst as cst
 from libcst import metadata
@@ -22,6 +32,57 @@ from parallel_keras.migrate import syntax
 CHANGE_NOTE_PREFIX = "Keras 3 needs this suffix"
 
 
+class Phase(enum.IntEnum):
+    """When a rule touches a fact. The engine runs the phases in this order.
+
+    Within one phase the engine runs the rules in list order (at each node,
+    for the hooks), so a fact written and read in the same phase needs its
+    writers listed before its readers; a fact written in an earlier phase is
+    complete before any reader of a later one runs.
+    """
+
+    SCAN = 1  # `visit_<Node>` hooks over the original tree.
+    FINISH_SCAN = 2  # `finish_scan`, once per rule after the scan.
+    REWRITE = 3  # `leave_<Node>` hooks, which build the new tree.
+
+
+@dataclasses.dataclass
+class Facts:
+    """What one rule learns about a file and another rule reads.
+
+    Nodes are named by `id()` of the original tree's node (the tree lives as
+    long as the file's migration). A rule declares each field it touches in
+    `Rule.writes` / `Rule.reads`; state only one rule reads stays on the rule.
+    """
+
+    # Calls (and their callee nodes) another rule rewrites or owns, which the
+    # generic rules leave alone: a GPU listing the GPU-count rule rewrites, a
+    # placeholder target_tensors drops.
+    handled_calls: set[int] = dataclasses.field(default_factory=set)
+    # `model.add_loss(<tensor>)` calls made `parallel_keras.compat.add_loss`
+    # (decided during the rewrite, so the model-API rule comes after that rule).
+    symbolic_loss_calls: set[int] = dataclasses.field(default_factory=set)
+    # Local aliases of `multi_gpu_model` (`import multi_gpu_model as mgm`).
+    multi_gpu_names: set[str] = dataclasses.field(default_factory=set)
+    # Keras 1 `merge` names: those whose every call is rewritten (the import
+    # rule drops their import), and those with a call left for a person.
+    keras1_merge_names: set[str] = dataclasses.field(default_factory=set)
+    keras1_merge_kept: set[str] = dataclasses.field(default_factory=set)
+    # Generator constructor calls whose loader options move to `fit`.
+    loader_options_moved: set[int] = dataclasses.field(default_factory=set)
+    # `from keras.legacy import interfaces` lines only removed decorators used,
+    # and those decorators' attribute nodes.
+    unused_legacy_interfaces: set[int] = dataclasses.field(default_factory=set)
+    removed_decorators: set[int] = dataclasses.field(default_factory=set)
+    # Literal path -> (old suffix, new suffix) of every saved path renamed.
+    renamed_paths: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
+    # Literal path -> first line that saves it (model saves and checkpoints).
+    first_save_line: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+FACT_NAMES = frozenset(field.name for field in dataclasses.fields(Facts))
+
+
 class Rule:
     """Base class of a rewrite family.
 
@@ -29,9 +90,16 @@ class Rule:
     `leave_<NodeType>(ctx, original, updated)` hooks for the rewrite; a
     `leave_` hook returns the (possibly new) updated node. `finish_scan(ctx)`
     runs between the two passes.
+
+    A rule that shares what it learns declares it: `writes` maps each field
+    of `Facts` it adds to onto the last `Phase` in which it does, `reads`
+    each field it reads onto the first `Phase` in which it does (a helper of
+    another module that touches a fact counts for the rule calling it).
     """
 
     name = "rule"
+    writes: ClassVar[Mapping[str, Phase]] = {}
+    reads: ClassVar[Mapping[str, Phase]] = {}
 
     def finish_scan(self, ctx: Context) -> None:
         """Runs after the scan, before the rewrite."""
@@ -62,12 +130,27 @@ class Context:
         # Original literal node -> (new literal, rule, message, note): path
         # suffix fixes decided during the scan, applied during the rewrite.
         self.literal_renames: dict[cst.CSTNode, tuple] = {}
-        # Free-form state a rule shares with another rule.
-        self.shared: dict[str, Any] = {}
-        # Set by the engine's passes only: the visitor whose metadata answers
-        # `line`/`qualified_name`, and one list of notes per open statement.
+        # What one rule learns and another reads (each rule declares which).
+        self.facts = Facts()
+        # Set through the engine's calls only (`read_metadata_from`,
+        # `open_statement`, `close_statement`): the visitor whose metadata
+        # answers `line`/`qualified_name`, and one list of notes per open statement.
         self._owner: cst.MetadataDependent | None = None
         self._notes: list[list[str]] = []
+
+    # -- Driven by the engine's passes ---------------------------------------
+
+    def read_metadata_from(self, owner: cst.MetadataDependent | None) -> None:
+        """Makes `line`/`qualified_name` read `owner`'s metadata (None: outside a pass)."""
+        self._owner = owner
+
+    def open_statement(self) -> None:
+        """Starts collecting the notes rules write for the statement being rewritten."""
+        self._notes.append([])
+
+    def close_statement(self) -> list[str]:
+        """The notes written for the statement just rewritten (the innermost open one)."""
+        return self._notes.pop()
 
     # -- Reading the original tree ----------------------------------------
 
@@ -92,7 +175,7 @@ class Context:
         no import binds (snippets) falls back to its dotted text with the
         conventional roots (`tf`, `K`) expanded.
         """
-        names = self._metadata_owner().get_metadata(metadata.QualifiedNameProvider, node, set())
+        names = self.qualified_names(node)
         if names:
             imported = [
                 name for name in names if name.source == metadata.QualifiedNameSource.IMPORT
@@ -100,6 +183,10 @@ class Context:
             chosen = sorted(name.name for name in (imported or names))[0]
             return syntax.canonical_name(chosen)
         return syntax.canonical_name(syntax.fallback_name(node))
+
+    def qualified_names(self, node: cst.CSTNode) -> set[metadata.QualifiedName]:
+        """LibCST's qualified names of `node` as written (no canonical form, no fallback)."""
+        return set(self._metadata_owner().get_metadata(metadata.QualifiedNameProvider, node, set()))
 
     # -- Recording ---------------------------------------------------------
 
@@ -163,3 +250,42 @@ class Context:
             return self.keras_names[0]
         self.require_import("keras")
         return "keras"
+
+
+def fact_order_problems(rules: list[Rule]) -> list[str]:
+    """What in `rules`' order would make a rule read a fact before it is complete.
+
+    A reader must not read a fact in an earlier phase than a writer writes
+    it, and in the same phase it must come after every writer.
+
+    Args:
+        rules: Rules in the order the engine applies them.
+
+    Returns:
+        One sentence per problem (empty when the order is sound), naming the
+        fact, the two rules, and their phases.
+    """
+    problems = []
+    for index, rule in enumerate(rules):
+        for fact in (*rule.writes, *rule.reads):
+            if fact not in FACT_NAMES:
+                problems.append(
+                    f"{type(rule).__name__} declares `{fact}`, which is not a field of "
+                    f"Facts ({', '.join(sorted(FACT_NAMES))})."
+                )
+        for fact, read_phase in rule.reads.items():
+            for writer_index, writer in enumerate(rules):
+                write_phase = writer.writes.get(fact)
+                if writer is rule or write_phase is None:
+                    continue
+                late = write_phase > read_phase or (
+                    write_phase == read_phase and writer_index > index
+                )
+                if late:
+                    problems.append(
+                        f"{type(rule).__name__} (position {index}) reads `{fact}` in "
+                        f"{read_phase.name}, but {type(writer).__name__} (position "
+                        f"{writer_index}) writes it in {write_phase.name}"
+                        + (" after it." if write_phase == read_phase else ", a later phase.")
+                    )
+    return problems

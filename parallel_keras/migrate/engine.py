@@ -57,7 +57,7 @@ class _Scanner(cst.CSTVisitor):
         self._depth = 0
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        self._ctx._owner = self
+        self._ctx.read_metadata_from(self)
         if isinstance(node, (*_STATEMENT_TYPES, cst.Module)):
             self._record_notes(node)
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
@@ -130,14 +130,14 @@ class _Transformer(cst.CSTTransformer):
         self._ctx = ctx
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        self._ctx._owner = self
+        self._ctx.read_metadata_from(self)
         if isinstance(node, _STATEMENT_TYPES):
-            self._ctx._notes.append([])
+            self._ctx.open_statement()
         return True
 
     def on_leave(self, original_node, updated_node):
         ctx = self._ctx
-        ctx._owner = self
+        ctx.read_metadata_from(self)
         updated_node = _leave(ctx, ctx.rules, original_node, updated_node)
         if original_node in ctx.literal_renames and isinstance(
             updated_node, (cst.SimpleString, cst.FormattedString)
@@ -145,7 +145,7 @@ class _Transformer(cst.CSTTransformer):
             updated_node, rule, message, note = ctx.literal_renames[original_node]
             ctx.change(original_node, rule, message, note=note)
         if isinstance(original_node, _STATEMENT_TYPES):
-            notes = ctx._notes.pop()
+            notes = ctx.close_statement()
             updated_node = _with_notes(updated_node, notes, ctx.header_comments)
         return updated_node
 
@@ -252,6 +252,8 @@ def migrate_source(
     Raises:
         MigrationError: If `source` does not parse as Python; the message
             gives the line and column.
+        ValueError: If `rules` list a rule before a rule that writes a
+            fact it reads (see `context.fact_order_problems`).
 
     Example:
 
@@ -276,9 +278,16 @@ def migrate_source(
             f"{error.editor_column}: {error.message}. Fix the syntax error and "
             "migrate again."
         ) from error
-    ctx = context_lib.Context(
-        rules if rules is not None else rules_lib.default_rules(), path, project
-    )
+    rules = rules if rules is not None else rules_lib.default_rules()
+    problems = context_lib.fact_order_problems(rules)
+    if problems:
+        raise ValueError(
+            "Every rule must come after the rules that write the facts it reads in the "
+            "same phase (their `writes`/`reads` declarations). Received: rules="
+            f"{[type(rule).__name__ for rule in rules]}, where {' '.join(problems)} "
+            "Reorder the list passed as `rules` (or fix the declarations)."
+        )
+    ctx = context_lib.Context(rules, path, project)
     ctx.header_comments = frozenset(
         line.comment.value for line in module.header if line.comment is not None
     )
@@ -286,7 +295,7 @@ def migrate_source(
     wrapper.visit(_Scanner(ctx))
     for rule in ctx.rules:
         rule.finish_scan(ctx)
-    ctx._owner = None
+    ctx.read_metadata_from(None)
     migrated = wrapper.visit(_Transformer(ctx))
     migrated = _remove_imports_left_unused(source, migrated, ctx)
     if ctx.required_imports:

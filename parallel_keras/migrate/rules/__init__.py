@@ -4,6 +4,9 @@
 Every module here defines `Rule` subclasses (`parallel_keras.migrate.context`)
 and imports only that, `syntax`, and a sibling rule whose helpers it shares;
 none imports the engine, which sits above them and applies `default_rules`.
+What a rule learns for another travels in `ctx.facts`; each rule declares the
+facts it writes and reads (`Rule.writes`/`Rule.reads`), and the engine checks
+the order below against them (`context.fact_order_problems`).
 """
 
 from __future__ import annotations

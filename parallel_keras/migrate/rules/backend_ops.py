@@ -298,9 +298,10 @@ class BackendOpsRule(context.Rule):
     """`K.argmax(x)` -> `keras.ops.argmax(x, axis=-1)`."""
 
     name = RULE
+    reads = {"handled_calls": context.Phase.REWRITE}
 
     def leave_Call(self, ctx, original, updated):
-        if id(original.func) in ctx.shared.get("handled_calls", ()):
+        if id(original.func) in ctx.facts.handled_calls:
             return updated  # Another rule's (a placeholder given to target_tensors).
         qualified = ctx.qualified_name(original.func) or ""
         # `from tensorflow import set_random_seed`: the import itself is
@@ -315,15 +316,35 @@ class BackendOpsRule(context.Rule):
         if module != "keras.backend" or name in KEPT or name in _ELSEWHERE:
             return updated
         text = syntax.dotted(original.func)
-        if name in COMPAT_BACKEND and not (
-            name == "function"
-            and (syntax.keyword(updated, "updates") or len(syntax.positional(updated)) > 2)
-        ):
+        if name in COMPAT_BACKEND and not _function_with_updates(name, updated):
             target, why, modern = COMPAT_BACKEND[name]
             ctx.require_import("parallel_keras")
             ctx.compat(original, RULE, f"`{text}` -> `{target}`: {why}", modern)
             return updated.with_changes(func=syntax.expression(target))
         keras_name = ctx.keras_module()
+        in_ops = self._in_keras_ops(ctx, original, updated, name, keras_name)
+        if in_ops is not None:
+            return in_ops
+        if name in ("in_train_phase", "in_test_phase"):
+            phased = self._phase(ctx, original, updated, name, text)
+            if phased is not None:
+                return phased
+        one_call = _ONE_CALL_REWRITES.get(name)
+        rewritten = (
+            one_call(ctx, original, updated, text, f"{keras_name}.ops") if one_call else None
+        )
+        if rewritten is not None:
+            return rewritten
+        ctx.flag(
+            original,
+            RULE,
+            f"`{text}` does not exist in Keras 3",
+            _ACTIONS.get(name, _GENERIC_ACTION),
+        )
+        return updated
+
+    def _in_keras_ops(self, ctx, original, updated, name, keras_name):
+        """`K.<name>(...)` as its keras.ops form (ctc, clip, the OPS table), or None."""
         if name == "ctc_batch_cost" and self._ctc_rewritable(updated):
             return self._ctc(ctx, original, updated, keras_name)
         if name == "clip" and not syntax.has_star(updated):
@@ -332,67 +353,7 @@ class BackendOpsRule(context.Rule):
                 return clipped
         if name in OPS and not syntax.has_star(updated):
             return self._rewrite(ctx, original, updated, name, OPS[name], keras_name)
-        ops = f"{keras_name}.ops"
-        if name == "sqrt" and len(updated.args) == 1 and not updated.args[0].keyword:
-            ctx.change(
-                original,
-                RULE,
-                f"`{text}(x)` -> `{ops}.sqrt({ops}.maximum(x, 0.0))`: "
-                "Keras 2 clipped negative inputs to 0",
-            )
-            inner = cst.Call(
-                syntax.expression(f"{ops}.maximum"),
-                args=[
-                    _comma(updated.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)),
-                    cst.Arg(syntax.expression("0.0")),
-                ],
-            )
-            return updated.with_changes(
-                func=syntax.expression(f"{ops}.sqrt"), args=[cst.Arg(inner)]
-            )
-        if name == "flatten" and len(updated.args) == 1:
-            ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.reshape(x, (-1,))`")
-            return updated.with_changes(
-                func=syntax.expression(f"{ops}.reshape"),
-                args=[_comma(updated.args[0]), cst.Arg(syntax.expression("(-1,)"))],
-            )
-        if name == "int_shape" and len(updated.args) == 1 and not updated.args[0].keyword:
-            # Keras 2: tuple(x.get_shape().as_list()), None where unknown.
-            ctx.change(
-                original,
-                RULE,
-                f"`{text}(x)` -> `tuple(x.shape)` (the static shape, "
-                "None where unknown, as Keras 2 gave it)",
-            )
-            return _of_shape("tuple", updated.args[0].value)
-        if name == "ndim" and len(updated.args) == 1 and not updated.args[0].keyword:
-            # Keras 2: len(int_shape(x)), a Python int (keras.ops.ndim of a
-            # symbolic tensor is a symbolic tensor).
-            ctx.change(
-                original, RULE, f"`{text}(x)` -> `len(x.shape)` (a Python int, as in Keras 2)"
-            )
-            return _of_shape("len", updated.args[0].value)
-        if name in ("in_train_phase", "in_test_phase"):
-            phased = self._phase(ctx, original, updated, name, text)
-            if phased is not None:
-                return phased
-        if name == "get_value" and len(updated.args) == 1:
-            ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.convert_to_numpy(x)`")
-            return updated.with_changes(func=syntax.expression(f"{ops}.convert_to_numpy"))
-        if name == "set_value" and len(updated.args) == 2:
-            ctx.change(original, RULE, f"`{text}(variable, value)` -> `variable.assign(value)`")
-            variable, value = updated.args
-            return cst.Call(
-                func=cst.Attribute(value=variable.value, attr=cst.Name("assign")),
-                args=[value.with_changes(comma=cst.MaybeSentinel.DEFAULT)],
-            )
-        ctx.flag(
-            original,
-            RULE,
-            f"`{text}` does not exist in Keras 3",
-            _ACTIONS.get(name, _GENERIC_ACTION),
-        )
-        return updated
+        return None
 
     def _rewrite(self, ctx, original, updated, name, op, keras_name):
         text = syntax.dotted(original.func)
@@ -411,30 +372,8 @@ class BackendOpsRule(context.Rule):
                 f"`keras.{op.target}` has no name parameter.",
             )
             return updated
-        none_means = {}
-        for parameter, position, value in op.none_means:
-            given = (
-                positional[position]
-                if len(positional) > position
-                else syntax.keyword(updated, parameter)
-            )
-            if given is not None and _is_none(given.value):
-                none_means[id(given)] = value.replace("keras.", f"{keras_name}.", 1)
-        args = []
-        for arg in updated.args:
-            if id(arg) in none_means:
-                arg = arg.with_changes(value=syntax.expression(none_means[id(arg)]))
-            if arg.keyword is None:
-                args.append(arg)
-                continue
-            keyword = arg.keyword.value
-            if keyword in op.dropped:
-                continue
-            if keyword in renames:
-                arg = arg.with_changes(keyword=cst.Name(renames[keyword]))
-            args.append(arg)
-        if args and len(args) != len(updated.args):
-            args[-1] = args[-1].with_changes(comma=updated.args[-1].comma)
+        none_means = _none_means(op, positional, updated, keras_name)
+        args = _mapped_args(op, renames, none_means, updated)
         defaults = []
         for parameter, position, default in op.explicit:
             given = len(positional) > position or syntax.keyword(updated, parameter) is not None
@@ -446,21 +385,7 @@ class BackendOpsRule(context.Rule):
         for keyword, value in op.extra:
             args = _append(args, syntax.make_arg(keyword, syntax.expression(value)))
             defaults.append(f"{keyword}={value}")
-        module = op.target.rsplit(".", 1)[0]
-        reason = (
-            f"Keras 2's TF backend called {op.target}"
-            if op.target.startswith("tf.")
-            else f"Keras 3 moved backend math to keras.{module}"
-        )
-        if defaults:
-            reason += f"; Keras 2's {', '.join(defaults)} passed explicitly (keras.ops differs)"
-        if none_means:
-            reason += (
-                f"; Keras 2 read None as {', '.join(sorted(set(none_means.values())))}"
-                ", written out (keras.ops reads None otherwise)"
-            )
-        if op.dropped & {arg.keyword.value for arg in updated.args if arg.keyword}:
-            reason += f"; dropped {', '.join(sorted(op.dropped))}= (no effect on values)"
+        reason = _rewrite_reason(op, defaults, none_means, updated)
         ctx.change(original, RULE, f"`{text}` -> `{target}` ({reason})")
         return updated.with_changes(func=syntax.expression(target), args=args)
 
@@ -658,3 +583,145 @@ def _of_shape(function: str, value: cst.BaseExpression) -> cst.Call:
         cst.Name(function),
         args=[cst.Arg(cst.Attribute(value=value, attr=cst.Name("shape")))],
     )
+
+
+def _none_means(op, positional, call: cst.Call, keras_name: str) -> dict[int, str]:
+    """id(argument) -> what Keras 2 read its literal None as, for `op.none_means`."""
+    none_means = {}
+    for parameter, position, value in op.none_means:
+        given = (
+            positional[position] if len(positional) > position else syntax.keyword(call, parameter)
+        )
+        if given is not None and _is_none(given.value):
+            none_means[id(given)] = value.replace("keras.", f"{keras_name}.", 1)
+    return none_means
+
+
+def _mapped_args(op, renames, none_means, call: cst.Call) -> list[cst.Arg]:
+    """`call`'s arguments with None written out, keywords renamed, dropped ones gone."""
+    args = []
+    for arg in call.args:
+        if id(arg) in none_means:
+            arg = arg.with_changes(value=syntax.expression(none_means[id(arg)]))
+        if arg.keyword is None:
+            args.append(arg)
+            continue
+        keyword = arg.keyword.value
+        if keyword in op.dropped:
+            continue
+        if keyword in renames:
+            arg = arg.with_changes(keyword=cst.Name(renames[keyword]))
+        args.append(arg)
+    if args and len(args) != len(call.args):
+        args[-1] = args[-1].with_changes(comma=call.args[-1].comma)
+    return args
+
+
+def _rewrite_reason(op, defaults: list[str], none_means: dict[int, str], call: cst.Call) -> str:
+    """Why a backend call became `op.target`, with what was written out or dropped."""
+    module = op.target.rsplit(".", 1)[0]
+    reason = (
+        f"Keras 2's TF backend called {op.target}"
+        if op.target.startswith("tf.")
+        else f"Keras 3 moved backend math to keras.{module}"
+    )
+    if defaults:
+        reason += f"; Keras 2's {', '.join(defaults)} passed explicitly (keras.ops differs)"
+    if none_means:
+        reason += (
+            f"; Keras 2 read None as {', '.join(sorted(set(none_means.values())))}"
+            ", written out (keras.ops reads None otherwise)"
+        )
+    if op.dropped & {arg.keyword.value for arg in call.args if arg.keyword}:
+        reason += f"; dropped {', '.join(sorted(op.dropped))}= (no effect on values)"
+    return reason
+
+
+def _function_with_updates(name: str, call: cst.Call) -> bool:
+    """`K.function(inputs, outputs, updates)`: not given the compat path (flagged instead)."""
+    return name == "function" and bool(
+        syntax.keyword(call, "updates") or len(syntax.positional(call)) > 2
+    )
+
+
+# -- Backend functions with one exact Keras 3 spelling each --------------------
+# Each takes (ctx, original, updated, text of the call's name, ops module) and
+# returns the rewritten call, or None when the call's form does not match.
+
+
+def _sqrt(ctx, original, updated, text, ops):
+    if len(updated.args) != 1 or updated.args[0].keyword:
+        return None
+    ctx.change(
+        original,
+        RULE,
+        f"`{text}(x)` -> `{ops}.sqrt({ops}.maximum(x, 0.0))`: Keras 2 clipped negative inputs to 0",
+    )
+    inner = cst.Call(
+        syntax.expression(f"{ops}.maximum"),
+        args=[
+            _comma(updated.args[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)),
+            cst.Arg(syntax.expression("0.0")),
+        ],
+    )
+    return updated.with_changes(func=syntax.expression(f"{ops}.sqrt"), args=[cst.Arg(inner)])
+
+
+def _flatten(ctx, original, updated, text, ops):
+    if len(updated.args) != 1:
+        return None
+    ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.reshape(x, (-1,))`")
+    return updated.with_changes(
+        func=syntax.expression(f"{ops}.reshape"),
+        args=[_comma(updated.args[0]), cst.Arg(syntax.expression("(-1,)"))],
+    )
+
+
+def _int_shape(ctx, original, updated, text, ops):
+    if len(updated.args) != 1 or updated.args[0].keyword:
+        return None
+    # Keras 2: tuple(x.get_shape().as_list()), None where unknown.
+    ctx.change(
+        original,
+        RULE,
+        f"`{text}(x)` -> `tuple(x.shape)` (the static shape, "
+        "None where unknown, as Keras 2 gave it)",
+    )
+    return _of_shape("tuple", updated.args[0].value)
+
+
+def _ndim(ctx, original, updated, text, ops):
+    if len(updated.args) != 1 or updated.args[0].keyword:
+        return None
+    # Keras 2: len(int_shape(x)), a Python int (keras.ops.ndim of a
+    # symbolic tensor is a symbolic tensor).
+    ctx.change(original, RULE, f"`{text}(x)` -> `len(x.shape)` (a Python int, as in Keras 2)")
+    return _of_shape("len", updated.args[0].value)
+
+
+def _get_value(ctx, original, updated, text, ops):
+    if len(updated.args) != 1:
+        return None
+    ctx.change(original, RULE, f"`{text}(x)` -> `{ops}.convert_to_numpy(x)`")
+    return updated.with_changes(func=syntax.expression(f"{ops}.convert_to_numpy"))
+
+
+def _set_value(ctx, original, updated, text, ops):
+    if len(updated.args) != 2:
+        return None
+    ctx.change(original, RULE, f"`{text}(variable, value)` -> `variable.assign(value)`")
+    variable, value = updated.args
+    return cst.Call(
+        func=cst.Attribute(value=variable.value, attr=cst.Name("assign")),
+        args=[value.with_changes(comma=cst.MaybeSentinel.DEFAULT)],
+    )
+
+
+_ONE_CALL_REWRITES = {
+    "sqrt": _sqrt,
+    "flatten": _flatten,
+    "int_shape": _int_shape,
+    "ndim": _ndim,
+    "get_value": _get_value,
+    "set_value": _set_value,
+}

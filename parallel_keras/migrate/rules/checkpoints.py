@@ -77,6 +77,11 @@ class CheckpointRule(context.Rule):
     """Checkpoint callbacks that Keras 3 rejects or misreads."""
 
     name = RULE
+    writes = {"renamed_paths": context.Phase.SCAN, "first_save_line": context.Phase.SCAN}
+
+    def __init__(self):
+        # Keras checkpoints whose path is computed at run time.
+        self._unresolved: list[cst.Call] = []
 
     def visit_Call(self, ctx, node):
         index = _filepath_index(ctx, node)
@@ -90,11 +95,11 @@ class CheckpointRule(context.Rule):
         weights_only = saving.path_argument(node, index + 4, "save_weights_only")
         literal = saving.path_literal(ctx, path)
         if literal is None:
-            ctx.shared.setdefault("unresolved_checkpoints", []).append(node)
+            self._unresolved.append(node)
             return
         text = syntax.string_text(literal)
         if isinstance(literal, cst.SimpleString):
-            ctx.shared.setdefault("first_save_line", {}).setdefault(text, ctx.line(node))
+            ctx.facts.first_save_line.setdefault(text, ctx.line(node))
         if syntax.is_literal_true(weights_only):
             saving.register_rename(
                 ctx,
@@ -132,7 +137,7 @@ class CheckpointRule(context.Rule):
         )
 
     def leave_Call(self, ctx, original, updated):
-        computed = any(original is call for call in ctx.shared.get("unresolved_checkpoints", ()))
+        computed = any(original is call for call in self._unresolved)
         if ctx.qualified_name(original.func) != _KERAS_CHECKPOINT:
             return updated
         if computed:

@@ -76,6 +76,7 @@ class GeneratorRule(context.Rule):
     """Adds `super().__init__(...)` to Sequences; list batches -> tuple batches."""
 
     name = RULE
+    writes = {"loader_options_moved": context.Phase.SCAN}
 
     def __init__(self):
         self._sequences: set[str] = set()
@@ -132,7 +133,7 @@ class GeneratorRule(context.Rule):
         }
         if options and all(_literal(arg.value) for arg in options.values()):
             self._options.setdefault(sequence, options)
-            ctx.shared.setdefault("loader_options_moved", set()).add(id(node))
+            ctx.facts.loader_options_moved.add(id(node))
 
     # -- Rewrite --------------------------------------------------------------
 

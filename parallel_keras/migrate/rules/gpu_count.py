@@ -89,6 +89,7 @@ class GpuCountRule(context.Rule):
     """`len(K.tensorflow_backend._get_available_gpus())` -> `len([... logical GPUs])`."""
 
     name = RULE
+    writes = {"handled_calls": context.Phase.SCAN}
 
     def __init__(self):
         self._listing_names: set[str] = set()  # `protos = device_lib.list_local_devices()`
@@ -112,7 +113,7 @@ class GpuCountRule(context.Rule):
             self._gpu_tests.update(id(test) for test in tests)
             # The loop's listing is rewritten; its call is not on its own.
             self._in_comprehension.update(id(call) for call in m.findall(node.iter, m.Call()))
-            ctx.shared.setdefault("handled_calls", set()).update(self._in_comprehension)
+            ctx.facts.handled_calls.update(self._in_comprehension)
 
     def leave_For(self, ctx, original, updated):
         if id(original) not in self._gpu_loops:
@@ -191,7 +192,7 @@ class GpuCountRule(context.Rule):
 
     def visit_ListComp(self, ctx, node):
         if self._gpu_comprehension(ctx, node):
-            handled = ctx.shared.setdefault("handled_calls", set())
+            handled = ctx.facts.handled_calls
             handled.update(id(call) for call in m.findall(node, m.Call()))
             # The whole comprehension is rewritten; its listing call is not.
             self._in_comprehension.update(id(call) for call in m.findall(node, m.Call()))
@@ -243,4 +244,4 @@ class GpuCountRule(context.Rule):
 
     def visit_Call(self, ctx, node):
         if self._device_listing(ctx, node) and syntax.method_name(node) == "list_devices":
-            ctx.shared.setdefault("handled_calls", set()).update((id(node), id(node.func.value)))
+            ctx.facts.handled_calls.update((id(node), id(node.func.value)))

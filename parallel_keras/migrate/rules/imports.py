@@ -34,7 +34,7 @@ import libcst as cst
 from libcst import matchers as m
 
 from parallel_keras.migrate import context, syntax
-from parallel_keras.migrate.rules import keras1_merge, requirements
+from parallel_keras.migrate.rules import requirements
 
 RULE = "imports"
 
@@ -538,10 +538,84 @@ def _commas(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
     ] + aliases[-1:]
 
 
+def _without_dropped_backend(ctx: context.Context, line, statement):
+    """`from keras.backend import ...` without the names Keras 3 lacks; None when none is there."""
+    dropped = [a for a in statement.names if syntax.dotted(a.name) in _DROPPED_BACKEND]
+    if not dropped:
+        return None
+    kept = [a for a in statement.names if a not in dropped]
+    ctx.change(
+        line,
+        RULE,
+        f"dropped {', '.join(syntax.dotted(a.name) for a in dropped)} from "
+        "`from keras.backend import ...`: Keras 3 has none; their calls are "
+        "rewritten (parallel_keras.compat, tf.config)",
+    )
+    if not kept:
+        return []
+    kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return [statement.with_changes(names=_commas(kept))]
+
+
+def _flag_without_twin(ctx: context.Context, line, old_module: str, target: str, name: str) -> bool:
+    """Flags `name` of moved `old_module` when Keras 3 removed it or it is private."""
+    fix = REMOVED_NAMES.get(f"{_NAME_HOMES.get(name, target)}.{name}")
+    if fix is not None:  # `from keras.utils.io_utils import HDF5Matrix`
+        ctx.flag(line, RULE, f"`{old_module}.{name}` has no Keras 3 twin", fix)
+        return True
+    if name.startswith("_"):
+        ctx.flag(
+            line,
+            RULE,
+            f"`{name}` is private to Keras 2's `{old_module}`",
+            _PRIVATE_ACTIONS.get(name, _PRIVATE_ACTION),
+        )
+        return True
+    return False
+
+
+def _moved_names_message(old_module: str, groups, dropped: list[str]) -> str:
+    """What became of `from <old_module> import ...`: its new homes and dropped names."""
+    message = f"`from {old_module} import ...` -> "
+    message += ", ".join(f"`from {home} import ...`" for home in groups) or "removed"
+    message += ": the module does not exist in Keras 3"
+    if dropped:
+        message += (
+            f"; dropped {', '.join(dropped)} (TF1 session helpers; their "
+            "uses are rewritten or flagged)"
+        )
+    return message
+
+
+def _flag_removed_names(ctx: context.Context, line, statement, canonical: str) -> bool:
+    """Flags each imported name Keras 3 removed; whether there was one.
+
+    `from keras.wrappers.scikit_learn import KerasClassifier`, `from
+    keras.layers import LocallyConnected2D`, `from
+    keras.applications.imagenet_utils import _obtain_input_shape`.
+    """
+    gone = False
+    for alias in statement.names:
+        name = syntax.dotted(alias.name)
+        fix = _removed_fix(f"{canonical}.{name}")
+        if fix is None and name.startswith("_"):
+            fix = _PRIVATE_ACTIONS.get(name, _PRIVATE_ACTION)
+        if fix is not None:
+            gone = True
+            ctx.flag(line, RULE, f"`{canonical}.{name}` does not exist in Keras 3", fix)
+    return gone
+
+
 class ImportPathRule(context.Rule):
     """`from keras.layers.merge import concatenate` -> `from keras.layers import concatenate`."""
 
     name = RULE
+    reads = {
+        "unused_legacy_interfaces": context.Phase.REWRITE,
+        "removed_decorators": context.Phase.REWRITE,
+        "keras1_merge_names": context.Phase.REWRITE,
+        "keras1_merge_kept": context.Phase.REWRITE,
+    }
 
     def __init__(self):
         self._in_imports: set[int] = set()
@@ -688,7 +762,7 @@ class ImportPathRule(context.Rule):
         if (
             syntax.dotted(statement.module) == "keras.legacy"
             and [syntax.dotted(alias.name) for alias in statement.names] == ["interfaces"]
-            and id(line) in ctx.shared.get("unused_legacy_interfaces", ())
+            and id(line) in ctx.facts.unused_legacy_interfaces
         ):
             # Only its @interfaces.legacy_* decorators used it (removed with it):
             # they translated Keras 1 argument names; the calls use Keras 2's.
@@ -704,20 +778,9 @@ class ImportPathRule(context.Rule):
         old_module = syntax.dotted(statement.module)
         canonical = syntax.canonical_name(old_module) or ""
         if canonical == "keras.backend":
-            dropped = [a for a in statement.names if syntax.dotted(a.name) in _DROPPED_BACKEND]
-            if dropped:
-                kept = [a for a in statement.names if a not in dropped]
-                ctx.change(
-                    line,
-                    RULE,
-                    f"dropped {', '.join(syntax.dotted(a.name) for a in dropped)} from "
-                    "`from keras.backend import ...`: Keras 3 has none; their calls are "
-                    "rewritten (parallel_keras.compat, tf.config)",
-                )
-                if not kept:
-                    return []
-                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                return [statement.with_changes(names=_commas(kept))]
+            without_dropped = _without_dropped_backend(ctx, line, statement)
+            if without_dropped is not None:
+                return without_dropped
         compat = self._compat_names(ctx, line, statement, canonical)
         if compat is not None:
             return compat
@@ -730,21 +793,12 @@ class ImportPathRule(context.Rule):
                     f"`{canonical}.{syntax.dotted(alias.name)}` does not exist in Keras 3",
                     fix,
                 )
-        if canonical.startswith("keras.") and _moved(old_module) is None:
-            # `from keras.wrappers.scikit_learn import KerasClassifier`,
-            # `from keras.layers import LocallyConnected2D`, `from
-            # keras.applications.imagenet_utils import _obtain_input_shape`.
-            gone = False
-            for alias in statement.names:
-                name = syntax.dotted(alias.name)
-                fix = _removed_fix(f"{canonical}.{name}")
-                if fix is None and name.startswith("_"):
-                    fix = _PRIVATE_ACTIONS.get(name, _PRIVATE_ACTION)
-                if fix is not None:
-                    gone = True
-                    ctx.flag(line, RULE, f"`{canonical}.{name}` does not exist in Keras 3", fix)
-            if gone:
-                return None
+        if (
+            canonical.startswith("keras.")
+            and _moved(old_module) is None
+            and _flag_removed_names(ctx, line, statement, canonical)
+        ):
+            return None
         target = _moved(old_module)
         if target is None and old_module.startswith(TF_KERAS_PATHS):
             ctx.flag(
@@ -757,8 +811,14 @@ class ImportPathRule(context.Rule):
             return None
         if target is not None:
             return self._names_from_moved(ctx, line, statement, old_module, target)
-        # `from keras.backend import tensorflow_backend as KTF`: a moved module
-        # imported by name becomes its new module under the same local name.
+        return self._modules_moved_by_name(ctx, line, statement, old_module)
+
+    def _modules_moved_by_name(self, ctx, line, statement, old_module):
+        """`from keras.backend import tensorflow_backend as KTF`: each moved module, from its new home.
+
+        A moved module imported by name becomes its new module under the same
+        local name; the statement's other names stay. None when none moved.
+        """
         moved = [
             alias
             for alias in statement.names
@@ -771,9 +831,7 @@ class ImportPathRule(context.Rule):
         if kept:
             kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
             new.append(statement.with_changes(names=_commas(kept)))
-        called = ctx.shared.get(keras1_merge.SHARED_KEY, set()) - ctx.shared.get(
-            keras1_merge.KEPT_KEY, set()
-        )
+        called = ctx.facts.keras1_merge_names - ctx.facts.keras1_merge_kept
         for alias in moved:
             full = f"{old_module}.{syntax.dotted(alias.name)}"
             if _alias_name(alias) in called and syntax.canonical_name(full) == "keras.layers.merge":
@@ -922,19 +980,8 @@ class ImportPathRule(context.Rule):
             if name in DROPPED_NAMES or (target == "keras.backend" and name in _DROPPED_BACKEND):
                 dropped.append(name)
                 continue
-            fix = REMOVED_NAMES.get(f"{_NAME_HOMES.get(name, target)}.{name}")
-            if fix is not None:  # `from keras.utils.io_utils import HDF5Matrix`
+            if _flag_without_twin(ctx, line, old_module, target, name):
                 private.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
-                ctx.flag(line, RULE, f"`{old_module}.{name}` has no Keras 3 twin", fix)
-                continue
-            if name.startswith("_"):
-                private.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
-                ctx.flag(
-                    line,
-                    RULE,
-                    f"`{name}` is private to Keras 2's `{old_module}`",
-                    _PRIVATE_ACTIONS.get(name, _PRIVATE_ACTION),
-                )
                 continue
             submodule = _moved(f"{old_module}.{name}")
             if submodule is not None:
@@ -962,14 +1009,7 @@ class ImportPathRule(context.Rule):
                 for alias in aliases[:-1]
             ] + aliases[-1:]
             new.append(cst.ImportFrom(module=syntax.dotted_expression(home), names=aliases))
-        message = f"`from {old_module} import ...` -> "
-        message += ", ".join(f"`from {home} import ...`" for home in groups) or "removed"
-        message += ": the module does not exist in Keras 3"
-        if dropped:
-            message += (
-                f"; dropped {', '.join(dropped)} (TF1 session helpers; their "
-                "uses are rewritten or flagged)"
-            )
+        message = _moved_names_message(old_module, groups, dropped)
         compat_home = next((home for home in groups if home in _COMPAT_MODULE_WHY), None)
         if compat_home is not None:
             why, modern = _COMPAT_MODULE_WHY[compat_home]
@@ -1043,7 +1083,7 @@ class ImportPathRule(context.Rule):
         if (
             id(original) in self._in_imports
             or id(original) in self._compat_parts
-            or id(original) in ctx.shared.get("removed_decorators", ())
+            or id(original) in ctx.facts.removed_decorators
         ):
             return updated
         qualified = ctx.qualified_name(original) or ""

@@ -19,10 +19,6 @@ import libcst as cst
 from parallel_keras.migrate import context, syntax
 
 RULE = "Keras 1/2 spellings"
-# Local names bound to Keras 1's merge() whose every call is rewritten (the
-# import rule drops their import), and those with a call left for a person.
-SHARED_KEY = "keras1_merge_names"
-KEPT_KEY = "keras1_merge_kept"
 _QUALIFIED = frozenset(
     {"keras.layers.merge", "keras.layers.merge.merge", "keras.legacy.layers.merge"}
 )
@@ -67,11 +63,14 @@ class Keras1MergeRule(context.Rule):
     """`merge([a, b], mode='concat', concat_axis=1)` -> `keras.layers.concatenate([a, b], axis=1)`."""
 
     name = RULE
+    writes = {"keras1_merge_names": context.Phase.SCAN, "keras1_merge_kept": context.Phase.SCAN}
 
     def visit_Call(self, ctx, node):
         if isinstance(node.func, cst.Name) and _is_merge(ctx, node):
-            key = SHARED_KEY if _plan(node) is not None else KEPT_KEY
-            ctx.shared.setdefault(key, set()).add(node.func.value)
+            if _plan(node) is not None:
+                ctx.facts.keras1_merge_names.add(node.func.value)
+            else:
+                ctx.facts.keras1_merge_kept.add(node.func.value)
 
     def leave_Call(self, ctx, original, updated):
         if not _is_merge(ctx, original):

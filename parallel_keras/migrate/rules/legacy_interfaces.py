@@ -46,6 +46,10 @@ class LegacyInterfacesRule(context.Rule):
     """`@interfaces.legacy_dense_support` -> removed; `from keras.legacy import interfaces` too."""
 
     name = RULE
+    writes = {
+        "unused_legacy_interfaces": context.Phase.FINISH_SCAN,
+        "removed_decorators": context.Phase.FINISH_SCAN,
+    }
 
     def __init__(self):
         self._imports: dict[int, str] = {}  # import line -> local name
@@ -88,12 +92,12 @@ class LegacyInterfacesRule(context.Rule):
             for local in locals_
             if self._uses[local] == imports[local] + self._decorators[local]
         }
-        ctx.shared.setdefault("unused_legacy_interfaces", set()).update(
+        ctx.facts.unused_legacy_interfaces.update(
             line for line, local in self._imports.items() if local in removable
         )
         self._removable = removable
         # The imports rule leaves the decorators' names to this one.
-        ctx.shared.setdefault("removed_decorators", set()).update(
+        ctx.facts.removed_decorators.update(
             attribute for local in removable for attribute in self._attributes[local]
         )
 

@@ -85,6 +85,7 @@ class ModelApiRule(context.Rule):
     """`print_summary(m)` -> `m.summary()`; flags the Keras 2 idioms Keras 3 reads differently."""
 
     name = RULE
+    reads = {"symbolic_loss_calls": context.Phase.REWRITE}
 
     def __init__(self):
         self._compiled: set[str] = set()  # models compiled so far (source order)
@@ -216,7 +217,7 @@ class ModelApiRule(context.Rule):
             # Inside a layer, `self.add_loss(...)` is the Keras 3 form itself;
             # a model's symbolic loss runs through a compatibility path
             # (rules/symbolic_losses.py), which records the call as handled.
-            handled = id(original) in ctx.shared.get("handled_calls", ())
+            handled = id(original) in ctx.facts.symbolic_loss_calls
             if not handled and not (isinstance(owner, cst.Name) and owner.value == "self"):
                 ctx.flag(
                     original,

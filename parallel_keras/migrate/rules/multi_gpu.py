@@ -72,6 +72,7 @@ class MultiGpuModelRule(context.Rule):
     """
 
     name = RULE
+    writes = {"multi_gpu_names": context.Phase.SCAN}
 
     def __init__(self):
         self._local_definition = False
@@ -89,7 +90,7 @@ class MultiGpuModelRule(context.Rule):
         # Aliases (`import multi_gpu_model as mgm`) let other rules recognize
         # calls by their local name.
         if syntax.dotted(node.name) == "multi_gpu_model" and node.asname is not None:
-            names = ctx.shared.setdefault("multi_gpu_names", set())
+            names = ctx.facts.multi_gpu_names
             names.add(node.asname.name.value)
 
     def leave_SimpleStatementLine(self, ctx, original, updated):

@@ -86,6 +86,8 @@ class OptimizerRule(context.Rule):
     def __init__(self):
         # Names bound to an optimizer class, or to a dict of them (factories).
         self._factories: set[str] = set()
+        # Whether the script decays a learning rate (a `decay=` or a schedule).
+        self._uses_decay = False
 
     def visit_Assign(self, ctx, node):
         value = node.value
@@ -123,11 +125,11 @@ class OptimizerRule(context.Rule):
 
     def visit_Call(self, ctx, node):
         if ctx.qualified_name(node.func) in _SCHEDULES:
-            ctx.shared["uses_decay"] = True  # Written by an earlier run.
+            self._uses_decay = True  # Written by an earlier run.
         if self._factory_call(ctx, node):
             decay = syntax.keyword(node, "decay")
             if decay is not None and not syntax.is_zero(decay.value):
-                ctx.shared["uses_decay"] = True
+                self._uses_decay = True
             return
         optimizer_class = _optimizer_class(ctx, node)
         if optimizer_class is None:
@@ -135,10 +137,10 @@ class OptimizerRule(context.Rule):
         legacy, _ = syntax.keywordize(node, LEGACY_SIGNATURES[optimizer_class])
         decay = syntax.keyword(legacy, "decay")
         if decay is not None and not syntax.is_zero(decay.value):
-            ctx.shared["uses_decay"] = True
+            self._uses_decay = True
 
     def leave_Call(self, ctx, original, updated):
-        if ctx.qualified_name(original.func) in _SETS_LR and ctx.shared.get("uses_decay"):
+        if ctx.qualified_name(original.func) in _SETS_LR and self._uses_decay:
             ctx.flag(
                 original,
                 RULE,

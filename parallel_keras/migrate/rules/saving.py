@@ -117,7 +117,7 @@ def register_rename(ctx: context.Context, literal, fix: tuple[str, str] | None, 
     message = f"path '{old_text}' -> '{new_text}': {why}"
     note = f"{context.CHANGE_NOTE_PREFIX}: {why} (was '{old_text}')."
     ctx.literal_renames[literal] = (new_literal, RULE, message, note)
-    renamed = ctx.shared.setdefault("renamed_paths", {})
+    renamed = ctx.facts.renamed_paths
     if isinstance(literal, cst.SimpleString):
         renamed[old_text] = (old_tail, new_tail)
     return True
@@ -139,6 +139,12 @@ class SavePathRule(context.Rule):
 
     name = RULE
 
+    writes = {"renamed_paths": context.Phase.FINISH_SCAN, "first_save_line": context.Phase.SCAN}
+    reads = {
+        "renamed_paths": context.Phase.FINISH_SCAN,
+        "first_save_line": context.Phase.FINISH_SCAN,
+    }
+
     def __init__(self):
         self._loads: list[tuple[cst.Call, int]] = []
         self._saves: list[tuple[cst.Call, str]] = []
@@ -147,6 +153,8 @@ class SavePathRule(context.Rule):
         self._own_savers: set[str] = set()
         self._own_saver_names: set[str] = set()
         self._stale_loads: dict[int, str] = {}  # id(literal) -> the new name
+        # save_weights calls whose path is computed at run time.
+        self._unresolved_weight_paths: list[cst.Call] = []
 
     def visit_ClassDef(self, ctx, node):
         bases = {syntax.dotted(base.value) or "" for base in node.bases}
@@ -220,8 +228,8 @@ class SavePathRule(context.Rule):
         # A file this script saves and then loads must keep one name; a load
         # that comes before the save reads what an earlier (Keras 2) run
         # wrote, which Keras 3 still reads under its old name.
-        renamed = ctx.shared.get("renamed_paths", {})
-        first_save = ctx.shared.get("first_save_line", {})
+        renamed = ctx.facts.renamed_paths
+        first_save = ctx.facts.first_save_line
         for call, line in self._loads:
             literal = path_literal(ctx, path_argument(call, 0))
             if literal is None or not isinstance(literal, cst.SimpleString):
@@ -241,7 +249,7 @@ class SavePathRule(context.Rule):
         literal = path_literal(ctx, path)
         if literal is None:
             if suffix_for is weights_suffix:
-                ctx.shared.setdefault("unresolved_weight_paths", []).append(call)
+                self._unresolved_weight_paths.append(call)
             return
         text = syntax.string_text(literal)
         if text.rsplit("/", 1)[-1].rpartition(".")[2].lower() in _NOT_KERAS_SUFFIXES:
@@ -275,7 +283,7 @@ class SavePathRule(context.Rule):
                 f"keep this path to start from the Keras 2 file; to resume from a run "
                 f"of the migrated script, load '{new_name}' when it exists.",
             )
-        if any(original is call for call in ctx.shared.get("unresolved_weight_paths", ())):
+        if any(original is call for call in self._unresolved_weight_paths):
             if isinstance(updated.func, cst.Attribute) and not syntax.has_star(updated):
                 return self._compat_weights(ctx, original, updated, "save_weights")
             ctx.flag(
@@ -290,10 +298,7 @@ class SavePathRule(context.Rule):
             # A computed save_weights wrote Keras 2's HDF5 there, or `by_name=`
             # says the file is Keras 2's (Keras 3's loader converts no CuDNN
             # weights and matches other names).
-            and (
-                ctx.shared.get("unresolved_weight_paths")
-                or syntax.keyword(original, "by_name") is not None
-            )
+            and (self._unresolved_weight_paths or syntax.keyword(original, "by_name") is not None)
             and not (ctx.qualified_name(original.func) or "").startswith("parallel_keras.")
             and isinstance(updated.func, cst.Attribute)
             and not syntax.has_star(updated)
@@ -334,7 +339,7 @@ def _note_save_line(ctx: context.Context, call: cst.Call) -> None:
     for index in (0, 1):
         literal = path_literal(ctx, path_argument(call, index))
         if isinstance(literal, cst.SimpleString):
-            lines = ctx.shared.setdefault("first_save_line", {})
+            lines = ctx.facts.first_save_line
             lines.setdefault(syntax.string_text(literal), ctx.line(call))
 
 

@@ -124,6 +124,8 @@ class SessionRule(context.Rule):
 
     name = RULE
 
+    reads = {"handled_calls": context.Phase.REWRITE}
+
     def __init__(self):
         self._configs: dict[str, bool] = {}  # name -> every option known
         self._sessions: dict[str, cst.Call] = {}  # name -> Session(...) call
@@ -133,6 +135,8 @@ class SessionRule(context.Rule):
         self._emitted: set[str] = set()  # Each tf.config call is written once.
         # Comments above a removed line, kept for the next line written here.
         self._carried_lines: list[cst.EmptyLine] = []
+        # id(call) -> the assigned name or `set_session(...)` call holding it.
+        self._call_owners: dict[int, cst.Name | cst.Call] = {}
         # Module-level tf.config calls, moved up to follow the imports.
         self._top_level: set[int] = set()
         self._hoisted: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = []
@@ -261,23 +265,43 @@ class SessionRule(context.Rule):
             and session_options.options_known(ctx, config.value)
         )
 
-    def leave_SimpleStatementLine(self, ctx, original, updated):
+    def _replacement(self, ctx, original):
+        """The statements replacing a session/config line, or None to keep it."""
         if len(original.body) != 1:
-            return updated
+            return None
         statement = original.body[0]
-        replacement = None
         if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
-            replacement = self._assignment(ctx, original, statement)
-        elif isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
-            replacement = self._set_session(ctx, original, statement.value)
-        if replacement is None:
-            return updated
+            return self._assignment(ctx, original, statement)
+        if isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+            return self._set_session(ctx, original, statement.value)
+        return None
+
+    def _not_emitted(self, statements):
+        """`statements` this rule has not written yet (each tf.config call once)."""
         unique = []
-        for new in replacement:
+        for new in statements:
             code = syntax.code(new)
             if code not in self._emitted:
                 self._emitted.add(code)
                 unique.append(new)
+        return unique
+
+    def _hoistable(self, ctx, original, replacement) -> bool:
+        """A top-level replacement that reads only TensorFlow, so can go after the imports."""
+        return (
+            id(original) in self._top_level
+            and not ctx.has_pending_notes()
+            and all(
+                syntax.free_names(new) <= {ctx.tf_module(), *_GENERATED_NAMES}
+                for new in replacement
+            )
+        )
+
+    def leave_SimpleStatementLine(self, ctx, original, updated):
+        replacement = self._replacement(ctx, original)
+        if replacement is None:
+            return updated
+        unique = self._not_emitted(replacement)
         if unique or not ctx.has_pending_notes():
             replacement = unique
         if not replacement:
@@ -290,14 +314,7 @@ class SessionRule(context.Rule):
         if comment is not None:  # `... = True  # why` keeps its why, above.
             leading.append(cst.EmptyLine(indent=True, comment=comment))
         replacement[0] = replacement[0].with_changes(leading_lines=leading)
-        if (
-            id(original) in self._top_level
-            and not ctx.has_pending_notes()
-            and all(
-                syntax.free_names(new) <= {ctx.tf_module(), *_GENERATED_NAMES}
-                for new in replacement
-            )
-        ):
+        if self._hoistable(ctx, original, replacement):
             # TF 2 accepts these calls only before TensorFlow starts using
             # the GPUs, so they go right after the imports.
             marker = not self._hoisted
@@ -435,7 +452,7 @@ class SessionRule(context.Rule):
         qualified = ctx.qualified_name(original.func) or ""
         if self._rewritten(ctx, original, qualified):
             return updated
-        if id(original) in ctx.shared.get("handled_calls", ()):
+        if id(original) in ctx.facts.handled_calls:
             return updated  # Rewritten by another rule (GPU counts).
         if qualified in session_options.COMPAT and not self._on_a_cluster(ctx, original, qualified):
             return self._compat(ctx, original, updated, qualified)
@@ -520,7 +537,7 @@ class SessionRule(context.Rule):
 
     def _in_removed_statement(self, ctx, call) -> bool:
         """A config/session constructor in an assignment or set_session that goes."""
-        owner = ctx.shared.setdefault("session_call_owners", {}).get(id(call))
+        owner = self._call_owners.get(id(call))
         return owner is not None and self._owner_removable(ctx, owner)
 
     def visit_SimpleStatementLine(self, ctx, node):
@@ -528,7 +545,7 @@ class SessionRule(context.Rule):
         if len(node.body) != 1:
             return
         statement = node.body[0]
-        owners = ctx.shared.setdefault("session_call_owners", {})
+        owners = self._call_owners
         owner: cst.Name | cst.Call | None = None
         if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call):
             if isinstance(statement.targets[0].target, cst.Name):

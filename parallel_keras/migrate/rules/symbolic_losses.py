@@ -7,8 +7,9 @@ tensors (`vae.add_loss(K.mean(reconstruction + kl))`); Keras 3's
 computes the same expression from the model's inputs at every step and adds
 it to the total loss, as Keras 2 did (also for a `multi_gpu_model` built
 from the model). `self.add_loss(...)` inside a layer is Keras 3's own form
-and stays. The call is recorded in `ctx.shared["handled_calls"]` so the
-model-API rule does not flag it.
+and stays. The call is recorded in `ctx.facts.symbolic_loss_calls` (during the
+rewrite, so this rule comes before the model-API rule) so that rule does not
+flag it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class SymbolicLossRule(context.Rule):
     """`vae.add_loss(loss)` -> `parallel_keras.compat.add_loss(vae, loss)`."""
 
     name = RULE
+    writes = {"symbolic_loss_calls": context.Phase.REWRITE}
 
     def leave_Call(self, ctx, original, updated):
         if syntax.method_name(original) != "add_loss" or syntax.has_star(updated):
@@ -50,7 +52,7 @@ class SymbolicLossRule(context.Rule):
         positional = syntax.positional(updated)
         if len(positional) != 1:
             return updated
-        ctx.shared.setdefault("handled_calls", set()).add(id(original))
+        ctx.facts.symbolic_loss_calls.add(id(original))
         ctx.require_import("parallel_keras")
         ctx.compat(
             original,

@@ -54,6 +54,7 @@ class TargetTensorsRule(context.Rule):
     """`model.compile(opt, loss, target_tensors=[t])` -> `model.compile(opt, loss)`."""
 
     name = RULE
+    writes = {"handled_calls": context.Phase.FINISH_SCAN}
 
     def __init__(self):
         self._placeholders: dict[str, cst.Call] = {}  # name -> its placeholder call
@@ -95,7 +96,7 @@ class TargetTensorsRule(context.Rule):
                 self._given[element.value] += 1
 
     def finish_scan(self, ctx):
-        handled = ctx.shared.setdefault("handled_calls", set())
+        handled = ctx.facts.handled_calls
         for name, call in self._placeholders.items():
             # The assignment's own target is one use; every other one is here.
             if self._given[name] and self._uses[name] == self._given[name] + 1:

@@ -68,6 +68,7 @@ class TemplateAccessRule(context.Rule):
     """`parallel_model.layers[-2]` -> `parallel_model.template`."""
 
     name = RULE
+    reads = {"multi_gpu_names": context.Phase.SCAN}
 
     def __init__(self):
         self._assigned: dict[str, bool] = {}  # dotted target -> holds a parallel model
@@ -157,7 +158,7 @@ class TemplateAccessRule(context.Rule):
             qualified in multi_gpu.LEGACY_NAMES
             or qualified == "parallel_keras.multi_gpu_model"
             or local.split(".")[-1] == "multi_gpu_model"
-            or local in ctx.shared.get("multi_gpu_names", ())
+            or local in ctx.facts.multi_gpu_names
         )
 
     def visit_Assign(self, ctx, node):

@@ -68,6 +68,7 @@ class TemplateSaverRule(context.Rule):
     """Replaces template-saving workaround classes."""
 
     name = RULE
+    reads = {"multi_gpu_names": context.Phase.REWRITE}
 
     def leave_ClassDef(self, ctx, original, updated):
         base_names = [ctx.qualified_name(base.value) for base in original.bases]
@@ -338,7 +339,7 @@ class TemplateSaverRule(context.Rule):
         if init is None or not m.findall(init, patterns.DICT_UPDATE):
             return updated
         class_name = updated.name.value
-        parallel_call = patterns.multi_gpu_call(init, ctx.shared.get("multi_gpu_names", ()))
+        parallel_call = patterns.multi_gpu_call(init, ctx.facts.multi_gpu_names)
         extra = set(methods) - {"__init__", "__getattribute__", "__getattr__"}
         if parallel_call is None or extra or not patterns.only_adopts(syntax.statements(init.body)):
             ctx.flag(

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import libcst as cst
 from libcst import matchers as m
-from libcst import metadata
 
 from parallel_keras.migrate import context, syntax
 from parallel_keras.migrate.rules import tf1_table
@@ -297,7 +296,7 @@ def lookup(name: str) -> tuple[str, str | None, str] | None:
 
 def _tf_name(ctx: context.Context, node: cst.CSTNode) -> str | None:
     """`"tf.x.y"` for a use of `tensorflow.x.y`; None under `tf.compat.v1` or elsewhere."""
-    names = ctx._metadata_owner().get_metadata(metadata.QualifiedNameProvider, node, set())
+    names = ctx.qualified_names(node)
     full: str | None
     if names:
         full = min(name.name for name in names)
@@ -324,10 +323,37 @@ def _root(ctx: context.Context, node: cst.CSTNode) -> str:
     return dotted.split(".")[0]
 
 
+def _cast(ctx, original, updated, name, reason, root):
+    """`tf.to_float(x)` -> `tf.cast(x, tf.float32)`; flagged when the call has more than x."""
+    positional = syntax.positional(updated)
+    if (
+        syntax.has_star(updated)
+        or len(positional) != 1
+        or any(arg.keyword is not None and arg.keyword.value != "name" for arg in updated.args)
+    ):
+        ctx.flag(
+            original,
+            RULE,
+            f"`{name}` was removed in TF 2",
+            f"use {root}.cast(x, {root}.{_CASTS[name]}).",
+        )
+        return updated
+    ctx.change(original, RULE, f"`{name}(x)` -> `{root}.cast(x, {root}.{_CASTS[name]})`: " + reason)
+    args = [positional[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))]
+    args.append(cst.Arg(syntax.expression(f"{root}.{_CASTS[name]}")))
+    rest = [arg for arg in updated.args if arg is not positional[0]]
+    if rest:
+        args[-1] = args[-1].with_changes(
+            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        )
+    return updated.with_changes(func=syntax.expression(f"{root}.cast"), args=[*args, *rest])
+
+
 class Tf1NameRule(context.Rule):
     """`tf.log(x)` -> `tf.math.log(x)`; `tf.placeholder(...)` flagged with the TF 2 way."""
 
     name = RULE
+    reads = {"handled_calls": context.Phase.REWRITE}
 
     def __init__(self):
         self._inner: set[int] = set()  # Attribute chains inside a matched one.
@@ -430,64 +456,34 @@ class Tf1NameRule(context.Rule):
             self._inner.add(id(value))
             value = value.value
 
+    def _unmatched_call(self, ctx, original, updated):
+        """A call of a TF name the scan did not match: TF1 arguments, whole-call transforms."""
+        name = _tf_name(ctx, original.func) if isinstance(original.func, cst.Attribute) else None
+        if name in _TRANSFORMS:
+            updated = _TRANSFORMS[name](ctx, original, updated)
+        if name in tf1_table.POSITIONAL_NAMES or name in tf1_table.KEYWORD_RENAMES:
+            fixed = self._arguments(ctx, original, updated, name)
+            if fixed is not None and fixed is not updated:
+                ctx.change(
+                    original,
+                    RULE,
+                    f"`{name}`: TF1 arguments passed as TF 2 reads them (tf_upgrade_v2's table)",
+                )
+                return fixed
+        return updated
+
     def leave_Call(self, ctx, original, updated):
-        if id(original) in ctx.shared.get("handled_calls", ()) and id(
-            original.func
-        ) in ctx.shared.get("handled_calls", ()):
+        if id(original) in ctx.facts.handled_calls and id(original.func) in ctx.facts.handled_calls:
             return updated  # Another rule's (a placeholder given to target_tensors).
         match = self._matched.get(id(original.func))
         if match is None:
-            name = (
-                _tf_name(ctx, original.func) if isinstance(original.func, cst.Attribute) else None
-            )
-            if name in _TRANSFORMS:
-                updated = _TRANSFORMS[name](ctx, original, updated)
-            if name in tf1_table.POSITIONAL_NAMES or name in tf1_table.KEYWORD_RENAMES:
-                fixed = self._arguments(ctx, original, updated, name)
-                if fixed is not None and fixed is not updated:
-                    ctx.change(
-                        original,
-                        RULE,
-                        f"`{name}`: TF1 arguments passed as TF 2 reads "
-                        "them (tf_upgrade_v2's table)",
-                    )
-                    return fixed
-            return updated
+            return self._unmatched_call(ctx, original, updated)
         name, (kind, new, reason) = match
         if new is None:  # A flag: leave_Attribute reports it.
             return updated
         root = _root(ctx, original.func)
         if kind == "cast":
-            positional = syntax.positional(updated)
-            if (
-                syntax.has_star(updated)
-                or len(positional) != 1
-                or any(
-                    arg.keyword is not None and arg.keyword.value != "name" for arg in updated.args
-                )
-            ):
-                ctx.flag(
-                    original,
-                    RULE,
-                    f"`{name}` was removed in TF 2",
-                    f"use {root}.cast(x, {root}.{_CASTS[name]}).",
-                )
-                return updated
-            ctx.change(
-                original, RULE, f"`{name}(x)` -> `{root}.cast(x, {root}.{_CASTS[name]})`: " + reason
-            )
-            args = [
-                positional[0].with_changes(
-                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-                )
-            ]
-            args.append(cst.Arg(syntax.expression(f"{root}.{_CASTS[name]}")))
-            rest = [arg for arg in updated.args if arg is not positional[0]]
-            if rest:
-                args[-1] = args[-1].with_changes(
-                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-                )
-            return updated.with_changes(func=syntax.expression(f"{root}.cast"), args=[*args, *rest])
+            return _cast(ctx, original, updated, name, reason, root)
         if kind == "rename" and _takes_args(new):
             if _ambiguous(updated, new):
                 ctx.flag(
@@ -525,7 +521,7 @@ class Tf1NameRule(context.Rule):
 
     def leave_Attribute(self, ctx, original, updated):
         match = self._matched.get(id(original))
-        if match is None or id(original) in ctx.shared.get("handled_calls", ()):
+        if match is None or id(original) in ctx.facts.handled_calls:
             return updated  # Not a TF1 name, or another rule's (target_tensors).
         name, (kind, new, reason) = match
         if kind in ("cast", "keywords") or (

@@ -69,6 +69,7 @@ class GeneratorMethodsRule(context.Rule):
     """`model.fit_generator(gen, 10, 2)` -> `model.fit(gen, steps_per_epoch=10, epochs=2)`."""
 
     name = RULE
+    reads = {"loader_options_moved": context.Phase.REWRITE}
 
     def leave_Call(self, ctx, original, updated):
         method = syntax.method_name(updated)
@@ -99,12 +100,7 @@ class GeneratorMethodsRule(context.Rule):
             for name in LOADER_ARGUMENTS
             if (arg := syntax.keyword(updated, name)) is not None
         }
-        workers = dropped.get("workers")
-        processes = dropped.get("use_multiprocessing")
-        parallel_loading = (
-            workers is not None
-            and not (isinstance(workers.value, cst.Integer) and int(workers.value.value) <= 1)
-        ) or (processes is not None and not syntax.is_literal_false(processes.value))
+        parallel_loading = _asks_parallel_loading(dropped)
         if dropped:
             updated = syntax.remove_args(updated, list(dropped.values()))
         message = f"`{method}` -> `{new_method}` (Keras 3 removed {method})"
@@ -114,22 +110,39 @@ class GeneratorMethodsRule(context.Rule):
             message += f"; removed {', '.join(dropped)} (now arguments of keras.utils.PyDataset)"
         updated = _keep_continuation_indent(updated, len(method) - len(new_method))
         ctx.change(original, RULE, message)
-        if parallel_loading and id(original) not in ctx.shared.get("loader_options_moved", ()):
-            options = ", ".join(f"{name}={syntax.code(arg.value)}" for name, arg in dropped.items())
-            # The data stays positional when it was (`fit_generator(gen, 10)`).
-            data = syntax.keyword(updated, "x")
-            positional = syntax.positional(updated)
-            data_value = data.value if data else (positional[0].value if positional else None)
-            data_text = syntax.code(data_value) if data_value is not None else "the generator"
-            ctx.flag(
-                original,
-                RULE,
-                f"`{data_text}` was read with several workers or processes",
-                f"to keep parallel loading, make the class of `{data_text}` a "
-                "keras.utils.PyDataset (or Sequence) subclass and call "
-                f"super().__init__({options}) first in its __init__.",
-            )
+        if parallel_loading and id(original) not in ctx.facts.loader_options_moved:
+            _flag_parallel_loading(ctx, original, updated, dropped)
         return updated.with_changes(func=updated.func.with_changes(attr=cst.Name(new_method)))
+
+
+def _asks_parallel_loading(dropped: dict[str, cst.Arg]) -> bool:
+    """`workers=` above 1 (or not a literal) or `use_multiprocessing=` not False."""
+    workers = dropped.get("workers")
+    processes = dropped.get("use_multiprocessing")
+    return (
+        workers is not None
+        and not (isinstance(workers.value, cst.Integer) and int(workers.value.value) <= 1)
+    ) or (processes is not None and not syntax.is_literal_false(processes.value))
+
+
+def _flag_parallel_loading(
+    ctx: context.Context, original: cst.Call, updated: cst.Call, dropped: dict[str, cst.Arg]
+) -> None:
+    """Flags loader options removed from the call: they belong to the data's class now."""
+    options = ", ".join(f"{name}={syntax.code(arg.value)}" for name, arg in dropped.items())
+    # The data stays positional when it was (`fit_generator(gen, 10)`).
+    data = syntax.keyword(updated, "x")
+    positional = syntax.positional(updated)
+    data_value = data.value if data else (positional[0].value if positional else None)
+    data_text = syntax.code(data_value) if data_value is not None else "the generator"
+    ctx.flag(
+        original,
+        RULE,
+        f"`{data_text}` was read with several workers or processes",
+        f"to keep parallel loading, make the class of `{data_text}` a "
+        "keras.utils.PyDataset (or Sequence) subclass and call "
+        f"super().__init__({options}) first in its __init__.",
+    )
 
 
 def _drop_string_class_weight(
