@@ -21,6 +21,7 @@ import keras
 import tensorflow as tf
 
 from parallel_keras import _internals
+from parallel_keras._internals import captured_strategy, symbolic_build
 from parallel_keras.data_parallel import (
     accumulation,
     class_weights,
@@ -336,7 +337,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         template_lib.reset_states(self._template)
 
     def _ensure_current(self) -> None:
-        owner = _internals.model_strategy(self._template)
+        owner = captured_strategy.model_strategy(self._template)
         if owner is not self._strategy:
             raise RuntimeError(
                 "This parallel model no longer owns its template's weights: "
@@ -430,7 +431,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
 
 
 # Keras's first-batch symbolic build reads one replica's batch (see
-# `_internals.trainer`).
+# `_internals.symbolic_build`).
 def _build_trained_optimizer(model: ParallelModel) -> None:
     # The optimizer is built for the weights trainable at compile (Keras 2).
     if model._trained is not None:
@@ -443,6 +444,6 @@ def _symbolic_batch(model: ParallelModel, batch):
     return targets_lib.symbolic_batch_in_output_order(model, batch)
 
 
-_internals.install_class_symbolic_build(
+symbolic_build.install_class_symbolic_build(
     ParallelModel, _symbolic_batch, before=_build_trained_optimizer
 )

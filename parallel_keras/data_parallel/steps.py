@@ -23,7 +23,7 @@ trainer.py`, Keras 3.15) and differ in these ways:
   metrics are updated once per batch in cross-replica context, on the
   batch's rows in order: every per-batch log is one device's.
 * The optimizer clips the summed gradient, not each replica's share, and
-  random ops draw per replica (`_internals.clip_after_all_reduce`,
+  random ops draw per replica (`_internals.optimizers.clip_after_all_reduce`,
   `use_replica_seed_generator`).
 * Under loss scaling (`mixed_float16`) a step is skipped when the summed
   gradient is not finite, whichever replica overflowed
@@ -41,7 +41,9 @@ import keras
 import tensorflow as tf
 
 from parallel_keras import _internals
-from parallel_keras.data_parallel import accumulation, batches
+from parallel_keras._internals import loss_tracking, seed_generators
+from parallel_keras._internals import optimizers as optimizer_internals
+from parallel_keras.data_parallel import accumulation, batches, central_storage
 
 
 def train_step(model, data, global_loss: bool = False, trainable_weights=None):
@@ -51,7 +53,7 @@ def train_step(model, data, global_loss: bool = False, trainable_weights=None):
     at compile as in Keras 2); defaults to the model's trainable weights now.
     """
     x, y, sample_weight, keep, batch_rows = batches.unpack(data)
-    _internals.use_replica_seed_generator()
+    seed_generators.use_replica_seed_generator()
     merged = _merges_metrics(model, keep, global_loss)
     central = _central_output_losses(model)
     with tf.GradientTape() as tape:
@@ -68,8 +70,8 @@ def train_step(model, data, global_loss: bool = False, trainable_weights=None):
         gradients = tape.gradient(loss, trainable_weights)
         if accumulation.accumulation_steps(model.optimizer) is None:
             # Accumulation clips and checks the summed gradient itself.
-            if _internals.clips_gradients(model.optimizer):
-                _internals.clip_after_all_reduce(model.optimizer)
+            if optimizer_internals.clips_gradients(model.optimizer):
+                optimizer_internals.clip_after_all_reduce(model.optimizer)
             gradients = _non_finite_together(model.optimizer, gradients)
         accumulation.apply_gradients(model, gradients, trainable_weights)
     else:
@@ -125,7 +127,7 @@ def _values(gradient):
 def test_step(model, data, global_loss: bool = False):
     """Loss and metrics on this replica's slice; returns the metric logs."""
     x, y, sample_weight, keep, batch_rows = batches.unpack(data)
-    _internals.use_replica_seed_generator()
+    seed_generators.use_replica_seed_generator()
     merged = _merges_metrics(model, keep, global_loss)
     central = _central_output_losses(model)
     y_pred = model(x, training=False)
@@ -141,7 +143,7 @@ def test_step(model, data, global_loss: bool = False):
 def predict_step(model, data):
     """The model's outputs for the rows this replica reports."""
     x, _, _, keep, _ = batches.unpack(data)
-    _internals.use_replica_seed_generator()
+    seed_generators.use_replica_seed_generator()
     y_pred = model(x, training=False)
     if keep is None:
         return y_pred
@@ -159,7 +161,7 @@ def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, traini
         loss = model.compute_loss(
             x=x, y=targets, y_pred=outputs, sample_weight=weights, training=training
         )
-        loss = _internals.loss_scaled_for_replicas(loss, num_replicas)
+        loss = loss_tracking.loss_scaled_for_replicas(loss, num_replicas)
         on_first_replica = tf.equal(context.replica_id_in_sync_group, 0)
         reported = tf.cast(_rows(outputs), loss.dtype) * tf.cast(on_first_replica, loss.dtype)
         tracked = (loss * num_replicas, reported)
@@ -174,14 +176,14 @@ def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, traini
     # Under CentralStorageStrategy the merge recounts them instead.
     trackers = (
         []
-        if equal_slices or _internals.sums_replica_assigns(model.distribute_strategy)
-        else _internals.output_loss_trackers(model)
+        if equal_slices or central_storage.sums_replica_assigns(model.distribute_strategy)
+        else loss_tracking.output_loss_trackers(model)
     )
     before = [_read(tracker.total, tracker.count) for tracker in trackers]
     loss = model.compute_loss(
         x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=training
     )
-    loss = _internals.loss_scaled_for_replicas(loss, num_replicas)
+    loss = loss_tracking.loss_scaled_for_replicas(loss, num_replicas)
     reported = tf.cast(local_rows if keep is None else tf.reduce_sum(keep), loss.dtype)
     tracked = (loss * num_replicas, reported)
     if not merged:
@@ -203,7 +205,7 @@ def _reweight_output_losses(trackers, before, share) -> None:
     """Gives each output-loss update this replica's share of one batch.
 
     Keras counts every replica's per-output loss once, whatever its rows
-    (see `_internals.output_loss_trackers`); one device counts the batch
+    (see `loss_tracking.output_loss_trackers`); one device counts the batch
     once. Weighting each replica's value by its share of the batch's rows
     gives the batch's value, counted once.
     """
@@ -221,7 +223,7 @@ def _read(*variables):
 
 
 def _update_loss_tracker(model, value, rows) -> None:
-    tracker = _internals.loss_tracker(model)
+    tracker = loss_tracking.loss_tracker(model)
     if tracker is not None:
         # Keras scales each replica's loss by 1 / replicas for the gradient
         # sum; the tracker records the unscaled value, weighted by rows.
@@ -237,7 +239,7 @@ def _merges_metrics(model, keep, global_loss: bool) -> bool:
     metrics would then hold different rows, and Keras's per-batch logs (the
     mean of the replicas' results) would be wrong, e.g. divided by the
     replica count. And under `CentralStorageStrategy` always: its metric
-    variables are not per replica (see `_internals.sums_replica_assigns`).
+    variables are not per replica (see `central_storage.sums_replica_assigns`).
     """
     context = tf.distribute.get_replica_context()
     if context is None or context.num_replicas_in_sync == 1:
@@ -248,7 +250,7 @@ def _merges_metrics(model, keep, global_loss: bool) -> bool:
     return (
         keep is not None
         or global_loss
-        or _internals.sums_replica_assigns(model.distribute_strategy)
+        or central_storage.sums_replica_assigns(model.distribute_strategy)
     )
 
 
@@ -259,10 +261,10 @@ def _central_output_losses(model):
     if (
         context is None
         or context.num_replicas_in_sync == 1
-        or not _internals.sums_replica_assigns(model.distribute_strategy)
+        or not central_storage.sums_replica_assigns(model.distribute_strategy)
     ):
         return None
-    trackers = _internals.output_loss_trackers(model)
+    trackers = loss_tracking.output_loss_trackers(model)
     return [(tracker, _read(tracker.total, tracker.count)) for tracker in trackers]
 
 
@@ -292,13 +294,13 @@ def _merged_metrics(model, y, y_pred, sample_weight, keep, gathered, tracked, ce
             )
             if central:
                 # Every replica added the same values: N - 1 times too many.
-                _internals.correct_summed_assigns(central, strategy.num_replicas_in_sync)
+                central_storage.correct_summed_assigns(central, strategy.num_replicas_in_sync)
         else:
             targets, outputs, weights = tf.nest.map_structure(
                 lambda value: _concatenated(local(value)), reported
             )
             if central:
-                _internals.recount_output_losses(model, central, targets, outputs, weights)
+                loss_tracking.recount_output_losses(model, central, targets, outputs, weights)
         values, rows = (tf.stack(local(part)) for part in tracked)
         _update_loss_tracker(model, values, rows)
         return model.compute_metrics(None, targets, outputs, sample_weight=weights)
