@@ -74,11 +74,13 @@ class Execution:
         and Python data is read one batch per step (`python_data.py`)."""
         self._replicate_seed_generators()
         python_data.install()
-        return prepared.preparing_batches(self.prepare)
+        return prepared.preparing_batches(self.strategy, self.prepare)
 
     def _replicate_seed_generators(self) -> None:
         # Layers' own seed generators (Dropout, GaussianNoise) must advance
         # on the replicas, each replica drawing its own noise.
+        # interception: layers' SeedGenerator.next (instance) and state
+        # variables, at each fit/evaluate/predict/*_on_batch (idempotent).
         seed_generators.replicate_seed_generators(self.model, self.strategy)
 
     # --- Stateful templates ------------------------------------------------

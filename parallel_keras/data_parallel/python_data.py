@@ -38,16 +38,18 @@ from parallel_keras.cluster import prepared
 def install() -> None:
     """Makes Keras's epoch iterators over Python data read one batch per step
     while a parallel_keras model runs (idempotent)."""
+    # interception: TFEpochIterator.__init__ (class), at the first run of a
+    # parallel_keras model's fit/evaluate/predict.
     epoch_iterator.read_python_data_per_step(_step_by_step_source)
 
 
 def _step_by_step_source(iterator: Any) -> StepByStepDataset | None:
-    prepare = prepared.current_preparation()
+    strategy = epoch_iterator.epoch_iterator_strategy(iterator)
+    prepare = prepared.preparation(strategy)
     if prepare is None or not epoch_iterator.is_python_data(iterator):
         return None
     if not epoch_iterator.steps_take_python_iterators():
         return None  # Keras 3.5-3.6: a Python iterator is read only when traced
-    strategy = epoch_iterator.epoch_iterator_strategy(iterator)
     if strategy is None or len(strategy.extended.worker_devices) != strategy.num_replicas_in_sync:
         return None  # replicas on other workers read their own shards
     dataset = prepare(epoch_iterator.epoch_iterator_dataset(iterator))

@@ -65,9 +65,13 @@ def attach_template(
     )
     model_class = type(template)
 
+    uses_keras_train_step = compiled_functions.is_keras_default_step(model_class, "train_step")
+
     def adopt() -> None:
         if getattr(template, "optimizer", None) is not None:
             strategies.adopt_optimizer(template.optimizer, strategy)
+            if uses_keras_train_step:  # then it trains in `steps.train_step`
+                steps.set_up_optimizer(template.optimizer)
 
     def entry(name):
         method = getattr(model_class, name)
@@ -124,6 +128,8 @@ def attach_template(
     for name, default in default_steps.items():
         uses_keras_step = compiled_functions.is_keras_default_step(model_class, name)
         overrides[name] = default if uses_keras_step else custom_step(name)
+    # interception: the template's methods (instance __dict__), its symbolic
+    # build and captured strategy, at multi_gpu_model (`template_adoption`).
     template.__dict__.update(overrides)
     symbolic_build.install_symbolic_build(template, execution_lib.select_keras_batch)
     captured_strategy.set_model_strategy(template, strategy)

@@ -416,7 +416,8 @@ class BackupAndRestore(keras.callbacks.Callback):
         strategy = self.model.distribute_strategy
 
         def local(batch):
-            x, _, _, keep, _ = batches.unpack(batch)
+            step = batches.unpack(batch)
+            x, keep = step.x, step.keep
             if keep is not None:
                 return tf.reduce_sum(tf.cast(keep > 0, tf.int64))
             for value in tf.nest.flatten(x):
