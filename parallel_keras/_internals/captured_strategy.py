@@ -29,7 +29,7 @@ def model_strategy(model: keras.Model) -> tf.distribute.Strategy | None:
     return getattr(model, "_distribute_strategy", None)
 
 
-def set_model_strategy(model: keras.Model, strategy: tf.distribute.Strategy) -> None:
+def set_model_strategy(model: keras.Model, strategy: tf.distribute.Strategy | None) -> None:
     model._distribute_strategy = strategy
 
 

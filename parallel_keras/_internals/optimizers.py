@@ -175,3 +175,12 @@ def clips_gradients(optimizer) -> bool:
     return any(
         getattr(optimizer, name, None) for name in ("clipnorm", "clipvalue", "global_clipnorm")
     )
+
+
+def restore_clip(optimizer) -> None:
+    """Undoes `clip_after_all_reduce` (Keras's own clip and all-reduce again)."""
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+    if optimizer is None:
+        return
+    for name in ("_parallel_keras_clip", "_clip_gradients", "_all_reduce_sum_gradients"):
+        optimizer.__dict__.pop(name, None)

@@ -18,10 +18,12 @@ without the optimizer; `*_on_batch` go through `Execution.train_on_batch`
 
 Set up once, before any `fit`:
 
-0. `multi_gpu_model` (`multi_gpu_model.py`) moves the template's variables
-   into the strategy (`_internals.variables`), adopts its optimizer
-   (`strategies.adopt_optimizer`) and gives the template its own methods on
-   the instance (`template.attach_template`). `compile` (below) adopts the
+0. `multi_gpu_model` (`multi_gpu_model.py`) changes the template in one
+   place, `template_adoption.adopt_template`, which records what it changed
+   (`TemplateAdoption.undo`): BatchNormalization synchronized, the variables
+   moved into the strategy (`_internals.variables`), the optimizer adopted
+   (`strategies.adopt_optimizer`), the template's own methods on the
+   instance (`template.attach_template`). `compile` (below) adopts the
    optimizer passed to it and, as `fit` and `train_on_batch` do again, sets
    up its clip after the all-reduce (`steps.set_up_optimizer`). At import,
    this module gives `ParallelModel` its first-batch symbolic build
@@ -100,6 +102,7 @@ from parallel_keras.data_parallel import (
     sample_weights,
     steps,
     strategies,
+    template_adoption,
     trainable_at_compile,
 )
 from parallel_keras.data_parallel import execution as execution_lib
@@ -146,6 +149,8 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         self._batch_loss = batch_loss
         self._global_loss = batch_loss == "global"
         self._trained: trainable_at_compile.TrainableAtCompile | None = None
+        # What `multi_gpu_model` changed on the template (it sets it).
+        self._adoption: template_adoption.TemplateAdoption | None = None
         self._execution = execution_lib.Execution(
             self, strategy, replicate_all=False, stateful_batch=stateful_batch
         )
