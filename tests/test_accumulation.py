@@ -15,6 +15,7 @@ from helpers import assert_multi_step_error, conv_bn_model, images, keras_has_mu
 
 import parallel_keras
 from parallel_keras import _internals
+from parallel_keras._internals import multi_step
 from parallel_keras.data_parallel import accumulation
 
 OPTIMIZERS = {
@@ -89,7 +90,7 @@ def test_epochs_that_are_not_a_multiple_of_k_behave_as_one_device(steps_per_exec
         template = mlp()
         parallel = parallel_keras.multi_gpu_model(template, gpus=4)
         parallel.compile(make(gradient_accumulation_steps=3), "mse", steps_per_execution=3)
-        with pytest.raises(_internals.StepsPerExecutionNeedsNewerKeras) as raised:
+        with pytest.raises(multi_step.StepsPerExecutionNeedsNewerKeras) as raised:
             parallel.fit(x, y, batch_size=8, epochs=3, shuffle=False, verbose=0)
         assert_multi_step_error(str(raised.value), steps=3, batches=5)
         assert int(parallel.optimizer.iterations.numpy()) == 0

@@ -127,6 +127,26 @@ def test_equal_static_slices_are_left_as_they_are():
     assert batches.prepare_dataset(dataset, 4).element_spec == dataset.element_spec
 
 
+def test_a_step_is_told_how_its_batch_was_split():
+    """`unpack` says what `prepare_dataset` chose, so the step does not guess."""
+    even = tf.data.Dataset.from_tensors((tf.zeros([8, 3]), tf.zeros([8])))
+    (batch,) = list(batches.prepare_dataset(even, 4).map(lambda x, y: (x[:2], y[:2])))
+    assert batches.unpack(batch).split is batches.Split.EQUAL
+    tiled = tf.data.Dataset.from_tensors((tf.zeros([3, 3]), tf.zeros([3])))
+    (batch,) = list(batches.prepare_dataset(tiled, 4))
+    step = batches.unpack(batch)
+    assert step.split is batches.Split.MARKED
+    assert float(tf.reduce_sum(step.keep)) == 3.0
+    assert step.batch_rows.numpy().tolist() == [12.0, 3.0]
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3])])
+    def unknown_rows(x):
+        assert batches.unpack((x,)).split is batches.Split.AS_GIVEN
+        return x
+
+    unknown_rows(tf.zeros([2, 3]))
+
+
 def test_a_batch_size_unknown_up_front_is_decided_per_batch():
     dataset = tf.data.Dataset.from_tensor_slices(tf.zeros([7, 3])).batch(4)
     prepared = list(batches.prepare_dataset(dataset, 4))

@@ -60,3 +60,17 @@ def test_clipping_acts_on_the_summed_gradient(clipping, expected, cpu_relocation
     reference.fit(X, Y, batch_size=4, epochs=2, verbose=0)
     parallel.fit(X, Y, batch_size=4, epochs=2, verbose=0)
     np.testing.assert_allclose(template.get_weights()[0], reference.get_weights()[0], atol=1e-5)
+
+
+def test_clipping_is_set_up_at_compile_not_while_a_step_is_traced():
+    """The optimizer's clip moves after the all-reduce when the parallel model
+    adopts it at `compile`; training then changes none of its methods."""
+    parallel = parallel_keras.multi_gpu_model(_linear(1.0), gpus=2)
+    optimizer = keras.optimizers.SGD(1.0, clipvalue=2.0)
+    parallel.compile(optimizer, _product)
+    names = ("_clip_gradients", "_all_reduce_sum_gradients")
+    methods = {name: vars(optimizer).get(name) for name in names}
+    assert all(callable(method) for method in methods.values())
+    parallel.train_on_batch(X, Y)
+    assert {name: vars(optimizer).get(name) for name in names} == methods
+    np.testing.assert_allclose(parallel.template.get_weights()[0].ravel(), [3.0, -1.0], atol=1e-6)

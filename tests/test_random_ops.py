@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 import parallel_keras
-from parallel_keras import _internals
+from parallel_keras._internals import seed_generators
 
 
 class Sampling(keras.layers.Layer):
@@ -89,7 +89,7 @@ def test_each_replica_draws_its_own_noise():
     strategy = parallel.strategy
 
     def replica_draw():
-        _internals.use_replica_seed_generator()
+        seed_generators.use_replica_seed_generator()
         return keras.random.normal((4,))
 
     draws = strategy.experimental_local_results(

@@ -5,8 +5,10 @@ and the CPU-relocation strategy training like one device."""
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import parallel_keras
+from parallel_keras.cluster import prepared
 from parallel_keras.data_parallel import strategies
 
 GPUS = [f"/job:localhost/replica:0/task:0/device:GPU:{index}" for index in range(4)]
@@ -162,3 +164,28 @@ def test_cpu_relocation_logs_each_outputs_loss_like_one_device(batch_size):
     assert sorted(history) == sorted(expected) == ["a_loss", "a_mae", "b_loss", "loss"]
     for name in expected:
         np.testing.assert_allclose(history[name], expected[name], atol=1e-5, err_msg=name)
+
+
+def test_a_strategy_prepares_only_while_its_model_hands_it_a_preparation():
+    """The preparation is passed to the strategy the model runs on: another
+    strategy, and the same one outside the block, distribute as usual."""
+    running = prepared.PreparedMirroredStrategy(["/cpu:0", "/cpu:1"])
+    other = prepared.PreparedMirroredStrategy(["/cpu:0", "/cpu:1"])
+    dataset = tf.data.Dataset.from_tensors(tf.ones([4, 1]))
+
+    def doubled(data):
+        return data.map(lambda x: x * 2.0)
+
+    def first_value(strategy):
+        batch = next(iter(strategy.experimental_distribute_dataset(dataset)))
+        return float(strategy.experimental_local_results(batch)[0][0, 0])
+
+    with prepared.preparing_batches(running, doubled):
+        assert prepared.preparation(running) is doubled
+        assert first_value(running) == 2.0
+        assert first_value(other) == 1.0
+        with prepared.preparing_batches(running, lambda data: data):
+            assert first_value(running) == 1.0
+        assert first_value(running) == 2.0
+    assert prepared.preparation(running) is None
+    assert first_value(running) == 1.0

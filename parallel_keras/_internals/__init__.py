@@ -8,16 +8,18 @@ behaviour it relies on or works around and the versions it was checked on;
 them:
 
 - `variables`: Keras variables relocated onto a strategy; stateful RNN state.
-- `trainer`: Keras's trainer (loss trackers, metric order, default steps,
-  strategy captured at construction, first-batch symbolic build, resume,
-  clipping after the all-reduce, seedless random ops per replica, Python
-  data read one batch per step, metrics under central storage,
-  several steps per execution at an epoch's end).
+- Keras's trainer, one module per surface: `loss_tracking` (loss trackers,
+  metric order, the loss under a strategy), `captured_strategy` (the
+  strategy captured at construction), `compiled_functions` (default steps,
+  cached traced functions, resume), `symbolic_build` (first-batch symbolic
+  build), `seed_generators` (random ops per replica), `epoch_iterator`
+  (Python data read one batch per step), `multi_step` (several steps per
+  execution at an epoch's end), `layers` (sublayers of a layer).
 - `collectives`: collective keys, which reduction a strategy performs, NCCL.
 - `multi_worker`: TensorFlow runtime start, MWMS construction, Keras's
   scalar-mean reduction under MWMS.
-- `optimizers`: Keras's optimizer: gradient accumulation on replicas, and
-  its variable index after relocation.
+- `optimizers`: Keras's optimizer: gradient accumulation on replicas, its
+  variable index after relocation, clipping after the all-reduce.
 - `placement`: device placement of functional layer calls.
 - `interceptions`: every attribute of Keras/TensorFlow parallel_keras
   replaced (`patch`), listed by `installed()`, each removable.
@@ -29,8 +31,9 @@ them:
 - `versions`: the tested TensorFlow/Keras range; an error for an environment
   below it or not Keras 3 on TensorFlow, a warning above it.
 
-Callers use `from parallel_keras import _internals; _internals.name`: every
-public name is re-exported here. Only modules that already import TensorFlow
+Callers use `from parallel_keras import _internals; _internals.name` for the
+names re-exported here; the trainer's surfaces are imported by module name
+(`from parallel_keras._internals import seed_generators`). Only modules that already import TensorFlow
 import this package (`import parallel_keras` stays TensorFlow-free).
 
 Each module lists the Keras versions each of its upstream shapes was checked
@@ -102,41 +105,6 @@ from parallel_keras._internals.placement import (
     tf_device_scope,
 )
 from parallel_keras._internals.sessions import session_config
-from parallel_keras._internals.trainer import (
-    StepsPerExecutionNeedsNewerKeras,
-    child_layers,
-    clip_after_all_reduce,
-    clips_gradients,
-    correct_summed_assigns,
-    epoch_iterator_dataset,
-    epoch_iterator_strategy,
-    flatten_metrics_in_order,
-    install_class_symbolic_build,
-    install_symbolic_build,
-    is_keras_default_step,
-    is_python_data,
-    loss_scaled_for_replicas,
-    loss_tracker,
-    maybe_symbolic_build,
-    model_strategy,
-    optimizer_strategy,
-    output_loss_trackers,
-    read_python_data_per_step,
-    recount_output_losses,
-    remove_symbolic_build,
-    replicate_seed_generators,
-    require_multi_step_support,
-    reset_compiled_functions,
-    set_initial_epoch,
-    set_model_strategy,
-    set_optimizer_strategy,
-    skip_train_rows,
-    skip_train_steps,
-    steps_take_python_iterators,
-    sums_replica_assigns,
-    symbolic_build_from_local_replica,
-    use_replica_seed_generator,
-)
 from parallel_keras._internals.variables import (
     created_trainable,
     is_keras_variable,
@@ -159,87 +127,54 @@ __all__ = [
     "cancel_before_tf_starts",
     "check_environment",
     "CHECKED_VERSIONS",
-    "child_layers",
-    "clip_after_all_reduce",
     "clip_gradients",
-    "clips_gradients",
     "collective_all_reduce",
     "collective_reductions_in_traced_function",
     "concat_keeping_logits",
-    "correct_summed_assigns",
     "created_trainable",
-    "epoch_iterator_dataset",
-    "epoch_iterator_strategy",
     "cross_device_ops_kind",
     "expand_slurm_tasks_per_node",
     "filter_empty_gradients",
-    "flatten_metrics_in_order",
     "functional_graph",
     "functional_layer_calls",
     "gradient_accumulators",
-    "install_class_symbolic_build",
     "install_functional_config_hooks",
     "install_node_created_hook",
     "install_operation_for_node_hook",
     "install_scalar_mean_reduction_workaround",
-    "install_symbolic_build",
     "is_functional",
-    "is_keras_default_step",
     "is_keras_variable",
-    "is_python_data",
     "keras_scalar_mean_reduction_fails",
     "keras_tensor_layer",
     "keras_variable_value",
     "replica_aggregation",
     "keras_weights_image",
     "legacy_h5_model_to",
-    "loss_scaled_for_replicas",
-    "loss_tracker",
     "map_keeping_logits",
-    "maybe_symbolic_build",
     "micro_step_counter",
-    "model_strategy",
     "ModelCheckpointWriteHook",
     "multi_worker_mirrored_strategy",
     "nccl_kernels_registered",
     "optimizer_built_variables",
-    "optimizer_strategy",
     "optimizer_variable_keys",
     "output_logits",
-    "output_loss_trackers",
     "overwrite_with_moving_average_here",
     "overwrites_with_gradient",
     "PlacementInternalsChanged",
     "PlacementNeedsNewerKeras",
-    "read_python_data_per_step",
-    "recount_output_losses",
     "rekey_optimizer_variables",
     "relocate_variables",
     "remove_op_callback",
-    "remove_symbolic_build",
-    "replicate_seed_generators",
-    "require_multi_step_support",
     "require_placement_support",
     "session_config",
-    "reset_compiled_functions",
     "rnn_state_variables",
     "run_before_tf_starts",
     "save_legacy_h5_weights",
     "scalar_mean_reduction_workaround_active",
-    "set_initial_epoch",
-    "set_model_strategy",
-    "set_optimizer_strategy",
-    "skip_train_rows",
-    "skip_train_steps",
-    "StepsPerExecutionNeedsNewerKeras",
-    "steps_take_python_iterators",
-    "sums_replica_assigns",
-    "symbolic_build_from_local_replica",
     "TESTED_RANGE",
     "tf_device_scope",
     "tf_runtime_initialized",
     "UnsupportedEnvironment",
     "update_moving_average_here",
-    "use_replica_seed_generator",
     "variable_synchronization",
 ]

@@ -76,7 +76,7 @@ def filter_empty_gradients(optimizer: keras.optimizers.Optimizer, grads, variabl
 def clip_gradients(optimizer: keras.optimizers.Optimizer, grads) -> list:
     """`clipnorm`/`clipvalue`/`global_clipnorm` as Keras applies them.
 
-    Keras's own clip, also where `trainer.clip_after_all_reduce` moved it
+    Keras's own clip, also where `clip_after_all_reduce` moved it
     after the all-reduce for steps that do not accumulate.
     """
     return optimizer.__dict__.get("_parallel_keras_clip", optimizer._clip_gradients)(grads)
@@ -137,3 +137,50 @@ def optimizer_built_variables(optimizer: keras.optimizers.Optimizer) -> list:
     if inner is not None:
         return list(inner._trainable_variables) if inner.built else []
     return list(optimizer._trainable_variables)
+
+
+# --- Gradient clipping over the all-reduced gradient ------------------------
+#
+# Keras 3.15's `BaseOptimizer._backend_apply_gradients` clips with
+# `_clip_gradients` and then calls `_backend_update_step`, whose TF version
+# (`TFOptimizer`, backend/tensorflow/optimizer.py) sums the replicas'
+# gradients in `_all_reduce_sum_gradients`: under tf.distribute each replica
+# clips its share before the sum. One device, and Keras 2's merged towers,
+# clipped the batch's gradient. Moving the clip after the sum (on this
+# optimizer instance only) gives one device's update; outside a strategy the
+# sum is the identity, so the order changes nothing there.
+
+
+def clip_after_all_reduce(optimizer) -> None:
+    """Makes `optimizer` clip the summed gradient, not each replica's share."""
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+    if optimizer is None or "_parallel_keras_clip" in optimizer.__dict__:
+        return
+    clip = optimizer._clip_gradients
+    all_reduce = optimizer._all_reduce_sum_gradients
+
+    def all_reduce_then_clip(grads_and_vars):
+        grads_and_vars = list(all_reduce(grads_and_vars))
+        clipped = clip([gradient for gradient, _ in grads_and_vars])
+        return [(gradient, variable) for gradient, (_, variable) in zip(clipped, grads_and_vars)]
+
+    optimizer.__dict__["_parallel_keras_clip"] = clip
+    optimizer.__dict__["_clip_gradients"] = lambda grads: grads
+    optimizer.__dict__["_all_reduce_sum_gradients"] = all_reduce_then_clip
+
+
+def clips_gradients(optimizer) -> bool:
+    """Whether `optimizer` (or the one a LossScaleOptimizer wraps) clips."""
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+    return any(
+        getattr(optimizer, name, None) for name in ("clipnorm", "clipvalue", "global_clipnorm")
+    )
+
+
+def restore_clip(optimizer) -> None:
+    """Undoes `clip_after_all_reduce` (Keras's own clip and all-reduce again)."""
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+    if optimizer is None:
+        return
+    for name in ("_parallel_keras_clip", "_clip_gradients", "_all_reduce_sum_gradients"):
+        optimizer.__dict__.pop(name, None)

@@ -27,6 +27,7 @@ semantics on the strategy that owns its variables (`replicate_all=True`).
 
 from __future__ import annotations
 
+import enum
 import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -215,6 +216,20 @@ def batch_of_structures(structure) -> Any:
     return structure
 
 
+class Split(enum.Enum):
+    """How `prepare_dataset` left a batch to tf.distribute's split."""
+
+    MARKED = "marked"
+    """A `PreparedBatch`: `keep` says which rows each replica reports and
+    `batch_rows` each replica's share (tiled or not)."""
+    EQUAL = "equal"
+    """Left as Keras built it: every batch splits into equal static slices
+    (`prepare_dataset`'s shortcut), so each replica holds 1/N of it."""
+    AS_GIVEN = "as_given"
+    """Left as Keras built it, rows unknown before the step (sparse, ragged
+    or scalar parts): split as tf.distribute does."""
+
+
 class StepData(NamedTuple):
     """What a replica's step receives, unpacked."""
 
@@ -226,6 +241,8 @@ class StepData(NamedTuple):
     batch_rows: tf.Tensor | None
     """`[rows split across replicas, rows of the batch]`; None: unknown
     without a collective."""
+    split: Split
+    """How `prepare_dataset` left the batch."""
 
 
 def unpack(data) -> StepData:
@@ -236,11 +253,22 @@ def unpack(data) -> StepData:
     if isinstance(data, list):
         data = tuple(data)
     if not isinstance(data, tuple):
-        return StepData(data, None, None, keep, batch_rows)
+        return StepData(data, None, None, keep, batch_rows, _split(data, keep))
     if len(data) in (1, 2, 3):
         x, y, sample_weight = (*data, None, None)[:3]
-        return StepData(x, y, sample_weight, keep, batch_rows)
+        return StepData(x, y, sample_weight, keep, batch_rows, _split(x, keep))
     raise ValueError(
         "Data is expected to be in format `x`, `(x,)`, `(x, y)`, or "
         f"`(x, y, sample_weight)`. Received: a tuple of {len(data)} elements."
     )
+
+
+def _split(x, keep) -> Split:
+    if keep is not None:
+        return Split.MARKED
+    # `prepare_dataset` leaves a dense batch unmarked only when its rows are
+    # known up front and split evenly; the replica's slice keeps them static.
+    for value in tf.nest.flatten(x):
+        if value is not None and value.shape.rank:
+            return Split.AS_GIVEN if value.shape[0] is None else Split.EQUAL
+    return Split.AS_GIVEN

@@ -17,7 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from parallel_keras import _internals
+from parallel_keras._internals import loss_tracking, seed_generators, symbolic_build
 from parallel_keras.cluster import prepared
 from parallel_keras.data_parallel import batches, python_data, sample_weights
 from parallel_keras.saving import atomic
@@ -74,12 +74,14 @@ class Execution:
         and Python data is read one batch per step (`python_data.py`)."""
         self._replicate_seed_generators()
         python_data.install()
-        return prepared.preparing_batches(self.prepare)
+        return prepared.preparing_batches(self.strategy, self.prepare)
 
     def _replicate_seed_generators(self) -> None:
         # Layers' own seed generators (Dropout, GaussianNoise) must advance
         # on the replicas, each replica drawing its own noise.
-        _internals.replicate_seed_generators(self.model, self.strategy)
+        # interception: layers' SeedGenerator.next (instance) and state
+        # variables, at each fit/evaluate/predict/*_on_batch (idempotent).
+        seed_generators.replicate_seed_generators(self.model, self.strategy)
 
     # --- Stateful templates ------------------------------------------------
 
@@ -238,7 +240,7 @@ class Execution:
         model = self.model
         self._replicate_seed_generators()
         batch = self.distributed_batch(x, y, sample_weight)
-        _internals.maybe_symbolic_build(model, data_batch=batch)
+        symbolic_build.maybe_symbolic_build(model, data_batch=batch)
         getattr(model, f"make_{kind}_function")()
         model.reset_metrics()
         # An iterator, as Keras's own `train_on_batch`/`test_on_batch` pass
@@ -264,7 +266,7 @@ class Execution:
         }
         if return_dict:
             return logs
-        return _internals.flatten_metrics_in_order(self.model, logs)
+        return loss_tracking.flatten_metrics_in_order(self.model, logs)
 
 
 def metric_names(model: keras.Model) -> list[str]:
@@ -279,7 +281,7 @@ def metric_names(model: keras.Model) -> list[str]:
         names = {name: name for name in model.get_metrics_result()}
     except ValueError:  # Compiled metrics are built by the first batch.
         return [metric.name for metric in model.metrics]
-    ordered = _internals.flatten_metrics_in_order(model, names)
+    ordered = loss_tracking.flatten_metrics_in_order(model, names)
     return list(ordered) if isinstance(ordered, list) else [ordered]
 
 

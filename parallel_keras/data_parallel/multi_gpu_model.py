@@ -12,10 +12,9 @@ from absl import logging
 
 from parallel_keras import _internals
 from parallel_keras import devices as devices_lib
-from parallel_keras.data_parallel import adoption, strategies
+from parallel_keras.data_parallel import adoption, strategies, template_adoption
 from parallel_keras.data_parallel import losses as losses_lib
 from parallel_keras.data_parallel import parallel_model as parallel_model_lib
-from parallel_keras.data_parallel import template as template_lib
 
 ParallelModel = parallel_model_lib.ParallelModel
 
@@ -160,18 +159,10 @@ def multi_gpu_model(
 
     # Everything above only validated; from here the template is changed.
     # Keras 2's `ModelMGPU(Model)` wrapper calls us from its `__init__`.
+    # interception: the calling wrapper's __class__ (ModelMGPU), at multi_gpu_model.
     adoption.adopt_calling_wrapper(sys._getframe(1))
-    if sync_batchnorm:
-        for layer in template_lib.all_layers(model):
-            if isinstance(layer, keras.layers.BatchNormalization):
-                layer.synchronized = True
-    _internals.relocate_variables(model.variables, strategy, synchronize=_synchronization)
-    _internals.relocate_variables(
-        _rnn_states(model), strategy, synchronize=lambda _: ("only_first_replica", "on_read")
-    )
-    if getattr(model, "optimizer", None) is not None:
-        strategies.adopt_optimizer(model.optimizer, strategy)
-    template_lib.attach_template(model, strategy, stateful_batch)
+    # Every change to the template, its layers and its optimizer, recorded.
+    adopted = template_adoption.adopt_template(model, strategy, stateful_batch, sync_batchnorm)
     _follow_replica_devices(model, strategy, replica_devices)
     with strategy.scope():
         parallel = ParallelModel(
@@ -183,6 +174,7 @@ def multi_gpu_model(
             batch_loss=batch_loss,
             stateful_batch=stateful_batch,
         )
+    parallel._adoption = adopted
     logging.info(
         "multi_gpu_model: %s replicated on %d devices: %s (%s)",
         model.name,
@@ -193,37 +185,12 @@ def multi_gpu_model(
     return parallel
 
 
-def _rnn_states(model: keras.Model) -> list[keras.Variable]:
-    return [
-        state
-        for layer in template_lib.all_layers(model)
-        for state in _internals.rnn_state_variables(layer)
-    ]
-
-
 def _stateful_batch(model: keras.Model) -> int | None:
     """The batch a stateful template was built for (None if not stateful)."""
-    states = _rnn_states(model)
+    states = template_adoption.rnn_states(model)
     if not states:
         return None
     return int(states[0].shape[0])
-
-
-def _synchronization(variable: keras.Variable) -> tuple[str, str] | None:
-    """MEAN aggregation for non-trainable float state updated on each replica.
-
-    Such variables (moving statistics) are assigned inside the forward pass
-    on every replica. Mean-aggregating them keeps the replicas identical.
-    A frozen layer's weights are weights all the same (they train again
-    when the layer is unfrozen): what counts is how a variable was created.
-    """
-    if (
-        not _internals.created_trainable(variable)
-        and variable.aggregation in ("none", "mean")
-        and keras.backend.is_float_dtype(variable.dtype)
-    ):
-        return "mean", _internals.variable_synchronization(variable)
-    return None
 
 
 def _follow_replica_devices(model, strategy, replica_devices) -> None:

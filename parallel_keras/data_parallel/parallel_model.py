@@ -1,4 +1,3 @@
-# SPDX-License-Identifier: Apache-2.0
 """The model `multi_gpu_model` returns: the template, trained on replicas.
 
 A `ParallelModel` holds no weights of its own. It calls the template, whose
@@ -9,6 +8,78 @@ template. It stands in for Keras 2's parallel model where scripts touch it
 and trains as Keras 2's did: the weights trainable at compile
 (`trainable_at_compile.py`), targets and metric names as Keras 2 took them
 (`targets.py`).
+
+How `fit` runs
+--------------
+Every hook, in the order it runs; each names its module (`data_parallel/`
+unless said otherwise). `evaluate` and `predict` take the same route
+without the optimizer; `*_on_batch` go through `Execution.train_on_batch`
+& co. (`execution.py`) to the same steps.
+
+Set up once, before any `fit`:
+
+0. `multi_gpu_model` (`multi_gpu_model.py`) changes the template in one
+   place, `template_adoption.adopt_template`, which records what it changed
+   (`TemplateAdoption.undo`): BatchNormalization synchronized, the variables
+   moved into the strategy (`_internals.variables`), the optimizer adopted
+   (`strategies.adopt_optimizer`), the template's own methods on the
+   instance (`template.attach_template`). `compile` (below) adopts the
+   optimizer passed to it and, as `fit` and `train_on_batch` do again, sets
+   up its clip after the all-reduce (`steps.set_up_optimizer`). At import,
+   this module gives `ParallelModel` its first-batch symbolic build
+   (`_internals.symbolic_build.install_class_symbolic_build`, last lines).
+
+`ParallelModel.fit(x, y, ...)`:
+
+1. `_ensure_current`: the template still belongs to this model's strategy
+   (`_internals.captured_strategy`); `TrainableAtCompile.check` warns as
+   Keras 2 did if `trainable` changed since compile
+   (`trainable_at_compile.py`).
+2. The arguments as Keras 2 took them: `keras2_arguments.call_data` and
+   `fit_keywords`, `class_weights.with_class_weights`,
+   `sample_weights.keras2_call_arguments`.
+3. Checks before any step: `Execution.check_call` (`execution.py`: batch
+   size, rows, shapes, a stateful template's batch, checkpoint folders) and
+   `endless.check_steps`.
+4. `Execution.running()` (`execution.py`) opens the run: layers' own seed
+   generators draw per replica (`_internals.seed_generators.
+   replicate_seed_generators`); Keras's epoch iterators read Python data
+   one batch per step (`python_data.install`, through
+   `_internals.epoch_iterator`); and the strategy is handed this model's
+   batch preparation, `Execution.prepare` over `batches.prepare_dataset`
+   (`cluster/prepared.preparing_batches(strategy, prepare)`).
+5. `keras.Model.fit` (Keras) makes its `TFEpochIterator`, which calls
+   `strategy.experimental_distribute_dataset`: the prepared strategies
+   (`cluster/prepared.py`) map each global batch to a `batches.PreparedBatch`
+   (tiled where a replica would get no rows) or leave it whole when it splits
+   evenly. Over Python data the iterator reads `python_data.StepByStepDataset`
+   instead.
+6. Keras's `_maybe_symbolic_build`, replaced for this class
+   (`_internals.symbolic_build`): the optimizer is built for the weights
+   trainable at compile (`_build_trained_optimizer`), and the compile state
+   from one replica's batch shapes, targets in output order
+   (`targets.symbolic_batch_in_output_order`).
+7. `make_train_function` (below) wraps Keras's train function so frozen
+   BatchNormalization layers train as in Keras 2
+   (`trainable_at_compile.with_keras2_batchnorm`).
+8. Callbacks' `on_train_begin`; a resumed multi-worker run may start at a
+   later epoch and skip batches (`multi_worker/backup.py`, through
+   `_internals.compiled_functions`).
+9. Per step, Keras's train function runs `train_step` (below) on each replica:
+   `steps.train_step` builds one `steps.StepContext` (the replica's slice
+   unpacked by `batches.unpack`, the rows it keeps, the batch's rows, how
+   `prepare_dataset` split it, training or not, the merge policy), points
+   seedless random ops at this replica's stream
+   (`_internals.seed_generators.use_replica_seed_generator`), calls the
+   template (`call`), computes the loss with targets as Keras 2 fed them
+   (`compute_loss`, `targets.as_keras2_fed`, losses scaled in
+   `losses.scaled_for_replicas`) weighted by the replica's share, applies
+   the gradients (`accumulation.apply_gradients`; the optimizer clips after
+   the all-reduce) and updates the metrics once per batch or per replica
+   (`steps._merged_metrics` / `_local_metrics`, `central_storage.py`).
+10. Under MultiWorkerMirroredStrategy Keras reduces the replicas' logs
+    (`_internals.multi_worker`'s scalar-mean workaround).
+11. `running()` closes: the strategy's preparation is handed back.
 """
 
 from __future__ import annotations
@@ -21,6 +92,7 @@ import keras
 import tensorflow as tf
 
 from parallel_keras import _internals
+from parallel_keras._internals import captured_strategy, symbolic_build
 from parallel_keras.data_parallel import (
     accumulation,
     class_weights,
@@ -30,6 +102,7 @@ from parallel_keras.data_parallel import (
     sample_weights,
     steps,
     strategies,
+    template_adoption,
     trainable_at_compile,
 )
 from parallel_keras.data_parallel import execution as execution_lib
@@ -76,6 +149,8 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         self._batch_loss = batch_loss
         self._global_loss = batch_loss == "global"
         self._trained: trainable_at_compile.TrainableAtCompile | None = None
+        # What `multi_gpu_model` changed on the template (it sets it).
+        self._adoption: template_adoption.TemplateAdoption | None = None
         self._execution = execution_lib.Execution(
             self, strategy, replicate_all=False, stateful_batch=stateful_batch
         )
@@ -185,6 +260,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         # update fails under CentralStorageStrategy; recreated as an adopted
         # optimizer's (a no-op where Keras passed the aggregation on).
         _internals.relocate_variables(self.optimizer.variables, self._strategy)
+        steps.set_up_optimizer(self.optimizer)
         if self._batch_loss == "auto":
             self._global_loss = not losses_lib.all_keras_builtins(loss, metrics, weighted_metrics)
         self._trained = trainable_at_compile.TrainableAtCompile(self)
@@ -221,6 +297,8 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         if self.train_function is not None and not force:
             return self.train_function
         super().make_train_function(force=force)
+        # interception: frozen BatchNormalization flags toggled around each
+        # train-function call, from the first step.
         self.train_function = trainable_at_compile.with_keras2_batchnorm(
             self.train_function, self._template
         )
@@ -267,6 +345,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
             x, batch_size, "fit", callbacks=kwargs.get("callbacks")
         )
         endless.check_steps(x, "fit", args, kwargs)
+        steps.set_up_optimizer(getattr(self, "optimizer", None))
         with self._execution.running():
             return super().fit(x, y, batch_size, *args, **kwargs)
 
@@ -316,6 +395,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         if self._trained is not None:
             self._trained.check(self)
         x, y, sample_weight = keras2_arguments.call_data(self, x, y, sample_weight)
+        steps.set_up_optimizer(getattr(self, "optimizer", None))
         return self._execution.train_on_batch(x, y, sample_weight, class_weight, return_dict)
 
     def test_on_batch(
@@ -336,7 +416,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         template_lib.reset_states(self._template)
 
     def _ensure_current(self) -> None:
-        owner = _internals.model_strategy(self._template)
+        owner = captured_strategy.model_strategy(self._template)
         if owner is not self._strategy:
             raise RuntimeError(
                 "This parallel model no longer owns its template's weights: "
@@ -430,7 +510,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
 
 
 # Keras's first-batch symbolic build reads one replica's batch (see
-# `_internals.trainer`).
+# `_internals.symbolic_build`).
 def _build_trained_optimizer(model: ParallelModel) -> None:
     # The optimizer is built for the weights trainable at compile (Keras 2).
     if model._trained is not None:
@@ -443,6 +523,7 @@ def _symbolic_batch(model: ParallelModel, batch):
     return targets_lib.symbolic_batch_in_output_order(model, batch)
 
 
-_internals.install_class_symbolic_build(
+# interception: ParallelModel._maybe_symbolic_build (class), at import.
+symbolic_build.install_class_symbolic_build(
     ParallelModel, _symbolic_batch, before=_build_trained_optimizer
 )

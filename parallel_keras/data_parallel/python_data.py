@@ -22,7 +22,7 @@ the step order. A `PyDataset` with `workers` keeps Keras's enqueuer, which
 reads ahead on one device too. Arrays and `tf.data` datasets keep
 tf.distribute's own prefetching pipeline; so do a strategy with replicas
 on other workers and Keras 3.5-3.6, whose steps cannot take their batches
-from Python (`_internals.steps_take_python_iterators`).
+from Python (`epoch_iterator.steps_take_python_iterators`).
 """
 
 from __future__ import annotations
@@ -31,26 +31,28 @@ from typing import Any
 
 import tensorflow as tf
 
-from parallel_keras import _internals
+from parallel_keras._internals import epoch_iterator
 from parallel_keras.cluster import prepared
 
 
 def install() -> None:
     """Makes Keras's epoch iterators over Python data read one batch per step
     while a parallel_keras model runs (idempotent)."""
-    _internals.read_python_data_per_step(_step_by_step_source)
+    # interception: TFEpochIterator.__init__ (class), at the first run of a
+    # parallel_keras model's fit/evaluate/predict.
+    epoch_iterator.read_python_data_per_step(_step_by_step_source)
 
 
 def _step_by_step_source(iterator: Any) -> StepByStepDataset | None:
-    prepare = prepared.current_preparation()
-    if prepare is None or not _internals.is_python_data(iterator):
+    strategy = epoch_iterator.epoch_iterator_strategy(iterator)
+    prepare = prepared.preparation(strategy)
+    if prepare is None or not epoch_iterator.is_python_data(iterator):
         return None
-    if not _internals.steps_take_python_iterators():
+    if not epoch_iterator.steps_take_python_iterators():
         return None  # Keras 3.5-3.6: a Python iterator is read only when traced
-    strategy = _internals.epoch_iterator_strategy(iterator)
     if strategy is None or len(strategy.extended.worker_devices) != strategy.num_replicas_in_sync:
         return None  # replicas on other workers read their own shards
-    dataset = prepare(_internals.epoch_iterator_dataset(iterator))
+    dataset = prepare(epoch_iterator.epoch_iterator_dataset(iterator))
     options = tf.data.Options()
     # tf.data would otherwise add a prefetch after the last (synchronous)
     # step of the pipeline, reading a batch ahead.

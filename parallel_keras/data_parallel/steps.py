@@ -23,7 +23,7 @@ trainer.py`, Keras 3.15) and differ in these ways:
   metrics are updated once per batch in cross-replica context, on the
   batch's rows in order: every per-batch log is one device's.
 * The optimizer clips the summed gradient, not each replica's share, and
-  random ops draw per replica (`_internals.clip_after_all_reduce`,
+  random ops draw per replica (`_internals.optimizers.clip_after_all_reduce`,
   `use_replica_seed_generator`).
 * Under loss scaling (`mixed_float16`) a step is skipped when the summed
   gradient is not finite, whichever replica overflowed
@@ -35,13 +35,57 @@ trainer.py`, Keras 3.15) and differ in these ways:
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
+from typing import Any
 
 import keras
 import tensorflow as tf
 
 from parallel_keras import _internals
-from parallel_keras.data_parallel import accumulation, batches
+from parallel_keras._internals import loss_tracking, seed_generators
+from parallel_keras._internals import optimizers as optimizer_internals
+from parallel_keras.data_parallel import accumulation, batches, central_storage
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class StepContext:
+    """What one replica's step knows of its batch and how it reports it.
+
+    Built once at the top of a step (`_step_context`) and handed to each part
+    of it, instead of each part re-deriving it from the data.
+    """
+
+    x: Any
+    y: Any
+    sample_weight: Any
+    keep: tf.Tensor | None
+    """Rows this replica reports (`batches.PreparedBatch.keep`); None: all."""
+    batch_rows: tf.Tensor | None
+    """`[rows split across replicas, rows of the batch]`; None: unknown."""
+    split: batches.Split
+    """How `batches.prepare_dataset` left the batch."""
+    training: bool
+    global_loss: bool
+    """Loss and metrics over the gathered global batch (`batch_loss="global"`)."""
+    merged: bool
+    """The merge policy: loss tracker and metrics updated once per batch in
+    cross-replica context (`_merged_metrics`), not on each replica."""
+
+
+def _step_context(model, data, training: bool, global_loss: bool) -> StepContext:
+    step = batches.unpack(data)
+    return StepContext(
+        x=step.x,
+        y=step.y,
+        sample_weight=step.sample_weight,
+        keep=step.keep,
+        batch_rows=step.batch_rows,
+        split=step.split,
+        training=training,
+        global_loss=global_loss,
+        merged=_merges_metrics(model, step.keep, global_loss),
+    )
 
 
 def train_step(model, data, global_loss: bool = False, trainable_weights=None):
@@ -50,16 +94,14 @@ def train_step(model, data, global_loss: bool = False, trainable_weights=None):
     `trainable_weights`: the weights to train (the parallel model's, fixed
     at compile as in Keras 2); defaults to the model's trainable weights now.
     """
-    x, y, sample_weight, keep, batch_rows = batches.unpack(data)
-    _internals.use_replica_seed_generator()
-    merged = _merges_metrics(model, keep, global_loss)
+    step = _step_context(model, data, training=True, global_loss=global_loss)
+    # interception: Keras's global SeedGenerator, per replica thread, at each trace.
+    seed_generators.use_replica_seed_generator()
     central = _central_output_losses(model)
     with tf.GradientTape() as tape:
-        y_pred = model(x, training=True)
-        gathered = _gathered_if(global_loss, (y, y_pred, sample_weight), keep)
-        loss, tracked = _loss(
-            model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, True, merged
-        )
+        y_pred = model(step.x, training=True)
+        gathered = _gathered_if(step, y_pred)
+        loss, tracked = _loss(model, step, y_pred, gathered)
         if model.optimizer is not None:
             loss = model.optimizer.scale_loss(loss)
     if trainable_weights is None:
@@ -67,16 +109,33 @@ def train_step(model, data, global_loss: bool = False, trainable_weights=None):
     if trainable_weights:
         gradients = tape.gradient(loss, trainable_weights)
         if accumulation.accumulation_steps(model.optimizer) is None:
-            # Accumulation clips and checks the summed gradient itself.
-            if _internals.clips_gradients(model.optimizer):
-                _internals.clip_after_all_reduce(model.optimizer)
+            # Accumulation checks the summed gradient itself.
             gradients = _non_finite_together(model.optimizer, gradients)
         accumulation.apply_gradients(model, gradients, trainable_weights)
     else:
         warnings.warn("The model does not have any trainable weights.", stacklevel=2)
-    if merged:
-        return _merged_metrics(model, y, y_pred, sample_weight, keep, gathered, tracked, central)
-    return _local_metrics(model, x, y, y_pred, sample_weight, keep, gathered)
+    if step.merged:
+        return _merged_metrics(model, step, y_pred, gathered, tracked, central)
+    return _local_metrics(model, step, y_pred, gathered)
+
+
+def set_up_optimizer(optimizer) -> None:
+    """Makes `optimizer` clip as `train_step` needs: the summed gradient.
+
+    Called where the optimizer is adopted, before any step is traced: at the
+    parallel model's `compile`, and at the start of each `fit` and
+    `train_on_batch` of the parallel model and of a template using these
+    steps (a `clipnorm` set after compile counts). Accumulation clips the
+    summed gradient itself (`accumulation.py`).
+    """
+    if (
+        optimizer is not None
+        and accumulation.accumulation_steps(optimizer) is None
+        and optimizer_internals.clips_gradients(optimizer)
+    ):
+        # interception: the optimizer's clip moved after its all-reduce, at
+        # compile and at each fit/train_on_batch (once per optimizer).
+        optimizer_internals.clip_after_all_reduce(optimizer)
 
 
 def _non_finite_together(optimizer, gradients):
@@ -124,64 +183,62 @@ def _values(gradient):
 
 def test_step(model, data, global_loss: bool = False):
     """Loss and metrics on this replica's slice; returns the metric logs."""
-    x, y, sample_weight, keep, batch_rows = batches.unpack(data)
-    _internals.use_replica_seed_generator()
-    merged = _merges_metrics(model, keep, global_loss)
+    step = _step_context(model, data, training=False, global_loss=global_loss)
+    seed_generators.use_replica_seed_generator()
     central = _central_output_losses(model)
-    y_pred = model(x, training=False)
-    gathered = _gathered_if(global_loss, (y, y_pred, sample_weight), keep)
-    _, tracked = _loss(
-        model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, False, merged
-    )
-    if merged:
-        return _merged_metrics(model, y, y_pred, sample_weight, keep, gathered, tracked, central)
-    return _local_metrics(model, x, y, y_pred, sample_weight, keep, gathered)
+    y_pred = model(step.x, training=False)
+    gathered = _gathered_if(step, y_pred)
+    _, tracked = _loss(model, step, y_pred, gathered)
+    if step.merged:
+        return _merged_metrics(model, step, y_pred, gathered, tracked, central)
+    return _local_metrics(model, step, y_pred, gathered)
 
 
 def predict_step(model, data):
     """The model's outputs for the rows this replica reports."""
-    x, _, _, keep, _ = batches.unpack(data)
-    _internals.use_replica_seed_generator()
+    step = batches.unpack(data)
+    x, keep = step.x, step.keep
+    seed_generators.use_replica_seed_generator()
     y_pred = model(x, training=False)
     if keep is None:
         return y_pred
     return tf.nest.map_structure(lambda value: _kept(value, keep), y_pred)
 
 
-def _loss(model, x, y, y_pred, sample_weight, keep, batch_rows, gathered, training, merged):
+def _loss(model, step: StepContext, y_pred, gathered):
     """The loss to differentiate, and `(value, rows)` for the loss tracker,
-    which is updated here unless the metrics are `merged`."""
+    which is updated here unless the metrics are `step.merged`."""
     context = tf.distribute.get_replica_context()
     num_replicas = context.num_replicas_in_sync
+    x, keep, batch_rows, merged = step.x, step.keep, step.batch_rows, step.merged
     local_rows = _rows(x)
     if gathered is not None:
         targets, outputs, weights = gathered
         loss = model.compute_loss(
-            x=x, y=targets, y_pred=outputs, sample_weight=weights, training=training
+            x=x, y=targets, y_pred=outputs, sample_weight=weights, training=step.training
         )
-        loss = _internals.loss_scaled_for_replicas(loss, num_replicas)
+        loss = loss_tracking.loss_scaled_for_replicas(loss, num_replicas)
         on_first_replica = tf.equal(context.replica_id_in_sync_group, 0)
         reported = tf.cast(_rows(outputs), loss.dtype) * tf.cast(on_first_replica, loss.dtype)
         tracked = (loss * num_replicas, reported)
         if not merged:
             _update_loss_tracker(model, *tracked)
         return loss, tracked
-    # Every replica holds 1/N of the batch when the batch was left
-    # unprepared because it splits into equal static slices
-    # (`batches.prepare_dataset`): Keras's own averaging, of the loss and of
-    # per-output losses, is then one device's.
-    equal_slices = batch_rows is None and _static_rows(x) is not None
+    # Every replica holds 1/N of the batch when `batches.prepare_dataset`
+    # left it to split into equal static slices: Keras's own averaging, of
+    # the loss and of per-output losses, is then one device's.
+    equal_slices = step.split is batches.Split.EQUAL
     # Under CentralStorageStrategy the merge recounts them instead.
     trackers = (
         []
-        if equal_slices or _internals.sums_replica_assigns(model.distribute_strategy)
-        else _internals.output_loss_trackers(model)
+        if equal_slices or central_storage.sums_replica_assigns(model.distribute_strategy)
+        else loss_tracking.output_loss_trackers(model)
     )
     before = [_read(tracker.total, tracker.count) for tracker in trackers]
     loss = model.compute_loss(
-        x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=training
+        x=x, y=step.y, y_pred=y_pred, sample_weight=step.sample_weight, training=step.training
     )
-    loss = _internals.loss_scaled_for_replicas(loss, num_replicas)
+    loss = loss_tracking.loss_scaled_for_replicas(loss, num_replicas)
     reported = tf.cast(local_rows if keep is None else tf.reduce_sum(keep), loss.dtype)
     tracked = (loss * num_replicas, reported)
     if not merged:
@@ -203,7 +260,7 @@ def _reweight_output_losses(trackers, before, share) -> None:
     """Gives each output-loss update this replica's share of one batch.
 
     Keras counts every replica's per-output loss once, whatever its rows
-    (see `_internals.output_loss_trackers`); one device counts the batch
+    (see `loss_tracking.output_loss_trackers`); one device counts the batch
     once. Weighting each replica's value by its share of the batch's rows
     gives the batch's value, counted once.
     """
@@ -221,7 +278,7 @@ def _read(*variables):
 
 
 def _update_loss_tracker(model, value, rows) -> None:
-    tracker = _internals.loss_tracker(model)
+    tracker = loss_tracking.loss_tracker(model)
     if tracker is not None:
         # Keras scales each replica's loss by 1 / replicas for the gradient
         # sum; the tracker records the unscaled value, weighted by rows.
@@ -237,7 +294,7 @@ def _merges_metrics(model, keep, global_loss: bool) -> bool:
     metrics would then hold different rows, and Keras's per-batch logs (the
     mean of the replicas' results) would be wrong, e.g. divided by the
     replica count. And under `CentralStorageStrategy` always: its metric
-    variables are not per replica (see `_internals.sums_replica_assigns`).
+    variables are not per replica (see `central_storage.sums_replica_assigns`).
     """
     context = tf.distribute.get_replica_context()
     if context is None or context.num_replicas_in_sync == 1:
@@ -248,7 +305,7 @@ def _merges_metrics(model, keep, global_loss: bool) -> bool:
     return (
         keep is not None
         or global_loss
-        or _internals.sums_replica_assigns(model.distribute_strategy)
+        or central_storage.sums_replica_assigns(model.distribute_strategy)
     )
 
 
@@ -259,14 +316,14 @@ def _central_output_losses(model):
     if (
         context is None
         or context.num_replicas_in_sync == 1
-        or not _internals.sums_replica_assigns(model.distribute_strategy)
+        or not central_storage.sums_replica_assigns(model.distribute_strategy)
     ):
         return None
-    trackers = _internals.output_loss_trackers(model)
+    trackers = loss_tracking.output_loss_trackers(model)
     return [(tracker, _read(tracker.total, tracker.count)) for tracker in trackers]
 
 
-def _merged_metrics(model, y, y_pred, sample_weight, keep, gathered, tracked, central):
+def _merged_metrics(model, step: StepContext, y_pred, gathered, tracked, central):
     """Updates the loss tracker and metrics once, on the batch's reported rows.
 
     Runs in cross-replica context (`merge_call`, at the step's top level:
@@ -276,12 +333,12 @@ def _merged_metrics(model, y, y_pred, sample_weight, keep, gathered, tracked, ce
     """
     if gathered is not None:
         reported = gathered
-    elif keep is not None:
+    elif step.keep is not None:
         reported = tf.nest.map_structure(
-            lambda value: _kept(value, keep), (y, y_pred, sample_weight)
+            lambda value: _kept(value, step.keep), (step.y, y_pred, step.sample_weight)
         )
     else:
-        reported = (y, y_pred, sample_weight)
+        reported = (step.y, y_pred, step.sample_weight)
 
     def merge(strategy, reported, tracked):
         local = strategy.experimental_local_results
@@ -292,13 +349,13 @@ def _merged_metrics(model, y, y_pred, sample_weight, keep, gathered, tracked, ce
             )
             if central:
                 # Every replica added the same values: N - 1 times too many.
-                _internals.correct_summed_assigns(central, strategy.num_replicas_in_sync)
+                central_storage.correct_summed_assigns(central, strategy.num_replicas_in_sync)
         else:
             targets, outputs, weights = tf.nest.map_structure(
                 lambda value: _concatenated(local(value)), reported
             )
             if central:
-                _internals.recount_output_losses(model, central, targets, outputs, weights)
+                loss_tracking.recount_output_losses(model, central, targets, outputs, weights)
         values, rows = (tf.stack(local(part)) for part in tracked)
         _update_loss_tracker(model, values, rows)
         return model.compute_metrics(None, targets, outputs, sample_weight=weights)
@@ -307,13 +364,14 @@ def _merged_metrics(model, y, y_pred, sample_weight, keep, gathered, tracked, ce
     return context.merge_call(merge, args=(reported, tracked))
 
 
-def _local_metrics(model, x, y, y_pred, sample_weight, keep, gathered):
+def _local_metrics(model, step: StepContext, y_pred, gathered):
     """Each replica updates its own (ON_READ) metrics with the rows it reports.
 
     Under MultiWorkerMirroredStrategy, where a `merge_call` would see only
     this worker's replicas. Keras's per-batch logs are then the mean of the
     replicas' own results (the epoch logs are the batch's).
     """
+    x, y, sample_weight, keep = step.x, step.y, step.sample_weight, step.keep
     if gathered is not None:
         # Every replica holds the whole batch: the first one reports it.
         y, y_pred, sample_weight = gathered
@@ -346,12 +404,14 @@ def _concatenated(values):
     return _internals.concat_keeping_logits(values, axis=0)
 
 
-def _gathered_if(global_loss: bool, structure, keep):
-    """With `global_loss`, every replica's reported rows of `structure`, in
-    global batch order (gathered once per step, for loss and metrics)."""
+def _gathered_if(step: StepContext, y_pred):
+    """With `step.global_loss`, every replica's reported targets, outputs
+    and sample weights, in global batch order (gathered once per step, for
+    loss and metrics)."""
     context = tf.distribute.get_replica_context()
-    if not global_loss or context.num_replicas_in_sync == 1:
+    if not step.global_loss or context.num_replicas_in_sync == 1:
         return None
+    structure, keep = (step.y, y_pred, step.sample_weight), step.keep
 
     def gather(value):
         if value is None:
@@ -369,13 +429,6 @@ def _kept(value, keep):
     if value is None or not value.shape.rank:
         return value
     return _internals.map_keeping_logits(lambda part: tf.boolean_mask(part, keep > 0), value)
-
-
-def _static_rows(structure) -> int | None:
-    for value in tf.nest.flatten(structure):
-        if value is not None and value.shape.rank:
-            return value.shape[0]
-    return None
 
 
 def _rows(structure):

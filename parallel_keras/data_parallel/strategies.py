@@ -30,6 +30,7 @@ import keras
 import tensorflow as tf
 
 from parallel_keras import _internals
+from parallel_keras._internals import captured_strategy
 from parallel_keras.cluster import prepared
 from parallel_keras.cluster import strategy as cluster_strategy
 
@@ -190,7 +191,7 @@ def adopt_optimizer(
     which relocation gave new values (see `_internals.optimizers`).
     """
     _internals.rekey_optimizer_variables(optimizer)
-    if _internals.optimizer_strategy(optimizer) is strategy:
+    if captured_strategy.optimizer_strategy(optimizer) is strategy:
         return
     _internals.relocate_variables(optimizer.variables, strategy)
-    _internals.set_optimizer_strategy(optimizer, strategy)
+    captured_strategy.set_optimizer_strategy(optimizer, strategy)

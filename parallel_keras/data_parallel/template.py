@@ -19,7 +19,7 @@ import functools
 import keras
 import tensorflow as tf
 
-from parallel_keras import _internals
+from parallel_keras._internals import captured_strategy, compiled_functions, symbolic_build
 from parallel_keras.data_parallel import execution as execution_lib
 from parallel_keras.data_parallel import steps, strategies
 
@@ -65,9 +65,13 @@ def attach_template(
     )
     model_class = type(template)
 
+    uses_keras_train_step = compiled_functions.is_keras_default_step(model_class, "train_step")
+
     def adopt() -> None:
         if getattr(template, "optimizer", None) is not None:
             strategies.adopt_optimizer(template.optimizer, strategy)
+            if uses_keras_train_step:  # then it trains in `steps.train_step`
+                steps.set_up_optimizer(template.optimizer)
 
     def entry(name):
         method = getattr(model_class, name)
@@ -122,12 +126,14 @@ def attach_template(
         # Keras 2's Model.reset_states, which legacy stateful scripts call.
         overrides["reset_states"] = lambda: reset_states(template)
     for name, default in default_steps.items():
-        uses_keras_step = _internals.is_keras_default_step(model_class, name)
+        uses_keras_step = compiled_functions.is_keras_default_step(model_class, name)
         overrides[name] = default if uses_keras_step else custom_step(name)
+    # interception: the template's methods (instance __dict__), its symbolic
+    # build and captured strategy, at multi_gpu_model (`template_adoption`).
     template.__dict__.update(overrides)
-    _internals.install_symbolic_build(template, execution_lib.select_keras_batch)
-    _internals.set_model_strategy(template, strategy)
-    _internals.reset_compiled_functions(template)
+    symbolic_build.install_symbolic_build(template, execution_lib.select_keras_batch)
+    captured_strategy.set_model_strategy(template, strategy)
+    compiled_functions.reset_compiled_functions(template)
     return execution
 
 
@@ -135,4 +141,4 @@ def detach_template(template: keras.Model) -> None:
     """Undoes `attach_template` (the methods of the template's class again)."""
     for name in _TEMPLATE_METHODS:
         template.__dict__.pop(name, None)
-    _internals.remove_symbolic_build(template)
+    symbolic_build.remove_symbolic_build(template)

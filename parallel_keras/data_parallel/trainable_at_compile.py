@@ -31,6 +31,7 @@ from collections.abc import Iterator
 import keras
 
 from parallel_keras import _internals
+from parallel_keras._internals import layers as layer_internals
 
 DISCREPANCY_WARNING = (
     "Discrepancy between trainable weights and collected trainable weights, "
@@ -164,7 +165,7 @@ def _batchnorm_chains(layer, enclosing: tuple) -> list:
     """(BatchNormalization layer, the layers enclosing it) for every one
     inside `layer`."""
     chains = []
-    for child in _internals.child_layers(layer):
+    for child in layer_internals.child_layers(layer):
         if isinstance(child, keras.layers.BatchNormalization):
             chains.append((child, enclosing))
         else:

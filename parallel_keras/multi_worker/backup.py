@@ -52,6 +52,7 @@ import tensorflow as tf
 from absl import logging
 
 from parallel_keras import _internals
+from parallel_keras._internals import compiled_functions, loss_tracking
 from parallel_keras.cluster import writes
 from parallel_keras.data_parallel import accumulation, batches
 from parallel_keras.saving import files, finite, paths
@@ -404,7 +405,7 @@ class BackupAndRestore(keras.callbacks.Callback):
 
     def _rows_this_epoch(self) -> int | None:
         """Rows trained in this epoch (Keras's loss tracker weighs by rows)."""
-        tracker = _internals.loss_tracker(self.model)
+        tracker = loss_tracking.loss_tracker(self.model)
         if tracker is None:
             return None
         count = keras.ops.convert_to_numpy(tracker.count)
@@ -415,7 +416,8 @@ class BackupAndRestore(keras.callbacks.Callback):
         strategy = self.model.distribute_strategy
 
         def local(batch):
-            x, _, _, keep, _ = batches.unpack(batch)
+            step = batches.unpack(batch)
+            x, keep = step.x, step.keep
             if keep is not None:
                 return tf.reduce_sum(tf.cast(keep > 0, tf.int64))
             for value in tf.nest.flatten(x):
@@ -487,18 +489,18 @@ class BackupAndRestore(keras.callbacks.Callback):
         self._finite.reset()
         self._check_folder()
         self._restore()
-        _internals.set_initial_epoch(self.model, self._epoch or None)
+        compiled_functions.set_initial_epoch(self.model, self._epoch or None)
         restored = self.restored_from or {}
         rows, batch = restored.get("rows"), restored.get("batch", 0)
         if not batch:
             return
         if rows is None:  # A backup without rows: by batches, as written.
             steps_per_execution = int(getattr(self.model, "steps_per_execution", 1) or 1)
-            _internals.skip_train_steps(self.model, batch // steps_per_execution)
+            compiled_functions.skip_train_steps(self.model, batch // steps_per_execution)
             self._skipping_batches = batch
             return
         self._skipping = True
-        _internals.skip_train_rows(self.model, rows, self._batch_rows, self._skipped)
+        compiled_functions.skip_train_rows(self.model, rows, self._batch_rows, self._skipped)
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
@@ -531,7 +533,7 @@ class BackupAndRestore(keras.callbacks.Callback):
             self._save(epoch + 1, 0, 0, logs)
 
     def on_train_end(self, logs=None):
-        _internals.set_initial_epoch(self.model, None)
+        compiled_functions.set_initial_epoch(self.model, None)
         if self._finite.refused and writes.is_chief():
             # The run did not end well: its last finite state is what a
             # resume needs, so it is kept whatever delete_checkpoint says.

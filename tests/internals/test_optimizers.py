@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from parallel_keras import _internals
+from parallel_keras._internals import optimizers
 
 
 def _model():
@@ -75,3 +76,14 @@ def test_relocated_variables_are_unknown_until_the_optimizer_is_rekeyed():
     assert list(_internals.optimizer_variable_keys(optimizer).values()) == [0]
     for before, after in zip(momentum, optimizer.variables):
         np.testing.assert_array_equal(before, after.numpy())
+
+
+def test_keras_clips_before_the_optimizers_all_reduce():
+    """`_clip_gradients` and `_all_reduce_sum_gradients` still exist on the TF
+    optimizer; `clip_after_all_reduce` moves the clip after the sum."""
+    optimizer = keras.optimizers.SGD(1.0, clipvalue=2.0)
+    assert callable(optimizer._clip_gradients) and callable(optimizer._all_reduce_sum_gradients)
+    optimizers.clip_after_all_reduce(optimizer)
+    variable = keras.Variable([1.0, 1.0])
+    optimizer.apply_gradients([(tf.constant([-3.0, 3.0]), variable)])
+    np.testing.assert_allclose(variable.numpy(), [3.0, -1.0])

@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`multi_gpu_model` changes the template in one place, and can undo it."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import parallel_keras
+
+
+def _model():
+    keras.utils.set_random_seed(4)
+    inputs = keras.Input((5,))
+    hidden = keras.layers.Dense(6, activation="relu")(inputs)
+    hidden = keras.layers.BatchNormalization()(hidden)
+    return keras.Model(inputs, keras.layers.Dense(2)(hidden), name="plain")
+
+
+def _data():
+    rng = np.random.RandomState(5)
+    return rng.rand(24, 5).astype("float32"), rng.rand(24, 2).astype("float32")
+
+
+def _optimizer():
+    return keras.optimizers.Adam(0.05, clipnorm=0.5)
+
+
+def test_an_undone_adoption_trains_and_saves_as_a_plain_keras_model(tmp_path):
+    x, y = _data()
+    twin = _model()
+    twin.compile(_optimizer(), "mse")
+    twin.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+
+    template = _model()
+    template.compile(_optimizer(), "mse")
+    template.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    methods = set(vars(template))
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2, sync_batchnorm=True)
+    parallel.compile(template.optimizer, "mse")  # adopted: its clip moves
+    assert {"fit", "train_step"} <= set(vars(template))
+    parallel._adoption.undo()
+
+    assert set(vars(template)) == methods
+    assert template.distribute_strategy is twin.distribute_strategy
+    assert not any(layer.synchronized for layer in template.layers[2:3])
+    for variable in [*template.variables, *template.optimizer.variables]:
+        value = variable.value
+        assert not isinstance(value, tf.distribute.DistributedValues), variable.path
+    assert "_all_reduce_sum_gradients" not in vars(template.optimizer)
+    with pytest.raises(RuntimeError, match="no longer owns its template"):
+        parallel.fit(x, y, verbose=0)
+    # Trains on, and saves, exactly as the never-adopted twin.
+    twin.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    template.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    for got, want in zip(template.get_weights(), twin.get_weights()):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    twin.save(tmp_path / "twin.keras")
+    template.save(tmp_path / "template.keras")
+    reloaded = keras.saving.load_model(tmp_path / "template.keras")
+    assert type(reloaded) is type(keras.saving.load_model(tmp_path / "twin.keras"))
+    np.testing.assert_allclose(
+        reloaded.predict(x, verbose=0), twin.predict(x, verbose=0), atol=1e-6
+    )
