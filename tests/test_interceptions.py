@@ -226,3 +226,18 @@ def test_parallel_keras_device_reinstalls_a_removed_recorder():
     finally:
         scope._install_recorder()
     assert interceptions.is_installed("keras.src.ops.node.Node.__init__")
+
+
+def test_a_parallel_fit_lists_the_trainer_surfaces_it_replaced():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    parallel = parallel_keras.multi_gpu_model(model, gpus=2)
+    parallel.compile(optimizer="sgd", loss="mse")
+    parallel.fit(np.ones((4, 2), "float32"), np.ones((4, 1), "float32"), verbose=0)
+    entries = {entry.target: entry for entry in parallel_keras.testing.installed_interceptions()}
+    epoch_iterator = entries["keras.src.backend.tensorflow.trainer.TFEpochIterator.__init__"]
+    assert epoch_iterator.by == "parallel_keras._internals.epoch_iterator"
+    assert "Python data" in epoch_iterator.why
+    symbolic_build = entries[
+        "parallel_keras.data_parallel.parallel_model.ParallelModel._maybe_symbolic_build"
+    ]
+    assert symbolic_build.change == "added"  # ParallelModel's own, over Keras's inherited one.

@@ -17,7 +17,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from parallel_keras._internals import multi_step
+from parallel_keras._internals import interceptions, multi_step
 
 # --- Python data read one batch per step ------------------------------------
 #
@@ -105,4 +105,12 @@ def read_python_data_per_step(source: Callable[[Any], Any]) -> None:
         if replacement is not None:
             self._distributed_dataset = replacement
 
-    trainer.TFEpochIterator.__init__ = __init__
+    interceptions.patch(
+        trainer.TFEpochIterator,
+        "__init__",
+        __init__,
+        by=__name__,
+        when="at the first fit/evaluate/predict of a ParallelModel",
+        why="A new TFEpochIterator reads Python data one batch per step instead of "
+        "the strategy's distributed dataset.",
+    )

@@ -18,7 +18,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from parallel_keras._internals import multi_step, variables
+from parallel_keras._internals import interceptions, multi_step, variables
 
 # --- First-batch symbolic build under a strategy --------------------------
 #
@@ -129,7 +129,15 @@ def install_class_symbolic_build(
             model, iterator, data_batch, lambda batch: select(model, batch)
         )
 
-    model_class._maybe_symbolic_build = _maybe_symbolic_build
+    interceptions.patch(
+        model_class,
+        "_maybe_symbolic_build",
+        _maybe_symbolic_build,
+        by=__name__,
+        when="at import of parallel_keras.data_parallel.parallel_model",
+        why="ParallelModel overrides Keras's private _maybe_symbolic_build: it builds "
+        "its compile state from one replica's batch.",
+    )
 
 
 def maybe_symbolic_build(model: keras.Model, data_batch: object) -> None:
