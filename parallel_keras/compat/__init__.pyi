@@ -16,9 +16,12 @@ from .layers import Network as Network
 from .layers import obtain_input_shape as obtain_input_shape
 from .losses import add_loss as add_loss
 from .preprocessing import DirectoryIterator as DirectoryIterator
+from .preprocessing import GeneratorEnqueuer as GeneratorEnqueuer
 from .preprocessing import ImageDataGenerator as ImageDataGenerator
 from .preprocessing import Iterator as Iterator
 from .preprocessing import NumpyArrayIterator as NumpyArrayIterator
+from .preprocessing import OrderedEnqueuer as OrderedEnqueuer
+from .preprocessing import SequenceEnqueuer as SequenceEnqueuer
 from .preprocessing import TimeseriesGenerator as TimeseriesGenerator
 from .preprocessing import Tokenizer as Tokenizer
 from .preprocessing import adapt_sequence as adapt_sequence

@@ -50,6 +50,9 @@ _FROM_TF_KERAS = {
         ),
         "tf_keras.preprocessing.image",
     ),
+    # Keras 2's enqueuers: threads or processes that run a generator (or a
+    # Sequence's batches) ahead of the training loop, pure Python.
+    **dict.fromkeys(("GeneratorEnqueuer", "OrderedEnqueuer", "SequenceEnqueuer"), "tf_keras.utils"),
 }
 # Sequences Keras 3's fit must take: made PyDatasets as well.
 _SEQUENCES = {

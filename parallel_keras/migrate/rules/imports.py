@@ -114,9 +114,9 @@ _GONE_HELPER = (
     "Keras 3 has no public twin of this Keras 2 helper: inline what it did "
     "(most were a few lines of NumPy), or pip install tf_keras and import it from there."
 )
-_ENQUEUER = (
-    "Keras 3 dropped the enqueuers: give fit() a keras.utils.PyDataset (its "
-    "workers=/use_multiprocessing= replace the enqueuer's) or a tf.data.Dataset."
+_ENQUEUER_MODERN = (
+    "give fit() a keras.utils.PyDataset (its workers=/use_multiprocessing= "
+    "replace the enqueuer's) or a tf.data.Dataset"
 )
 _LOAD_WEIGHTS = (
     "call model.load_weights(path) (Keras 3 reads Keras 2 .h5 weight files; "
@@ -133,9 +133,6 @@ _LOCALLY = (
 REMOVED_NAMES = {
     "keras.utils.HDF5Matrix": "Keras 3 has no HDF5Matrix: read the arrays with h5py "
     "(h5py.File(path)['x'][...]) or stream them through a keras.utils.PyDataset.",
-    "keras.utils.GeneratorEnqueuer": _ENQUEUER,
-    "keras.utils.OrderedEnqueuer": _ENQUEUER,
-    "keras.utils.SequenceEnqueuer": _ENQUEUER,
     "keras.utils.count_params": "call layer.count_params() or model.count_params().",
     "keras.utils.plot": "use keras.utils.plot_model (Keras 1's plot, renamed in Keras 2).",
     "keras.utils.probas_to_classes": "use np.argmax(probas, axis=-1) (Keras 1 helper).",
@@ -359,6 +356,15 @@ COMPAT_NAMES: dict[str, tuple[str, str, str]] = {
             "random_channel_shift",
             "random_brightness",
         )
+    },
+    **{
+        f"keras.utils.{name}": (
+            name,
+            "Keras 2's enqueuer from the tf_keras package (the same threads or "
+            "processes running the generator ahead of the loop)",
+            _ENQUEUER_MODERN,
+        )
+        for name in ("GeneratorEnqueuer", "OrderedEnqueuer", "SequenceEnqueuer")
     },
     "keras.layers._Merge": (
         "Merge",
