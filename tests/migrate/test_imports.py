@@ -261,6 +261,12 @@ MODULE_MOVES = {
         "from keras.applications.resnet50 import preprocess_input\n",
         "from keras.applications.resnet50 import preprocess_input\n",
     ),
+    "keras_applications_helpers": (
+        "from keras_applications.imagenet_utils import decode_predictions\n"
+        "from keras_applications.imagenet_utils import preprocess_input as _preprocess_input\n",
+        "from keras.applications.imagenet_utils import decode_predictions\n"
+        "from keras.applications.imagenet_utils import preprocess_input as _preprocess_input\n",
+    ),
     "keras1_objectives": (
         "from keras import objectives\n",
         "from keras import losses as objectives\n",

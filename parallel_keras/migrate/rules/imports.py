@@ -82,6 +82,11 @@ MOVED_MODULES = {
     "keras.utils.dataset_utils": "keras.utils",
     "keras.utils.visualize_util": "keras.utils",
     "keras.applications.mobilenetv2": "keras.applications.mobilenet_v2",
+    # The Keras 2-era `keras_applications` package (copied EfficientNet /
+    # ResNeXt code imports its helpers): Keras 3's module has the same
+    # decode_predictions and preprocess_input (its model functions needed
+    # Keras 2's backend= / layers= injection and stay as they are).
+    "keras_applications.imagenet_utils": "keras.applications.imagenet_utils",
     "keras.objectives": "keras.losses",
 }
 # What a Keras 2 module's `*` also gave that its new home's `*` does not
