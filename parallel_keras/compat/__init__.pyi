@@ -7,6 +7,17 @@ from ..callbacks import ModelCheckpoint as ModelCheckpoint
 from . import conv_utils as conv_utils
 from . import generic_utils as generic_utils
 from . import scipy_misc as scipy_misc
+from .backend_ops import batch_dot as batch_dot
+from .backend_ops import batch_flatten as batch_flatten
+from .backend_ops import batch_get_value as batch_get_value
+from .backend_ops import batch_set_value as batch_set_value
+from .backend_ops import bias_add as bias_add
+from .backend_ops import conv1d as conv1d
+from .backend_ops import ones as ones
+from .backend_ops import spatial_2d_padding as spatial_2d_padding
+from .backend_ops import spatial_3d_padding as spatial_3d_padding
+from .backend_ops import temporal_padding as temporal_padding
+from .backend_ops import zeros as zeros
 from .backend import function as function
 from .backend import learning_phase as learning_phase
 from .backend import set_learning_phase as set_learning_phase
