@@ -16,6 +16,7 @@ from .backend_ops import conv1d as conv1d
 from .backend_ops import ones as ones
 from .backend_ops import spatial_2d_padding as spatial_2d_padding
 from .backend_ops import spatial_3d_padding as spatial_3d_padding
+from .backend_ops import switch as switch
 from .backend_ops import temporal_padding as temporal_padding
 from .backend_ops import zeros as zeros
 from .backend import function as function

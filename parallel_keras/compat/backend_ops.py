@@ -232,3 +232,37 @@ def batch_set_value(tuples: Iterable[tuple[Any, Any]]) -> None:
     """
     for variable, value in tuples:
         variable.assign(value)
+
+
+def switch(condition: Any, then_expression: Any, else_expression: Any) -> Any:
+    """Keras 2's `K.switch`: one branch by a scalar condition, else element by element.
+
+    A scalar condition picks a branch (each may be a function, called only
+    when picked); a tensor condition of lower rank than the branches picks
+    whole rows, a full one picks elements (Keras 2 padded the condition's
+    shape with trailing 1s). Modernise: `keras.ops.cond(c, then_fn,
+    else_fn)` for a scalar condition, `keras.ops.where(c, a, b)` otherwise.
+    """
+    condition = keras.ops.cast(condition, "bool")
+    if len(condition.shape) == 0:
+
+        def then_fn() -> Any:
+            return then_expression() if callable(then_expression) else then_expression
+
+        def else_fn() -> Any:
+            return else_expression() if callable(else_expression) else else_expression
+
+        return keras.ops.cond(condition, then_fn, else_fn)
+    if callable(then_expression):
+        then_expression = then_expression()
+    if callable(else_expression):
+        else_expression = else_expression()
+    rank = len(keras.ops.shape(then_expression))
+    if len(condition.shape) > rank:
+        raise ValueError(
+            "The condition of switch has at most the rank of its branches. "
+            f"Received: condition.shape={tuple(condition.shape)}, a branch of rank {rank}."
+        )
+    for _ in range(rank - len(condition.shape)):
+        condition = keras.ops.expand_dims(condition, -1)
+    return keras.ops.where(condition, then_expression, else_expression)

@@ -193,7 +193,6 @@ def test_before_after(before, after):
         ("K.gradients(loss, [x])[0]", "tf.GradientTape"),
         ("K.ctc_batch_cost(a, model(b), c, d)", "mask_index=y_pred.shape[-1] - 1"),
         ("K.hard_sigmoid(p)", "keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)"),
-        ("K.switch(p > 0, a, b)", "keras.ops.where"),
     ],
 )
 def test_flagged_with_the_keras3_way(before, words):
@@ -502,6 +501,9 @@ _INPUTS = {
         "K.batch_dot(a, K.permute_dimensions(a, (0, 2, 1)))",
         "K.ones((2, 3)) + K.zeros((2, 3), dtype='float32')",
         "K.batch_get_value([K.ones((2,)), img])[1]",
+        "K.switch(a > 0.5, a, a * 2)",
+        "K.switch(K.sum(a) > 1.0, a, -a)",
+        "K.switch(K.sum(a) < 1.0, lambda: a, lambda: -a)",
     ],
 )
 def test_keras2_only_backend_functions_compute_keras2_numbers(call):
@@ -586,3 +588,20 @@ def test_migrated_keras2_layer_with_backend_kernels_trains_with_keras2_weights()
     np.testing.assert_array_equal(model.layers[1].kernel_mask.numpy(), np.ones((3, 3, 2, 4)))
     assert np.isfinite(float(np.asarray(namespace["loss"])))
     assert not np.allclose(model.layers[1].kernel.numpy(), 1.0)  # it trained
+
+
+def test_keras2_switch_on_a_vector_condition_picks_whole_rows():
+    # Keras 2 on TF 1 (tf.where v1): a rank-1 condition selects along the
+    # first axis (tf_keras, on TF 2's broadcasting tf.where, refuses this).
+    result = migrate.migrate_source(
+        "from keras import backend as K\ny = K.switch(a[:, 0, 0] > 0.58, a, -a)\n"
+    )
+    assert not result.report.flags
+    a = _INPUTS["a"]
+    namespace = {"a": a}
+    exec(result.migrated, namespace)  # noqa: S102
+    rows = a[:, 0, 0] > 0.58
+    assert rows.any() and not rows.all()
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(namespace["y"]), np.where(rows[:, None, None], a, -a)
+    )

@@ -257,11 +257,20 @@ textgen.save("corpus_weights.hdf5")
             "data/test",
             "-name",
             "pconv",
-            "-gpus",
-            "4",
-            "-epochs",
+            "-batch_size",
             "1",
+            "-vgg_path",
+            "",
         ),
+        setup="""
+from PIL import Image
+rng = np.random.default_rng(0)
+for folder in ("data/train/a", "data/val/val", "data/test/a"):
+    os.makedirs(folder, exist_ok=True)
+    for i in range(2):
+        Image.fromarray(rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(f"{folder}/{i}.png")
+os.makedirs("data/test_samples", exist_ok=True)
+""",
     ),
     PublicProject(
         name="cifar10_mgpu_avolkov1",
@@ -650,7 +659,7 @@ os.makedirs("data", exist_ok=True); np.save("data/prior_prob.npy", np.full(38, 1
         entry="train.py",
         setup="os.makedirs('models', exist_ok=True)\n"
         + _config(
-            img_size=32, batch_size=8, num_train_samples=16, num_lfw_valid_samples=8, epochs=1
+            img_size=75, batch_size=8, num_train_samples=16, num_lfw_valid_samples=8, epochs=1
         )
         + _generators(DataGenSequence="lambda usage: ModelShapedData(y=[(384,)])"),
     ),

@@ -165,12 +165,6 @@ _ACTIONS = {
         "Keras 3's hard_sigmoid is relu6(x + 3) / 6; Keras 2's was "
         "`keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)`: write that."
     ),
-    "switch": (
-        "use `keras.ops.where(condition, then, else)` for a tensor condition "
-        "(both branches are computed; call them first if they are functions), "
-        "or `keras.ops.cond(condition, then_fn, else_fn)` for a scalar one; "
-        "Keras 2 chose between the two by the condition's rank."
-    ),
     "variable": "use `keras.Variable(value)`.",
     "in_train_phase": "take the layer's `training` argument (`def call(self, inputs, "
     "training=None)`) and write `x if training else alt` (Keras 2 called x and alt "
@@ -243,6 +237,12 @@ _KERAS2_OPS = {
     "batch_get_value": (
         "a list of NumPy values",
         "[keras.ops.convert_to_numpy(v) for v in values]",
+    ),
+    "switch": (
+        "Keras 2 chose keras.ops.cond or keras.ops.where by the condition's rank, "
+        "a lower-rank condition picking whole rows",
+        "keras.ops.cond(c, then_fn, else_fn) for a scalar condition, "
+        "keras.ops.where(c, a, b) for a tensor one",
     ),
     "batch_set_value": (
         "assigns each (variable, value) pair",
