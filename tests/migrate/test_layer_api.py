@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from parallel_keras import migrate
 from parallel_keras.migrate.rules import layer_api
 from tests.migrate.helpers import check_flag, check_rewrite, check_rules
 
@@ -31,6 +32,16 @@ REWRITES = {
         "m.get_layer('block1/dense')\n",
         "from keras.layers import Dense\nd = Dense(3, name='block1_dense')(y)\n"
         "m.get_layer('block1_dense')\n",
+    ),
+    "computed_slash_name": (
+        "from keras.layers import Dense\ne = Dense(3, name=f'b{i}/d')(y)\n"
+        "f = Dense(3, name='{}/conv'.format(p))(y)\ng = Dense(3, name=p + '/bn')(y)\n",
+        "from keras.layers import Dense\ne = Dense(3, name=f'b{i}_d')(y)\n"
+        "f = Dense(3, name='{}_conv'.format(p))(y)\ng = Dense(3, name=p + '_bn')(y)\n",
+    ),
+    "project_layer_slash_name": (
+        "o = MyAdd(name=f'cell_{i}/fnode0/add')([a, b])\n",
+        "o = MyAdd(name=f'cell_{i}_fnode0_add')([a, b])\n",
     ),
     "trainable_weights_tracked": (
         "import keras\nclass L(keras.layers.Layer):\n    def build(self, s):\n"
@@ -81,10 +92,6 @@ def test_cudnn_lstm_equals_keras3_lstm_computation():
 
 
 FLAGS = {
-    "computed_slash_name": (
-        "from keras.layers import Dense\ne = Dense(3, name=f'b{i}/d')(y)\n",
-        "'_' instead of '/'",
-    ),
     "trainable_weights_of_sublayer": (
         "import keras\nclass L(keras.layers.Layer):\n    def build(self, s):\n"
         "        self.trainable_weights = self.inner.weights\n",
@@ -160,3 +167,36 @@ def test_cudnn_import_inside_a_function_keeps_its_local_name():
     assert on_gpu.recurrent_activation.__name__ == "sigmoid"
     assert plain.recurrent_activation.__name__ == "sigmoid"  # Keras 3's LSTM default.
     assert type(on_gpu) is type(plain)
+
+
+SLASHED = """\
+import keras
+from keras import layers
+
+
+class WeightedAdd(layers.Layer):
+    def call(self, inputs):
+        return inputs[0] + inputs[1]
+
+
+def block(name):
+    dense = layers.Dense(2, name=f'{name}/dense')
+    norm = layers.BatchNormalization(name='%s/bn' % name)
+    return lambda x: norm(dense(x))
+
+
+inputs = keras.Input((2,))
+cells = [block(name=f'fpn_cells/cell_{i}')(inputs) for i in range(2)]
+merged = WeightedAdd(name=f'fpn_cells/cell_{len(cells)}/add')(cells)
+model = keras.Model(inputs, merged)
+"""
+
+
+def test_layer_names_with_slashes_build_under_keras3():
+    result = migrate.migrate_source(SLASHED)
+    assert not result.report.flags
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    names = [layer.name for layer in namespace["model"].layers[1:]]
+    assert "fpn_cells_cell_0_dense" in names and "fpn_cells_cell_1_bn" in names
+    assert names[-1] == "fpn_cells_cell_2_add"

@@ -794,6 +794,15 @@ model.save_weights("deeplab.weights.h5")
         files=("GAN-version/*.py",),
         entry="colorize_base.py",
         cwd="GAN-version",
+        # Its folders of colour images (six: it draws batches of five plus one).
+        setup="""
+from PIL import Image
+rng = np.random.default_rng(0)
+for folder in ("GAN-version/Train", "GAN-version/Test"):
+    os.makedirs(folder, exist_ok=True)
+    for i in range(6):
+        Image.fromarray(rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(f"{folder}/{i}.jpg")
+""",
     ),
     PublicProject(
         name="neurowriter",

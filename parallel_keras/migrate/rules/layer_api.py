@@ -203,13 +203,19 @@ class LayerApiRule(context.Rule):
             if _literal_slash(name.value):
                 return self._rename(ctx, original, updated, name)
             if not isinstance(name.value, cst.SimpleString) and _has_slash_part(name.value):
-                ctx.flag(
-                    original,
-                    RULE,
-                    "a computed layer name holds `/`, which Keras 3 refuses (ValueError)",
-                    "build the name with '_' instead of '/' (and use the same name "
-                    "wherever the layer is looked up).",
+                return self._rename_parts(ctx, original, updated, name)
+        # `MyLayer(name=f'block/{i}')(x)`: a project's own class, called on
+        # tensors right away, is a layer too.
+        inner = updated.func
+        if isinstance(inner, cst.Call) and not _is_layer_call(ctx, original.func):
+            inner_name = syntax.keyword(inner, "name")
+            if inner_name is not None and _has_slash_part(inner_name.value):
+                renamed = (
+                    self._rename(ctx, original.func, inner, inner_name)
+                    if _literal_slash(inner_name.value)
+                    else self._rename_parts(ctx, original.func, inner, inner_name)
                 )
+                return updated.with_changes(func=renamed)
         if syntax.method_name(original) == "get_layer":
             arg = syntax.keyword(updated, "name") or (
                 syntax.positional(updated)[0] if syntax.positional(updated) else None
@@ -235,6 +241,29 @@ class LayerApiRule(context.Rule):
                 a.with_changes(value=a.value.with_changes(value=new_value)) if a is arg else a
                 for a in updated.args
             ]
+        )
+
+    def _rename_parts(self, ctx, original, updated, arg):
+        """`name=f'cell_{i}/add'` -> `f'cell_{i}_add'`: '/' -> '_' in every literal part."""
+
+        class _Slashes(cst.CSTTransformer):
+            def leave_SimpleString(self, original_node, updated_node):
+                if _literal_slash(updated_node):
+                    return updated_node.with_changes(value=updated_node.value.replace("/", "_"))
+                return updated_node
+
+            def leave_FormattedStringText(self, original_node, updated_node):
+                return updated_node.with_changes(value=updated_node.value.replace("/", "_"))
+
+        value = arg.value.visit(_Slashes())
+        ctx.change(
+            original,
+            RULE,
+            f"layer name `{syntax.code(arg.value)}` -> `{syntax.code(value)}`: Keras 3 refuses "
+            "'/' in names (the computed parts must hold none either)",
+        )
+        return updated.with_changes(
+            args=[a.with_changes(value=value) if a is arg else a for a in updated.args]
         )
 
     def _cudnn_call(self, ctx, original, updated, cudnn):
