@@ -183,6 +183,15 @@ def _cap_training(keras, spec, trained):
 
         return save
 
+    # migrate wraps a Sequence given with steps_per_epoch in
+    # parallel_keras.repeat_sequence; the stand-in data is arrays already.
+    repeat = parallel_keras.repeat_sequence
+
+    def repeat_sequence(sequence, steps):
+        return sequence if isinstance(sequence, ModelShapedData) else repeat(sequence, steps)
+
+    parallel_keras.repeat_sequence = repeat_sequence
+
     owners = [keras.Model, getattr(parallel_keras, "ParallelModel", None)]
     for owner in owners:
         if owner is None:
@@ -316,7 +325,13 @@ def load(spec: dict) -> None:
     # The files are the project's own, written by the training process: a
     # Lambda layer's Python code in them is trusted, as Keras 2 trusted it.
     keras.config.enable_unsafe_deserialization()
-    namespace: dict = {"np": np, "keras": keras, "os": os, "custom_objects": None}
+    namespace: dict = {
+        "np": np,
+        "keras": keras,
+        "os": os,
+        "custom_objects": None,
+        "rebuild": None,
+    }
     exec(spec.get("load_setup", ""), namespace)  # noqa: S102 - the project's custom layers
     custom_objects = namespace["custom_objects"]
     results = []
@@ -345,6 +360,17 @@ def load(spec: dict) -> None:
                 result["as"] = f"weights of {trained['name']}"
                 result["template"] = index
                 break
+        if loaded is None and namespace.get("rebuild") is not None:
+            # A weights file of an architecture Keras cannot record (a Lambda
+            # closing over a project object) loads into the project's own
+            # builder on one device, as Keras 2 scripts reloaded them.
+            try:
+                candidate = namespace["rebuild"]()
+                candidate.load_weights(path)
+                loaded = candidate
+                result["as"] = "weights of the project's rebuilt model"
+            except Exception as error:  # noqa: BLE001 - reported
+                errors.append(f"weights into the rebuilt model: {error!r}"[:400])
         if loaded is None:
             result["errors"] = errors
         else:

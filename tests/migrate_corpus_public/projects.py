@@ -37,7 +37,9 @@ class PublicProject:
         driver: For a library, the calls its README shows (run as
             `__main__` instead of an entry script).
         load_setup: Python run first in the loading process; leaves
-            `custom_objects` defined for the project's own layers.
+            `custom_objects` defined for the project's own layers, and may
+            define `rebuild()`, the project's own builder, for a weights
+            file whose architecture Keras cannot record.
         cwd: Folder, under the project, the entry point runs in.
         epochs: Epoch cap per `fit`.
         steps: Step cap per epoch.
@@ -756,6 +758,15 @@ SegClass.batch_size = 8
 model = SegClass.create_seg_model(net="original", n=21, load_weights=False, multi_gpu=True,
                                   backbone="mobilenetv2")
 model.save_weights("deeplab.weights.h5")
+""",
+        # Its Lambda layers close over the SegModel object: no JSON records the
+        # architecture, so the reload builds it with the project's own code.
+        load_setup="""
+def rebuild():
+    from utils import SegModel
+    segments = SegModel("data", (64, 64))
+    return segments.create_seg_model(net="original", n=21, load_weights=False, multi_gpu=False,
+                                     backbone="mobilenetv2")
 """,
     ),
     PublicProject(
