@@ -684,8 +684,8 @@ for split in ("train", "valid"):
             Image.fromarray(rng.integers(0, 255, (64, 64, 3), dtype=np.uint8)).save(f"data/{split}/{label}/{i}.jpg")
 """
         + _config(
-            img_width=64,
-            img_height=64,
+            img_width=75,
+            img_height=75,
             num_classes=3,
             batch_size=8,
             num_train_samples=12,
