@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from parallel_keras import migrate
@@ -200,3 +201,38 @@ def test_layer_names_with_slashes_build_under_keras3():
     names = [layer.name for layer in namespace["model"].layers[1:]]
     assert "fpn_cells_cell_0_dense" in names and "fpn_cells_cell_1_bn" in names
     assert names[-1] == "fpn_cells_cell_2_add"
+
+
+SPECTRAL_CONV = """\
+import numpy as np
+from keras import backend as K
+from keras.layers import Conv2D, Input
+from keras.models import Model
+
+
+class ScaledConv2D(Conv2D):
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=self.kernel_size + (input_shape[-1], self.filters),
+                                      initializer='ones', name='kernel')
+        self.bias = None
+        self.built = True
+
+    def call(self, inputs):
+        return K.conv2d(inputs, self.kernel * 0.5, padding='same')
+
+
+inputs = Input(shape=(4, 4, 1))
+model = Model(inputs, ScaledConv2D(2, (3, 3))(inputs))
+out = model.predict(np.ones((1, 4, 4, 1), 'float32'), verbose=0)
+"""
+
+
+def test_a_conv_subclass_setting_its_own_kernel_builds_and_computes():
+    result = migrate.migrate_source(SPECTRAL_CONV)
+    assert not result.report.flags
+    assert "self._kernel = self.add_weight(" in result.migrated
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    # The centre pixel sees nine ones: 9 * 0.5 on both filters.
+    np.testing.assert_allclose(namespace["out"][0, 1, 1], [4.5, 4.5], rtol=1e-6)
+    assert [w.name for w in namespace["model"].weights] == ["kernel"]

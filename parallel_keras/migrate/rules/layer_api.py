@@ -41,6 +41,14 @@ _CUDNN_MODULES = frozenset(
 )
 
 
+# Keras 3's conv layers (BaseConv) whose `kernel` is a read-only property.
+_CONV_CLASSES = frozenset(
+    "Conv1D Conv2D Conv3D Conv1DTranspose Conv2DTranspose Conv3DTranspose "
+    "Convolution1D Convolution2D Convolution3D Convolution2DTranspose "
+    "Convolution3DTranspose Deconvolution2D Deconvolution3D".split()
+)
+
+
 def _cudnn(ctx: context.Context, node: cst.CSTNode) -> str | None:
     if not isinstance(node, (cst.Name, cst.Attribute)):
         return None  # `CuDNNLSTM(64)(x)`: the outer call is the layer's use.
@@ -97,6 +105,8 @@ class LayerApiRule(context.Rule):
         # there would make LSTM local to the whole function, and the
         # function's other `LSTM(...)` (the module's) an UnboundLocalError.
         self._local_imports: set[int] = set()
+        # `self.kernel = ...` in a subclass of a Keras conv layer.
+        self._conv_kernels: set[int] = set()
         self._kept_names: set[int] = set()
 
     # -- Scan -----------------------------------------------------------------
@@ -134,6 +144,22 @@ class LayerApiRule(context.Rule):
 
         node.visit(_Weights())
         self._weights_by_class[id(node)] = created
+        bases = {(ctx.qualified_name(base.value) or "").rpartition(".")[::2] for base in node.bases}
+        if any(module in _CUDNN_MODULES and name in _CONV_CLASSES for module, name in bases):
+            stored = self._conv_kernels
+
+            class _Kernels(cst.CSTVisitor):
+                def visit_AssignTarget(self, target):
+                    value = target.target
+                    if (
+                        isinstance(value, cst.Attribute)
+                        and value.attr.value == "kernel"
+                        and isinstance(value.value, cst.Name)
+                        and value.value.value == "self"
+                    ):
+                        stored.add(id(value))
+
+            node.visit(_Kernels())
 
     def visit_Call(self, ctx, node):
         name = syntax.keyword(node, "name")
@@ -190,6 +216,15 @@ class LayerApiRule(context.Rule):
         return updated
 
     def leave_Attribute(self, ctx, original, updated):
+        if id(original) in self._conv_kernels:
+            ctx.change(
+                original,
+                RULE,
+                "`self.kernel = ...` in a conv layer subclass -> `self._kernel = ...`: "
+                "Keras 3's conv layers read `kernel` through a property without a "
+                "setter, which returns `_kernel`",
+            )
+            return updated.with_changes(attr=cst.Name("_kernel"))
         if original.attr.value in _CUDNN and _cudnn(ctx, original):
             return updated.with_changes(attr=cst.Name(_CUDNN[original.attr.value][0]))
         return updated
