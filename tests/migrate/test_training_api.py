@@ -159,3 +159,38 @@ def test_a_str_class_weight_is_removed_and_trains_as_keras2_did_unweighted():
     # A dict is Keras 2's and Keras 3's meaning alike: kept.
     kept = "model.fit(x, y, class_weight={0: 1.0, 1: 3.0})\n"
     check_rules(kept, kept, training_api.GeneratorMethodsRule)
+
+
+FLOAT_STEPS = """\
+import numpy as np
+from keras.layers import Dense, Input
+from keras.models import Model
+
+drawn = []
+
+
+def batches():
+    while True:
+        drawn.append(1)
+        yield np.ones((2, 3), 'float32'), np.ones((2, 1), 'float32')
+
+
+inputs = Input(shape=(3,))
+model = Model(inputs, Dense(1)(inputs))
+model.compile(optimizer='sgd', loss='mse')
+num_samples, batch_size = 9, 2
+history = model.fit_generator(batches(), steps_per_epoch=num_samples / batch_size, epochs=1,
+                              verbose=0)
+"""
+
+
+def test_a_float_number_of_steps_runs_rounded_up_as_in_keras2():
+    from parallel_keras import migrate
+
+    result = migrate.migrate_source(FLOAT_STEPS)
+    assert "steps_per_epoch=math.ceil(num_samples / batch_size)" in result.migrated
+    assert "import math" in result.migrated
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    # Keras 2: `while steps_done < 4.5` ran 5 steps (Keras 3 may draw ahead).
+    assert namespace["model"].optimizer.iterations.numpy() == 5

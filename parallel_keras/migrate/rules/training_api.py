@@ -65,6 +65,42 @@ _REMOVED_PREDICTORS = {
 }
 
 
+_STEP_METHODS = frozenset(
+    {"fit", "evaluate", "predict", "fit_generator", "evaluate_generator", "predict_generator"}
+)
+_STEP_ARGUMENTS = ("steps_per_epoch", "validation_steps", "steps")
+
+
+def _whole_steps(ctx, original, updated, method):
+    """`steps_per_epoch=n / batch` -> `math.ceil(n / batch)`.
+
+    Keras 2's loops counted `while steps_done < steps_per_epoch`, so a float
+    ran ceil(steps) steps; Keras 3 passes it to `range` (TypeError). Only a
+    true division is rewritten: it is a float whatever its operands are.
+    """
+    if method not in _STEP_METHODS:
+        return updated
+    for name in _STEP_ARGUMENTS:
+        arg = syntax.keyword(updated, name)
+        if arg is None or not (
+            isinstance(arg.value, cst.BinaryOperation)
+            and isinstance(arg.value.operator, cst.Divide)
+        ):
+            continue
+        ctx.require_import("math")
+        ctx.change(
+            original,
+            RULE,
+            f"`{name}={syntax.code(arg.value)}` -> `math.ceil(...)`: Keras 2 ran a float "
+            "number of steps rounded up; Keras 3 takes only an int",
+        )
+        wrapped = cst.Call(syntax.expression("math.ceil"), args=[cst.Arg(arg.value)])
+        updated = updated.with_changes(
+            args=[a.with_changes(value=wrapped) if a is arg else a for a in updated.args]
+        )
+    return updated
+
+
 class GeneratorMethodsRule(context.Rule):
     """`model.fit_generator(gen, 10, 2)` -> `model.fit(gen, steps_per_epoch=10, epochs=2)`."""
 
@@ -83,9 +119,10 @@ class GeneratorMethodsRule(context.Rule):
         if method in _CLASS_WEIGHT_METHODS:
             updated = _drop_string_class_weight(ctx, original, updated, method)
         if method not in LEGACY_SIGNATURES or syntax.has_star(updated):
-            return updated
+            return _whole_steps(ctx, original, updated, method)
         new_method = method[: -len("_generator")]
         updated, named = syntax.keywordize(updated, LEGACY_SIGNATURES[method])
+        updated = _whole_steps(ctx, original, updated, method)
         generator = syntax.keyword(updated, "generator")
         if generator is not None:
             updated = updated.with_changes(
