@@ -194,3 +194,46 @@ def test_a_float_number_of_steps_runs_rounded_up_as_in_keras2():
     exec(result.migrated, namespace)  # noqa: S102
     # Keras 2: `while steps_done < 4.5` ran 5 steps (Keras 3 may draw ahead).
     assert namespace["model"].optimizer.iterations.numpy() == 5
+
+
+WRAPPER = """\
+import numpy as np
+from keras.layers import Dense, Input
+from keras.models import Model
+
+
+class Trainer(object):
+    def __init__(self):
+        inputs = Input(shape=(3,))
+        self.model = Model(inputs, Dense(1)(inputs))
+        self.model.compile(optimizer='sgd', loss='mse')
+
+    def fit_generator(self, generator, steps_per_epoch, epochs=1):
+        self.model.fit_generator(generator, steps_per_epoch, epochs, verbose=0)
+
+
+def batches():
+    while True:
+        yield np.ones((2, 3), 'float32'), np.ones((2, 1), 'float32')
+
+
+trainer = Trainer()
+trainer.fit_generator(batches(), steps_per_epoch=3, epochs=1)
+"""
+
+
+def test_a_project_wrappers_own_fit_generator_keeps_its_name():
+    from parallel_keras import migrate
+    from parallel_keras.migrate import project as project_lib
+
+    # As the folder's scan sees it (the class may live in another module).
+    project = project_lib.Project()
+    project_lib.scan_source(WRAPPER, "script", project)
+    result = migrate.migrate_source(WRAPPER, project=project)
+    assert "trainer.fit_generator(batches()" in result.migrated
+    assert "self.model.fit(generator, steps_per_epoch=steps_per_epoch, epochs=epochs" in (
+        result.migrated
+    )
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    assert namespace["trainer"].model.optimizer.iterations.numpy() == 3

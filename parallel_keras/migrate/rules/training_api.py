@@ -106,8 +106,35 @@ class GeneratorMethodsRule(context.Rule):
 
     name = RULE
 
+    def __init__(self):
+        # Names bound to an instance of a project wrapper class -> its class.
+        self._wrappers: dict[str, str] = {}
+
+    def visit_Assign(self, ctx, node):
+        project = getattr(ctx, "project", None)
+        classes = getattr(project, "wrapper_fit_methods", None) or {}
+        if isinstance(node.value, cst.Call) and isinstance(
+            node.value.func, (cst.Name, cst.Attribute)
+        ):
+            called = syntax.dotted(node.value.func).rpartition(".")[2]
+            if called in classes:
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        self._wrappers[target.target.value] = called
+
+    def _wrapper_method(self, ctx, call) -> bool:
+        """Whether `call` is `x.fit_generator(...)` with `x` a project wrapper's instance."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            return False
+        owner = self._wrappers.get(func.value.value)
+        classes = getattr(getattr(ctx, "project", None), "wrapper_fit_methods", None) or {}
+        return owner is not None and func.attr.value in classes.get(owner, ())
+
     def leave_Call(self, ctx, original, updated):
         method = syntax.method_name(updated)
+        if self._wrapper_method(ctx, original):
+            return updated  # The project's own method (it calls Keras's inside).
         if method in _REMOVED_PREDICTORS:
             ctx.flag(
                 original,
