@@ -214,11 +214,13 @@ class ScaledConv2D(Conv2D):
     def build(self, input_shape):
         self.kernel = self.add_weight(shape=self.kernel_size + (input_shape[-1], self.filters),
                                       initializer='ones', name='kernel')
+        self.u = self.add_weight(shape=(1, self.kernel.shape[-1]), initializer='ones',
+                                 name='u', trainable=False)
         self.bias = None
         self.built = True
 
     def call(self, inputs):
-        return K.conv2d(inputs, self.kernel * 0.5, padding='same')
+        return K.conv2d(inputs, self.kernel * 0.5 * self.u[0], padding='same')
 
 
 inputs = Input(shape=(4, 4, 1))
@@ -235,4 +237,4 @@ def test_a_conv_subclass_setting_its_own_kernel_builds_and_computes():
     exec(result.migrated, namespace)  # noqa: S102
     # The centre pixel sees nine ones: 9 * 0.5 on both filters.
     np.testing.assert_allclose(namespace["out"][0, 1, 1], [4.5, 4.5], rtol=1e-6)
-    assert [w.name for w in namespace["model"].weights] == ["kernel"]
+    assert [w.name for w in namespace["model"].weights] == ["kernel", "u"]

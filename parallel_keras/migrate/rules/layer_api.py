@@ -105,7 +105,7 @@ class LayerApiRule(context.Rule):
         # there would make LSTM local to the whole function, and the
         # function's other `LSTM(...)` (the module's) an UnboundLocalError.
         self._local_imports: set[int] = set()
-        # `self.kernel = ...` in a subclass of a Keras conv layer.
+        # `self.kernel` in a subclass of a Keras conv layer.
         self._conv_kernels: set[int] = set()
         self._kept_names: set[int] = set()
 
@@ -148,9 +148,10 @@ class LayerApiRule(context.Rule):
         if any(module in _CUDNN_MODULES and name in _CONV_CLASSES for module, name in bases):
             stored = self._conv_kernels
 
+            # Every `self.kernel` of the class: the property also refuses to be
+            # read before `built` (a build that reads the kernel it just made).
             class _Kernels(cst.CSTVisitor):
-                def visit_AssignTarget(self, target):
-                    value = target.target
+                def visit_Attribute(self, value):
                     if (
                         isinstance(value, cst.Attribute)
                         and value.attr.value == "kernel"
@@ -220,9 +221,9 @@ class LayerApiRule(context.Rule):
             ctx.change(
                 original,
                 RULE,
-                "`self.kernel = ...` in a conv layer subclass -> `self._kernel = ...`: "
-                "Keras 3's conv layers read `kernel` through a property without a "
-                "setter, which returns `_kernel`",
+                "`self.kernel` in a conv layer subclass -> `self._kernel`: Keras 3's "
+                "conv layers read `kernel` through a property (no setter, not readable "
+                "before the layer is built) that returns `_kernel`",
             )
             return updated.with_changes(attr=cst.Name("_kernel"))
         if original.attr.value in _CUDNN and _cudnn(ctx, original):
