@@ -145,7 +145,18 @@ class GeneratorMethodsRule(context.Rule):
             return updated
         if method in _CLASS_WEIGHT_METHODS:
             updated = _drop_string_class_weight(ctx, original, updated, method)
-        if method not in LEGACY_SIGNATURES or syntax.has_star(updated):
+        if method in LEGACY_SIGNATURES and syntax.has_star(updated):
+            new = method[: -len("_generator")]
+            ctx.flag(
+                original,
+                RULE,
+                f"`{method}` with `*`/`**` arguments: Keras 3 removed it, and `{new}`'s "
+                "positional order differs (its second parameter is `y`)",
+                f"call `{new}(generator, ...)` with every argument by keyword (and without "
+                "max_queue_size=/workers=/use_multiprocessing=, which Keras 3's fit refuses).",
+            )
+            return updated
+        if method not in LEGACY_SIGNATURES:
             return _whole_steps(ctx, original, updated, method)
         new_method = method[: -len("_generator")]
         updated, named = syntax.keywordize(updated, LEGACY_SIGNATURES[method])
