@@ -392,7 +392,7 @@ inputs = Input(shape=(3,))
 model = Model(inputs, Dense(1)(inputs))
 parallel = multi_gpu_model(model, gpus=GPUS) if GPUS > 1 else model
 parallel.compile(optimizer='sgd', loss='mse')
-enqueuer = GeneratorEnqueuer(batches(), use_multiprocessing=False)
+enqueuer = GeneratorEnqueuer(batches(), use_multiprocessing=False, wait_time=0.01)
 enqueuer.start(workers=1, max_queue_size=4)
 output = enqueuer.get()
 seen = []
