@@ -58,6 +58,10 @@ RUNS: tuple[str, ...] = (
     "scene_understanding",
     "keras_yolo3",
     "textgenrnn",
+    "image_inpainting",
+    "minigooglenet",
+    "minos",
+    "deeplabv3_segmentation",
 )
 
 

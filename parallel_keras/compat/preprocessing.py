@@ -50,6 +50,9 @@ _FROM_TF_KERAS = {
         ),
         "tf_keras.preprocessing.image",
     ),
+    # Keras 2's enqueuers: threads or processes that run a generator (or a
+    # Sequence's batches) ahead of the training loop, pure Python.
+    **dict.fromkeys(("OrderedEnqueuer", "SequenceEnqueuer"), "tf_keras.utils"),
 }
 # Sequences Keras 3's fit must take: made PyDatasets as well.
 _SEQUENCES = {
@@ -58,7 +61,7 @@ _SEQUENCES = {
     "NumpyArrayIterator": "tf_keras.preprocessing.image",
     "DirectoryIterator": "tf_keras.preprocessing.image",
 }
-NAMES = frozenset({*_FROM_TF_KERAS, *_SEQUENCES, "ImageDataGenerator"})
+NAMES = frozenset({*_FROM_TF_KERAS, *_SEQUENCES, "ImageDataGenerator", "GeneratorEnqueuer"})
 _built: dict[str, Any] = {}
 _adapted: dict[type, type] = {}
 
@@ -166,6 +169,37 @@ def _image_data_generator() -> type:
     return ImageDataGenerator
 
 
+def _generator_enqueuer() -> type:
+    base = _tf_keras("tf_keras.utils").GeneratorEnqueuer
+
+    class GeneratorEnqueuer(base):  # type: ignore[misc, valid-type]
+        """Keras 2's `GeneratorEnqueuer` (from `tf_keras`), with Keras 2.2's arguments.
+
+        Keras 2.2 also took `wait_time` (how long its threads slept while the
+        queue was full: no effect on the batches) and `seed` (tf_keras's
+        `random_seed`). Modernise: give `fit` a `keras.utils.PyDataset`
+        with `workers=` and `use_multiprocessing=`.
+        """
+
+        def __init__(
+            self,
+            generator: Any,
+            use_multiprocessing: bool = False,
+            wait_time: float | None = None,
+            seed: Any = None,
+            random_seed: Any = None,
+        ) -> None:
+            del wait_time  # Only the polling interval of Keras 2.2's threads.
+            super().__init__(
+                generator,
+                use_multiprocessing=use_multiprocessing,
+                random_seed=seed if random_seed is None else random_seed,
+            )
+
+    GeneratorEnqueuer.__module__ = __name__
+    return GeneratorEnqueuer
+
+
 def __getattr__(name: str) -> Any:
     if name in _built:
         return _built[name]
@@ -175,6 +209,8 @@ def __getattr__(name: str) -> Any:
         value = adapted_class(getattr(_tf_keras(_SEQUENCES[name]), name))
     elif name == "ImageDataGenerator":
         value = _image_data_generator()
+    elif name == "GeneratorEnqueuer":
+        value = _generator_enqueuer()
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     _built[name] = value

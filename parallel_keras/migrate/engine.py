@@ -354,7 +354,7 @@ def _remove_imports_left_unused(
             isinstance(statement, ast.ImportFrom)
             and statement.module
             and not statement.level
-            and not _kept_module(statement.module)
+            and (not _kept_module(statement.module) or statement.module in _BACKEND_MODULES)
         ):
             for alias in statement.names:
                 if (alias.asname or alias.name) in gone and alias.name != "*":
@@ -377,6 +377,10 @@ def _remove_imports_left_unused(
 
 # Imports never removed: they still import, and scripts lean on them.
 _KEPT_ROOTS = frozenset({"tensorflow", "keras", "numpy", "parallel_keras"})
+# Except the names a rewrite took out of Keras 2's backend: most of them do
+# not exist in Keras 3's (`from keras.backend import int_shape` fails to
+# import once `int_shape(x)` reads `tuple(x.shape)`).
+_BACKEND_MODULES = frozenset({"keras.backend", "tensorflow.keras.backend"})
 
 
 def _kept_module(module: str) -> bool:
@@ -472,12 +476,29 @@ def _after_environment_setup(
     return module.with_changes(body=rest[:prelude_end] + added + rest[prelude_end:])
 
 
+def _read_in(module: cst.Module, modules: list[str]) -> list[str]:
+    """The required imports whose bound name the rewritten code reads.
+
+    A rule asks for `import keras` when it may write `keras.ops...`; the
+    form it wrote in the end may not use it (`K.update(v, x)` ->
+    `v.assign(x)`).
+    """
+    try:
+        loaded = _loaded_names(ast.parse(module.code))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return list(modules)
+    return [name for name in modules if name.split(".")[0] in loaded]
+
+
 def _add_imports(module: cst.Module, ctx: context_lib.Context) -> cst.Module:
     codemod_context = CodemodContext()
     modules = ctx.required_imports
     # `import parallel_keras.callbacks` also binds `parallel_keras`.
     if "parallel_keras.callbacks" in modules:
         modules = [name for name in modules if name != "parallel_keras"]
+    modules = _read_in(module, modules)
+    if not modules:
+        return module
     before = set(module.code.splitlines())
     for name in modules:
         AddImportsVisitor.add_needed_import(codemod_context, name)

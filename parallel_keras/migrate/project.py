@@ -50,6 +50,10 @@ class Project:
             ...: `monitor=`, `logs[...]`, `.get(...)`, path format fields).
         tower_builders: Dotted module name -> its functions and classes
             that are multi_gpu_model under another name (`towers.py`).
+        wrapper_fit_methods: Classes of the project that are no Keras model
+            but define their own `fit_generator`-style methods (a wrapper
+            holding `self.model`) -> those method names: a call of them on an
+            instance is the project's method, not Keras's.
     """
 
     sequence_classes: set[str] = dataclasses.field(default_factory=set)
@@ -60,6 +64,7 @@ class Project:
     tower_builders: dict[str, dict[str, towers.TowerBuilder]] = dataclasses.field(
         default_factory=dict
     )
+    wrapper_fit_methods: dict[str, set[str]] = dataclasses.field(default_factory=dict)
     # Module -> (modules it may import from, name or "*", local name): a
     # package's `from ._multigpu import *` re-exports that module's builders.
     reexports: dict[str, list[tuple[tuple[str, ...], str, str]]] = dataclasses.field(
@@ -153,6 +158,15 @@ def scan_source(source: str, module: str, project: Project) -> None:
             positions = checkpoint_parameters(node)
             if positions is not None:
                 project.checkpoint_classes[node.name] = positions
+            methods = {
+                item.name
+                for item in node.body
+                if isinstance(item, ast.FunctionDef) and item.name in _FIT_METHODS
+            }
+            if methods and not any(
+                (_name(base) or "") in ("Model", "Sequential", "Layer") for base in node.bases
+            ):
+                project.wrapper_fit_methods.setdefault(node.name, set()).update(methods)
         elif isinstance(node, ast.FunctionDef) and node.name == "multi_gpu_model":
             if node in tree.body:
                 project.multi_gpu_model_modules.add(module)

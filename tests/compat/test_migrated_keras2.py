@@ -347,3 +347,44 @@ def test_tf1_summary_logging_writes_what_tensorboard_read(tmp_path):
         if value.tag == "epoch_loss"
     ]
     np.testing.assert_allclose(logged, namespace["history"].history["loss"], rtol=1e-6)
+
+
+ENQUEUED = """\
+import numpy as np
+from keras.layers import Dense, Input
+from keras.models import Model
+from keras.utils import multi_gpu_model
+from keras.utils.data_utils import GeneratorEnqueuer
+
+def batches():
+    rng = np.random.RandomState(0)
+    while True:
+        x = rng.rand(8, 3).astype('float32')
+        yield x, x.sum(axis=1, keepdims=True)
+
+inputs = Input(shape=(3,))
+model = Model(inputs, Dense(1)(inputs))
+parallel = multi_gpu_model(model, gpus=GPUS) if GPUS > 1 else model
+parallel.compile(optimizer='sgd', loss='mse')
+enqueuer = GeneratorEnqueuer(batches(), use_multiprocessing=False, wait_time=0.01)
+enqueuer.start(workers=1, max_queue_size=4)
+output = enqueuer.get()
+seen = []
+for step in range(3):
+    x, y = next(output)
+    seen.append(x)
+    parallel.train_on_batch(x, y)
+enqueuer.stop()
+"""
+
+
+def test_generator_enqueuer_runs_the_keras2_generator_ahead_of_the_loop():
+    result = migrated(ENQUEUED)
+    assert "from parallel_keras.compat import GeneratorEnqueuer" in result.migrated
+    parallel = run(result, gpus=4)
+    single = run(result, gpus=1)
+    assert_same_numbers(parallel["model"], single["model"])
+    # The batches are the generator's, in its order.
+    rng = np.random.RandomState(0)
+    for x in parallel["seen"]:
+        np.testing.assert_array_equal(x, rng.rand(8, 3).astype("float32"))

@@ -193,7 +193,6 @@ def test_before_after(before, after):
         ("K.gradients(loss, [x])[0]", "tf.GradientTape"),
         ("K.ctc_batch_cost(a, model(b), c, d)", "mask_index=y_pred.shape[-1] - 1"),
         ("K.hard_sigmoid(p)", "keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)"),
-        ("K.switch(p > 0, a, b)", "keras.ops.where"),
     ],
 )
 def test_flagged_with_the_keras3_way(before, words):
@@ -464,3 +463,169 @@ def test_keras2_keras_shape_attribute_reads_the_static_shape():
     assert namespace["shape"] == (None, None, 5, 3)  # Keras 2's int_shape, None where unknown.
     stored = "x._keras_shape = (None, 3)\n"
     assert migrate.migrate_source(stored).migrated == stored
+
+
+_RNG = np.random.RandomState(3)
+_INPUTS = {
+    "img": _RNG.rand(2, 5, 5, 3).astype("float32"),
+    "kern": _RNG.rand(3, 3, 3, 4).astype("float32"),
+    "vol": _RNG.rand(1, 4, 4, 4, 2).astype("float32"),
+    "kern3": _RNG.rand(2, 2, 2, 2, 3).astype("float32"),
+    "seq": _RNG.rand(2, 6, 3).astype("float32"),
+    "kern1": _RNG.rand(3, 3, 2).astype("float32"),
+    "bias": _RNG.rand(4).astype("float32"),
+    "chw": _RNG.rand(2, 4, 3, 3).astype("float32"),
+    "a": _RNG.rand(2, 3, 4).astype("float32"),
+    "b": _RNG.rand(2, 4, 5).astype("float32"),
+    "c": _RNG.rand(2, 3, 5).astype("float32"),
+}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "K.conv2d(img, kern)",
+        "K.conv2d(img, kern, strides=(2, 2), padding='same')",
+        "K.conv3d(vol, kern3, padding='same')",
+        "K.conv1d(seq, kern1, padding='causal', dilation_rate=2)",
+        "K.conv1d(seq, kern1)",
+        "K.bias_add(img[..., :1] + K.zeros((1, 1, 4)), bias)",
+        "K.bias_add(chw, bias, data_format='channels_first')",
+        "K.spatial_2d_padding(img, ((1, 2), (0, 1)))",
+        "K.spatial_2d_padding(chw, data_format='channels_first')",
+        "K.spatial_3d_padding(vol)",
+        "K.temporal_padding(seq, (2, 0))",
+        "K.batch_flatten(img)",
+        "K.batch_dot(a, b)",
+        "K.batch_dot(a, c, axes=(1, 1))",
+        "K.batch_dot(a, K.permute_dimensions(a, (0, 2, 1)))",
+        "K.ones((2, 3)) + K.zeros((2, 3), dtype='float32')",
+        "K.batch_get_value([K.ones((2,)), img])[1]",
+        "K.switch(a > 0.5, a, a * 2)",
+        "K.switch(K.sum(a) > 1.0, a, -a)",
+        "K.switch(K.sum(a) < 1.0, lambda: a, lambda: -a)",
+    ],
+)
+def test_keras2_only_backend_functions_compute_keras2_numbers(call):
+    import tf_keras
+
+    result = migrate.migrate_source(f"import keras\nfrom keras import backend as K\ny = {call}\n")
+    assert not result.report.flags, result.report.flags
+    assert "K." not in result.migrated.splitlines()[-1]
+    namespace = dict(_INPUTS)
+    exec(result.migrated, namespace)  # noqa: S102
+    # Keras 2's own TF-backend functions (the tf_keras package is Keras 2's code).
+    tensors = {name: tf.constant(value) for name, value in _INPUTS.items()}
+    expected = eval(call, {"K": tf_keras.backend, **tensors})  # noqa: S307
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(namespace["y"]), np.asarray(expected), rtol=1e-5, atol=1e-6
+    )
+
+
+def test_keras2_update_functions_assign_the_variable():
+    result = migrate.migrate_source(
+        "from keras import backend as K\n"
+        "K.update(v, [1.0, 2.0])\nK.update_add(v, [0.5, 0.5])\nK.update_sub(w, [1.0, 1.0])\n"
+        "K.batch_set_value([(u, [7.0, 8.0])])\n"
+    )
+    assert not result.report.flags
+    assert "v.assign_add([0.5, 0.5])" in result.migrated
+    namespace = {name: tf.Variable([0.0, 0.0]) for name in "uvw"}
+    exec(result.migrated, namespace)  # noqa: S102
+    np.testing.assert_array_equal(namespace["v"].numpy(), [1.5, 2.5])
+    np.testing.assert_array_equal(namespace["w"].numpy(), [-1.0, -1.0])
+    np.testing.assert_array_equal(namespace["u"].numpy(), [7.0, 8.0])
+
+
+PARTIAL_CONV = """\
+import numpy as np
+from keras import backend as K
+from keras.layers import Input, Layer
+from keras.models import Model
+
+
+class MaskedConv(Layer):
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(3, 3, 2, 4), initializer='ones', name='kernel')
+        self.bias = self.add_weight(shape=(4,), initializer='ones', name='bias')
+        self.kernel_mask = K.ones(shape=(3, 3, 2, 4))
+        self.built = True
+
+    def call(self, inputs):
+        padded = K.spatial_2d_padding(inputs, ((1, 1), (1, 1)), 'channels_last')
+        mask = K.conv2d(padded, self.kernel_mask, padding='valid')
+        out = K.conv2d(padded, self.kernel, padding='valid') / (mask + 1.0)
+        return K.bias_add(out, self.bias)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape[:3] + (4,)
+
+
+def gram_loss(y_true, y_pred):
+    features = K.reshape(y_pred, (-1, 16, 4))
+    gram = K.batch_dot(K.permute_dimensions(features, (0, 2, 1)), features)
+    target = K.reshape(y_true, (-1, 16, 4))
+    return K.mean(K.square(gram - K.batch_dot(K.permute_dimensions(target, (0, 2, 1)), target)))
+
+
+inputs = Input(shape=(4, 4, 2))
+model = Model(inputs, MaskedConv()(inputs))
+model.compile(optimizer='sgd', loss=gram_loss)
+x = np.linspace(0, 1, 4 * 4 * 4 * 2, dtype='float32').reshape(4, 4, 4, 2)
+y = np.linspace(1, 0, 4 * 4 * 4 * 4, dtype='float32').reshape(4, 4, 4, 4) / 10
+loss = model.train_on_batch(x, y)
+"""
+
+
+def test_migrated_keras2_layer_with_backend_kernels_trains_with_keras2_weights():
+    result = migrate.migrate_source(PARTIAL_CONV)
+    assert not result.report.flags, result.report.flags
+    namespace: dict = {"__name__": "partial_conv"}
+    exec(result.migrated, namespace)  # noqa: S102
+    model = namespace["model"]
+    # The mask kernel is no weight (as in Keras 2): only kernel and bias train.
+    assert [w.name for w in model.weights] == ["kernel", "bias"]
+    np.testing.assert_array_equal(model.layers[1].kernel_mask.numpy(), np.ones((3, 3, 2, 4)))
+    assert np.isfinite(float(np.asarray(namespace["loss"])))
+    assert not np.allclose(model.layers[1].kernel.numpy(), 1.0)  # it trained
+
+
+def test_keras2_switch_on_a_vector_condition_picks_whole_rows():
+    # Keras 2 on TF 1 (tf.where v1): a rank-1 condition selects along the
+    # first axis (tf_keras, on TF 2's broadcasting tf.where, refuses this).
+    result = migrate.migrate_source(
+        "from keras import backend as K\ny = K.switch(a[:, 0, 0] > 0.58, a, -a)\n"
+    )
+    assert not result.report.flags
+    a = _INPUTS["a"]
+    namespace = {"a": a}
+    exec(result.migrated, namespace)  # noqa: S102
+    rows = a[:, 0, 0] > 0.58
+    assert rows.any() and not rows.all()
+    np.testing.assert_array_equal(
+        keras.ops.convert_to_numpy(namespace["y"]), np.where(rows[:, None, None], a, -a)
+    )
+
+
+def test_backend_functions_imported_by_name_run_once_their_calls_are_rewritten():
+    # Keras 3's keras.backend has neither name: the import the rewrites left
+    # unused must go, or the migrated file fails at its first line. And
+    # `import keras` is not added when the rewritten code never reads it.
+    source = textwrap.dedent(
+        """\
+        from keras.backend import int_shape, update_add as add
+
+
+        def step(variable, x):
+            add(variable, x)
+            return int_shape(x)
+        """
+    )
+    result = migrate.migrate_source(source, "script.py")
+    assert "keras.backend" not in result.migrated
+    assert "import keras" not in result.migrated
+    namespace: dict = {}
+    exec(compile(result.migrated, "script.py", "exec"), namespace)  # noqa: S102
+    variable = keras.Variable(np.ones((2, 3), "float32"))
+    assert namespace["step"](variable, np.ones((2, 3), "float32")) == (2, 3)
+    np.testing.assert_allclose(variable.numpy(), 2.0)

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import operator
 import pathlib
 import textwrap
 
 import pytest
 
+from parallel_keras import compat
 from parallel_keras.migrate.rules import imports
 from tests.migrate.helpers import check_flag, check_rewrite
 
@@ -84,6 +86,10 @@ COMPAT = {
         "from keras.preprocessing.image import load_img, random_rotation\n",
         "from keras.preprocessing.image import load_img\n"
         "from parallel_keras.compat import random_rotation\n",
+    ),
+    "enqueuer": (
+        "from keras.utils.data_utils import GeneratorEnqueuer, get_file\n",
+        "from keras.utils import get_file\nfrom parallel_keras.compat import GeneratorEnqueuer\n",
     ),
     "network": (
         "from keras.engine.topology import Network, Layer\n",
@@ -255,6 +261,12 @@ MODULE_MOVES = {
         "from keras.applications.resnet50 import preprocess_input\n",
         "from keras.applications.resnet50 import preprocess_input\n",
     ),
+    "keras_applications_helpers": (
+        "from keras_applications.imagenet_utils import decode_predictions\n"
+        "from keras_applications.imagenet_utils import preprocess_input as _preprocess_input\n",
+        "from keras.applications.imagenet_utils import decode_predictions\n"
+        "from keras.applications.imagenet_utils import preprocess_input as _preprocess_input\n",
+    ),
     "keras1_objectives": (
         "from keras import objectives\n",
         "from keras import losses as objectives\n",
@@ -292,7 +304,6 @@ REMOVED = {
         "import keras\nx = keras.utils.io_utils.HDF5Matrix('d.h5', 'x')\n",
         "h5py",
     ),
-    "enqueuer": ("from keras.utils.data_utils import OrderedEnqueuer\n", "PyDataset"),
     "probas_to_classes": ("from keras.utils.np_utils import probas_to_classes\n", "np.argmax"),
     "probas_to_classes_by_module": (
         ("from keras.utils import np_utils\nc = np_utils.probas_to_classes(p)\n"),
@@ -345,11 +356,11 @@ def test_removed_names_are_kept_and_flagged(before, word):
 def test_removed_names_keep_their_neighbours_moving():
     result = check_flag(
         "from keras.utils.io_utils import HDF5Matrix\n"
-        "from keras.utils.data_utils import OrderedEnqueuer, get_file\n",
-        "PyDataset",
+        "from keras.utils.np_utils import probas_to_classes, to_categorical\n",
+        "np.argmax",
     )
     assert (
-        "from keras.utils.data_utils import OrderedEnqueuer\nfrom keras.utils import get_file\n"
+        "from keras.utils.np_utils import probas_to_classes\nfrom keras.utils import to_categorical\n"
         in result.migrated
     )
 
@@ -416,6 +427,9 @@ def test_every_keras2_name_is_moved_or_flagged(module):
         home = imports._NAME_HOMES.get(name, target)
         if f"{home}.{name}" in imports.REMOVED_NAMES:
             assert imports._removed_fix(f"{module}.{name}") is not None, name
+        elif imports.compat_name(f"{module}.{name}") is not None:
+            target = imports.compat_name(f"{module}.{name}")[0]
+            assert operator.attrgetter(target)(compat), name
         else:
             assert _keras3_has(f"{home}.{name}"), f"{module}.{name} -> {home}"
 

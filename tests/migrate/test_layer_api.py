@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from parallel_keras import migrate
 from parallel_keras.migrate.rules import layer_api
 from tests.migrate.helpers import check_flag, check_rewrite, check_rules
 
@@ -31,6 +33,16 @@ REWRITES = {
         "m.get_layer('block1/dense')\n",
         "from keras.layers import Dense\nd = Dense(3, name='block1_dense')(y)\n"
         "m.get_layer('block1_dense')\n",
+    ),
+    "computed_slash_name": (
+        "from keras.layers import Dense\ne = Dense(3, name=f'b{i}/d')(y)\n"
+        "f = Dense(3, name='{}/conv'.format(p))(y)\ng = Dense(3, name=p + '/bn')(y)\n",
+        "from keras.layers import Dense\ne = Dense(3, name=f'b{i}_d')(y)\n"
+        "f = Dense(3, name='{}_conv'.format(p))(y)\ng = Dense(3, name=p + '_bn')(y)\n",
+    ),
+    "project_layer_slash_name": (
+        "o = MyAdd(name=f'cell_{i}/fnode0/add')([a, b])\n",
+        "o = MyAdd(name=f'cell_{i}_fnode0_add')([a, b])\n",
     ),
     "trainable_weights_tracked": (
         "import keras\nclass L(keras.layers.Layer):\n    def build(self, s):\n"
@@ -81,10 +93,6 @@ def test_cudnn_lstm_equals_keras3_lstm_computation():
 
 
 FLAGS = {
-    "computed_slash_name": (
-        "from keras.layers import Dense\ne = Dense(3, name=f'b{i}/d')(y)\n",
-        "'_' instead of '/'",
-    ),
     "trainable_weights_of_sublayer": (
         "import keras\nclass L(keras.layers.Layer):\n    def build(self, s):\n"
         "        self.trainable_weights = self.inner.weights\n",
@@ -160,3 +168,73 @@ def test_cudnn_import_inside_a_function_keeps_its_local_name():
     assert on_gpu.recurrent_activation.__name__ == "sigmoid"
     assert plain.recurrent_activation.__name__ == "sigmoid"  # Keras 3's LSTM default.
     assert type(on_gpu) is type(plain)
+
+
+SLASHED = """\
+import keras
+from keras import layers
+
+
+class WeightedAdd(layers.Layer):
+    def call(self, inputs):
+        return inputs[0] + inputs[1]
+
+
+def block(name):
+    dense = layers.Dense(2, name=f'{name}/dense')
+    norm = layers.BatchNormalization(name='%s/bn' % name)
+    return lambda x: norm(dense(x))
+
+
+inputs = keras.Input((2,))
+cells = [block(name=f'fpn_cells/cell_{i}')(inputs) for i in range(2)]
+merged = WeightedAdd(name=f'fpn_cells/cell_{len(cells)}/add')(cells)
+model = keras.Model(inputs, merged)
+"""
+
+
+def test_layer_names_with_slashes_build_under_keras3():
+    result = migrate.migrate_source(SLASHED)
+    assert not result.report.flags
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    names = [layer.name for layer in namespace["model"].layers[1:]]
+    assert "fpn_cells_cell_0_dense" in names and "fpn_cells_cell_1_bn" in names
+    assert names[-1] == "fpn_cells_cell_2_add"
+
+
+SPECTRAL_CONV = """\
+import numpy as np
+from keras import backend as K
+from keras.layers import Conv2D, Input
+from keras.models import Model
+
+
+class ScaledConv2D(Conv2D):
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=self.kernel_size + (input_shape[-1], self.filters),
+                                      initializer='ones', name='kernel')
+        self.u = self.add_weight(shape=(1, self.kernel.shape[-1]), initializer='ones',
+                                 name='u', trainable=False)
+        self.bias = None
+        self.built = True
+
+    def call(self, inputs):
+        return K.conv2d(inputs, self.kernel * 0.5 * self.u[0], padding='same')
+
+
+inputs = Input(shape=(4, 4, 1))
+model = Model(inputs, ScaledConv2D(2, (3, 3))(inputs))
+out = model.predict(np.ones((1, 4, 4, 1), 'float32'), verbose=0)
+"""
+
+
+def test_a_conv_subclass_setting_its_own_kernel_builds_and_computes():
+    result = migrate.migrate_source(SPECTRAL_CONV)
+    assert not result.report.flags
+    assert "self._kernel = self.add_weight(" in result.migrated
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    # The centre pixel sees nine ones: 9 * 0.5 on both filters.
+    np.testing.assert_allclose(namespace["out"][0, 1, 1], [4.5, 4.5], rtol=1e-6)
+    assert [w.name for w in namespace["model"].weights] == ["kernel", "u"]

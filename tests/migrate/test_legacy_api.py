@@ -80,8 +80,8 @@ REWRITES = {
     ),
     "set_image_dim_ordering_imported_function": (
         "from keras.backend import set_image_dim_ordering\nset_image_dim_ordering('th')\n",
-        "from keras.backend import set_image_dim_ordering\nimport keras\n\n"
-        "keras.backend.set_image_data_format('channels_first')\n",
+        # The import goes: Keras 3's backend has no set_image_dim_ordering.
+        "import keras\n\nkeras.backend.set_image_data_format('channels_first')\n",
         [(2, _ORDERING_SET)],
     ),
     "embedding_input_length": (

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from parallel_keras import migrate
 from tests.migrate.helpers import check_flag, check_rewrite, run
 
 REWRITES = {
@@ -154,3 +156,37 @@ def test_parallel_models_keep_keras2_semantics_so_nothing_is_flagged():
         "    return x, {'ctc': y}\n"
     )
     assert not run(source).report.flags
+
+
+OUTPUTS_SETTER = """\
+import numpy as np
+from keras.layers import Conv2D, Input, Lambda
+from keras.models import Model
+
+image = Input(shape=(8, 8, 3))
+x = Conv2D(4, 3, padding='same', name='c1')(image)
+x = Conv2D(4, 3, padding='same', name='c2')(x)
+features = Model(image, Conv2D(2, 3, padding='same', name='c3')(x))
+features.outputs = [features.layers[i].output for i in (1, 2)]
+source = Input(shape=(8, 8, 3))
+model = Model(inputs=source, outputs=features(Lambda(lambda t: t * 2.0)(source)))
+data = np.linspace(0, 1, 2 * 8 * 8 * 3, dtype='float32').reshape(2, 8, 8, 3)
+first, second = model.predict(data, verbose=0)
+"""
+
+
+def test_setting_a_models_outputs_points_it_at_those_layers():
+    result = migrate.migrate_source(OUTPUTS_SETTER)
+    assert not result.report.flags
+    assert "features = keras.Model(features.inputs, [features.layers[i].output" in result.migrated
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    features, data = namespace["features"], namespace["data"]
+    c1, c2 = features.get_layer("c1"), features.get_layer("c2")
+    np.testing.assert_allclose(namespace["first"], c1(data * 2.0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(namespace["second"], c2(c1(data * 2.0)), rtol=1e-5, atol=1e-6)
+
+
+def test_a_class_setting_its_own_outputs_list_is_left_alone():
+    source = "class Tracker:\n    def reset(self):\n        self.outputs = []\n"
+    assert migrate.migrate_source(source).migrated == source

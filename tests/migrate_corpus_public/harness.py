@@ -173,6 +173,25 @@ def _cap_training(keras, spec, trained):
 
         return train_on_batch
 
+    def recorded(original):
+        # A model saved without a fit (a project's driver that builds and
+        # saves) is recorded too: its architecture is what the file reloads into.
+        def save(self, *args, **kwargs):
+            if self not in trained:
+                trained.insert(0, self)
+            return original(self, *args, **kwargs)
+
+        return save
+
+    # migrate wraps a Sequence given with steps_per_epoch in
+    # parallel_keras.repeat_sequence; the stand-in data is arrays already.
+    repeat = parallel_keras.repeat_sequence
+
+    def repeat_sequence(sequence, steps):
+        return sequence if isinstance(sequence, ModelShapedData) else repeat(sequence, steps)
+
+    parallel_keras.repeat_sequence = repeat_sequence
+
     owners = [keras.Model, getattr(parallel_keras, "ParallelModel", None)]
     for owner in owners:
         if owner is None:
@@ -180,6 +199,8 @@ def _cap_training(keras, spec, trained):
         # Inherited methods too: keras.Model's fit lives on its trainer base class.
         owner.fit = capped_fit(owner.fit)
         owner.train_on_batch = observed(owner.train_on_batch)
+        owner.save_weights = recorded(owner.save_weights)
+        owner.save = recorded(owner.save)
         for method in ("evaluate", "predict"):
             setattr(owner, method, capped_steps(getattr(owner, method), method))
 
@@ -187,20 +208,25 @@ def _cap_training(keras, spec, trained):
 def _no_downloads(keras):
     """Pretrained weights are data: every keras.applications model starts from scratch."""
     import functools
+    import types
 
-    for name in dir(keras.applications):
-        constructor = getattr(keras.applications, name)
-        if not (name[:1].isupper() and callable(constructor)):
-            continue
+    # `keras.applications.X` and `keras.applications.<module>.X` alike.
+    modules = [keras.applications] + [
+        value for value in vars(keras.applications).values() if isinstance(value, types.ModuleType)
+    ]
+    for module in modules:
+        for name in dir(module):
+            constructor = getattr(module, name)
+            if not (name[:1].isupper() and callable(constructor)):
+                continue
 
-        def scratch(*args, __constructor=constructor, **kwargs):
-            if kwargs.get("weights") not in (None,) and not str(kwargs.get("weights")).endswith(
-                ".h5"
-            ):
-                kwargs["weights"] = None
-            return __constructor(*args, **kwargs)
+            def scratch(*args, __constructor=constructor, **kwargs):
+                weights = kwargs.get("weights")
+                if weights is not None and not str(weights).endswith(".h5"):
+                    kwargs["weights"] = None
+                return __constructor(*args, **kwargs)
 
-        setattr(keras.applications, name, functools.wraps(constructor)(scratch))
+            setattr(module, name, functools.wraps(constructor)(scratch))
 
 
 def _probe(template, rng, spec):
@@ -296,7 +322,16 @@ def load(spec: dict) -> None:
     sys.path.insert(0, os.getcwd())
     with open("_harness_train.json") as file:
         record = json.load(file)
-    namespace: dict = {"np": np, "keras": keras, "os": os, "custom_objects": None}
+    # The files are the project's own, written by the training process: a
+    # Lambda layer's Python code in them is trusted, as Keras 2 trusted it.
+    keras.config.enable_unsafe_deserialization()
+    namespace: dict = {
+        "np": np,
+        "keras": keras,
+        "os": os,
+        "custom_objects": None,
+        "rebuild": None,
+    }
     exec(spec.get("load_setup", ""), namespace)  # noqa: S102 - the project's custom layers
     custom_objects = namespace["custom_objects"]
     results = []
@@ -325,6 +360,17 @@ def load(spec: dict) -> None:
                 result["as"] = f"weights of {trained['name']}"
                 result["template"] = index
                 break
+        if loaded is None and namespace.get("rebuild") is not None:
+            # A weights file of an architecture Keras cannot record (a Lambda
+            # closing over a project object) loads into the project's own
+            # builder on one device, as Keras 2 scripts reloaded them.
+            try:
+                candidate = namespace["rebuild"]()
+                candidate.load_weights(path)
+                loaded = candidate
+                result["as"] = "weights of the project's rebuilt model"
+            except Exception as error:  # noqa: BLE001 - reported
+                errors.append(f"weights into the rebuilt model: {error!r}"[:400])
         if loaded is None:
             result["errors"] = errors
         else:

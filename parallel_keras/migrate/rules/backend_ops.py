@@ -88,6 +88,19 @@ OPS: dict[str, Op] = {
     "tile": Op("ops.tile", renames=(("n", "repeats"),)),
     # Keras 2 cast tf.range's result to dtype='int32'; keras.ops infers it.
     "arange": Op("ops.arange", explicit=(("step", 2, "1"), ("dtype", 3, "'int32'"))),
+    # Keras 2's conv2d/conv3d(x, kernel, strides, padding, data_format,
+    # dilation_rate): keras.ops.conv's parameters, in the same order, with
+    # the same defaults (data_format None: image_data_format()).
+    # keras.ops.conv reads an int stride/dilation as that value on every
+    # axis; Keras 2's tuple defaults are written out all the same.
+    **{
+        name: Op(
+            "ops.conv",
+            renames=(("x", "inputs"),),
+            explicit=(("strides", 2, ones), ("dilation_rate", 5, ones)),
+        )
+        for name, ones in (("conv2d", "(1, 1)"), ("conv3d", "(1, 1, 1)"))
+    },
     "clip": Op("ops.clip", renames=(("min_value", "x_min"), ("max_value", "x_max"))),
     "reshape": Op("ops.reshape", renames=(("shape", "newshape"),)),
     "pow": Op("ops.power", renames=(("x", "x1"), ("a", "x2"))),
@@ -152,14 +165,6 @@ _ACTIONS = {
         "Keras 3's hard_sigmoid is relu6(x + 3) / 6; Keras 2's was "
         "`keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)`: write that."
     ),
-    "switch": (
-        "use `keras.ops.where(condition, then, else)` for a tensor condition "
-        "(both branches are computed; call them first if they are functions), "
-        "or `keras.ops.cond(condition, then_fn, else_fn)` for a scalar one; "
-        "Keras 2 chose between the two by the condition's rank."
-    ),
-    "batch_dot": "use `keras.ops.einsum` with the axes spelled out (Keras 2's "
-    "batch_dot axes rules differ from keras.ops.matmul).",
     "variable": "use `keras.Variable(value)`.",
     "in_train_phase": "take the layer's `training` argument (`def call(self, inputs, "
     "training=None)`) and write `x if training else alt` (Keras 2 called x and alt "
@@ -187,6 +192,71 @@ COMPAT_BACKEND = {
         _ACTIONS["set_learning_phase"],
     ),
 }
+_KERAS2_OPS_WHY = "Keras 2's TF-backend function, the same values, computed with keras.ops"
+# Keras 2 backend functions without a same-meaning keras.ops twin, kept in
+# parallel_keras.compat (compat/backend_ops.py) -> (why not keras.ops, modern form).
+_KERAS2_OPS = {
+    "zeros": (
+        "a variable of zeros (K.set_value could change it), not counted among a layer's weights",
+        "keras.ops.zeros(shape, dtype) for a constant, or self.add_weight(..., "
+        "initializer='zeros', trainable=False) in a layer",
+    ),
+    "ones": (
+        "a variable of ones (K.set_value could change it), not counted among a layer's weights",
+        "keras.ops.ones(shape, dtype) for a constant, or self.add_weight(..., "
+        "initializer='ones', trainable=False) in a layer",
+    ),
+    "bias_add": (
+        "the bias on the channel axis of data_format (None: image_data_format())",
+        "x + bias for channels-last tensors",
+    ),
+    "conv1d": (
+        "keras.ops.conv, with padding='causal' (zeros on the left) as Keras 2 did it",
+        "keras.ops.conv(x, kernel, ...), padding x on the left first for a causal one",
+    ),
+    "temporal_padding": (
+        "zeros before/after axis 1",
+        "keras.ops.pad(x, [[0, 0], [before, after], [0, 0]])",
+    ),
+    "spatial_2d_padding": (
+        "zeros around the spatial axes of data_format",
+        "keras.ops.pad(x, pattern) or a keras.layers.ZeroPadding2D layer",
+    ),
+    "spatial_3d_padding": (
+        "zeros around the spatial axes of data_format",
+        "keras.ops.pad(x, pattern) or a keras.layers.ZeroPadding3D layer",
+    ),
+    "batch_flatten": (
+        "each sample as one row in memory order (no channels_first transpose)",
+        "keras.ops.reshape(x, (-1, n)), n the product of the non-batch dimensions",
+    ),
+    "batch_dot": (
+        "Keras 2.2's axes rules (keras.ops.matmul's differ)",
+        "keras.ops.einsum with the axes spelled out ('bij,bjk->bik' for 3D inputs)",
+    ),
+    "batch_get_value": (
+        "a list of NumPy values",
+        "[keras.ops.convert_to_numpy(v) for v in values]",
+    ),
+    "switch": (
+        "Keras 2 chose keras.ops.cond or keras.ops.where by the condition's rank, "
+        "a lower-rank condition picking whole rows",
+        "keras.ops.cond(c, then_fn, else_fn) for a scalar condition, "
+        "keras.ops.where(c, a, b) for a tensor one",
+    ),
+    "batch_set_value": (
+        "assigns each (variable, value) pair",
+        "variable.assign(value) for each pair",
+    ),
+}
+COMPAT_BACKEND.update(
+    {
+        name: (f"parallel_keras.compat.{name}", f"{_KERAS2_OPS_WHY}: {why}", modern)
+        for name, (why, modern) in _KERAS2_OPS.items()
+    }
+)
+# K.update(x, new_x) -> x.assign(new_x), and the others.
+_ASSIGNS = {"update": "assign", "update_add": "assign_add", "update_sub": "assign_sub"}
 _GENERIC_ACTION = (
     "Keras 3 has no such backend function: write it with keras.ops "
     "(https://keras.io/api/ops/) or tf.*, keeping Keras 2's defaults "
@@ -256,6 +326,10 @@ AUDIT: list[tuple] = [
     ),
     ("keras.backend.int_shape", "tuple(x.shape)", "no int_shape in Keras 3"),
     ("keras.backend.set_value", "variable.assign(value)", "no set_value in Keras 3"),
+    *(
+        (f"keras.backend.{name}", f"variable.{method}(value)", f"Keras 2's tf.{method}")
+        for name, method in sorted(_ASSIGNS.items())
+    ),
     ("optimizer.lr", "optimizer.learning_rate", "Keras 3 optimizers have no `lr`"),
     (
         "tf.set_random_seed (and tf.random.set_random_seed, tf.compat.v1's)",
@@ -717,7 +791,28 @@ def _set_value(ctx, original, updated, text, ops):
     )
 
 
+def _assign(ctx, original, updated, text, ops):
+    """`K.update(x, new_x)` and `update_add`/`update_sub`: the variable's own assign."""
+    if len(updated.args) != 2 or syntax.has_star(updated):
+        return None
+    variable, value = updated.args
+    if variable.keyword is not None or value.keyword is not None:
+        return None
+    method = _ASSIGNS[(ctx.qualified_name(original.func) or "").rpartition(".")[2]]
+    ctx.change(
+        original,
+        RULE,
+        f"`{text}(variable, value)` -> `variable.{method}(value)` (Keras 2's "
+        f"tf.{method}; Keras 3 assigns when it runs)",
+    )
+    return cst.Call(
+        func=cst.Attribute(value=variable.value, attr=cst.Name(method)),
+        args=[value.with_changes(comma=cst.MaybeSentinel.DEFAULT)],
+    )
+
+
 _ONE_CALL_REWRITES = {
+    **dict.fromkeys(_ASSIGNS, _assign),
     "sqrt": _sqrt,
     "flatten": _flatten,
     "int_shape": _int_shape,

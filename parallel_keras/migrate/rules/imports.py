@@ -82,6 +82,11 @@ MOVED_MODULES = {
     "keras.utils.dataset_utils": "keras.utils",
     "keras.utils.visualize_util": "keras.utils",
     "keras.applications.mobilenetv2": "keras.applications.mobilenet_v2",
+    # The Keras 2-era `keras_applications` package (copied EfficientNet /
+    # ResNeXt code imports its helpers): Keras 3's module has the same
+    # decode_predictions and preprocess_input (its model functions needed
+    # Keras 2's backend= / layers= injection and stay as they are).
+    "keras_applications.imagenet_utils": "keras.applications.imagenet_utils",
     "keras.objectives": "keras.losses",
 }
 # What a Keras 2 module's `*` also gave that its new home's `*` does not
@@ -114,9 +119,9 @@ _GONE_HELPER = (
     "Keras 3 has no public twin of this Keras 2 helper: inline what it did "
     "(most were a few lines of NumPy), or pip install tf_keras and import it from there."
 )
-_ENQUEUER = (
-    "Keras 3 dropped the enqueuers: give fit() a keras.utils.PyDataset (its "
-    "workers=/use_multiprocessing= replace the enqueuer's) or a tf.data.Dataset."
+_ENQUEUER_MODERN = (
+    "give fit() a keras.utils.PyDataset (its workers=/use_multiprocessing= "
+    "replace the enqueuer's) or a tf.data.Dataset"
 )
 _LOAD_WEIGHTS = (
     "call model.load_weights(path) (Keras 3 reads Keras 2 .h5 weight files; "
@@ -133,9 +138,6 @@ _LOCALLY = (
 REMOVED_NAMES = {
     "keras.utils.HDF5Matrix": "Keras 3 has no HDF5Matrix: read the arrays with h5py "
     "(h5py.File(path)['x'][...]) or stream them through a keras.utils.PyDataset.",
-    "keras.utils.GeneratorEnqueuer": _ENQUEUER,
-    "keras.utils.OrderedEnqueuer": _ENQUEUER,
-    "keras.utils.SequenceEnqueuer": _ENQUEUER,
     "keras.utils.count_params": "call layer.count_params() or model.count_params().",
     "keras.utils.plot": "use keras.utils.plot_model (Keras 1's plot, renamed in Keras 2).",
     "keras.utils.probas_to_classes": "use np.argmax(probas, axis=-1) (Keras 1 helper).",
@@ -359,6 +361,15 @@ COMPAT_NAMES: dict[str, tuple[str, str, str]] = {
             "random_channel_shift",
             "random_brightness",
         )
+    },
+    **{
+        f"keras.utils.{name}": (
+            name,
+            "Keras 2's enqueuer from the tf_keras package (the same threads or "
+            "processes running the generator ahead of the loop)",
+            _ENQUEUER_MODERN,
+        )
+        for name in ("GeneratorEnqueuer", "OrderedEnqueuer", "SequenceEnqueuer")
     },
     "keras.layers._Merge": (
         "Merge",

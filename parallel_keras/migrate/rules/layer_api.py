@@ -41,6 +41,14 @@ _CUDNN_MODULES = frozenset(
 )
 
 
+# Keras 3's conv layers (BaseConv) whose `kernel` is a read-only property.
+_CONV_CLASSES = frozenset(
+    "Conv1D Conv2D Conv3D Conv1DTranspose Conv2DTranspose Conv3DTranspose "
+    "Convolution1D Convolution2D Convolution3D Convolution2DTranspose "
+    "Convolution3DTranspose Deconvolution2D Deconvolution3D".split()
+)
+
+
 def _cudnn(ctx: context.Context, node: cst.CSTNode) -> str | None:
     if not isinstance(node, (cst.Name, cst.Attribute)):
         return None  # `CuDNNLSTM(64)(x)`: the outer call is the layer's use.
@@ -97,6 +105,8 @@ class LayerApiRule(context.Rule):
         # there would make LSTM local to the whole function, and the
         # function's other `LSTM(...)` (the module's) an UnboundLocalError.
         self._local_imports: set[int] = set()
+        # `self.kernel` in a subclass of a Keras conv layer.
+        self._conv_kernels: set[int] = set()
         self._kept_names: set[int] = set()
 
     # -- Scan -----------------------------------------------------------------
@@ -134,6 +144,23 @@ class LayerApiRule(context.Rule):
 
         node.visit(_Weights())
         self._weights_by_class[id(node)] = created
+        bases = {(ctx.qualified_name(base.value) or "").rpartition(".")[::2] for base in node.bases}
+        if any(module in _CUDNN_MODULES and name in _CONV_CLASSES for module, name in bases):
+            stored = self._conv_kernels
+
+            # Every `self.kernel` of the class: the property also refuses to be
+            # read before `built` (a build that reads the kernel it just made).
+            class _Kernels(cst.CSTVisitor):
+                def visit_Attribute(self, value):
+                    if (
+                        isinstance(value, cst.Attribute)
+                        and value.attr.value == "kernel"
+                        and isinstance(value.value, cst.Name)
+                        and value.value.value == "self"
+                    ):
+                        stored.add(id(value))
+
+            node.visit(_Kernels())
 
     def visit_Call(self, ctx, node):
         name = syntax.keyword(node, "name")
@@ -190,6 +217,15 @@ class LayerApiRule(context.Rule):
         return updated
 
     def leave_Attribute(self, ctx, original, updated):
+        if id(original) in self._conv_kernels:
+            ctx.change(
+                original,
+                RULE,
+                "`self.kernel` in a conv layer subclass -> `self._kernel`: Keras 3's "
+                "conv layers read `kernel` through a property (no setter, not readable "
+                "before the layer is built) that returns `_kernel`",
+            )
+            return updated.with_changes(attr=cst.Name("_kernel"))
         if original.attr.value in _CUDNN and _cudnn(ctx, original):
             return updated.with_changes(attr=cst.Name(_CUDNN[original.attr.value][0]))
         return updated
@@ -203,13 +239,19 @@ class LayerApiRule(context.Rule):
             if _literal_slash(name.value):
                 return self._rename(ctx, original, updated, name)
             if not isinstance(name.value, cst.SimpleString) and _has_slash_part(name.value):
-                ctx.flag(
-                    original,
-                    RULE,
-                    "a computed layer name holds `/`, which Keras 3 refuses (ValueError)",
-                    "build the name with '_' instead of '/' (and use the same name "
-                    "wherever the layer is looked up).",
+                return self._rename_parts(ctx, original, updated, name)
+        # `MyLayer(name=f'block/{i}')(x)`: a project's own class, called on
+        # tensors right away, is a layer too.
+        inner = updated.func
+        if isinstance(inner, cst.Call) and not _is_layer_call(ctx, original.func):
+            inner_name = syntax.keyword(inner, "name")
+            if inner_name is not None and _has_slash_part(inner_name.value):
+                renamed = (
+                    self._rename(ctx, original.func, inner, inner_name)
+                    if _literal_slash(inner_name.value)
+                    else self._rename_parts(ctx, original.func, inner, inner_name)
                 )
+                return updated.with_changes(func=renamed)
         if syntax.method_name(original) == "get_layer":
             arg = syntax.keyword(updated, "name") or (
                 syntax.positional(updated)[0] if syntax.positional(updated) else None
@@ -235,6 +277,29 @@ class LayerApiRule(context.Rule):
                 a.with_changes(value=a.value.with_changes(value=new_value)) if a is arg else a
                 for a in updated.args
             ]
+        )
+
+    def _rename_parts(self, ctx, original, updated, arg):
+        """`name=f'cell_{i}/add'` -> `f'cell_{i}_add'`: '/' -> '_' in every literal part."""
+
+        class _Slashes(cst.CSTTransformer):
+            def leave_SimpleString(self, original_node, updated_node):
+                if _literal_slash(updated_node):
+                    return updated_node.with_changes(value=updated_node.value.replace("/", "_"))
+                return updated_node
+
+            def leave_FormattedStringText(self, original_node, updated_node):
+                return updated_node.with_changes(value=updated_node.value.replace("/", "_"))
+
+        value = arg.value.visit(_Slashes())
+        ctx.change(
+            original,
+            RULE,
+            f"layer name `{syntax.code(arg.value)}` -> `{syntax.code(value)}`: Keras 3 refuses "
+            "'/' in names (the computed parts must hold none either)",
+        )
+        return updated.with_changes(
+            args=[a.with_changes(value=value) if a is arg else a for a in updated.args]
         )
 
     def _cudnn_call(self, ctx, original, updated, cudnn):

@@ -20,6 +20,14 @@
   it is left False). Flagged where a model is compiled after a `trainable`
   change that followed another compile.
 
+* `model.outputs = [model.layers[i].output ...]` (Keras 2 let a script
+  point a built model at other outputs, then call it): Keras 3's `outputs`
+  has no setter (AttributeError). Rewritten to `model =
+  keras.Model(model.inputs, [...], name=model.name)`, the same layers and
+  weights giving those outputs when called. Only where the new outputs are
+  read from layers (`.output`, `.get_layer`), so a class's own `self.outputs
+  = []` stays as it is.
+
 Neither of the last two is flagged on a `multi_gpu_model` result: the
 parallel model accepts dict targets and freezes `trainable` at compile, as
 Keras 2 did.
@@ -69,6 +77,19 @@ _DICT_ACTION = (
     "\"Expected float32, but got <name> of type 'str'\" (parallel_keras's parallel "
     "model accepts the dict as Keras 2 did)."
 )
+
+
+def _reads_layer_outputs(node: cst.CSTNode) -> bool:
+    """Whether `node` reads a layer's `.output` / `.get_output_at` / `get_layer`."""
+    found = False
+
+    class _Find(cst.CSTVisitor):
+        def visit_Attribute(self, attribute):
+            nonlocal found
+            found |= attribute.attr.value in ("output", "get_output_at", "get_layer")
+
+    node.visit(_Find())
+    return found
 
 
 def _single_key(node: cst.CSTNode | None) -> str | None:
@@ -246,6 +267,42 @@ class ModelApiRule(context.Rule):
                 f"for a model whose one output is '{key}' (the CTC idiom)",
                 _DICT_ACTION,
             )
+
+    def leave_Assign(self, ctx, original, updated):
+        if len(updated.targets) != 1:
+            return updated
+        target = updated.targets[0].target
+        if not (
+            isinstance(target, cst.Attribute)
+            and target.attr.value == "outputs"
+            and isinstance(target.value, (cst.Name, cst.Attribute))
+            and not (isinstance(target.value, cst.Name) and target.value.value == "self")
+            and _reads_layer_outputs(updated.value)
+        ):
+            return updated
+        owner = syntax.code(target.value)
+        keras_name = ctx.keras_module()
+        ctx.change(
+            original,
+            RULE,
+            f"`{owner}.outputs = ...` -> `{owner} = {keras_name}.Model({owner}.inputs, ..., "
+            f"name={owner}.name)`: Keras 3 models have no `outputs` setter; the new model "
+            "shares the layers and weights and gives those outputs when called",
+        )
+        model = cst.Call(
+            func=syntax.expression(f"{keras_name}.Model"),
+            args=[
+                cst.Arg(
+                    syntax.expression(f"{owner}.inputs"),
+                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+                ),
+                cst.Arg(updated.value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                syntax.make_arg("name", syntax.expression(f"{owner}.name")),
+            ],
+        )
+        return updated.with_changes(
+            targets=[updated.targets[0].with_changes(target=target.value)], value=model
+        )
 
     def leave_Return(self, ctx, original, updated):
         if original.value is not None:

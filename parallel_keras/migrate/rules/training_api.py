@@ -65,14 +65,77 @@ _REMOVED_PREDICTORS = {
 }
 
 
+_STEP_METHODS = frozenset(
+    {"fit", "evaluate", "predict", "fit_generator", "evaluate_generator", "predict_generator"}
+)
+_STEP_ARGUMENTS = ("steps_per_epoch", "validation_steps", "steps")
+
+
+def _whole_steps(ctx, original, updated, method):
+    """`steps_per_epoch=n / batch` -> `math.ceil(n / batch)`.
+
+    Keras 2's loops counted `while steps_done < steps_per_epoch`, so a float
+    ran ceil(steps) steps; Keras 3 passes it to `range` (TypeError). Only a
+    true division is rewritten: it is a float whatever its operands are.
+    """
+    if method not in _STEP_METHODS:
+        return updated
+    for name in _STEP_ARGUMENTS:
+        arg = syntax.keyword(updated, name)
+        if arg is None or not (
+            isinstance(arg.value, cst.BinaryOperation)
+            and isinstance(arg.value.operator, cst.Divide)
+        ):
+            continue
+        ctx.require_import("math")
+        ctx.change(
+            original,
+            RULE,
+            f"`{name}={syntax.code(arg.value)}` -> `math.ceil(...)`: Keras 2 ran a float "
+            "number of steps rounded up; Keras 3 takes only an int",
+        )
+        wrapped = cst.Call(syntax.expression("math.ceil"), args=[cst.Arg(arg.value)])
+        updated = updated.with_changes(
+            args=[a.with_changes(value=wrapped) if a is arg else a for a in updated.args]
+        )
+    return updated
+
+
 class GeneratorMethodsRule(context.Rule):
     """`model.fit_generator(gen, 10, 2)` -> `model.fit(gen, steps_per_epoch=10, epochs=2)`."""
 
     name = RULE
     reads = {"loader_options_moved": context.Phase.REWRITE}
 
+    def __init__(self):
+        # Names bound to an instance of a project wrapper class -> its class.
+        self._wrappers: dict[str, str] = {}
+
+    def visit_Assign(self, ctx, node):
+        project = getattr(ctx, "project", None)
+        classes = getattr(project, "wrapper_fit_methods", None) or {}
+        if isinstance(node.value, cst.Call) and isinstance(
+            node.value.func, (cst.Name, cst.Attribute)
+        ):
+            called = syntax.dotted(node.value.func).rpartition(".")[2]
+            if called in classes:
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        self._wrappers[target.target.value] = called
+
+    def _wrapper_method(self, ctx, call) -> bool:
+        """Whether `call` is `x.fit_generator(...)` with `x` a project wrapper's instance."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+            return False
+        owner = self._wrappers.get(func.value.value)
+        classes = getattr(getattr(ctx, "project", None), "wrapper_fit_methods", None) or {}
+        return owner is not None and func.attr.value in classes.get(owner, ())
+
     def leave_Call(self, ctx, original, updated):
         method = syntax.method_name(updated)
+        if self._wrapper_method(ctx, original):
+            return updated  # The project's own method (it calls Keras's inside).
         if method in _REMOVED_PREDICTORS:
             ctx.flag(
                 original,
@@ -83,10 +146,22 @@ class GeneratorMethodsRule(context.Rule):
             return updated
         if method in _CLASS_WEIGHT_METHODS:
             updated = _drop_string_class_weight(ctx, original, updated, method)
-        if method not in LEGACY_SIGNATURES or syntax.has_star(updated):
+        if method in LEGACY_SIGNATURES and syntax.has_star(updated):
+            new = method[: -len("_generator")]
+            ctx.flag(
+                original,
+                RULE,
+                f"`{method}` with `*`/`**` arguments: Keras 3 removed it, and `{new}`'s "
+                "positional order differs (its second parameter is `y`)",
+                f"call `{new}(generator, ...)` with every argument by keyword (and without "
+                "max_queue_size=/workers=/use_multiprocessing=, which Keras 3's fit refuses).",
+            )
             return updated
+        if method not in LEGACY_SIGNATURES:
+            return _whole_steps(ctx, original, updated, method)
         new_method = method[: -len("_generator")]
         updated, named = syntax.keywordize(updated, LEGACY_SIGNATURES[method])
+        updated = _whole_steps(ctx, original, updated, method)
         generator = syntax.keyword(updated, "generator")
         if generator is not None:
             updated = updated.with_changes(
