@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The model `multi_gpu_model` returns: the template, trained on replicas.
 
 A `ParallelModel` holds no weights of its own. It calls the template, whose
