@@ -59,5 +59,8 @@ from .sessions import get_session as get_session
 from .sessions import set_session as set_session
 from .sessions import tf1_graph as tf1_graph
 from .summaries import FileWriter as FileWriter
+from .training import evaluate_generator as evaluate_generator
+from .training import fit_generator as fit_generator
+from .training import predict_generator as predict_generator
 from .weights import load_weights as load_weights
 from .weights import save_weights as save_weights

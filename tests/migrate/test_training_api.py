@@ -238,14 +238,82 @@ def test_a_project_wrappers_own_fit_generator_keeps_its_name():
     assert namespace["trainer"].model.optimizer.iterations.numpy() == 3
 
 
-def test_fit_generator_with_star_arguments_is_flagged_not_left_to_fail():
-    from parallel_keras import migrate
+STAR_WRAPPER = """\
+import numpy as np
+from keras.layers import Dense, Input
+from keras.models import Model
 
-    result = migrate.migrate_source(
-        "def fit_generator(self, generator, *args, **kwargs):\n"
-        "    return self.model.fit_generator(generator, *args, **kwargs)\n"
+
+class Trainer(object):
+    def __init__(self):
+        inputs = Input(shape=(3,))
+        self.model = Model(inputs, Dense(1)(inputs))
+        self.model.compile(optimizer='sgd', loss='mse')
+
+    def fit_generator(self, generator, *args, **kwargs):
+        return self.model.fit_generator(generator, *args, **kwargs)
+
+    def evaluate_generator(self, generator, *args, **kwargs):
+        return self.model.evaluate_generator(generator, *args, **kwargs)
+
+    def predict_generator(self, generator, *args, **kwargs):
+        return self.model.predict_generator(generator, *args, **kwargs)
+
+
+def batches():
+    while True:
+        yield np.ones((2, 3), 'float32'), np.ones((2, 1), 'float32')
+
+
+def inputs():
+    while True:
+        yield np.ones((2, 3), 'float32')
+
+
+trainer = Trainer()
+# Keras 2's order: steps_per_epoch, epochs, verbose, callbacks, validation_data, validation_steps.
+history = trainer.fit_generator(batches(), 3, 2, 0, None, batches(), 2.5, workers=4)
+loss = trainer.evaluate_generator(batches(), 2)
+predictions = trainer.predict_generator(inputs(), 3)
+"""
+
+
+def test_fit_generator_with_star_arguments_runs_with_keras2_positional_order():
+    from parallel_keras import migrate
+    from parallel_keras.migrate import project as project_lib
+
+    project = project_lib.Project()
+    project_lib.scan_source(STAR_WRAPPER, "script", project)
+    result = migrate.migrate_source(STAR_WRAPPER, project=project)
+
+    assert (
+        "return parallel_keras.compat.fit_generator(self.model, generator, *args, **kwargs)"
+        in result.migrated
     )
-    # Where each argument lands is unknown: the call stays, with the fix.
-    assert "return self.model.fit_generator(generator, *args, **kwargs)" in result.migrated
-    [flag] = result.report.flags
-    assert "positional order" in flag.message and "by keyword" in flag.action
+    assert not result.report.flags
+    assert [c.modern for c in result.report.changes if c.modern and "star" in c.message]
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    history = namespace["history"]
+    # 2 epochs of 3 steps; validation on 3 steps (2.5 rounded up, as Keras 2 ran it).
+    assert history.params["epochs"] == 2 and history.params["steps"] == 3
+    assert len(history.history["val_loss"]) == 2
+    assert namespace["trainer"].model.optimizer.iterations.numpy() == 6
+    assert isinstance(namespace["loss"], float)
+    assert namespace["predictions"].shape == (6, 1)
+
+
+def test_compat_fit_generator_refuses_an_argument_keras2_did_not_have():
+    from parallel_keras import compat
+
+    with pytest.raises(TypeError, match="steps_per_epoch.*both"):
+        compat.fit_generator(object(), iter(()), 3, steps_per_epoch=3)
+    with pytest.raises(TypeError, match="no argument 'batch_size'"):
+        compat.fit_generator(object(), iter(()), batch_size=3)
+
+
+def test_compat_generator_methods_follow_the_rule_signatures():
+    from parallel_keras.compat import training
+
+    for method, names in training_api.LEGACY_SIGNATURES.items():
+        assert ("generator", *training._SIGNATURES[method]) == names
