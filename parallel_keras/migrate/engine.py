@@ -564,9 +564,9 @@ def _wrap_long_lines(source: str, module: cst.Module) -> cst.Module:
         wrapper = metadata.MetadataWrapper(module)
         finder = _CallsToSplit(wrapper, long_lines, lines)
         wrapper.module.visit(finder)
-        if not finder.calls:
+        if not finder.calls and not finder.values:
             break
-        split = wrapper.module.visit(_SplitCalls(finder.calls))
+        split = wrapper.module.visit(_SplitCalls(finder.calls, finder.values))
         try:
             same = ast.dump(ast.parse(split.code)) == ast.dump(ast.parse(code))
         except SyntaxError:
@@ -579,6 +579,26 @@ def _wrap_long_lines(source: str, module: cst.Module) -> cst.Module:
 
 def _leading_space(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
+
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_PARENTHESIZED_VALUES = (
+    cst.IfExp,
+    cst.BinaryOperation,
+    cst.BooleanOperation,
+    cst.Comparison,
+    cst.UnaryOperation,
+)
+
+
+def _new_line(space: str) -> cst.ParenthesizedWhitespace:
+    """A line break, then the block's indentation and `space`."""
+    return cst.ParenthesizedWhitespace(
+        first_line=cst.TrailingWhitespace(),
+        empty_lines=[],
+        indent=True,
+        last_line=cst.SimpleWhitespace(space),
+    )
 
 
 def _has_comment(node: cst.CSTNode) -> bool:
@@ -602,8 +622,59 @@ class _CallsToSplit(cst.CSTVisitor):
         self._unit = wrapper.module.default_indent
         self._blocks = [""]
         self._in_format_string = 0
+        # Only a simple statement's calls are split (not an `if`/`with` header's).
+        self._in_simple_statement = 0
         # Each call -> (its arguments' space, its closing parenthesis' space).
         self.calls: dict[cst.Call, tuple[str, str]] = {}
+        # Assigned or returned values that are not calls (`a if c else b`),
+        # wrapped whole in parentheses on their own line.
+        self.values: dict[cst.BaseExpression, tuple[str, str]] = {}
+
+    def _spaces(self, node: cst.CSTNode) -> tuple[str, str] | None:
+        """(inner, closing) spaces for `node` if it starts on a long line."""
+        position = self._positions[node]
+        if (
+            self._in_format_string
+            or not self._in_simple_statement
+            or position.start.line not in self._long_lines
+        ):
+            return None
+        leading = _leading_space(self._lines[position.start.line - 1])
+        block = self._blocks[-1]
+        if not leading.startswith(block):
+            return None
+        closing = leading[len(block) :]
+        return closing + self._unit, closing
+
+    def _value(self, value: cst.BaseExpression | None) -> bool:
+        if not isinstance(value, _PARENTHESIZED_VALUES) or value.lpar:
+            return True
+        position = self._positions[value]
+        if position.end.line != position.start.line:
+            return True
+        spaces = self._spaces(value)
+        if spaces is None:
+            return True
+        self.values[value] = spaces
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        return self._value(node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        return self._value(node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> bool:
+        return self._value(node.value)
+
+    def visit_Return(self, node: cst.Return) -> bool:
+        return self._value(node.value)
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._in_simple_statement += 1
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
+        self._in_simple_statement -= 1
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         indent = node.indent if node.indent is not None else self._unit
@@ -634,40 +705,46 @@ class _CallsToSplit(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> bool:
         position = self._positions[node]
         if (
-            self._in_format_string
-            or position.start.line not in self._long_lines
-            or not node.args
+            not node.args
             or (position.end.line != position.start.line and _has_comment(node))
+            # `len([... for ...])`: the comprehension would stay as long.
+            or (len(node.args) == 1 and isinstance(node.args[0].value, _COMPREHENSIONS))
         ):
             return True
-        leading = _leading_space(self._lines[position.start.line - 1])
-        block = self._blocks[-1]
-        if not leading.startswith(block):
+        spaces = self._spaces(node)
+        if spaces is None:
             return True
-        closing = leading[len(block) :]
-        self.calls[node] = (closing + self._unit, closing)
+        self.calls[node] = spaces
         return False
 
 
 class _SplitCalls(cst.CSTTransformer):
     """Writes each call found by `_CallsToSplit` one argument per line."""
 
-    def __init__(self, calls: dict[cst.Call, tuple[str, str]]):
+    def __init__(
+        self,
+        calls: dict[cst.Call, tuple[str, str]],
+        values: dict[cst.BaseExpression, tuple[str, str]],
+    ):
         self._calls = calls
+        self._values = values
+
+    def on_leave(self, original_node, updated_node):
+        updated_node = super().on_leave(original_node, updated_node)
+        spaces = self._values.get(original_node)
+        if spaces is None:
+            return updated_node
+        inner, closing = spaces
+        return updated_node.with_changes(
+            lpar=[cst.LeftParen(whitespace_after=_new_line(inner))],
+            rpar=[cst.RightParen(whitespace_before=_new_line(closing))],
+        )
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
         spaces = self._calls.get(original_node)
         if spaces is None:
             return updated_node
         extra, closing = spaces
-
-        def new_line(space: str) -> cst.ParenthesizedWhitespace:
-            return cst.ParenthesizedWhitespace(
-                first_line=cst.TrailingWhitespace(),
-                empty_lines=[],
-                indent=True,
-                last_line=cst.SimpleWhitespace(space),
-            )
 
         args = []
         for index, arg in enumerate(updated_node.args):
@@ -686,7 +763,7 @@ class _SplitCalls(cst.CSTTransformer):
             args.append(
                 arg.with_changes(
                     comma=comma,
-                    whitespace_after_arg=new_line(closing if last else extra),
+                    whitespace_after_arg=_new_line(closing if last else extra),
                 )
             )
-        return updated_node.with_changes(whitespace_before_args=new_line(extra), args=args)
+        return updated_node.with_changes(whitespace_before_args=_new_line(extra), args=args)

@@ -180,7 +180,11 @@ def test_every_rewritten_name_is_a_keras2_backend_function():
     ],
 )
 def test_before_after(before, after):
-    result = migrate.migrate_source(f"import keras\nfrom keras import backend as K\ny = {before}\n")
+    # A line as long as the longest rewrite, so no rewritten line is split.
+    wide = "# " + "-" * 100
+    result = migrate.migrate_source(
+        f"{wide}\nimport keras\nfrom keras import backend as K\ny = {before}\n"
+    )
     assert result.migrated.splitlines()[-1] == f"y = {after}"
     assert not result.report.flags
     again = migrate.migrate_source(result.migrated)
@@ -504,6 +508,10 @@ _INPUTS = {
         "K.switch(a > 0.5, a, a * 2)",
         "K.switch(K.sum(a) > 1.0, a, -a)",
         "K.switch(K.sum(a) < 1.0, lambda: a, lambda: -a)",
+        "K.variable([[1, 2], [3, 4]]) * 2",
+        "K.variable(a, name='v') - a",
+        "K.constant(1.5, shape=(2, 2)) + K.constant([[1, 2], [3, 4]])",
+        "K.constant([1, 2], dtype='int32')",
     ],
 )
 def test_keras2_only_backend_functions_compute_keras2_numbers(call):
@@ -629,3 +637,33 @@ def test_backend_functions_imported_by_name_run_once_their_calls_are_rewritten()
     variable = keras.Variable(np.ones((2, 3), "float32"))
     assert namespace["step"](variable, np.ones((2, 3), "float32")) == (2, 3)
     np.testing.assert_allclose(variable.numpy(), 2.0)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "K.variable([[1, 2], [3, 4]])",
+        "K.variable(np.arange(3), dtype='float64', name='v')",
+        "K.constant(1.5, shape=(2, 2))",
+        "K.constant([1, 2], dtype='int32')",
+    ],
+)
+def test_keras2_variable_and_constant_keep_their_kind_and_dtype(call):
+    import tf_keras
+
+    result = migrate.migrate_source(
+        f"import numpy as np\nfrom keras import backend as K\ny = {call}\n"
+    )
+    assert not result.report.flags, result.report.flags
+    [change] = [c for c in result.report.changes if c.modern]
+    assert "keras" in change.modern
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    expected = eval(call, {"K": tf_keras.backend, "np": np})  # noqa: S307
+    got = namespace["y"]
+    # A variable where Keras 2 gave one (K.set_value can change it), not
+    # among a layer's weights; the dtype Keras 2 gave.
+    assert isinstance(got, tf.Variable) == isinstance(expected, tf.Variable)
+    assert not isinstance(got, keras.Variable)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))

@@ -230,8 +230,9 @@ def test_a_project_wrappers_own_fit_generator_keeps_its_name():
     project_lib.scan_source(WRAPPER, "script", project)
     result = migrate.migrate_source(WRAPPER, project=project)
     assert "trainer.fit_generator(batches()" in result.migrated
-    assert "self.model.fit(generator, steps_per_epoch=steps_per_epoch, epochs=epochs" in (
-        result.migrated
+    assert (
+        "self.model.fit(\n            generator,\n            steps_per_epoch=steps_per_epoch,\n"
+        "            epochs=epochs,\n" in result.migrated
     )
     namespace: dict = {}
     exec(result.migrated, namespace)  # noqa: S102

@@ -165,13 +165,11 @@ _ACTIONS = {
         "Keras 3's hard_sigmoid is relu6(x + 3) / 6; Keras 2's was "
         "`keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)`: write that."
     ),
-    "variable": "use `keras.Variable(value)`.",
     "in_train_phase": "take the layer's `training` argument (`def call(self, inputs, "
     "training=None)`) and write `x if training else alt` (Keras 2 called x and alt "
     "when they were functions: call them in that expression).",
     "in_test_phase": "take the layer's `training` argument (`def call(self, inputs, "
     "training=None)`) and write `alt if training else x`.",
-    "constant": "use `keras.ops.convert_to_tensor(value, dtype)`.",
 }
 # Keras 2 backend functions parallel_keras.compat keeps -> (target, why, modern).
 COMPAT_BACKEND = {
@@ -243,6 +241,16 @@ _KERAS2_OPS = {
         "a lower-rank condition picking whole rows",
         "keras.ops.cond(c, then_fn, else_fn) for a scalar condition, "
         "keras.ops.where(c, a, b) for a tensor one",
+    ),
+    "variable": (
+        "a tf.Variable of dtype floatx() by default, as Keras 2's (keras.Variable would "
+        "join a layer's weights, which a Keras 2 K.variable did not)",
+        "keras.Variable(value, dtype=dtype), or self.add_weight(...) in a layer",
+    ),
+    "constant": (
+        "tf.constant with dtype floatx() by default and Keras 2's shape= (a value "
+        "filling it), which keras.ops.convert_to_tensor does not take",
+        "keras.ops.convert_to_tensor(value, dtype), or keras.ops.full(shape, value, dtype)",
     ),
     "batch_set_value": (
         "assigns each (variable, value) pair",
