@@ -667,3 +667,36 @@ def test_keras2_variable_and_constant_keep_their_kind_and_dtype(call):
     assert not isinstance(got, keras.Variable)
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+
+
+PLACEHOLDER_FUNCTION = """\
+import numpy as np
+from keras import backend as K
+
+x = K.placeholder(shape=(None, 3))
+codes = K.placeholder(ndim=1, dtype='int32')
+y = K.sum(x * 2.0, axis=1) + K.cast(codes, 'float32')
+f = K.function([x, codes], [y])
+out = f([np.ones((2, 3), 'float32'), np.array([1, 5], 'int32')])[0]
+"""
+
+
+def test_a_placeholder_with_its_shape_in_the_code_is_a_keras_input_that_runs():
+    result = migrate.migrate_source(PLACEHOLDER_FUNCTION)
+
+    assert not result.report.flags, result.report.flags
+    assert "x = keras.Input(batch_shape=(None, 3))" in result.migrated
+    assert "codes = keras.Input(batch_shape=(None,), dtype='int32')" in result.migrated
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    np.testing.assert_allclose(namespace["out"], [7.0, 11.0])
+    again = migrate.migrate_source(result.migrated)
+    assert again.migrated == result.migrated and not again.report.changes
+
+
+def test_a_placeholder_without_its_shape_in_the_code_stays_flagged_with_the_fix():
+    result = migrate.migrate_source("from keras import backend as K\np = K.placeholder(ndim=n)\n")
+
+    [flag] = result.report.flags
+    assert "keras.Input(batch_shape=" in flag.action and "not in the code" in flag.action
+    assert "p = K.placeholder(ndim=n)" in result.migrated

@@ -145,7 +145,12 @@ _ACTIONS = {
     "learning_phase": "delete it; pass training=True/False to the model or layer call.",
     "set_learning_phase": "delete it; pass training=True/False to the model or layer call.",
     "function": "call the model (or a keras.Model of the wanted outputs) directly.",
-    "placeholder": "use keras.Input(shape=...).",
+    "placeholder": (
+        "Keras 3 has no placeholders; this one's shape is not in the code (neither "
+        "shape= nor a literal ndim=): write keras.Input(batch_shape=<its full shape, "
+        "batch axis included>) and feed it through a functional model or "
+        "parallel_keras.compat.function."
+    ),
     "gradients": (
         "Keras 3 has no symbolic gradients of graph tensors (the WGAN-GP "
         "gradient penalty): compute the penalty in a custom `train_step` with "
@@ -819,8 +824,54 @@ def _assign(ctx, original, updated, text, ops):
     )
 
 
+_PLACEHOLDER_SIGNATURE = ("shape", "ndim", "dtype", "sparse", "name")
+
+
+def _placeholder(ctx, original, updated, text, ops):
+    """`K.placeholder(shape=(None, 3))` -> `keras.Input(batch_shape=(None, 3))`.
+
+    Keras 2's placeholder was a symbolic input of that full shape (batch
+    axis included; `ndim=n` alone meant n unknown axes) and dtype (None:
+    floatx()), which is what `keras.Input(batch_shape=...)` is; Keras 3 reads
+    it in a functional model or in `parallel_keras.compat.function`.
+    """
+    if syntax.has_star(updated):
+        return None
+    call, _ = syntax.keywordize(updated, _PLACEHOLDER_SIGNATURE, keep_first=False)
+    shape, ndim = syntax.keyword(call, "shape"), syntax.keyword(call, "ndim")
+    if shape is not None and not (
+        isinstance(shape.value, cst.Name) and shape.value.value == "None"
+    ):
+        batch_shape = shape.value
+        dropped = [ndim] if ndim is not None else []
+    elif ndim is not None and isinstance(ndim.value, cst.Integer):
+        batch_shape = syntax.expression(
+            "("
+            + ", ".join(["None"] * int(ndim.value.value))
+            + ("," if ndim.value.value == "1" else "")
+            + ")"
+        )
+        dropped = [ndim] + ([shape] if shape is not None else [])
+    else:
+        return None  # No shape known from the code: flagged.
+    args = [arg for arg in call.args if arg is not shape and all(arg is not d for d in dropped)]
+    keras_name = ops.rpartition(".")[0]
+    ctx.change(
+        original,
+        RULE,
+        f"`{text}(...)` -> `{keras_name}.Input(batch_shape=...)`: Keras 2's placeholder was "
+        "a symbolic input of that full shape (batch axis included) and dtype (floatx() "
+        "by default)",
+    )
+    new_args = [syntax.make_arg("batch_shape", batch_shape)]
+    for arg in args:
+        new_args = _append(new_args, arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+    return call.with_changes(func=syntax.expression(f"{keras_name}.Input"), args=new_args)
+
+
 _ONE_CALL_REWRITES = {
     **dict.fromkeys(_ASSIGNS, _assign),
+    "placeholder": _placeholder,
     "sqrt": _sqrt,
     "flatten": _flatten,
     "int_shape": _int_shape,
