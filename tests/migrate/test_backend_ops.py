@@ -700,3 +700,16 @@ def test_a_placeholder_without_its_shape_in_the_code_stays_flagged_with_the_fix(
     [flag] = result.report.flags
     assert "keras.Input(batch_shape=" in flag.action and "not in the code" in flag.action
     assert "p = K.placeholder(ndim=n)" in result.migrated
+
+
+def test_a_function_with_updates_stays_flagged_with_the_training_step_to_write():
+    result = migrate.migrate_source(
+        "from keras import backend as K\n"
+        "updates = opt.get_updates(params=model.trainable_weights, loss=loss)\n"
+        "train = K.function([model.input, target], [loss], updates)\n"
+    )
+
+    [flag] = [f for f in result.report.flags if "K.function" in f.message]
+    assert "symbolic gradients" in flag.message
+    assert "tf.GradientTape" in flag.action and "apply_gradients" in flag.action
+    assert "train = K.function([model.input, target], [loss], updates)" in result.migrated

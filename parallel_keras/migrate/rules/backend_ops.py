@@ -301,6 +301,18 @@ def _signature_text(op: Op) -> str:
     return f"keras.{op.target}({', '.join(['...', *passed])})"
 
 
+_FUNCTION_UPDATES_WHY = (
+    "`K.function(inputs, outputs, updates)` ran Keras 2's symbolic variable updates at "
+    "each call, in practice a training step (`optimizer.get_updates(...)`, built on "
+    "`K.gradients`); Keras 3 has neither symbolic gradients nor optimizer updates, so "
+    "no function can run them with the same meaning"
+)
+_FUNCTION_UPDATES_FIX = (
+    "write the step as a function: `with tf.GradientTape() as tape: loss = "
+    "<the loss from the model's outputs>` then `grads = tape.gradient(loss, "
+    "weights)` and `optimizer.apply_gradients(zip(grads, weights))`, and call it "
+    "where the K.function was called (or put it in the model's `train_step`)."
+)
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
 AUDIT: list[tuple] = [
     *(
@@ -310,8 +322,7 @@ AUDIT: list[tuple] = [
     (
         "keras.backend.function(..., updates=...)",
         None,
-        "Keras 2 ran the updates, a training step; Keras 3 has none: write a custom "
-        "train_step or use tf.GradientTape and optimizer.apply_gradients",
+        f"{_FUNCTION_UPDATES_WHY}: {_FUNCTION_UPDATES_FIX}",
     ),
     *(
         (
@@ -408,6 +419,9 @@ class BackendOpsRule(context.Rule):
             ctx.require_import("parallel_keras")
             ctx.compat(original, RULE, f"`{text}` -> `{target}`: {why}", modern)
             return updated.with_changes(func=syntax.expression(target))
+        if _function_with_updates(name, updated):
+            ctx.flag(original, RULE, _FUNCTION_UPDATES_WHY, _FUNCTION_UPDATES_FIX)
+            return updated
         keras_name = ctx.keras_module()
         in_ops = self._in_keras_ops(ctx, original, updated, name, keras_name)
         if in_ops is not None:
