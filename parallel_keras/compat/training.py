@@ -113,13 +113,35 @@ def _keyword_arguments(method: str, args: tuple, kwargs: dict) -> dict[str, Any]
     return bound
 
 
+def _tuples(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _keras3_batch(batch: Any) -> Any:
+    """`[x1, x2], y` -> `(x1, x2), y`: Keras 2 read a list as a model's inputs
+    (or outputs); Keras 3's `fit` refuses a list in a generator's batch
+    (tensorflow/tensorflow#75329) and takes the same tuple."""
+    if isinstance(batch, tuple):
+        return tuple(_tuples(part) for part in batch)
+    return _tuples(batch)
+
+
+def _batches(data: Any) -> Any:
+    """A Python generator's batches as Keras 3 takes them; other data as is."""
+    if inspect.isgenerator(data):
+        return (_keras3_batch(batch) for batch in data)
+    return data
+
+
 def fit_generator(model: Any, generator: Any, *args: Any, **kwargs: Any) -> Any:
     """Keras 2's `model.fit_generator(generator, ...)`, run by Keras 3's `fit`.
 
     Positional arguments after the generator follow Keras 2's order:
     steps_per_epoch, epochs, verbose, callbacks, validation_data,
     validation_steps, validation_freq, class_weight, max_queue_size, workers,
-    use_multiprocessing, shuffle, initial_epoch. `max_queue_size`, `workers`
+    use_multiprocessing, shuffle, initial_epoch. A Python generator's
+    `[x1, x2], y` batches (a list of inputs, which Keras 3 refuses) are
+    passed on as `(x1, x2), y`. `max_queue_size`, `workers`
     and `use_multiprocessing` are dropped (Keras 3 reads them from a
     `keras.utils.PyDataset`'s constructor; a warning is logged when they
     asked for parallel loading), a float number of steps is rounded up (Keras
@@ -144,6 +166,9 @@ def fit_generator(model: Any, generator: Any, *args: Any, **kwargs: Any) -> Any:
             is given both by position and by keyword.
     """
     options = _keyword_arguments("fit_generator", args, kwargs)
+    generator = _batches(generator)
+    if "validation_data" in options:
+        options["validation_data"] = _batches(options["validation_data"])
     return model.fit(generator, **options)
 
 
@@ -170,6 +195,7 @@ def evaluate_generator(model: Any, generator: Any, *args: Any, **kwargs: Any) ->
         TypeError: If an argument is not one of Keras 2's `evaluate_generator`.
     """
     options = _keyword_arguments("evaluate_generator", args, kwargs)
+    generator = _batches(generator)
     return model.evaluate(generator, **options)
 
 
@@ -198,5 +224,5 @@ def predict_generator(model: Any, generator: Any, *args: Any, **kwargs: Any) -> 
     options = _keyword_arguments("predict_generator", args, kwargs)
     if inspect.isgenerator(generator):
         # Keras 2 took bare input batches; Keras 3 reads a tuple's first item.
-        generator = (b if isinstance(b, tuple) else (b,) for b in generator)
+        generator = (_keras3_batch(b) if isinstance(b, tuple) else (_tuples(b),) for b in generator)
     return model.predict(generator, **options)

@@ -241,14 +241,14 @@ def test_a_project_wrappers_own_fit_generator_keeps_its_name():
 
 STAR_WRAPPER = """\
 import numpy as np
-from keras.layers import Dense, Input
+from keras.layers import Dense, Input, concatenate
 from keras.models import Model
 
 
 class Trainer(object):
     def __init__(self):
-        inputs = Input(shape=(3,))
-        self.model = Model(inputs, Dense(1)(inputs))
+        image, mask = Input(shape=(3,)), Input(shape=(2,))
+        self.model = Model([image, mask], Dense(1)(concatenate([image, mask])))
         self.model.compile(optimizer='sgd', loss='mse')
 
     def fit_generator(self, generator, *args, **kwargs):
@@ -263,12 +263,13 @@ class Trainer(object):
 
 def batches():
     while True:
-        yield np.ones((2, 3), 'float32'), np.ones((2, 1), 'float32')
+        # Keras 2 read a list as the model's inputs (Keras 3 refuses it).
+        yield [np.ones((2, 3), 'float32'), np.ones((2, 2), 'float32')], np.ones((2, 1), 'float32')
 
 
 def inputs():
     while True:
-        yield np.ones((2, 3), 'float32')
+        yield [np.ones((2, 3), 'float32'), np.ones((2, 2), 'float32')]
 
 
 trainer = Trainer()
@@ -318,3 +319,28 @@ def test_compat_generator_methods_follow_the_rule_signatures():
 
     for method, names in training_api.LEGACY_SIGNATURES.items():
         assert ("generator", *training._SIGNATURES[method]) == names
+
+
+def test_compat_generator_methods_take_keras2_list_batches():
+    import keras
+    import numpy as np
+
+    from parallel_keras import compat
+
+    image, mask = keras.Input((3,)), keras.Input((2,))
+    model = keras.Model(
+        [image, mask], keras.layers.Dense(1)(keras.layers.concatenate([image, mask]))
+    )
+    model.compile(optimizer="sgd", loss="mse")
+
+    def batches(with_targets=True):
+        # A generator migrate cannot see (a method of a data class): Keras 2
+        # read the list as the model's inputs; Keras 3's fit refuses a list.
+        while True:
+            inputs = [np.ones((2, 3), "float32"), np.ones((2, 2), "float32")]
+            yield (inputs, np.ones((2, 1), "float32")) if with_targets else inputs
+
+    compat.fit_generator(model, batches(), 3, 1, 0, None, batches(), 2)
+    assert model.optimizer.iterations.numpy() == 3
+    assert isinstance(compat.evaluate_generator(model, batches(), 2), float)
+    assert compat.predict_generator(model, batches(False), 2).shape == (4, 1)
