@@ -15,12 +15,14 @@ from .backend_ops import batch_flatten as batch_flatten
 from .backend_ops import batch_get_value as batch_get_value
 from .backend_ops import batch_set_value as batch_set_value
 from .backend_ops import bias_add as bias_add
+from .backend_ops import constant as constant
 from .backend_ops import conv1d as conv1d
 from .backend_ops import ones as ones
 from .backend_ops import spatial_2d_padding as spatial_2d_padding
 from .backend_ops import spatial_3d_padding as spatial_3d_padding
 from .backend_ops import switch as switch
 from .backend_ops import temporal_padding as temporal_padding
+from .backend_ops import variable as variable
 from .backend_ops import zeros as zeros
 from .layers import Container as Container
 from .layers import Merge as Merge
@@ -59,5 +61,8 @@ from .sessions import get_session as get_session
 from .sessions import set_session as set_session
 from .sessions import tf1_graph as tf1_graph
 from .summaries import FileWriter as FileWriter
+from .training import evaluate_generator as evaluate_generator
+from .training import fit_generator as fit_generator
+from .training import predict_generator as predict_generator
 from .weights import load_weights as load_weights
 from .weights import save_weights as save_weights

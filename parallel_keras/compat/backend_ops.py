@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 
@@ -58,6 +59,47 @@ def ones(shape: Sequence[int], dtype: str | None = None, name: str | None = None
     `self.add_weight(shape, initializer='ones', trainable=False)` in a layer.
     """
     return _filled(tf.ones(shape, dtype=dtype or keras.backend.floatx()), name)
+
+
+def variable(
+    value: Any,
+    dtype: str | None = None,
+    name: str | None = None,
+    constraint: Any = None,
+) -> Any:
+    """Keras 2's `K.variable`: a `tf.Variable` holding `value` (dtype None: floatx()).
+
+    As in Keras 2.2-2.3's TensorFlow backend: `value` (a NumPy array, a list,
+    a number or a tensor) is converted to `dtype`, and `constraint` is kept on
+    the variable. It is a `tf.Variable`, not a `keras.Variable`: a Keras 2
+    layer did not count a `K.variable` among its weights, and a Keras 3 layer
+    only tracks `keras.Variable`s, so the layer's weights stay the same.
+
+    Modernise: `keras.Variable(value, dtype=dtype, trainable=...)`, or
+    `self.add_weight(...)` in a layer that should save it with its weights.
+    """
+    dtype = dtype or keras.backend.floatx()
+    if not tf.is_tensor(value):
+        # Keras 2 converted the value to the dtype (an int array to floatx()).
+        value = np.asarray(value).astype(tf.as_dtype(dtype).as_numpy_dtype)
+    return tf.Variable(value, dtype=tf.as_dtype(dtype), name=name, constraint=constraint)
+
+
+def constant(
+    value: Any,
+    dtype: str | None = None,
+    shape: Sequence[int] | None = None,
+    name: str | None = None,
+) -> Any:
+    """Keras 2's `K.constant`: `tf.constant(value, dtype, shape)` (dtype None: floatx()).
+
+    A scalar `value` with a `shape` fills that shape, as `tf.constant` does
+    (`keras.ops.convert_to_tensor` takes no shape).
+
+    Modernise: `keras.ops.convert_to_tensor(value, dtype)`, or
+    `keras.ops.full(shape, value, dtype)` for a filled shape.
+    """
+    return tf.constant(value, dtype=dtype or keras.backend.floatx(), shape=shape, name=name)
 
 
 def _pad(x: Any, spatial: Iterable[Sequence[int]], data_format: str) -> Any:

@@ -20,7 +20,7 @@ import sys
 import textwrap
 
 import libcst as cst
-from libcst import metadata
+from libcst import matchers, metadata
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
@@ -300,6 +300,7 @@ def migrate_source(
     migrated = _remove_imports_left_unused(source, migrated, ctx)
     if ctx.required_imports:
         migrated = _add_imports(migrated, ctx)
+    migrated = _wrap_long_lines(source, migrated)
     _carry_over_flags(ctx)
     ctx.report.sort()
     return MigrationResult(source, migrated.code, ctx.report)
@@ -516,3 +517,253 @@ def _add_imports(module: cst.Module, ctx: context_lib.Context) -> cst.Module:
                 )
             )
     return module
+
+
+# How many times `_wrap_long_lines` re-reads the code: each round splits the
+# outermost calls of the lines still too long (a round per nesting level).
+_WRAP_ROUNDS = 6
+# A file whose lines were all shorter keeps its rewritten lines within PEP 8's
+# 79 characters (a short snippet's one-line rewrites stay one line).
+_SHORT_LINE = 79
+
+
+def _wrap_long_lines(source: str, module: cst.Module) -> cst.Module:
+    """Splits the calls of rewritten lines longer than the file's longest line.
+
+    A rewrite can make a line longer than any line the user wrote (a Keras 3
+    name, a compatibility path), or than 79 characters in a file whose lines
+    were all shorter. Each such line that the file did not have
+    before gets the outermost calls on it written one argument per
+    line (the call's indentation plus one level, the closing parenthesis back
+    at the call's indentation), then the calls still too long inside those
+    arguments, and so on. Only whitespace changes: if the code would read
+    differently to Python (its syntax tree differs), the line stays as it was.
+    A line the file already had, however long, is left alone, so a second
+    run changes nothing.
+
+    Args:
+        source: The original text of the file.
+        module: The rewritten module.
+
+    Returns:
+        The module with its long rewritten lines split.
+    """
+    original = source.splitlines()
+    limit = max([_SHORT_LINE, *(len(line) for line in original)])
+    unchanged = set(original)
+    for _ in range(_WRAP_ROUNDS):
+        code = module.code
+        lines = code.splitlines()
+        long_lines = {
+            number
+            for number, line in enumerate(lines, 1)
+            if len(line) > limit and line not in unchanged
+        }
+        if not long_lines:
+            break
+        wrapper = metadata.MetadataWrapper(module)
+        finder = _CallsToSplit(wrapper, long_lines, lines)
+        wrapper.module.visit(finder)
+        if not finder.calls and not finder.values:
+            break
+        split = wrapper.module.visit(_SplitCalls(finder.calls, finder.values))
+        try:
+            same = ast.dump(ast.parse(split.code)) == ast.dump(ast.parse(code))
+        except SyntaxError:
+            same = False
+        if not same:
+            break
+        module = split
+    return module
+
+
+def _leading_space(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_PARENTHESIZED_VALUES = (
+    cst.IfExp,
+    cst.BinaryOperation,
+    cst.BooleanOperation,
+    cst.Comparison,
+    cst.UnaryOperation,
+)
+
+
+def _new_line(space: str) -> cst.ParenthesizedWhitespace:
+    """A line break, then the block's indentation and `space`."""
+    return cst.ParenthesizedWhitespace(
+        first_line=cst.TrailingWhitespace(),
+        empty_lines=[],
+        indent=True,
+        last_line=cst.SimpleWhitespace(space),
+    )
+
+
+def _has_comment(node: cst.CSTNode) -> bool:
+    return bool(matchers.findall(node, matchers.Comment()))
+
+
+class _CallsToSplit(cst.CSTVisitor):
+    """Finds the outermost calls that start on a line too long.
+
+    A call already written over several lines is split again only when it
+    holds no comment (its line breaks are all rewritten).
+
+    Each is mapped to the space its arguments get after the block's own
+    indentation (which LibCST writes itself at each new line).
+    """
+
+    def __init__(self, wrapper: metadata.MetadataWrapper, long_lines: set[int], lines: list[str]):
+        self._positions = wrapper.resolve(metadata.PositionProvider)
+        self._long_lines = long_lines
+        self._lines = lines
+        self._unit = wrapper.module.default_indent
+        self._blocks = [""]
+        self._in_format_string = 0
+        # Only a simple statement's calls are split (not an `if`/`with` header's).
+        self._in_simple_statement = 0
+        # Each call -> (its arguments' space, its closing parenthesis' space).
+        self.calls: dict[cst.Call, tuple[str, str]] = {}
+        # Assigned or returned values that are not calls (`a if c else b`),
+        # wrapped whole in parentheses on their own line.
+        self.values: dict[cst.BaseExpression, tuple[str, str]] = {}
+
+    def _spaces(self, node: cst.CSTNode) -> tuple[str, str] | None:
+        """(inner, closing) spaces for `node` if it starts on a long line."""
+        position = self._positions[node]
+        if (
+            self._in_format_string
+            or not self._in_simple_statement
+            or position.start.line not in self._long_lines
+        ):
+            return None
+        leading = _leading_space(self._lines[position.start.line - 1])
+        block = self._blocks[-1]
+        if not leading.startswith(block):
+            return None
+        closing = leading[len(block) :]
+        return closing + self._unit, closing
+
+    def _value(self, value: cst.BaseExpression | None) -> bool:
+        if not isinstance(value, _PARENTHESIZED_VALUES) or value.lpar:
+            return True
+        position = self._positions[value]
+        if position.end.line != position.start.line:
+            return True
+        spaces = self._spaces(value)
+        if spaces is None:
+            return True
+        self.values[value] = spaces
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        return self._value(node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        return self._value(node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> bool:
+        return self._value(node.value)
+
+    def visit_Return(self, node: cst.Return) -> bool:
+        return self._value(node.value)
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._in_simple_statement += 1
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
+        self._in_simple_statement -= 1
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        indent = node.indent if node.indent is not None else self._unit
+        self._blocks.append(self._blocks[-1] + indent)
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self._blocks.pop()
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        # A line break inside an f-string's braces is an error before 3.12.
+        self._in_format_string += 1
+
+    def leave_FormattedString(self, original_node: cst.FormattedString) -> None:
+        self._in_format_string -= 1
+
+    def visit_ListComp(self, node: cst.ListComp) -> bool:
+        return False  # A call split inside a comprehension reads worse.
+
+    def visit_SetComp(self, node: cst.SetComp) -> bool:
+        return False
+
+    def visit_DictComp(self, node: cst.DictComp) -> bool:
+        return False
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> bool:
+        return False
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        position = self._positions[node]
+        if (
+            not node.args
+            or (position.end.line != position.start.line and _has_comment(node))
+            # `len([... for ...])`: the comprehension would stay as long.
+            or (len(node.args) == 1 and isinstance(node.args[0].value, _COMPREHENSIONS))
+        ):
+            return True
+        spaces = self._spaces(node)
+        if spaces is None:
+            return True
+        self.calls[node] = spaces
+        return False
+
+
+class _SplitCalls(cst.CSTTransformer):
+    """Writes each call found by `_CallsToSplit` one argument per line."""
+
+    def __init__(
+        self,
+        calls: dict[cst.Call, tuple[str, str]],
+        values: dict[cst.BaseExpression, tuple[str, str]],
+    ):
+        self._calls = calls
+        self._values = values
+
+    def on_leave(self, original_node, updated_node):
+        updated_node = super().on_leave(original_node, updated_node)
+        spaces = self._values.get(original_node)
+        if spaces is None:
+            return updated_node
+        inner, closing = spaces
+        return updated_node.with_changes(
+            lpar=[cst.LeftParen(whitespace_after=_new_line(inner))],
+            rpar=[cst.RightParen(whitespace_before=_new_line(closing))],
+        )
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        spaces = self._calls.get(original_node)
+        if spaces is None:
+            return updated_node
+        extra, closing = spaces
+
+        args = []
+        for index, arg in enumerate(updated_node.args):
+            last = index == len(updated_node.args) - 1
+            comma = arg.comma
+            if isinstance(comma, cst.Comma):
+                comma = comma.with_changes(
+                    whitespace_before=cst.SimpleWhitespace(""),
+                    whitespace_after=cst.SimpleWhitespace(""),
+                )
+            elif not last:
+                comma = cst.Comma(
+                    whitespace_before=cst.SimpleWhitespace(""),
+                    whitespace_after=cst.SimpleWhitespace(""),
+                )
+            args.append(
+                arg.with_changes(
+                    comma=comma,
+                    whitespace_after_arg=_new_line(closing if last else extra),
+                )
+            )
+        return updated_node.with_changes(whitespace_before_args=_new_line(extra), args=args)

@@ -180,7 +180,11 @@ def test_every_rewritten_name_is_a_keras2_backend_function():
     ],
 )
 def test_before_after(before, after):
-    result = migrate.migrate_source(f"import keras\nfrom keras import backend as K\ny = {before}\n")
+    # A line as long as the longest rewrite, so no rewritten line is split.
+    wide = "# " + "-" * 100
+    result = migrate.migrate_source(
+        f"{wide}\nimport keras\nfrom keras import backend as K\ny = {before}\n"
+    )
     assert result.migrated.splitlines()[-1] == f"y = {after}"
     assert not result.report.flags
     again = migrate.migrate_source(result.migrated)
@@ -504,6 +508,10 @@ _INPUTS = {
         "K.switch(a > 0.5, a, a * 2)",
         "K.switch(K.sum(a) > 1.0, a, -a)",
         "K.switch(K.sum(a) < 1.0, lambda: a, lambda: -a)",
+        "K.variable([[1, 2], [3, 4]]) * 2",
+        "K.variable(a, name='v') - a",
+        "K.constant(1.5, shape=(2, 2)) + K.constant([[1, 2], [3, 4]])",
+        "K.constant([1, 2], dtype='int32')",
     ],
 )
 def test_keras2_only_backend_functions_compute_keras2_numbers(call):
@@ -629,3 +637,79 @@ def test_backend_functions_imported_by_name_run_once_their_calls_are_rewritten()
     variable = keras.Variable(np.ones((2, 3), "float32"))
     assert namespace["step"](variable, np.ones((2, 3), "float32")) == (2, 3)
     np.testing.assert_allclose(variable.numpy(), 2.0)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "K.variable([[1, 2], [3, 4]])",
+        "K.variable(np.arange(3), dtype='float64', name='v')",
+        "K.constant(1.5, shape=(2, 2))",
+        "K.constant([1, 2], dtype='int32')",
+    ],
+)
+def test_keras2_variable_and_constant_keep_their_kind_and_dtype(call):
+    import tf_keras
+
+    result = migrate.migrate_source(
+        f"import numpy as np\nfrom keras import backend as K\ny = {call}\n"
+    )
+    assert not result.report.flags, result.report.flags
+    [change] = [c for c in result.report.changes if c.modern]
+    assert "keras" in change.modern
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    expected = eval(call, {"K": tf_keras.backend, "np": np})  # noqa: S307
+    got = namespace["y"]
+    # A variable where Keras 2 gave one (K.set_value can change it), not
+    # among a layer's weights; the dtype Keras 2 gave.
+    assert isinstance(got, tf.Variable) == isinstance(expected, tf.Variable)
+    assert not isinstance(got, keras.Variable)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+
+
+PLACEHOLDER_FUNCTION = """\
+import numpy as np
+from keras import backend as K
+
+x = K.placeholder(shape=(None, 3))
+codes = K.placeholder(ndim=1, dtype='int32')
+y = K.sum(x * 2.0, axis=1) + K.cast(codes, 'float32')
+f = K.function([x, codes], [y])
+out = f([np.ones((2, 3), 'float32'), np.array([1, 5], 'int32')])[0]
+"""
+
+
+def test_a_placeholder_with_its_shape_in_the_code_is_a_keras_input_that_runs():
+    result = migrate.migrate_source(PLACEHOLDER_FUNCTION)
+
+    assert not result.report.flags, result.report.flags
+    assert "x = keras.Input(batch_shape=(None, 3))" in result.migrated
+    assert "codes = keras.Input(batch_shape=(None,), dtype='int32')" in result.migrated
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    np.testing.assert_allclose(namespace["out"], [7.0, 11.0])
+    again = migrate.migrate_source(result.migrated)
+    assert again.migrated == result.migrated and not again.report.changes
+
+
+def test_a_placeholder_without_its_shape_in_the_code_stays_flagged_with_the_fix():
+    result = migrate.migrate_source("from keras import backend as K\np = K.placeholder(ndim=n)\n")
+
+    [flag] = result.report.flags
+    assert "keras.Input(batch_shape=" in flag.action and "not in the code" in flag.action
+    assert "p = K.placeholder(ndim=n)" in result.migrated
+
+
+def test_a_function_with_updates_stays_flagged_with_the_training_step_to_write():
+    result = migrate.migrate_source(
+        "from keras import backend as K\n"
+        "updates = opt.get_updates(params=model.trainable_weights, loss=loss)\n"
+        "train = K.function([model.input, target], [loss], updates)\n"
+    )
+
+    [flag] = [f for f in result.report.flags if "K.function" in f.message]
+    assert "symbolic gradients" in flag.message
+    assert "tf.GradientTape" in flag.action and "apply_gradients" in flag.action
+    assert "train = K.function([model.input, target], [loss], updates)" in result.migrated

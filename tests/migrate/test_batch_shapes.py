@@ -27,7 +27,10 @@ REWRITES = {
         "import keras\nfrom keras.layers import Embedding, Dense\n"
         "model = keras.Sequential([Embedding(20, 4, batch_input_shape=(8, 6)), Dense(2)])\n",
         "import keras\nfrom keras.layers import Embedding, Dense\n"
-        "model = keras.Sequential([keras.Input(batch_shape=(8, 6)), Embedding(20, 4), Dense(2)])\n",
+        # Longer than 79 characters, so split (the file's lines were shorter).
+        "model = keras.Sequential(\n"
+        "    [keras.Input(batch_shape=(8, 6)), Embedding(20, 4), Dense(2)]\n"
+        ")\n",
     ),
     "a_second_model_in_a_function": (
         "import keras\ndef build(b):\n    m = keras.Sequential()\n"

@@ -52,8 +52,16 @@ REWRITES = {
     "positional_period_is_passed_by_keyword": (
         _IMPORT + "c = ModelCheckpoint('w.weights.h5', 'val_loss', 0, True, True, 'auto', 3)\n",
         _IMPORT + "import parallel_keras.callbacks\n\n"
-        "c = parallel_keras.callbacks.ModelCheckpoint('w.weights.h5', monitor='val_loss', "
-        "verbose=0, save_best_only=True, save_weights_only=True, mode='auto', period=3)\n",
+        # Longer than the file's lines and 79 characters: one argument a line.
+        "c = parallel_keras.callbacks.ModelCheckpoint(\n"
+        "    'w.weights.h5',\n"
+        "    monitor='val_loss',\n"
+        "    verbose=0,\n"
+        "    save_best_only=True,\n"
+        "    save_weights_only=True,\n"
+        "    mode='auto',\n"
+        "    period=3\n"
+        ")\n",
         [
             (
                 2,
@@ -65,8 +73,11 @@ REWRITES = {
     "path_computed_at_run_time": (
         _IMPORT + "c = ModelCheckpoint(checkpoint_path, 'val_acc', 1)\n",
         _IMPORT + "import parallel_keras.callbacks\n\n"
-        "c = parallel_keras.callbacks.ModelCheckpoint(checkpoint_path, monitor='val_acc', "
-        "verbose=1)\n",
+        "c = parallel_keras.callbacks.ModelCheckpoint(\n"
+        "    checkpoint_path,\n"
+        "    monitor='val_acc',\n"
+        "    verbose=1\n"
+        ")\n",
         [
             (
                 2,
@@ -86,8 +97,11 @@ REWRITES = {
     ),
     "legacy_parallel_model_checkpoint_takes_the_template_first": (
         "c = ParallelModelCheckpoint(template, 'best.hdf5', save_weights_only=True)\n",
-        _WEIGHTS_NOTE.format(was="best.hdf5")
-        + "c = ParallelModelCheckpoint(template, 'best.weights.h5', save_weights_only=True)\n",
+        _WEIGHTS_NOTE.format(was="best.hdf5") + "c = ParallelModelCheckpoint(\n"
+        "    template,\n"
+        "    'best.weights.h5',\n"
+        "    save_weights_only=True\n"
+        ")\n",
         [],
     ),
 }

@@ -103,3 +103,44 @@ def test_imports_the_rewrites_left_unused_are_removed_and_others_stay():
     namespace: dict = {}
     exec(result.migrated.replace("import unused_before\n", ""), namespace)
     assert namespace["small"].shape == (2, 2)
+
+
+def test_a_rewritten_line_longer_than_the_file_is_split_and_means_the_same():
+    long_line = "kept = 'a line the file had, as long as its longest: the limit of this file'"
+    source = (
+        "import numpy as np\n"
+        "from keras import backend as K\n"
+        f"{long_line}\n"
+        "\n"
+        "def flat(x):\n"
+        "    if x is not None:\n"
+        "        y = K.batch_flatten(K.temporal_padding(x, (1, 2)))\n"
+        "        z = K.batch_flatten(K.temporal_padding(K.temporal_padding(x, (1, 2)), (3, 0)))\n"
+        "    return y, z\n"
+        "\n"
+        "x3 = np.ones((2, 3, 4), 'float32')\n"
+        "out, out2 = flat(x3)\n"
+        "short = K.batch_flatten(out)\n"
+        "label = f'{K.batch_flatten(K.temporal_padding(K.temporal_padding(x3, (1, 2)), (3, 0))).shape}'\n"
+    )
+    limit = max(len(line) for line in source.splitlines()[:-1])
+    result = migrate.migrate_source(source, "flat.py")
+    lines = result.migrated.splitlines()
+
+    # Split one argument per line, one level deeper, up to the file's limit.
+    assert "        y = parallel_keras.compat.batch_flatten(" in lines
+    assert "            parallel_keras.compat.temporal_padding(x, (1, 2))" in lines
+    # A rewritten line within the limit stays whole; so does the f-string's
+    # call (a line break in its braces is a syntax error before Python 3.12).
+    assert "short = parallel_keras.compat.batch_flatten(out)" in lines
+    assert long_line in lines
+    assert [line for line in lines if len(line) > limit] == [lines[-1]], result.migrated
+    again = migrate.migrate_source(result.migrated, "flat.py")
+    assert again.migrated == result.migrated and not again.report.changes
+    namespace: dict = {}
+    exec(result.migrated, namespace)
+    assert namespace["out"].shape == (2, 24)
+    assert float(namespace["out"].numpy().sum()) == 2 * 3 * 4
+    assert namespace["out2"].shape == (2, 36)
+    assert float(namespace["out2"].numpy().sum()) == 2 * 3 * 4
+    assert namespace["label"] == "(2, 36)"

@@ -35,7 +35,12 @@ _RULE = keras1_layers.Keras1LayerArgsRule
             "from keras.layers import MaxPooling2D\n"
             "p = MaxPooling2D(pool_size=(2, 2), dim_ordering='th', border_mode='same')\n",
             "from keras.layers import MaxPooling2D\n"
-            "p = MaxPooling2D(pool_size=(2, 2), data_format='channels_first', padding='same')\n",
+            # Longer than 79 characters (the file's lines were shorter): split.
+            "p = MaxPooling2D(\n"
+            "    pool_size=(2, 2),\n"
+            "    data_format='channels_first',\n"
+            "    padding='same'\n"
+            ")\n",
         ),
     ],
 )
@@ -48,8 +53,8 @@ def test_migrated_keras1_model_builds_and_runs():
         "from keras.models import Sequential\n"
         "from keras.layers import Convolution2D, Dense, Dropout, Flatten, Input\n"
         "model = Sequential([Input((6, 6, 1)),\n"
-        "                    Convolution2D(4, 3, 3, border_mode='same', init='ones'),\n"
-        "                    Dropout(p=0.5), Flatten(), Dense(output_dim=2, bias=False)])\n"
+        "    Convolution2D(4, 3, 3, border_mode='same', init='ones'),\n"
+        "    Dropout(p=0.5), Flatten(), Dense(output_dim=2, bias=False)])\n"
     )
     namespace: dict = {}
     with pytest.raises((TypeError, ValueError)):

@@ -178,7 +178,10 @@ first, second = model.predict(data, verbose=0)
 def test_setting_a_models_outputs_points_it_at_those_layers():
     result = migrate.migrate_source(OUTPUTS_SETTER)
     assert not result.report.flags
-    assert "features = keras.Model(features.inputs, [features.layers[i].output" in result.migrated
+    assert (
+        "features = keras.Model(\n    features.inputs,\n    [features.layers[i].output for i in"
+        in result.migrated
+    )
     namespace: dict = {}
     exec(result.migrated, namespace)  # noqa: S102
     features, data = namespace["features"], namespace["data"]

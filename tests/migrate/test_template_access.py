@@ -47,8 +47,10 @@ REWRITES = {
         "class Saver(Callback):\n    def set_model(self, model):\n"
         "        self.template = model.layers[-2]\n",
         "class Saver(Callback):\n    def set_model(self, model):\n"
-        "        self.template = model.template if hasattr(model, 'template') "
-        "else model.layers[-2]\n",
+        # Longer than 79 characters: the value goes in parentheses on its own line.
+        "        self.template = (\n"
+        "            model.template if hasattr(model, 'template') else model.layers[-2]\n"
+        "        )\n",
         [(3, _SET_MODEL)],
     ),
     "self_model_assigned_in_set_model": (
@@ -56,8 +58,9 @@ REWRITES = {
         "        self.model = model.layers[-2]\n"
         "    def on_epoch_end(self, epoch, logs=None):\n        self.model.save('m.h5')\n",
         "class Keep(Callback):\n    def set_model(self, model):\n"
-        "        self.template_model = model.template if hasattr(model, 'template') "
-        "else model.layers[-2]\n"
+        "        self.template_model = (\n"
+        "            model.template if hasattr(model, 'template') else model.layers[-2]\n"
+        "        )\n"
         "    def on_epoch_end(self, epoch, logs=None):\n        self.template_model.save('m.h5')\n",
         [
             (

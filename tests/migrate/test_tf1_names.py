@@ -64,8 +64,8 @@ REWRITES = {
     "softmax_xent_labels_without_gradient": (
         "import tensorflow as tf\nf = tf.nn.softmax_cross_entropy_with_logits(labels=y, "
         "logits=z, dim=-1)\n",
-        "import tensorflow as tf\nf = tf.nn.softmax_cross_entropy_with_logits("
-        "labels=tf.stop_gradient(y), logits=z, axis=-1)\n",
+        "import tensorflow as tf\nf = tf.nn.softmax_cross_entropy_with_logits(\n"
+        "    labels=tf.stop_gradient(y),\n    logits=z,\n    axis=-1\n)\n",
     ),
     "compat_v1_untouched": (
         "import tensorflow.compat.v1 as tf\np = tf.placeholder(tf.float32)\n",
@@ -149,7 +149,9 @@ def test_summary_protos_and_file_writers_run_through_compatibility_paths():
         "s = tf.Summary(value=[tf.Summary.Value(tag='a', simple_value=1.0)])\n",
         "import tensorflow as tf\nimport parallel_keras\n\n"
         "w = parallel_keras.compat.FileWriter(d)\n"
-        "s = tf.compat.v1.Summary(value=[tf.compat.v1.Summary.Value(tag='a', simple_value=1.0)])\n",
+        "s = tf.compat.v1.Summary(\n"
+        "    value=[tf.compat.v1.Summary.Value(tag='a', simple_value=1.0)]\n"
+        ")\n",
     )
     assert not result.report.flags
     assert all(c.modern for c in result.report.changes if c.rule == "TF1 names")

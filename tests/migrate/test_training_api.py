@@ -230,22 +230,117 @@ def test_a_project_wrappers_own_fit_generator_keeps_its_name():
     project_lib.scan_source(WRAPPER, "script", project)
     result = migrate.migrate_source(WRAPPER, project=project)
     assert "trainer.fit_generator(batches()" in result.migrated
-    assert "self.model.fit(generator, steps_per_epoch=steps_per_epoch, epochs=epochs" in (
-        result.migrated
+    assert (
+        "self.model.fit(\n            generator,\n            steps_per_epoch=steps_per_epoch,\n"
+        "            epochs=epochs,\n" in result.migrated
     )
     namespace: dict = {}
     exec(result.migrated, namespace)  # noqa: S102
     assert namespace["trainer"].model.optimizer.iterations.numpy() == 3
 
 
-def test_fit_generator_with_star_arguments_is_flagged_not_left_to_fail():
-    from parallel_keras import migrate
+STAR_WRAPPER = """\
+import numpy as np
+from keras.layers import Dense, Input, concatenate
+from keras.models import Model
 
-    result = migrate.migrate_source(
-        "def fit_generator(self, generator, *args, **kwargs):\n"
-        "    return self.model.fit_generator(generator, *args, **kwargs)\n"
+
+class Trainer(object):
+    def __init__(self):
+        image, mask = Input(shape=(3,)), Input(shape=(2,))
+        self.model = Model([image, mask], Dense(1)(concatenate([image, mask])))
+        self.model.compile(optimizer='sgd', loss='mse')
+
+    def fit_generator(self, generator, *args, **kwargs):
+        return self.model.fit_generator(generator, *args, **kwargs)
+
+    def evaluate_generator(self, generator, *args, **kwargs):
+        return self.model.evaluate_generator(generator, *args, **kwargs)
+
+    def predict_generator(self, generator, *args, **kwargs):
+        return self.model.predict_generator(generator, *args, **kwargs)
+
+
+def batches():
+    while True:
+        # Keras 2 read a list as the model's inputs (Keras 3 refuses it).
+        yield [np.ones((2, 3), 'float32'), np.ones((2, 2), 'float32')], np.ones((2, 1), 'float32')
+
+
+def inputs():
+    while True:
+        yield [np.ones((2, 3), 'float32'), np.ones((2, 2), 'float32')]
+
+
+trainer = Trainer()
+# Keras 2's order: steps_per_epoch, epochs, verbose, callbacks, validation_data, validation_steps.
+history = trainer.fit_generator(batches(), 3, 2, 0, None, batches(), 2.5, workers=4)
+loss = trainer.evaluate_generator(batches(), 2)
+predictions = trainer.predict_generator(inputs(), 3)
+"""
+
+
+def test_fit_generator_with_star_arguments_runs_with_keras2_positional_order():
+    from parallel_keras import migrate
+    from parallel_keras.migrate import project as project_lib
+
+    project = project_lib.Project()
+    project_lib.scan_source(STAR_WRAPPER, "script", project)
+    result = migrate.migrate_source(STAR_WRAPPER, project=project)
+
+    assert (
+        "return parallel_keras.compat.fit_generator(self.model, generator, *args, **kwargs)"
+        in result.migrated
     )
-    # Where each argument lands is unknown: the call stays, with the fix.
-    assert "return self.model.fit_generator(generator, *args, **kwargs)" in result.migrated
-    [flag] = result.report.flags
-    assert "positional order" in flag.message and "by keyword" in flag.action
+    assert not result.report.flags
+    assert [c.modern for c in result.report.changes if c.modern and "star" in c.message]
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    history = namespace["history"]
+    # 2 epochs of 3 steps; validation on 3 steps (2.5 rounded up, as Keras 2 ran it).
+    assert history.params["epochs"] == 2 and history.params["steps"] == 3
+    assert len(history.history["val_loss"]) == 2
+    assert namespace["trainer"].model.optimizer.iterations.numpy() == 6
+    assert isinstance(namespace["loss"], float)
+    assert namespace["predictions"].shape == (6, 1)
+
+
+def test_compat_fit_generator_refuses_an_argument_keras2_did_not_have():
+    from parallel_keras import compat
+
+    with pytest.raises(TypeError, match="steps_per_epoch.*both"):
+        compat.fit_generator(object(), iter(()), 3, steps_per_epoch=3)
+    with pytest.raises(TypeError, match="no argument 'batch_size'"):
+        compat.fit_generator(object(), iter(()), batch_size=3)
+
+
+def test_compat_generator_methods_follow_the_rule_signatures():
+    from parallel_keras.compat import training
+
+    for method, names in training_api.LEGACY_SIGNATURES.items():
+        assert ("generator", *training._SIGNATURES[method]) == names
+
+
+def test_compat_generator_methods_take_keras2_list_batches():
+    import keras
+    import numpy as np
+
+    from parallel_keras import compat
+
+    image, mask = keras.Input((3,)), keras.Input((2,))
+    model = keras.Model(
+        [image, mask], keras.layers.Dense(1)(keras.layers.concatenate([image, mask]))
+    )
+    model.compile(optimizer="sgd", loss="mse")
+
+    def batches(with_targets=True):
+        # A generator migrate cannot see (a method of a data class): Keras 2
+        # read the list as the model's inputs; Keras 3's fit refuses a list.
+        while True:
+            inputs = [np.ones((2, 3), "float32"), np.ones((2, 2), "float32")]
+            yield (inputs, np.ones((2, 1), "float32")) if with_targets else inputs
+
+    compat.fit_generator(model, batches(), 3, 1, 0, None, batches(), 2)
+    assert model.optimizer.iterations.numpy() == 3
+    assert isinstance(compat.evaluate_generator(model, batches(), 2), float)
+    assert compat.predict_generator(model, batches(False), 2).shape == (4, 1)

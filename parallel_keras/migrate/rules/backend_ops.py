@@ -145,7 +145,12 @@ _ACTIONS = {
     "learning_phase": "delete it; pass training=True/False to the model or layer call.",
     "set_learning_phase": "delete it; pass training=True/False to the model or layer call.",
     "function": "call the model (or a keras.Model of the wanted outputs) directly.",
-    "placeholder": "use keras.Input(shape=...).",
+    "placeholder": (
+        "Keras 3 has no placeholders; this one's shape is not in the code (neither "
+        "shape= nor a literal ndim=): write keras.Input(batch_shape=<its full shape, "
+        "batch axis included>) and feed it through a functional model or "
+        "parallel_keras.compat.function."
+    ),
     "gradients": (
         "Keras 3 has no symbolic gradients of graph tensors (the WGAN-GP "
         "gradient penalty): compute the penalty in a custom `train_step` with "
@@ -165,13 +170,11 @@ _ACTIONS = {
         "Keras 3's hard_sigmoid is relu6(x + 3) / 6; Keras 2's was "
         "`keras.ops.clip(0.2 * x + 0.5, 0.0, 1.0)`: write that."
     ),
-    "variable": "use `keras.Variable(value)`.",
     "in_train_phase": "take the layer's `training` argument (`def call(self, inputs, "
     "training=None)`) and write `x if training else alt` (Keras 2 called x and alt "
     "when they were functions: call them in that expression).",
     "in_test_phase": "take the layer's `training` argument (`def call(self, inputs, "
     "training=None)`) and write `alt if training else x`.",
-    "constant": "use `keras.ops.convert_to_tensor(value, dtype)`.",
 }
 # Keras 2 backend functions parallel_keras.compat keeps -> (target, why, modern).
 COMPAT_BACKEND = {
@@ -244,6 +247,16 @@ _KERAS2_OPS = {
         "keras.ops.cond(c, then_fn, else_fn) for a scalar condition, "
         "keras.ops.where(c, a, b) for a tensor one",
     ),
+    "variable": (
+        "a tf.Variable of dtype floatx() by default, as Keras 2's (keras.Variable would "
+        "join a layer's weights, which a Keras 2 K.variable did not)",
+        "keras.Variable(value, dtype=dtype), or self.add_weight(...) in a layer",
+    ),
+    "constant": (
+        "tf.constant with dtype floatx() by default and Keras 2's shape= (a value "
+        "filling it), which keras.ops.convert_to_tensor does not take",
+        "keras.ops.convert_to_tensor(value, dtype), or keras.ops.full(shape, value, dtype)",
+    ),
     "batch_set_value": (
         "assigns each (variable, value) pair",
         "variable.assign(value) for each pair",
@@ -288,6 +301,18 @@ def _signature_text(op: Op) -> str:
     return f"keras.{op.target}({', '.join(['...', *passed])})"
 
 
+_FUNCTION_UPDATES_WHY = (
+    "`K.function(inputs, outputs, updates)` ran Keras 2's symbolic variable updates at "
+    "each call, in practice a training step (`optimizer.get_updates(...)`, built on "
+    "`K.gradients`); Keras 3 has neither symbolic gradients nor optimizer updates, so "
+    "no function can run them with the same meaning"
+)
+_FUNCTION_UPDATES_FIX = (
+    "write the step as a function: `with tf.GradientTape() as tape: loss = "
+    "<the loss from the model's outputs>` then `grads = tape.gradient(loss, "
+    "weights)` and `optimizer.apply_gradients(zip(grads, weights))`, and call it "
+    "where the K.function was called (or put it in the model's `train_step`)."
+)
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
 AUDIT: list[tuple] = [
     *(
@@ -297,8 +322,7 @@ AUDIT: list[tuple] = [
     (
         "keras.backend.function(..., updates=...)",
         None,
-        "Keras 2 ran the updates, a training step; Keras 3 has none: write a custom "
-        "train_step or use tf.GradientTape and optimizer.apply_gradients",
+        f"{_FUNCTION_UPDATES_WHY}: {_FUNCTION_UPDATES_FIX}",
     ),
     *(
         (
@@ -395,6 +419,9 @@ class BackendOpsRule(context.Rule):
             ctx.require_import("parallel_keras")
             ctx.compat(original, RULE, f"`{text}` -> `{target}`: {why}", modern)
             return updated.with_changes(func=syntax.expression(target))
+        if _function_with_updates(name, updated):
+            ctx.flag(original, RULE, _FUNCTION_UPDATES_WHY, _FUNCTION_UPDATES_FIX)
+            return updated
         keras_name = ctx.keras_module()
         in_ops = self._in_keras_ops(ctx, original, updated, name, keras_name)
         if in_ops is not None:
@@ -811,8 +838,54 @@ def _assign(ctx, original, updated, text, ops):
     )
 
 
+_PLACEHOLDER_SIGNATURE = ("shape", "ndim", "dtype", "sparse", "name")
+
+
+def _placeholder(ctx, original, updated, text, ops):
+    """`K.placeholder(shape=(None, 3))` -> `keras.Input(batch_shape=(None, 3))`.
+
+    Keras 2's placeholder was a symbolic input of that full shape (batch
+    axis included; `ndim=n` alone meant n unknown axes) and dtype (None:
+    floatx()), which is what `keras.Input(batch_shape=...)` is; Keras 3 reads
+    it in a functional model or in `parallel_keras.compat.function`.
+    """
+    if syntax.has_star(updated):
+        return None
+    call, _ = syntax.keywordize(updated, _PLACEHOLDER_SIGNATURE, keep_first=False)
+    shape, ndim = syntax.keyword(call, "shape"), syntax.keyword(call, "ndim")
+    if shape is not None and not (
+        isinstance(shape.value, cst.Name) and shape.value.value == "None"
+    ):
+        batch_shape = shape.value
+        dropped = [ndim] if ndim is not None else []
+    elif ndim is not None and isinstance(ndim.value, cst.Integer):
+        batch_shape = syntax.expression(
+            "("
+            + ", ".join(["None"] * int(ndim.value.value))
+            + ("," if ndim.value.value == "1" else "")
+            + ")"
+        )
+        dropped = [ndim] + ([shape] if shape is not None else [])
+    else:
+        return None  # No shape known from the code: flagged.
+    args = [arg for arg in call.args if arg is not shape and all(arg is not d for d in dropped)]
+    keras_name = ops.rpartition(".")[0]
+    ctx.change(
+        original,
+        RULE,
+        f"`{text}(...)` -> `{keras_name}.Input(batch_shape=...)`: Keras 2's placeholder was "
+        "a symbolic input of that full shape (batch axis included) and dtype (floatx() "
+        "by default)",
+    )
+    new_args = [syntax.make_arg("batch_shape", batch_shape)]
+    for arg in args:
+        new_args = _append(new_args, arg.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+    return call.with_changes(func=syntax.expression(f"{keras_name}.Input"), args=new_args)
+
+
 _ONE_CALL_REWRITES = {
     **dict.fromkeys(_ASSIGNS, _assign),
+    "placeholder": _placeholder,
     "sqrt": _sqrt,
     "flatten": _flatten,
     "int_shape": _int_shape,

@@ -147,16 +147,7 @@ class GeneratorMethodsRule(context.Rule):
         if method in _CLASS_WEIGHT_METHODS:
             updated = _drop_string_class_weight(ctx, original, updated, method)
         if method in LEGACY_SIGNATURES and syntax.has_star(updated):
-            new = method[: -len("_generator")]
-            ctx.flag(
-                original,
-                RULE,
-                f"`{method}` with `*`/`**` arguments: Keras 3 removed it, and `{new}`'s "
-                "positional order differs (its second parameter is `y`)",
-                f"call `{new}(generator, ...)` with every argument by keyword (and without "
-                "max_queue_size=/workers=/use_multiprocessing=, which Keras 3's fit refuses).",
-            )
-            return updated
+            return _through_compat(ctx, original, updated, method)
         if method not in LEGACY_SIGNATURES:
             return _whole_steps(ctx, original, updated, method)
         new_method = method[: -len("_generator")]
@@ -188,6 +179,42 @@ class GeneratorMethodsRule(context.Rule):
         if parallel_loading and id(original) not in ctx.facts.loader_options_moved:
             _flag_parallel_loading(ctx, original, updated, dropped)
         return updated.with_changes(func=updated.func.with_changes(attr=cst.Name(new_method)))
+
+
+def _through_compat(
+    ctx: context.Context, original: cst.Call, updated: cst.Call, method: str
+) -> cst.BaseExpression:
+    """`m.fit_generator(gen, *args, **kw)` -> `parallel_keras.compat.fit_generator(m, gen, ...)`.
+
+    Star arguments hide which positional argument is which, so the call is
+    bound to Keras 2's signature when it runs (a project's wrapper forwarding
+    its own arguments is the usual case).
+    """
+    new = method[: -len("_generator")]
+    func = updated.func
+    if not isinstance(func, cst.Attribute):
+        ctx.flag(
+            original,
+            RULE,
+            f"`{method}` with `*`/`**` arguments: Keras 3 removed it, and `{new}`'s "
+            "positional order differs (its second parameter is `y`)",
+            f"call `{new}(generator, ...)` with every argument by keyword (and without "
+            "max_queue_size=/workers=/use_multiprocessing=, which Keras 3's fit refuses).",
+        )
+        return updated
+    target = f"parallel_keras.compat.{method}"
+    receiver = cst.Arg(func.value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    ctx.require_import("parallel_keras")
+    ctx.compat(
+        original,
+        RULE,
+        f"`{syntax.code(func)}(...)` with `*`/`**` arguments -> `{target}("
+        f"{syntax.code(func.value)}, ...)`: Keras 3 removed `{method}`, and the star "
+        "arguments follow its Keras 2 positional order, bound when the call runs",
+        f"call `{syntax.code(func.value)}.{new}(generator, ...)` with every argument by "
+        "keyword (no max_queue_size=/workers=/use_multiprocessing=).",
+    )
+    return updated.with_changes(func=syntax.expression(target), args=[receiver, *updated.args])
 
 
 def _asks_parallel_loading(dropped: dict[str, cst.Arg]) -> bool:

@@ -1,0 +1,228 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Keras 2's `*_generator` training methods, for calls Keras 3 cannot take as written.
+
+`parallel-keras migrate` rewrites `model.fit_generator(gen, 10, 2)` into
+`model.fit(gen, steps_per_epoch=10, epochs=2)` when it can see every
+argument. A call that forwards star arguments (a project's wrapper:
+`def fit_generator(self, generator, *args, **kwargs): return
+self.model.fit_generator(generator, *args, **kwargs)`) cannot be rewritten
+that way: its positional arguments follow Keras 2's order, whose second
+parameter is `steps_per_epoch`, while `fit`'s is `y`. These functions bind
+the arguments to Keras 2's signature when the call runs and call Keras 3's
+`fit`/`evaluate`/`predict` by keyword.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Any
+
+from absl import logging
+
+# Keras 2.3's signatures (keras/engine/training.py), after the generator:
+# the order positional arguments are read in. Keras 2.2 had no
+# validation_freq; a call with more than six positional arguments after the
+# generator is read with Keras 2.3's order.
+_SIGNATURES = {
+    "fit_generator": (
+        "steps_per_epoch",
+        "epochs",
+        "verbose",
+        "callbacks",
+        "validation_data",
+        "validation_steps",
+        "validation_freq",
+        "class_weight",
+        "max_queue_size",
+        "workers",
+        "use_multiprocessing",
+        "shuffle",
+        "initial_epoch",
+    ),
+    "evaluate_generator": (
+        "steps",
+        "callbacks",
+        "max_queue_size",
+        "workers",
+        "use_multiprocessing",
+        "verbose",
+    ),
+    "predict_generator": (
+        "steps",
+        "callbacks",
+        "max_queue_size",
+        "workers",
+        "use_multiprocessing",
+        "verbose",
+    ),
+}
+# Keras 2's defaults where Keras 3's differ: evaluate_generator and
+# predict_generator printed no progress bar.
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "fit_generator": {},
+    "evaluate_generator": {"verbose": 0},
+    "predict_generator": {"verbose": 0},
+}
+# Loader options that Keras 3 moved to keras.utils.PyDataset's constructor.
+_LOADER_OPTIONS = ("max_queue_size", "workers", "use_multiprocessing")
+_STEPS = ("steps_per_epoch", "validation_steps", "steps")
+
+
+def _keyword_arguments(method: str, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """Binds `args`/`kwargs` to Keras 2's `method` and converts them for Keras 3."""
+    names = _SIGNATURES[method]
+    if len(args) > len(names):
+        raise TypeError(
+            f"Keras 2's `{method}` takes at most {len(names) + 1} positional arguments "
+            f"(generator, {', '.join(names)}). Received: {len(args) + 1}. Pass the "
+            "extra arguments by keyword or remove them."
+        )
+    bound = dict(_DEFAULTS[method])
+    for name, value in zip(names, args):
+        if name in kwargs:
+            raise TypeError(
+                f"`{method}` got `{name}` both by position and by keyword. Received: "
+                f"{name}={value!r} and {name}={kwargs[name]!r}. Pass it once."
+            )
+        bound[name] = value
+    unknown = sorted(set(kwargs) - set(names))
+    if unknown:
+        raise TypeError(
+            f"Keras 2's `{method}` has no argument {', '.join(map(repr, unknown))}. "
+            f"Received: {', '.join(f'{name}={kwargs[name]!r}' for name in unknown)}. "
+            f"Its arguments are: generator, {', '.join(names)}."
+        )
+    bound.update(kwargs)
+    dropped = {name: bound.pop(name) for name in _LOADER_OPTIONS if name in bound}
+    if (dropped.get("workers") or 1) > 1 or dropped.get("use_multiprocessing"):
+        logging.warning(
+            "%s: workers=/use_multiprocessing= are arguments of keras.utils.PyDataset's "
+            "constructor in Keras 3; the generator is read by one worker. Received: %s.",
+            method,
+            dropped,
+        )
+    for name in _STEPS:
+        # Keras 2 accepted a float number of steps (`len(x) / batch_size`)
+        # and ran its last, partial step; Keras 3 wants an int.
+        if isinstance(bound.get(name), float):
+            bound[name] = math.ceil(bound[name])
+    if isinstance(bound.get("class_weight"), str):
+        # Keras 2 weighted nothing for a class_weight that was not a dict.
+        del bound["class_weight"]
+    return bound
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _keras3_batch(batch: Any) -> Any:
+    """`[x1, x2], y` -> `(x1, x2), y`: Keras 2 read a list as a model's inputs
+    (or outputs); Keras 3's `fit` refuses a list in a generator's batch
+    (tensorflow/tensorflow#75329) and takes the same tuple."""
+    if isinstance(batch, tuple):
+        return tuple(_tuples(part) for part in batch)
+    return _tuples(batch)
+
+
+def _batches(data: Any) -> Any:
+    """A Python generator's batches as Keras 3 takes them; other data as is."""
+    if inspect.isgenerator(data):
+        return (_keras3_batch(batch) for batch in data)
+    return data
+
+
+def fit_generator(model: Any, generator: Any, *args: Any, **kwargs: Any) -> Any:
+    """Keras 2's `model.fit_generator(generator, ...)`, run by Keras 3's `fit`.
+
+    Positional arguments after the generator follow Keras 2's order:
+    steps_per_epoch, epochs, verbose, callbacks, validation_data,
+    validation_steps, validation_freq, class_weight, max_queue_size, workers,
+    use_multiprocessing, shuffle, initial_epoch. A Python generator's
+    `[x1, x2], y` batches (a list of inputs, which Keras 3 refuses) are
+    passed on as `(x1, x2), y`. `max_queue_size`, `workers`
+    and `use_multiprocessing` are dropped (Keras 3 reads them from a
+    `keras.utils.PyDataset`'s constructor; a warning is logged when they
+    asked for parallel loading), a float number of steps is rounded up (Keras
+    2 ran the partial last step), and a `class_weight` that is not a dict is
+    dropped (Keras 2 weighted nothing for it).
+
+    To modernise: call `model.fit(generator, steps_per_epoch=..., ...)` with
+    every argument by keyword.
+
+    Args:
+        model: A Keras 3 model (or anything with Keras 3's `fit`).
+        generator: The data: a Python generator, a `keras.utils.Sequence` /
+            `PyDataset`, or a `tf.data.Dataset`.
+        *args: Keras 2's positional arguments after the generator.
+        **kwargs: Keras 2's keyword arguments.
+
+    Returns:
+        The `History` that `model.fit` returns.
+
+    Raises:
+        TypeError: If an argument is not one of Keras 2's `fit_generator`, or
+            is given both by position and by keyword.
+    """
+    options = _keyword_arguments("fit_generator", args, kwargs)
+    generator = _batches(generator)
+    if "validation_data" in options:
+        options["validation_data"] = _batches(options["validation_data"])
+    return model.fit(generator, **options)
+
+
+def evaluate_generator(model: Any, generator: Any, *args: Any, **kwargs: Any) -> Any:
+    """Keras 2's `model.evaluate_generator(generator, ...)`, run by Keras 3's `evaluate`.
+
+    Positional arguments after the generator follow Keras 2's order: steps,
+    callbacks, max_queue_size, workers, use_multiprocessing, verbose (0 by
+    default, as in Keras 2). The loader options are dropped as in
+    `fit_generator`.
+
+    To modernise: call `model.evaluate(generator, steps=..., verbose=0)`.
+
+    Args:
+        model: A Keras 3 model.
+        generator: The data (a generator, `Sequence`/`PyDataset` or dataset).
+        *args: Keras 2's positional arguments after the generator.
+        **kwargs: Keras 2's keyword arguments.
+
+    Returns:
+        What `model.evaluate` returns: the loss, or the loss and metrics.
+
+    Raises:
+        TypeError: If an argument is not one of Keras 2's `evaluate_generator`.
+    """
+    options = _keyword_arguments("evaluate_generator", args, kwargs)
+    generator = _batches(generator)
+    return model.evaluate(generator, **options)
+
+
+def predict_generator(model: Any, generator: Any, *args: Any, **kwargs: Any) -> Any:
+    """Keras 2's `model.predict_generator(generator, ...)`, run by Keras 3's `predict`.
+
+    Positional arguments after the generator follow Keras 2's order: steps,
+    callbacks, max_queue_size, workers, use_multiprocessing, verbose (0 by
+    default, as in Keras 2). The loader options are dropped as in
+    `fit_generator`.
+
+    To modernise: call `model.predict(generator, steps=..., verbose=0)`.
+
+    Args:
+        model: A Keras 3 model.
+        generator: The data (a generator, `Sequence`/`PyDataset` or dataset).
+        *args: Keras 2's positional arguments after the generator.
+        **kwargs: Keras 2's keyword arguments.
+
+    Returns:
+        The predictions `model.predict` returns.
+
+    Raises:
+        TypeError: If an argument is not one of Keras 2's `predict_generator`.
+    """
+    options = _keyword_arguments("predict_generator", args, kwargs)
+    if inspect.isgenerator(generator):
+        # Keras 2 took bare input batches; Keras 3 reads a tuple's first item.
+        generator = (_keras3_batch(b) if isinstance(b, tuple) else (_tuples(b),) for b in generator)
+    return model.predict(generator, **options)
