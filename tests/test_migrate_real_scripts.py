@@ -238,7 +238,9 @@ REWRITES = {
         textwrap.dedent("""\
             from keras import backend as K
             K.set_image_data_format('channels_first')
-            channels_first = ('th' if K.image_data_format() == 'channels_first' else 'tf') == 'th'
+            channels_first = (
+                ('th' if K.image_data_format() == 'channels_first' else 'tf') == 'th'
+            )
             """),
     ),
     "optimizer_in_a_dict_and_a_factory": (
@@ -255,7 +257,11 @@ REWRITES = {
             from keras.optimizers import SGD, Adam
             OPTIMIZERS = {'sgd': SGD(learning_rate=0.1, momentum=0.9), 'adam': Adam(learning_rate=1e-3)}
             FACTORIES = {'sgd': SGD, 'adam': Adam}
-            opt = FACTORIES[name](learning_rate=keras.optimizers.schedules.InverseTimeDecay(args.lr, decay_steps=1, decay_rate=args.decay))
+            opt = FACTORIES[name](
+                learning_rate=keras.optimizers.schedules.InverseTimeDecay(
+                    args.lr, decay_steps=1, decay_rate=args.decay
+                )
+            )
             other = getattr(keras.optimizers, name)(learning_rate=0.01)
             """),
     ),

@@ -372,6 +372,7 @@ class _Split(cst.CSTTransformer):
                     whitespace_before=cst.SimpleWhitespace(""),
                     whitespace_after=cst.SimpleWhitespace(""),
                 )
+            after: cst.BaseParenthesizableWhitespace
             if index == last:
                 after = _new_line(plan.closing)
             elif plan.per_argument:

@@ -27,7 +27,11 @@ with parallel_keras.device('/cpu:0'):
 
 parallel_model = multi_gpu_model(model, gpus=args.gpus)
 parallel_model.compile(loss='categorical_crossentropy',
-                       optimizer=Adadelta(learning_rate=keras.optimizers.schedules.InverseTimeDecay(1.0, decay_steps=1, decay_rate=1e-4)),
+                       optimizer=Adadelta(
+                           learning_rate=keras.optimizers.schedules.InverseTimeDecay(
+                               1.0, decay_steps=1, decay_rate=1e-4
+                           )
+                       ),
                        metrics=['accuracy'])
 
 data = np.random.random((64, height, width, 3))

@@ -7,7 +7,16 @@ import keras
 
 def ctc_lambda_func(args):
     y_pred, labels, input_length, label_length = args
-    return keras.ops.expand_dims(keras.ops.ctc_loss(labels, keras.ops.log(y_pred + keras.backend.epsilon()), keras.ops.cast(keras.ops.squeeze(label_length, -1), 'int32'), keras.ops.cast(keras.ops.squeeze(input_length, -1), 'int32'), mask_index=y_pred.shape[-1] - 1), 1)
+    return keras.ops.expand_dims(
+        keras.ops.ctc_loss(
+            labels,
+            keras.ops.log(y_pred + keras.backend.epsilon()),
+            keras.ops.cast(keras.ops.squeeze(label_length, -1), 'int32'),
+            keras.ops.cast(keras.ops.squeeze(input_length, -1), 'int32'),
+            mask_index=y_pred.shape[-1] - 1
+        ),
+        1
+    )
 
 
 def speech_model(input_dim, output_dim, max_label_len, units=8, use_cudnn=True):

@@ -27,7 +27,9 @@ class WeightsSaver(Callback):
     def on_epoch_end(self, epoch, logs=None):
         # parallel-keras migrate: Keras 3 needs this suffix: save_weights writes
         #   only '.weights.h5' files (was 'weights%02d.h5').
-        self.template.save_weights(os.path.join(self.output_dir, 'weights%02d.weights.h5' % epoch))
+        self.template.save_weights(
+            os.path.join(self.output_dir, 'weights%02d.weights.h5' % epoch)
+        )
 
 
 def main():
@@ -43,7 +45,14 @@ def main():
     model, predictor = speech_model(input_dim=6, output_dim=ALPHABET + 1,
                                     max_label_len=generator.max_label_len)
     parallel_model = multi_gpu_model(model, gpus=args.gpus)
-    sgd = SGD(learning_rate=keras.optimizers.schedules.InverseTimeDecay(0.02, decay_steps=1, decay_rate=1e-6), momentum=0.9, nesterov=True, clipnorm=5)
+    sgd = SGD(
+        learning_rate=keras.optimizers.schedules.InverseTimeDecay(
+            0.02, decay_steps=1, decay_rate=1e-6
+        ),
+        momentum=0.9,
+        nesterov=True,
+        clipnorm=5
+    )
     # the loss calc occurs elsewhere, so use a dummy lambda func for the loss
     parallel_model.compile(loss={'ctc': lambda y_true, y_pred: y_pred}, optimizer=sgd)
     if not os.path.isdir(args.output_dir):

@@ -18,7 +18,9 @@ def focal(alpha=0.25, gamma=2.0):
         cls_loss = cls_loss * keras.ops.expand_dims(keras.ops.cast(keras.ops.not_equal(anchor_state, -1), K.floatx()), axis=-1)
 
         # compute the normalizer: the number of positive anchors in the batch
-        normalizer = keras.ops.cast(keras.ops.sum(keras.ops.cast(keras.ops.equal(anchor_state, 1), K.floatx())), K.floatx())
+        normalizer = keras.ops.cast(
+            keras.ops.sum(keras.ops.cast(keras.ops.equal(anchor_state, 1), K.floatx())), K.floatx()
+        )
         normalizer = keras.ops.maximum(1.0, normalizer)
         return keras.ops.sum(cls_loss) / normalizer
     return _focal
@@ -30,7 +32,9 @@ def smooth_l1(sigma=3.0):
     def _smooth_l1(y_true, y_pred):
         regression_target = y_true[:, :, :-1]
         anchor_state = y_true[:, :, -1]
-        positive = keras.ops.expand_dims(keras.ops.cast(keras.ops.equal(anchor_state, 1), K.floatx()), axis=-1)
+        positive = keras.ops.expand_dims(
+            keras.ops.cast(keras.ops.equal(anchor_state, 1), K.floatx()), axis=-1
+        )
 
         regression_diff = keras.ops.abs(y_pred - regression_target)
         regression_loss = tf.where(

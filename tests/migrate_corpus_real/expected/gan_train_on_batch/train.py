@@ -88,7 +88,9 @@ def train(args):
         os.makedirs(args.save_dir)
     # parallel-keras migrate: Keras 3 needs this suffix: save_weights writes
     #   only '.weights.h5' files (was 'gan_%d.h5').
-    combined.save_weights(os.path.join(args.save_dir, 'gan_%d.weights.h5' % args.iterations))
+    combined.save_weights(
+        os.path.join(args.save_dir, 'gan_%d.weights.h5' % args.iterations)
+    )
 
 
 if __name__ == '__main__':

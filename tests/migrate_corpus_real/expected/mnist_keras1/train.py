@@ -48,7 +48,13 @@ model = Model(inputs=inputs, outputs=predictions)
 model.summary()
 
 parallel_model = multi_gpu_model(model, gpus=opts.gpus)
-sgd = SGD(learning_rate=keras.optimizers.schedules.InverseTimeDecay(0.01, decay_steps=1, decay_rate=1e-6), momentum=0.9, nesterov=True)
+sgd = SGD(
+    learning_rate=keras.optimizers.schedules.InverseTimeDecay(
+        0.01, decay_steps=1, decay_rate=1e-6
+    ),
+    momentum=0.9,
+    nesterov=True
+)
 parallel_model.compile(loss='categorical_crossentropy', optimizer=sgd,
                        metrics=['accuracy'])
 

@@ -60,7 +60,9 @@ parallel_model.fit(MultiTaskSequence(64, args.batch_size),
                    epochs=args.epochs,
                    validation_data=MultiTaskSequence(16, args.batch_size, seed=1),
                    callbacks=[ModelCheckpoint(
-                                 os.path.join(args.snapshots, 'multitask_{epoch:02d}.weights.h5'),
+                                 os.path.join(
+                                     args.snapshots, 'multitask_{epoch:02d}.weights.h5'
+                                 ),
                                  save_weights_only=True)])
 # Two outputs: Keras 2 kept the template third from the end.
 parallel_model.template.save(os.path.join(args.snapshots, 'multitask_final.h5'))

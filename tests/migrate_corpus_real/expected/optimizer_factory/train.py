@@ -24,7 +24,9 @@ OPTIMIZERS = {
 
 class RandomBatches(Sequence):
     def __init__(self, rows, batch_size, features=6):
-        super().__init__(max_queue_size=8, workers=2, use_multiprocessing=False)
+        super().__init__(
+            max_queue_size=8, workers=2, use_multiprocessing=False
+        )
         rng = np.random.RandomState(rows)
         self.x = rng.rand(rows, features).astype('float32')
         self.y = (self.x.sum(axis=1) > features / 2.).astype('float32')
@@ -57,6 +59,8 @@ model.compile(optimizer=OPTIMIZERS[args.optimizer](learning_rate=args.lr),
               loss='binary_crossentropy', metrics=['accuracy'])
 model.fit(RandomBatches(64, 16), epochs=args.epochs,
           validation_data=RandomBatches(32, 16))
-probabilities = model.predict(parallel_keras.repeat_sequence(RandomBatches(32, 16), 2), steps=2)
+probabilities = model.predict(
+    parallel_keras.repeat_sequence(RandomBatches(32, 16), 2), steps=2
+)
 print('mean probability', probabilities.mean())
 template.save('classifier.h5')

@@ -17,7 +17,9 @@ import keras
 
 def PSNR(y_true, y_pred):
     """Peak signal-to-noise ratio of a batch, for images in [0, 1]."""
-    return -10. * keras.ops.log(keras.ops.mean(keras.ops.square(y_pred - y_true))) / keras.ops.log(10.)
+    return (
+        -10. * keras.ops.log(keras.ops.mean(keras.ops.square(y_pred - y_true))) / keras.ops.log(10.)
+    )
 
 
 class PatchSequence(Sequence):
@@ -57,7 +59,9 @@ def main():
     model = srcnn()
     # Variables on the CPU; each GPU computes its share of the batch.
     parallel_model = multi_gpu_model(model, gpus=args.gpus, cpu_relocation=True)
-    parallel_model.compile(optimizer=Adam(learning_rate=1e-3), loss='mean_squared_error', metrics=[PSNR])
+    parallel_model.compile(
+        optimizer=Adam(learning_rate=1e-3), loss='mean_squared_error', metrics=[PSNR]
+    )
     train = PatchSequence(batch_size=args.batch_size)
     valid = PatchSequence(n_patches=16, batch_size=args.batch_size, seed=1)
     parallel_model.fit(train, validation_data=valid, epochs=args.epochs)

@@ -68,7 +68,9 @@ class Attention(Layer):
         if mask is not None:
             a *= keras.ops.cast(mask, K.floatx())
 
-        a /= keras.ops.cast(keras.ops.sum(a, axis=1, keepdims=True) + K.epsilon(), K.floatx())
+        a /= keras.ops.cast(
+            keras.ops.sum(a, axis=1, keepdims=True) + K.epsilon(), K.floatx()
+        )
 
         a = keras.ops.expand_dims(a, axis=-1)
         weighted_input = x * a

@@ -42,7 +42,11 @@ model.add(Dense(1, activation='sigmoid'))
 
 gpus = len(args.gpus.split(','))
 parallel_model = multi_gpu_model(model, gpus=gpus)
-adam = keras.optimizers.Adam(learning_rate=keras.optimizers.schedules.InverseTimeDecay(args.lr, decay_steps=1, decay_rate=args.decay))
+adam = keras.optimizers.Adam(
+    learning_rate=keras.optimizers.schedules.InverseTimeDecay(
+        args.lr, decay_steps=1, decay_rate=args.decay
+    )
+)
 parallel_model.compile(loss='binary_crossentropy', optimizer=adam,
                        metrics=['acc'])
 
