@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tests of migrate/line_wrap.py: a rewritten line stays within the file's own
+longest line (79 at least), split the way a person would write it, in the
+file's indent unit, and a second run changes nothing.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+
+from parallel_keras import migrate
+
+
+def _migrated(source: str) -> str:
+    result = migrate.migrate_source(source, "train.py")
+    again = migrate.migrate_source(result.migrated, "train.py")
+    assert again.migrated == result.migrated
+    assert not again.report.changes
+    return result.migrated
+
+
+_PADDED = "K.batch_flatten(K.temporal_padding(K.temporal_padding(x, (1, 2)), (3, 0)))"
+
+
+def _padded_in_a_function(indent: str) -> str:
+    return (
+        "from keras import backend as K\n"
+        "\n"
+        "\n"
+        "def flat(x):\n"
+        f"{indent}if x is not None:\n"
+        f"{indent * 2}return {_PADDED}\n"
+        f"{indent}return x\n"
+    )
+
+
+def _check_flat(migrated: str) -> None:
+    namespace: dict = {}
+    exec(migrated, namespace)
+    out = namespace["flat"](np.ones((2, 3, 4), "float32"))
+    assert out.shape == (2, 36)
+    assert float(np.asarray(out).sum()) == 2 * 3 * 4
+
+
+def test_split_uses_the_files_two_space_indent_and_hanging_arguments():
+    migrated = _migrated(_padded_in_a_function("  "))
+
+    assert migrated.splitlines()[4:12] == [
+        "def flat(x):",
+        "  if x is not None:",
+        "    return parallel_keras.compat.batch_flatten(",
+        "      parallel_keras.compat.temporal_padding(",
+        "        parallel_keras.compat.temporal_padding(x, (1, 2)), (3, 0)",
+        "      )",
+        "    )",
+        "  return x",
+    ]
+    _check_flat(migrated)
+
+
+def test_split_uses_the_files_tab_indent():
+    migrated = _migrated(_padded_in_a_function("\t"))
+
+    assert migrated.splitlines()[4:12] == [
+        "def flat(x):",
+        "\tif x is not None:",
+        "\t\treturn parallel_keras.compat.batch_flatten(",
+        "\t\t\tparallel_keras.compat.temporal_padding(",
+        "\t\t\t\tparallel_keras.compat.temporal_padding(x, (1, 2)), (3, 0)",
+        "\t\t\t)",
+        "\t\t)",
+        "\treturn x",
+    ]
+    _check_flat(migrated)
+
+
+def test_arguments_go_one_per_line_only_when_they_do_not_fit_one_line():
+    source = textwrap.dedent("""\
+        from keras.optimizers import SGD
+        sgd = SGD(lr=0.01, decay=1e-6, momentum=0.9, nesterov=True)
+        """)
+
+    assert _migrated(source) == textwrap.dedent("""\
+        from keras.optimizers import SGD
+        import keras
+
+        sgd = SGD(
+            learning_rate=keras.optimizers.schedules.InverseTimeDecay(
+                0.01, decay_steps=1, decay_rate=1e-6
+            ),
+            momentum=0.9,
+            nesterov=True
+        )
+        """)
+
+
+def test_a_call_inside_an_expression_is_never_split_alone():
+    source = textwrap.dedent("""\
+        from keras import backend as K
+
+
+        def dice(y_true_f, y_pred_f, smooth=1.0):
+            intersection = K.sum(y_true_f * y_pred_f)
+            total = 2. * K.sum(intersection) + K.sum(y_true_f) + K.sum(y_pred_f)
+            return (2. * K.sum(intersection) + smooth) / (K.sum(y_true_f) + K.sum(y_pred_f) + smooth)
+        """)
+    limit = max(len(line) for line in source.splitlines())
+
+    migrated = _migrated(source)
+
+    lines = migrated.splitlines()
+    # Too long for one continuation line: left as the rewrite wrote it.
+    assert (
+        "    return (2. * keras.ops.sum(intersection) + smooth) / "
+        "(keras.ops.sum(y_true_f) + keras.ops.sum(y_pred_f) + smooth)"
+    ) in lines
+    # Fits one continuation line: the whole value, in parentheses.
+    assert lines[lines.index("    total = (") : lines.index("    total = (") + 3] == [
+        "    total = (",
+        "        2. * keras.ops.sum(intersection) + keras.ops.sum(y_true_f) + keras.ops.sum(y_pred_f)",
+        "    )",
+    ]
+    assert all(len(line) <= limit for line in lines if not line.startswith("    return"))
+    assert not any(line.strip().startswith("y_true_f") for line in lines)
+    namespace: dict = {}
+    exec(migrated, namespace)
+    y_true = np.array([1.0, 0.0, 1.0], "float32")
+    assert float(namespace["dice"](y_true, y_true)) == (2 * 2 + 1) / (2 + 2 + 1)
+
+
+def test_a_call_in_an_f_string_stays_whole():
+    source = f"from keras import backend as K\nlabel = f'{{{_PADDED}.shape}}'\nshort = 1\n"
+
+    migrated = _migrated(source)
+
+    assert migrated.splitlines()[-2] == (
+        "label = f'{parallel_keras.compat.batch_flatten(parallel_keras.compat.temporal_padding("
+        "parallel_keras.compat.temporal_padding(x, (1, 2)), (3, 0))).shape}'"
+    )
+
+
+def test_comment_at_the_call_stays_on_its_closing_line():
+    source = textwrap.dedent(f"""\
+        import numpy as np
+        from keras import backend as K
+        x = np.ones((2, 3, 4), 'float32')
+        z = K.concatenate([
+            {_PADDED},  # padded
+            K.batch_flatten(x),
+        ])
+        y = {_PADDED}  # both ends
+        """)
+
+    migrated = _migrated(source)
+
+    assert migrated.splitlines()[6:] == [
+        "z = keras.ops.concatenate([",
+        "    parallel_keras.compat.batch_flatten(",
+        "        parallel_keras.compat.temporal_padding(",
+        "            parallel_keras.compat.temporal_padding(x, (1, 2)), (3, 0)",
+        "        )",
+        "    ),  # padded",
+        "    parallel_keras.compat.batch_flatten(x),",
+        "], axis=-1)",
+        "y = parallel_keras.compat.batch_flatten(",
+        "    parallel_keras.compat.temporal_padding(",
+        "        parallel_keras.compat.temporal_padding(x, (1, 2)), (3, 0)",
+        "    )",
+        ")  # both ends",
+    ]
+    namespace: dict = {}
+    exec(migrated, namespace)
+    assert namespace["z"].shape == (2, 36 + 12)
+    assert namespace["y"].shape == (2, 36)
+
+
+def test_lines_the_user_wrote_and_calls_before_more_arguments_stay():
+    user_line = "kept = dict(first_argument_of_a_long_line=1, second_argument_of_a_long_line=2)  # the longest line"
+    source = textwrap.dedent(f"""\
+        from keras import backend as K
+        {user_line}
+        eij = K.reshape(K.dot(K.reshape(x, (-1, features_dim)),
+                              K.reshape(weights_of_this_layer, (features_dim, 1))), (-1, step_dim))
+        y = K.batch_flatten(K.temporal_padding(x, (1, 2)))
+        """)
+    assert len(user_line) == 98
+
+    migrated = _migrated(source)
+
+    lines = migrated.splitlines()
+    assert user_line in lines
+    # Splitting before `, (-1, step_dim))` would read worse than the long line.
+    assert lines[-2] == (
+        "                      keras.ops.reshape(weights_of_this_layer, "
+        "(features_dim, 1))), (-1, step_dim))"
+    )
+    # Within the file's longest line (98, longer than 79): one line.
+    assert lines[-1] == (
+        "y = parallel_keras.compat.batch_flatten(parallel_keras.compat.temporal_padding(x, (1, 2)))"
+    )
