@@ -55,8 +55,7 @@ _EARLY_STOPPING = {
         "import keras\nstop = keras.callbacks.EarlyStopping(monitor='val_acc', baseline=0.75, "
         "patience=2)\n",
         "import keras\nimport parallel_keras.callbacks\n\nstop = parallel_keras.callbacks."
-        "EarlyStopping(\n    monitor='val_acc',\n    mode='max',\n    baseline=0.75,\n"
-        "    patience=2\n)\n",
+        "EarlyStopping(\n    monitor='val_acc', mode='max', baseline=0.75, patience=2\n)\n",
     ),
     "baseline_positional": (
         "from keras.callbacks import EarlyStopping\n"
@@ -68,7 +67,7 @@ _EARLY_STOPPING = {
         "import keras\nstop = keras.callbacks.EarlyStopping(patience=3, "
         "restore_best_weights=True)\n",
         "import keras\nimport parallel_keras.callbacks\n\nstop = parallel_keras.callbacks."
-        "EarlyStopping(\n    patience=3,\n    restore_best_weights=True\n)\n",
+        "EarlyStopping(\n    patience=3, restore_best_weights=True\n)\n",
     ),
 }
 

@@ -52,7 +52,7 @@ REWRITES = {
     "positional_period_is_passed_by_keyword": (
         _IMPORT + "c = ModelCheckpoint('w.weights.h5', 'val_loss', 0, True, True, 'auto', 3)\n",
         _IMPORT + "import parallel_keras.callbacks\n\n"
-        # Longer than the file's lines and 79 characters: one argument a line.
+        # Longer than 79 characters, and so are its arguments: one a line.
         "c = parallel_keras.callbacks.ModelCheckpoint(\n"
         "    'w.weights.h5',\n"
         "    monitor='val_loss',\n"
@@ -73,10 +73,9 @@ REWRITES = {
     "path_computed_at_run_time": (
         _IMPORT + "c = ModelCheckpoint(checkpoint_path, 'val_acc', 1)\n",
         _IMPORT + "import parallel_keras.callbacks\n\n"
+        # Longer than 79 characters: the arguments on one line of their own.
         "c = parallel_keras.callbacks.ModelCheckpoint(\n"
-        "    checkpoint_path,\n"
-        "    monitor='val_acc',\n"
-        "    verbose=1\n"
+        "    checkpoint_path, monitor='val_acc', verbose=1\n"
         ")\n",
         [
             (
@@ -98,9 +97,7 @@ REWRITES = {
     "legacy_parallel_model_checkpoint_takes_the_template_first": (
         "c = ParallelModelCheckpoint(template, 'best.hdf5', save_weights_only=True)\n",
         _WEIGHTS_NOTE.format(was="best.hdf5") + "c = ParallelModelCheckpoint(\n"
-        "    template,\n"
-        "    'best.weights.h5',\n"
-        "    save_weights_only=True\n"
+        "    template, 'best.weights.h5', save_weights_only=True\n"
         ")\n",
         [],
     ),

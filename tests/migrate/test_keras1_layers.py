@@ -37,9 +37,7 @@ _RULE = keras1_layers.Keras1LayerArgsRule
             "from keras.layers import MaxPooling2D\n"
             # Longer than 79 characters (the file's lines were shorter): split.
             "p = MaxPooling2D(\n"
-            "    pool_size=(2, 2),\n"
-            "    data_format='channels_first',\n"
-            "    padding='same'\n"
+            "    pool_size=(2, 2), data_format='channels_first', padding='same'\n"
             ")\n",
         ),
     ],

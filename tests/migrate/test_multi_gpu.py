@@ -45,7 +45,7 @@ def test_callers_get_parallel_keras_and_the_vendored_towers_stay(tmp_path):
     train = (out / "train.py").read_text()
     assert "from parallel_keras import multi_gpu_model" in train
     # Split: longer than train.py's own lines.
-    assert "'weights-{epoch:02d}.weights.h5',\n    save_weights_only=True,\n    period=2\n" in train
+    assert "(\n    'weights-{epoch:02d}.weights.h5', save_weights_only=True, period=2\n)" in train
     assert "'model-{epoch:02d}.hdf5', period=1" in train  # model.save takes .hdf5.
     # The vendored copy is no longer called: its towers are not placements.
     vendored = (PROJECT / "utils" / "multi_gpu.py").read_text()

@@ -43,9 +43,9 @@ OPTIONS = {
     "allow_growth": ("gpu_options=tf.GPUOptions(allow_growth=True)", _GROWTH),
     "visible_device_list": (
         "gpu_options=tf.GPUOptions(visible_device_list='0,1')",
-        # Split (longer than the file's lines); the comprehension stays whole.
-        "tf.config.set_visible_devices(\n    [gpu for gpu in tf.config.list_physical_devices('GPU') "
-        "if gpu.name.rsplit(':', 1)[-1] in str('0,1').replace(' ', '').split(',')],\n    'GPU'\n)\n",
+        # One line: a comprehension, left whole, would stay longer than any split.
+        "tf.config.set_visible_devices([gpu for gpu in tf.config.list_physical_devices('GPU') "
+        "if gpu.name.rsplit(':', 1)[-1] in str('0,1').replace(' ', '').split(',')], 'GPU')\n",
     ),
 }
 

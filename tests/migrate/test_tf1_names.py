@@ -65,7 +65,7 @@ REWRITES = {
         "import tensorflow as tf\nf = tf.nn.softmax_cross_entropy_with_logits(labels=y, "
         "logits=z, dim=-1)\n",
         "import tensorflow as tf\nf = tf.nn.softmax_cross_entropy_with_logits(\n"
-        "    labels=tf.stop_gradient(y),\n    logits=z,\n    axis=-1\n)\n",
+        "    labels=tf.stop_gradient(y), logits=z, axis=-1\n)\n",
     ),
     "compat_v1_untouched": (
         "import tensorflow.compat.v1 as tf\np = tf.placeholder(tf.float32)\n",

@@ -303,7 +303,7 @@ def test_a_kwargs_model_subclass_and_its_wrapper_in_a_package_run_as_multi_gpu_m
     assert migrate_cli.main([str(project), "-o", str(out)]) == 0
     train = (out / "train.py").read_text()
     assert (
-        "model = parallel_keras.multi_gpu_model(\n    serial,\n    gpus=['/gpu:0', '/gpu:1', "
+        "model = parallel_keras.multi_gpu_model(\n    serial, gpus=['/gpu:0', '/gpu:1', "
         "'/gpu:2', '/gpu:3']\n)" in train
     )
     assert "make_parallel" not in train
