@@ -195,7 +195,7 @@ COMPAT_BACKEND = {
         _ACTIONS["set_learning_phase"],
     ),
 }
-_KERAS2_OPS_WHY = "Keras 2's TF-backend function, the same values, computed with keras.ops"
+_KERAS2_OPS_WHY = "Keras 2's TF-backend function, the same values (keras.ops or TensorFlow)"
 # Keras 2 backend functions without a same-meaning keras.ops twin, kept in
 # parallel_keras.compat (compat/backend_ops.py) -> (why not keras.ops, modern form).
 _KERAS2_OPS = {
