@@ -220,6 +220,8 @@ class _Planner(cst.CSTVisitor):
                 return True
             if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return)):
                 return parent.value is node
+            if isinstance(parent, cst.Raise):
+                return parent.exc is node
             return False
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
