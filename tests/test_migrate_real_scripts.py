@@ -573,9 +573,11 @@ def test_run_time_checkpoint_path_is_not_flagged():
     )
     result = migrate.migrate_source(source)
     assert not result.report.flags
-    assert "parallel_keras.callbacks.ModelCheckpoint(os.path.join(out, name + suffix)" in (
-        result.migrated
-    )
+    # Longer than 79 characters: its arguments on one continuation line.
+    assert (
+        "parallel_keras.callbacks.ModelCheckpoint(\n    os.path.join(out, name + suffix), "
+        "save_weights_only=True\n)\n"
+    ) in result.migrated
 
 
 def test_gpu_setup_moves_before_the_first_use_of_tensorflow():

@@ -50,9 +50,13 @@ callbacks = [
     # environment does not install; CSVLogger keeps the callback list's shape)
     keras.callbacks.CSVLogger('logs.csv'),
     # 当categorical_accuracy，也就是分类精度在10个epoh之内都没提升时，降低learning rate
-    keras.callbacks.ReduceLROnPlateau(monitor='categorical_accuracy', mode='max', patience=10, verbose=2),
+    keras.callbacks.ReduceLROnPlateau(
+        monitor='categorical_accuracy', mode='max', patience=10, verbose=2
+    ),
     # 当categorical_accuracy在15个epoch内没有提升的时候，停止训练
-    keras.callbacks.EarlyStopping(monitor='categorical_accuracy', mode='max', patience=15, verbose=2)
+    keras.callbacks.EarlyStopping(
+        monitor='categorical_accuracy', mode='max', patience=15, verbose=2
+    )
 ]
 
 # 开始训练

@@ -38,7 +38,13 @@ model.add(keras.layers.Dense(1, activation='sigmoid'))
 
 parallel_model = multi_gpu_model(model, gpus=2)
 parallel_model.compile(loss='binary_crossentropy',
-                       optimizer=SGD(keras.optimizers.schedules.InverseTimeDecay(0.01, decay_steps=1, decay_rate=1e-6), momentum=0.9, nesterov=True),  # lr, momentum, decay, nesterov
+                       optimizer=SGD(
+                           keras.optimizers.schedules.InverseTimeDecay(
+                               0.01, decay_steps=1, decay_rate=1e-6
+                           ),
+                           momentum=0.9,
+                           nesterov=True
+                       ),  # lr, momentum, decay, nesterov
                        metrics=['accuracy'])
 
 checkpoint = AltModelCheckpoint('alt_model.h5', model)

@@ -29,7 +29,9 @@ parallel_model = ModelMGPU(model, gpus=2)
 parallel_model.compile(optimizer=RMSprop(learning_rate=0.001, rho=0.9), loss='mse')
 
 callbacks = [
-    parallel_keras.callbacks.ModelCheckpoint(WEIGHTS_PATTERN, monitor='loss', save_weights_only=True, period=1),
+    parallel_keras.callbacks.ModelCheckpoint(
+        WEIGHTS_PATTERN, monitor='loss', save_weights_only=True, period=1
+    ),
     EarlyStopping(monitor='loss', patience=3),
 ]
 features = np.random.random((64, 6))

@@ -22,7 +22,11 @@ model = tf.keras.Sequential([
 ])
 parallel_model = parallel_keras.multi_gpu_model(model, gpus=2, cpu_merge=False)
 parallel_model.compile(
-    optimizer=tf.keras.optimizers.Adam(learning_rate=keras.optimizers.schedules.InverseTimeDecay(1e-3, decay_steps=1, decay_rate=1e-4)),
+    optimizer=tf.keras.optimizers.Adam(
+        learning_rate=keras.optimizers.schedules.InverseTimeDecay(
+            1e-3, decay_steps=1, decay_rate=1e-4
+        )
+    ),
     loss='mse',
 )
 samples = np.random.random((32, 4))

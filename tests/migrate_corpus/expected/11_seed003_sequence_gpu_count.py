@@ -64,7 +64,9 @@ callbacks = [
     TensorBoard(log_dir='logs'),
 ]
 history = parallel_model.fit(parallel_keras.repeat_sequence(RandomBatches(BATCH * G, 0), 6), steps_per_epoch=6, epochs=3,
-                             validation_data=parallel_keras.repeat_sequence(RandomBatches(BATCH * G, 1), 2),
+                             validation_data=parallel_keras.repeat_sequence(
+                                 RandomBatches(BATCH * G, 1), 2
+                             ),
                              validation_steps=2, callbacks=callbacks)
 assert parallel_model.optimizer.iterations.numpy() == 6 * 3
 plt.plot(history.history['loss'])

@@ -20,7 +20,9 @@ NUM_CLASSES = 3
 
 def noisy_loss(y_true, y_pred):
     # Label noise drawn anew at every step (Keras 2: a stateful TF op).
-    noise = tensorflow.random.uniform(shape=keras.ops.shape(y_true), minval=0.0, maxval=0.1, dtype=keras.backend.floatx())
+    noise = tensorflow.random.uniform(
+        shape=keras.ops.shape(y_true), minval=0.0, maxval=0.1, dtype=keras.backend.floatx()
+    )
     y_true = (y_true + noise) / keras.ops.sum(y_true + noise, axis=-1, keepdims=True)
     return keras.ops.mean(keras.ops.categorical_crossentropy(y_true, y_pred))
 
@@ -47,7 +49,9 @@ parallel_model.compile(optimizer=keras.optimizers.Adam(learning_rate=0.001), los
 #   'noisy-{epoch:02d}-{val_acc:.2f}.hdf5').
 callbacks = [
     keras.callbacks.CSVLogger('training.csv'),
-    keras.callbacks.ModelCheckpoint('noisy-{epoch:02d}-{val_acc:.2f}.h5', monitor='val_acc', mode='max'),
+    keras.callbacks.ModelCheckpoint(
+        'noisy-{epoch:02d}-{val_acc:.2f}.h5', monitor='val_acc', mode='max'
+    ),
 ]
 parallel_model.fit(x, y, batch_size=16, epochs=2, validation_split=0.25, callbacks=callbacks)
 with open('training.csv') as log:
