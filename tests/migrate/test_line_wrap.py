@@ -199,3 +199,18 @@ def test_lines_the_user_wrote_and_calls_before_more_arguments_stay():
     assert lines[-1] == (
         "y = parallel_keras.compat.batch_flatten(parallel_keras.compat.temporal_padding(x, (1, 2)))"
     )
+
+
+def test_a_raised_exceptions_call_is_the_lines_outermost_call():
+    source = f"from keras import backend as K\n\n\ndef check(x):\n    raise ValueError({_PADDED})\n"
+
+    assert _migrated(source).splitlines()[4:] == [
+        "def check(x):",
+        "    raise ValueError(",
+        "        parallel_keras.compat.batch_flatten(",
+        "            parallel_keras.compat.temporal_padding(",
+        "                parallel_keras.compat.temporal_padding(x, (1, 2)), (3, 0)",
+        "            )",
+        "        )",
+        "    )",
+    ]
