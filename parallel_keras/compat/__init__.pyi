@@ -24,6 +24,9 @@ from .backend_ops import switch as switch
 from .backend_ops import temporal_padding as temporal_padding
 from .backend_ops import variable as variable
 from .backend_ops import zeros as zeros
+from .callbacks import Keras2Callback as Keras2Callback
+from .callbacks import keras2_callback as keras2_callback
+from .callbacks import keras2_params as keras2_params
 from .layers import Container as Container
 from .layers import Merge as Merge
 from .layers import Network as Network

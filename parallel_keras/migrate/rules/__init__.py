@@ -25,6 +25,7 @@ from parallel_keras.migrate.rules import (
     imports,
     keras1_layers,
     keras1_merge,
+    keras2_callbacks,
     keyword_only,
     layer_api,
     legacy_api,
@@ -88,6 +89,7 @@ def default_rules() -> list[context.Rule]:
         target_tensors.TargetTensorsRule(),
         call_variables.CallVariableRule(),
         callback_args.CallbackArgsRule(),
+        keras2_callbacks.Keras2CallbackRule(),
         requirements.RequirementsRule(),
         # Keras 2 idioms met in unseen scripts: batch shapes, reset_states, Keras 1 merge.
         batch_shapes.BatchInputShapeRule(),
