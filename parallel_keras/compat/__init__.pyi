@@ -32,6 +32,7 @@ from .layers import Merge as Merge
 from .layers import Network as Network
 from .layers import obtain_input_shape as obtain_input_shape
 from .losses import add_loss as add_loss
+from .optimizers import shared_optimizer as shared_optimizer
 from .preprocessing import DirectoryIterator as DirectoryIterator
 from .preprocessing import GeneratorEnqueuer as GeneratorEnqueuer
 from .preprocessing import ImageDataGenerator as ImageDataGenerator
