@@ -25,6 +25,7 @@ from .backend_ops import temporal_padding as temporal_padding
 from .backend_ops import variable as variable
 from .backend_ops import zeros as zeros
 from .callbacks import Keras2Callback as Keras2Callback
+from .callbacks import TensorBoard as TensorBoard
 from .callbacks import keras2_callback as keras2_callback
 from .callbacks import keras2_params as keras2_params
 from .layers import Container as Container

@@ -33,6 +33,7 @@ import keras
 import numpy as np
 
 from parallel_keras._internals import fit_arguments
+from parallel_keras.compat.summaries import FileWriter
 
 # Keras 2's fit_loop: batch_size=None and steps_per_epoch=None meant 32.
 _KERAS2_DEFAULT_BATCH_SIZE = 32
@@ -191,3 +192,26 @@ def keras2_callback(callback: Any) -> Any:
         _CLASSES[cls] = type(cls.__name__, (Keras2Callback, cls), {"__module__": cls.__module__})
     callback.__class__ = _CLASSES[cls]
     return callback
+
+
+class TensorBoard(keras.callbacks.TensorBoard):
+    """Keras 3's `TensorBoard` with Keras 2's `writer`, for scripts that log by hand.
+
+    Keras 2's `TensorBoard.set_model` made `self.writer`, a
+    `tf.summary.FileWriter` on `log_dir`, and Keras 2 GAN scripts called
+    `callback.set_model(model)` to write their own values with
+    `callback.writer.add_summary(summary, step)`. Keras 3's callback has no
+    `writer`; here `set_model` makes one, `parallel_keras.compat.FileWriter`
+    on `log_dir` (the same `Summary` protos in a TF 2 event file).
+    Everything else is Keras 3's `TensorBoard`.
+
+    Modernise: `writer = tf.summary.create_file_writer(log_dir)` and
+    `with writer.as_default(): tf.summary.scalar(name, value, step=step)`.
+    """
+
+    writer: FileWriter | None = None
+
+    def set_model(self, model: Any) -> None:
+        super().set_model(model)
+        if self.writer is None:
+            self.writer = FileWriter(self.log_dir)

@@ -123,3 +123,48 @@ def test_keras_tqdm_progress_bars_show_the_metrics():
 def test_keras2_callback_refuses_what_is_not_a_keras_callback():
     with pytest.raises(TypeError, match="Received: builtins.object"):
         compat.keras2_callback(object())
+
+
+WRITE_LOG = """\
+import numpy as np
+import tensorflow as tf
+from keras.callbacks import TensorBoard
+from keras.layers import Dense, Input
+from keras.models import Model
+
+
+def write_log(callback, names, logs, batch_no):
+    for name, value in zip(names, logs):
+        summary = tf.Summary()
+        summary_value = summary.value.add()
+        summary_value.simple_value = value
+        summary_value.tag = name
+        callback.writer.add_summary(summary, batch_no)
+        callback.writer.flush()
+
+
+inputs = Input((3,))
+model = Model(inputs, Dense(1)(inputs))
+model.compile(optimizer='sgd', loss='mse', metrics=['mae'])
+callback = TensorBoard(LOG_DIR)
+callback.set_model(model)
+x, y = np.ones((4, 3), 'float32'), np.zeros((4, 1), 'float32')
+logged = []
+for step in range(2):
+    logs = model.train_on_batch(x, y)
+    logged.append(logs)
+    write_log(callback, ['loss', 'mae'], logs, step)
+"""
+
+
+def test_tensorboard_writer_of_keras2_gan_scripts_writes_the_logged_values(tmp_path):
+    from tensorboard.backend.event_processing import event_accumulator
+
+    result = migrated(WRITE_LOG)
+    assert "callback = parallel_keras.compat.TensorBoard(LOG_DIR)" in result.migrated
+    namespace = run(result, gpus=1, LOG_DIR=str(tmp_path))
+    events = event_accumulator.EventAccumulator(str(tmp_path))
+    events.Reload()
+    written = [(e.step, e.value) for e in events.Scalars("loss")]
+    expected = [(step, logs[0]) for step, logs in enumerate(namespace["logged"])]
+    np.testing.assert_allclose(written, expected, rtol=1e-6)

@@ -11,6 +11,12 @@ Keras 2's `fit` gave callbacks `params` with `batch_size`, `samples`,
 * a library's callback written against Keras 2's params (keras_tqdm's
   `TQDMCallback`, `TQDMNotebookCallback`) is made where the script makes
   it, inside `parallel_keras.compat.keras2_callback(...)`.
+
+Keras 2's `TensorBoard.set_model` also made `self.writer`, a FileWriter that
+GAN scripts wrote their own losses to (`callback.set_model(model)`, then
+`callback.writer.add_summary(summary, step)`); a `TensorBoard(...)` assigned
+to a name the file calls `set_model` on or reads `writer` of becomes
+`parallel_keras.compat.TensorBoard`, which makes that writer.
 """
 
 from __future__ import annotations
@@ -30,6 +36,14 @@ LIBRARY_CALLBACKS = frozenset(
         "keras_tqdm.TQDMNotebookCallback",
         "keras_tqdm.tqdm_callback.TQDMCallback",
         "keras_tqdm.tqdm_notebook_callback.TQDMNotebookCallback",
+    }
+)
+_TENSORBOARD = "parallel_keras.compat.TensorBoard"
+_TENSORBOARDS = frozenset(
+    {
+        "keras.callbacks.TensorBoard",
+        "keras.callbacks.tensorboard_v1.TensorBoard",
+        "keras.callbacks.tensorboard_v2.TensorBoard",
     }
 )
 _MODERN = (
@@ -56,6 +70,34 @@ class Keras2CallbackRule(context.Rule):
 
     def __init__(self):
         self._wrapped: set[int] = set()  # library calls already inside keras2_callback(...)
+        self._writers: set[str] = set()  # names the file calls set_model on or reads writer of
+
+    def visit_Attribute(self, ctx, node):
+        if node.attr.value in ("set_model", "writer") and isinstance(
+            node.value, (cst.Name, cst.Attribute)
+        ):
+            self._writers.add(syntax.dotted(node.value) or "")
+
+    def leave_Assign(self, ctx, original, updated):
+        value = updated.value
+        if (
+            len(original.targets) != 1
+            or not isinstance(original.value, cst.Call)
+            or not isinstance(value, cst.Call)
+            or syntax.dotted(original.targets[0].target) not in self._writers
+            or ctx.qualified_name(original.value.func) not in _TENSORBOARDS
+        ):
+            return updated
+        ctx.require_import("parallel_keras.compat")
+        ctx.compat(
+            original,
+            RULE,
+            f"`{syntax.code(original.value.func)}(...)` -> `{_TENSORBOARD}(...)`: the script "
+            "calls its set_model or reads its writer, Keras 2's FileWriter, which Keras 3's "
+            "TensorBoard does not have",
+            modern="tf.summary.create_file_writer(log_dir) and tf.summary.scalar",
+        )
+        return updated.with_changes(value=value.with_changes(func=syntax.expression(_TENSORBOARD)))
 
     def visit_Call(self, ctx, node):
         if ctx.qualified_name(node.func) == _WRAPPER and node.args:
@@ -100,6 +142,12 @@ class Keras2CallbackRule(context.Rule):
 
 
 AUDIT = [
+    (
+        "keras.callbacks.TensorBoard(...) whose set_model the script calls or writer it reads",
+        _TENSORBOARD,
+        "Keras 2's set_model made self.writer, a FileWriter; Keras 3's has none",
+        "tf.summary.create_file_writer(log_dir) and tf.summary.scalar",
+    ),
     (
         "class X(keras.callbacks.Callback) reading self.params",
         _BASE,
