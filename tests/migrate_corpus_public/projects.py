@@ -805,6 +805,16 @@ def rebuild():
         files=("GAN-version/*.py",),
         entry="colorize_base.py",
         cwd="GAN-version",
+        # Its own loader's custom objects (models/pix2pixHD/load_trained_models.py).
+        load_setup="import sys\n"
+        "sys.path.insert(0, 'GAN-version')\n"
+        "from models.utils.instance_normalization import InstanceNormalization\n"
+        "from models.utils.sn import ConvSN2D, DenseSN\n"
+        "from models.utils.attention import Attention\n"
+        "def zero_loss(y_true, y_pred):\n"
+        "    return keras.ops.zeros_like(y_true, dtype=keras.backend.floatx())\n"
+        "custom_objects = {'InstanceNormalization': InstanceNormalization, "
+        "'ConvSN2D': ConvSN2D, 'DenseSN': DenseSN, 'Attention': Attention, 'zero_loss': zero_loss}",
         # Its folders of colour images (six: it draws batches of five plus one).
         setup="""
 from PIL import Image
