@@ -176,8 +176,7 @@ def keras2_callback(callback: Any) -> Any:
         TypeError: `callback` is not a Keras 3 callback.
 
     Example:
-        >>> from keras_tqdm import TQDMCallback
-        >>> model.fit(x, y, callbacks=[keras2_callback(TQDMCallback())])
+        `model.fit(x, y, callbacks=[keras2_callback(keras_tqdm.TQDMCallback())])`
     """
     cls = type(callback)
     if isinstance(callback, Keras2Callback):

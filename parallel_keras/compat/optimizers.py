@@ -68,9 +68,8 @@ def shared_optimizer(optimizer: Any, model: Any) -> Any:
             weights: Keras 3 cannot add slots to a built optimizer.
 
     Example:
-        >>> optimizer = keras.optimizers.Adam(2e-4, 0.5)
-        >>> discriminator.compile(optimizer=shared_optimizer(optimizer, discriminator), loss="mse")
-        >>> combined.compile(optimizer=shared_optimizer(optimizer, combined), loss="mse")
+        `d.compile(optimizer=shared_optimizer(adam, d), loss="mse")`, then
+        `combined.compile(optimizer=shared_optimizer(adam, combined), loss="mse")`.
     """
     if not isinstance(optimizer, keras.optimizers.Optimizer):
         return optimizer
