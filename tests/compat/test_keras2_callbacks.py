@@ -88,6 +88,7 @@ def test_a_callback_reading_keras2_params_gets_keras2_values_on_4_devices_and_on
 
 
 TQDM = """\
+import io
 
 import numpy as np
 from keras.layers import Dense, Input
