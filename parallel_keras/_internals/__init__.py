@@ -28,6 +28,8 @@ them:
 - `op_callbacks`: TensorFlow op callbacks (the op-device recorder).
 - `checkpoints`: `ModelCheckpoint`'s write and legacy HDF5 weights.
 - `sessions`: the config a TF1 session was made with (compat.set_session).
+- `fit_arguments`: the locals of the Keras `fit` a callback runs in
+  (compat.Keras2Callback's Keras 2 params).
 - `versions`: the tested TensorFlow/Keras range; an error for an environment
   below it or not Keras 3 on TensorFlow, a warning above it.
 

@@ -7,6 +7,7 @@ from ..callbacks import ModelCheckpoint as ModelCheckpoint
 from . import conv_utils as conv_utils
 from . import generic_utils as generic_utils
 from . import scipy_misc as scipy_misc
+from . import skimage_io as skimage_io
 from .backend import function as function
 from .backend import learning_phase as learning_phase
 from .backend import set_learning_phase as set_learning_phase
@@ -24,11 +25,16 @@ from .backend_ops import switch as switch
 from .backend_ops import temporal_padding as temporal_padding
 from .backend_ops import variable as variable
 from .backend_ops import zeros as zeros
+from .callbacks import Keras2Callback as Keras2Callback
+from .callbacks import TensorBoard as TensorBoard
+from .callbacks import keras2_callback as keras2_callback
+from .callbacks import keras2_params as keras2_params
 from .layers import Container as Container
 from .layers import Merge as Merge
 from .layers import Network as Network
 from .layers import obtain_input_shape as obtain_input_shape
 from .losses import add_loss as add_loss
+from .optimizers import shared_optimizer as shared_optimizer
 from .preprocessing import DirectoryIterator as DirectoryIterator
 from .preprocessing import GeneratorEnqueuer as GeneratorEnqueuer
 from .preprocessing import ImageDataGenerator as ImageDataGenerator

@@ -206,3 +206,39 @@ def test_imgaug_is_flagged_with_why_and_the_modern_replacement(source):
     result = check_flag(source, "NumPy 2", "albumentations>=1.4", "keras.layers.RandomFlip")
     assert [flag.rule for flag in result.report.flags] == ["libraries"]
     assert "does not import under NumPy 2" in result.report.flags[0].message
+
+
+def test_skimage_imsave_of_a_float_colour_image_saves_what_scikit_image_014_saved(tmp_path):
+    """scikit-image 0.14 saved a float (M, N, 3) image in [0, 1] as img_as_ubyte of it
+    (its Pillow plugin); today's imsave hands the floats to Pillow, which refuses them."""
+    pytest.importorskip("skimage")
+    from PIL import Image
+    from skimage import util
+
+    before = """\
+        import os
+        import numpy as np
+        from skimage import io
+        from skimage.io import imread, imsave
+        rgb = np.random.RandomState(0).rand(4, 5, 3)
+        imsave(os.path.join(folder, 'rgb.png'), rgb)
+        io.imsave(os.path.join(folder, 'gray.png'), rgb[..., 0])
+        back = imread(os.path.join(folder, 'rgb.png'))
+        """
+    result = migrate.migrate_source(textwrap.dedent(before), "script.py")
+    assert "from parallel_keras.compat.skimage_io import imread, imsave" in result.migrated
+    compact = "".join(result.migrated.split())
+    assert "parallel_keras.compat.skimage_io.imsave(os.path.join(folder,'gray.png')" in compact
+    assert all(c.modern for c in result.report.changes if c.rule == libraries.RULE)
+    namespace = {"folder": str(tmp_path)}
+    exec(result.migrated, namespace)  # noqa: S102
+    rgb = namespace["rgb"]
+    np.testing.assert_array_equal(namespace["back"], util.img_as_ubyte(rgb))
+    np.testing.assert_array_equal(
+        np.asarray(Image.open(tmp_path / "rgb.png")), np.rint(rgb * 255).astype(np.uint8)
+    )
+    # A 2-D float PNG: 16 bits, img_as_uint, as 0.14's plugin wrote it.
+    np.testing.assert_array_equal(
+        np.asarray(Image.open(tmp_path / "gray.png")), util.img_as_uint(rgb[..., 0])
+    )
+    assert migrate.migrate_source(result.migrated, "script.py").migrated == result.migrated

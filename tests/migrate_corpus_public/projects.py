@@ -805,6 +805,16 @@ def rebuild():
         files=("GAN-version/*.py",),
         entry="colorize_base.py",
         cwd="GAN-version",
+        # Its own loader's custom objects (models/pix2pixHD/load_trained_models.py).
+        load_setup="import sys\n"
+        "sys.path.insert(0, 'GAN-version')\n"
+        "from models.utils.instance_normalization import InstanceNormalization\n"
+        "from models.utils.sn import ConvSN2D, DenseSN\n"
+        "from models.utils.attention import Attention\n"
+        "def zero_loss(y_true, y_pred):\n"
+        "    return keras.ops.zeros_like(y_true, dtype=keras.backend.floatx())\n"
+        "custom_objects = {'InstanceNormalization': InstanceNormalization, "
+        "'ConvSN2D': ConvSN2D, 'DenseSN': DenseSN, 'Attention': Attention, 'zero_loss': zero_loss}",
         # Its folders of colour images (six: it draws batches of five plus one).
         setup="""
 from PIL import Image
@@ -859,12 +869,12 @@ _BLOCKED_ON = {
     "keras_yolo3": "",
     "textgenrnn": "",
     "nuclick": "albumentations without RandomBrightness (older ones need imgaug)",
-    "pconv_inpainting": "fit_generator(generator, *args, **kwargs) inside its PConvUnet wrapper (flagged)",
+    "pconv_inpainting": "its loss closes over the model's mask Input (Keras 3 computes it on a symbolic tensor)",
     "cifar10_mgpu_avolkov1": "avolkov1's synchronous optimizer mixin on Keras 2 optimizer internals (clip_norm, get_updates)",
     "vae_mgpu_avolkov1": "",
     "mnist_make_parallel": "",
     "retinanet": "keras-resnet (a Keras 2 add-on package) fails under Keras 3",
-    "efficientdet": "a project Model subclass called on [tensor, Python int] (Keras 3 takes only tensors as positional inputs)",
+    "efficientdet": "a project Model subclass called on [tensor, Python int] whose call counts its own calls",
     "dsb2018_selim": "imgaug does not import under NumPy 2 (np.sctypes)",
     "eyenet": "",
     "minigooglenet": "",
@@ -883,7 +893,7 @@ _BLOCKED_ON = {
     "deeplabv3_segmentation": "",
     "data_parallel_mnist_rossum": "",
     "cifar10_kuza55_rossum": "",
-    "colorize_gan": "one optimizer instance compiled into three discriminators (Keras 3 builds it for one set of variables)",
+    "colorize_gan": "its ConvSN2D weights files reload with 2 of the rebuilt layer's 3 variables",
     "neurowriter": "scikit-optimize's gbrt_minimize refuses scikit-learn >= 1.6's regressors (a library beside Keras)",
     "minos": "",
 }

@@ -28,6 +28,12 @@ RULE = "libraries"
 
 _SCIPY_IMAGE = frozenset({"imread", "imresize", "imsave", "toimage", "fromimage", "bytescale"})
 _SCIPY_MODULES = {"scipy.misc": _SCIPY_IMAGE, "scipy.ndimage": frozenset({"imread"})}
+_SKIMAGE_IO = "parallel_keras.compat.skimage_io"
+_SKIMAGE_WHY = (
+    "scikit-image 0.20+ no longer converts the array (Pillow refuses a float colour "
+    "image); scikit-image 0.14's conversion (img_as_ubyte), pixel for pixel"
+)
+_SKIMAGE_MODERN = "skimage.io.imsave(path, skimage.util.img_as_ubyte(image))"
 _SCIPY_MODERN = {
     "imread": "numpy.asarray(PIL.Image.open(path)) (convert('RGB') for palette images)",
     "imresize": "numpy.asarray(PIL.Image.fromarray(x).resize((width, height), "
@@ -118,6 +124,7 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
         )
         for name in sorted(_SCIPY_IMAGE)
     ),
+    ("skimage.io.imsave", f"{_SKIMAGE_IO}.imsave", _SKIMAGE_WHY, _SKIMAGE_MODERN),
     (
         "scipy.ndimage.imread",
         "parallel_keras.compat.scipy_misc.imread",
@@ -221,6 +228,15 @@ class LibrariesRule(context.Rule):
             return updated.with_changes(
                 module=syntax.dotted_expression("parallel_keras.compat.scipy_misc")
             )
+        if module == "skimage.io" and "imsave" in names:
+            ctx.compat(
+                original,
+                RULE,
+                f"`from skimage.io import {', '.join(names)}` -> `from {_SKIMAGE_IO} import ...`: "
+                + _SKIMAGE_WHY,
+                _SKIMAGE_MODERN,
+            )
+            return updated.with_changes(module=syntax.dotted_expression(_SKIMAGE_IO))
         if module == "sklearn.cross_validation":
             changed = [n for n in names if n not in _SAME_IN_MODEL_SELECTION]
             if changed:
@@ -349,6 +365,15 @@ class LibrariesRule(context.Rule):
                 _SCIPY_MODERN[name],
             )
             return syntax.expression(f"parallel_keras.compat.scipy_misc.{name}")
+        if qualified == "skimage.io.imsave":
+            ctx.require_import(_SKIMAGE_IO)
+            ctx.compat(
+                original,
+                RULE,
+                f"`{syntax.code(original)}` -> `{_SKIMAGE_IO}.imsave`: " + _SKIMAGE_WHY,
+                _SKIMAGE_MODERN,
+            )
+            return syntax.expression(f"{_SKIMAGE_IO}.imsave")
         if module == "scipy.signal" and name in _WINDOWS:
             ctx.change(
                 original,
