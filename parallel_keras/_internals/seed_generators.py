@@ -150,11 +150,13 @@ def use_replica_seed_generator() -> None:
 # Replica Context"); on MirroredStrategy's every replica draws the same seed.
 # The state is given ONLY_FIRST_REPLICA aggregation (every replica advances
 # it alike) and each replica's seed is offset by its id, so each replica
-# draws its own noise, as Keras 2's towers did.
+# draws its own noise, as Keras 2's towers did. `data_parallel.
+# template_adoption` does it once, at `multi_gpu_model`, and undoes it.
 
 
-def replicate_seed_generators(model: keras.Model, strategy: tf.distribute.Strategy) -> None:
-    """Makes the seed generators of `model`'s layers draw per replica on `strategy`."""
+def layer_seed_generators(model: keras.Model) -> list:
+    """The seed generators of `model`'s layers not yet drawing per replica."""
+    generators = []
     for layer in model._flatten_layers(include_self=True, recursive=True):
         if hasattr(layer, "state_size") or isinstance(layer, keras.layers.RNN):
             # An RNN cell draws its dropout masks inside the RNN's while loop,
@@ -163,13 +165,26 @@ def replicate_seed_generators(model: keras.Model, strategy: tf.distribute.Strate
             # different lengths"): RNN dropout keeps Keras's own generator.
             continue
         for generator in getattr(layer, "_seed_generators", ()):
-            variables.relocate_variables(
-                [generator.state],
-                strategy,
-                synchronize=lambda variable: ("only_first_replica", "on_write"),
-            )
-            if "next" not in generator.__dict__:
-                generator.__dict__["next"] = _next_per_replica(generator.next)
+            if "next" not in generator.__dict__ and generator not in generators:
+                generators.append(generator)
+    return generators
+
+
+def replicate_seed_generators(generators: list, strategy: tf.distribute.Strategy) -> None:
+    """Makes `generators` (from `layer_seed_generators`) draw per replica on `strategy`."""
+    for generator in generators:
+        variables.relocate_variables(
+            [generator.state],
+            strategy,
+            synchronize=lambda variable: ("only_first_replica", "on_write"),
+        )
+        generator.__dict__["next"] = _next_per_replica(generator.next)
+
+
+def restore_seed_generators(generators: list) -> None:
+    """Gives `generators` their own `next` back (their state is the caller's)."""
+    for generator in generators:
+        generator.__dict__.pop("next", None)
 
 
 def _next_per_replica(next_seed):

@@ -66,6 +66,7 @@ class _Adopted:
                 replicate_all=execution.replicate_all,
                 stateful_batch=execution.stateful_batch,
             )
+            execution.adopt_added_layers = vars(self)["_execution"].adopt_added_layers
             vars(self)["_execution"] = execution
         return execution
 

@@ -22,7 +22,9 @@ Set up once, before any `fit`:
 0. `multi_gpu_model` (`multi_gpu_model.py`) changes the template in one
    place, `template_adoption.adopt_template`, which records what it changed
    (`TemplateAdoption.undo`): BatchNormalization synchronized, the variables
-   moved into the strategy (`_internals.variables`), the optimizer adopted
+   moved into the strategy (`_internals.variables`), layers' own seed
+   generators drawing per replica (`_internals.seed_generators.
+   replicate_seed_generators`), the optimizer adopted
    (`strategies.adopt_optimizer`), the template's own methods on the
    instance (`template.attach_template`). `compile` (below) adopts the
    optimizer passed to it and, as `fit` and `train_on_batch` do again, sets
@@ -42,9 +44,10 @@ Set up once, before any `fit`:
 3. Checks before any step: `Execution.check_call` (`execution.py`: batch
    size, rows, shapes, a stateful template's batch, checkpoint folders) and
    `endless.check_steps`.
-4. `Execution.running()` (`execution.py`) opens the run: layers' own seed
-   generators draw per replica (`_internals.seed_generators.
-   replicate_seed_generators`); Keras's epoch iterators read Python data
+4. `Execution.running()` (`execution.py`) opens the run: a layer added to
+   the template since `multi_gpu_model` is adopted
+   (`TemplateAdoption.adopt_added_layers`, usually nothing to do); Keras's
+   epoch iterators read Python data
    one batch per step (`python_data.install`, through
    `_internals.epoch_iterator`); and the strategy is handed this model's
    batch preparation, `Execution.prepare` over `batches.prepare_dataset`
