@@ -7,6 +7,27 @@ Upstream surface: Keras 3's global `SeedGenerator` kept in `global_state`
 `GLOBAL_SEED_GENERATOR` from 3.8) and `Layer._seed_generators`
 (layers/layer.py). Read in the Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1
 sources. Canaries: `tests/internals/test_seed_generators.py`.
+
+When each is set up:
+
+- Layers' own generators: once, when `multi_gpu_model` adopts the template
+  (`data_parallel.template_adoption`, undone by `TemplateAdoption.undo`).
+- Seedless random ops: Keras's global generator is pointed at the replica's
+  stream in each replica's traced step (`use_replica_seed_generator`), and
+  cannot be set up once at adoption or `compile`. Keras keeps it in a
+  `threading.local` (backend/common/global_state.py `GLOBAL_STATE_TRACKER`),
+  and MirroredStrategy runs every `strategy.run`, so every trace of a step,
+  in replica threads it makes for that call (TensorFlow 2.16-2.21
+  distribute/mirrored_run.py `_call_for_each_replica`: "Create these
+  threads once instead of during every call"), which carry none of Keras's
+  per-thread state (canary:
+  `test_mirrored_replicas_start_each_run_in_new_threads_without_keras_state`).
+  Anything set before the step would have to replace Keras's module-level
+  tracker or TensorFlow's private thread start-up for the whole process,
+  changing seedless random ops for every model, one device included. What
+  the step sets is one attribute of its own new thread's Keras state (no
+  method of any object); the state it draws from, one counter variable per
+  strategy, is made once, on the first trace.
 """
 
 from __future__ import annotations
