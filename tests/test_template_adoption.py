@@ -121,3 +121,31 @@ def _replica_aggregation(variable):
     from parallel_keras import _internals
 
     return _internals.replica_aggregation(variable)
+
+
+def test_a_frozen_batchnorm_is_keras3s_on_the_template_between_parallel_steps():
+    """The parallel model trains a frozen BatchNormalization as Keras 2 did
+    (batch statistics) only for the length of each train call: used directly,
+    the template runs it as Keras 3 (moving statistics), trains and saves the
+    flags as the user set them."""
+    template = _model()
+    batchnorm = template.layers[2]
+    batchnorm.trainable = False
+    batchnorm.momentum = 0.9
+    template.compile(keras.optimizers.SGD(0.1), "mse")
+    x, y = _data()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=2)
+    parallel.compile(keras.optimizers.SGD(0.1), "mse")
+    moving_before = batchnorm.moving_mean.numpy()
+    parallel.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    np.testing.assert_array_equal(batchnorm.moving_mean.numpy(), moving_before)
+
+    assert (batchnorm.trainable, batchnorm.momentum) == (False, 0.9)
+    assert batchnorm.get_config()["trainable"] is False
+    assert len(template.trainable_weights) == 4  # the two Dense layers only
+    twin = _model()
+    twin.layers[2].trainable = False
+    twin.set_weights(template.get_weights())
+    np.testing.assert_allclose(
+        template(x, training=True).numpy(), twin(x, training=True).numpy(), atol=1e-6
+    )
