@@ -7,6 +7,27 @@ Upstream surface: Keras 3's global `SeedGenerator` kept in `global_state`
 `GLOBAL_SEED_GENERATOR` from 3.8) and `Layer._seed_generators`
 (layers/layer.py). Read in the Keras 3.5.0, 3.8.0, 3.10.0, 3.11.3 and 3.15.1
 sources. Canaries: `tests/internals/test_seed_generators.py`.
+
+When each is set up:
+
+- Layers' own generators: once, when `multi_gpu_model` adopts the template
+  (`data_parallel.template_adoption`, undone by `TemplateAdoption.undo`).
+- Seedless random ops: Keras's global generator is pointed at the replica's
+  stream in each replica's traced step (`use_replica_seed_generator`), and
+  cannot be set up once at adoption or `compile`. Keras keeps it in a
+  `threading.local` (backend/common/global_state.py `GLOBAL_STATE_TRACKER`),
+  and MirroredStrategy runs every `strategy.run`, so every trace of a step,
+  in replica threads it makes for that call (TensorFlow 2.16-2.21
+  distribute/mirrored_run.py `_call_for_each_replica`: "Create these
+  threads once instead of during every call"), which carry none of Keras's
+  per-thread state (canary:
+  `test_mirrored_replicas_start_each_run_in_new_threads_without_keras_state`).
+  Anything set before the step would have to replace Keras's module-level
+  tracker or TensorFlow's private thread start-up for the whole process,
+  changing seedless random ops for every model, one device included. What
+  the step sets is one attribute of its own new thread's Keras state (no
+  method of any object); the state it draws from, one counter variable per
+  strategy, is made once, on the first trace.
 """
 
 from __future__ import annotations
@@ -150,11 +171,13 @@ def use_replica_seed_generator() -> None:
 # Replica Context"); on MirroredStrategy's every replica draws the same seed.
 # The state is given ONLY_FIRST_REPLICA aggregation (every replica advances
 # it alike) and each replica's seed is offset by its id, so each replica
-# draws its own noise, as Keras 2's towers did.
+# draws its own noise, as Keras 2's towers did. `data_parallel.
+# template_adoption` does it once, at `multi_gpu_model`, and undoes it.
 
 
-def replicate_seed_generators(model: keras.Model, strategy: tf.distribute.Strategy) -> None:
-    """Makes the seed generators of `model`'s layers draw per replica on `strategy`."""
+def layer_seed_generators(model: keras.Model) -> list:
+    """The seed generators of `model`'s layers not yet drawing per replica."""
+    generators = []
     for layer in model._flatten_layers(include_self=True, recursive=True):
         if hasattr(layer, "state_size") or isinstance(layer, keras.layers.RNN):
             # An RNN cell draws its dropout masks inside the RNN's while loop,
@@ -163,13 +186,26 @@ def replicate_seed_generators(model: keras.Model, strategy: tf.distribute.Strate
             # different lengths"): RNN dropout keeps Keras's own generator.
             continue
         for generator in getattr(layer, "_seed_generators", ()):
-            variables.relocate_variables(
-                [generator.state],
-                strategy,
-                synchronize=lambda variable: ("only_first_replica", "on_write"),
-            )
-            if "next" not in generator.__dict__:
-                generator.__dict__["next"] = _next_per_replica(generator.next)
+            if "next" not in generator.__dict__ and generator not in generators:
+                generators.append(generator)
+    return generators
+
+
+def replicate_seed_generators(generators: list, strategy: tf.distribute.Strategy) -> None:
+    """Makes `generators` (from `layer_seed_generators`) draw per replica on `strategy`."""
+    for generator in generators:
+        variables.relocate_variables(
+            [generator.state],
+            strategy,
+            synchronize=lambda variable: ("only_first_replica", "on_write"),
+        )
+        generator.__dict__["next"] = _next_per_replica(generator.next)
+
+
+def restore_seed_generators(generators: list) -> None:
+    """Gives `generators` their own `next` back (their state is the caller's)."""
+    for generator in generators:
+        generator.__dict__.pop("next", None)
 
 
 def _next_per_replica(next_seed):

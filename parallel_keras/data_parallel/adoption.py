@@ -25,6 +25,32 @@ class and `ParallelModel`. The adopted `__dict__` then makes the wrapper a
 second parallel model over the same template, as in Keras 2: its own
 compile state, the template's variables, and the user's `__getattribute__`
 still sending `save*`/`load*` to the serial model.
+
+Why the wrapper is found through the caller's frame (issue 31 asked for no
+class swap found that way; none sound was found, Keras 3.15.1 read):
+
+- Keras 3 finds `call`, `train_step`, `compile`, `fit` on the class, and
+  the copied `__dict__` carries only instance attributes. Putting the
+  parallel model's bound methods in its `__dict__` would make the wrapper
+  forward to the parallel model, but a legacy script reads state off the
+  wrapper (`model.optimizer` to change its learning rate, `history`,
+  `metrics_names`, `stop_training`), which would be stale copies taken at
+  the wrapper's `__init__`.
+- Of what the copied `__dict__` holds, Keras calls nothing parallel_keras
+  owns with the wrapper at its first `compile` or `fit`: `compile` calls
+  its own `_resolve_auto_jit_compile` and `_flatten_layers`; `fit` calls the
+  strategy's `scope()` and `experimental_distribute_dataset(dataset)` (the
+  strategy is parallel_keras's, the model is not passed), then its own
+  `_maybe_symbolic_build`, which fails for want of `call`. So nothing learns
+  which instance runs in time to adopt it.
+- Hooking Keras's `Model.__new__`, `__init_subclass__` or
+  `Layer.__setattr__` at import would find the wrapper, but changes Keras's
+  class machinery for every model in the process (issue 31 item 2 keeps
+  import to what a legacy script needs).
+
+The frame is read once, at `multi_gpu_model`: the direct caller's own
+`__init__` and its first argument, acted on only when that is a Keras model
+Keras has not yet initialized.
 """
 
 from __future__ import annotations
@@ -66,6 +92,7 @@ class _Adopted:
                 replicate_all=execution.replicate_all,
                 stateful_batch=execution.stateful_batch,
             )
+            execution.adopt_added_layers = vars(self)["_execution"].adopt_added_layers
             vars(self)["_execution"] = execution
         return execution
 

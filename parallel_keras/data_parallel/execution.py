@@ -13,14 +13,20 @@ stateful template.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import keras
 import numpy as np
 import tensorflow as tf
 
-from parallel_keras._internals import loss_tracking, seed_generators, symbolic_build
+from parallel_keras._internals import loss_tracking, symbolic_build
 from parallel_keras.cluster import prepared
 from parallel_keras.data_parallel import batches, python_data, sample_weights
 from parallel_keras.saving import atomic
+
+
+def _nothing() -> None:
+    return None
 
 
 class Execution:
@@ -46,6 +52,9 @@ class Execution:
         self.strategy = strategy
         self.replicate_all = replicate_all
         self.stateful_batch = stateful_batch
+        # The template's adoption sets it (`TemplateAdoption.adopt_added_layers`):
+        # layers added to the template since, adopted before each run.
+        self.adopt_added_layers: Callable[[], None] = _nothing
 
     @property
     def num_replicas(self) -> int:
@@ -72,16 +81,9 @@ class Execution:
     def running(self):
         """Context in which Keras's datasets for this model are prepared,
         and Python data is read one batch per step (`python_data.py`)."""
-        self._replicate_seed_generators()
+        self.adopt_added_layers()
         python_data.install()
         return prepared.preparing_batches(self.strategy, self.prepare)
-
-    def _replicate_seed_generators(self) -> None:
-        # Layers' own seed generators (Dropout, GaussianNoise) must advance
-        # on the replicas, each replica drawing its own noise.
-        # interception: layers' SeedGenerator.next (instance) and state
-        # variables, at each fit/evaluate/predict/*_on_batch (idempotent).
-        seed_generators.replicate_seed_generators(self.model, self.strategy)
 
     # --- Stateful templates ------------------------------------------------
 
@@ -238,7 +240,7 @@ class Execution:
     def _on_batch(self, kind: str, x, y, sample_weight, return_dict: bool):
         """Runs Keras's train or test function on one prepared global batch."""
         model = self.model
-        self._replicate_seed_generators()
+        self.adopt_added_layers()
         batch = self.distributed_batch(x, y, sample_weight)
         symbolic_build.maybe_symbolic_build(model, data_batch=batch)
         getattr(model, f"make_{kind}_function")()
@@ -251,7 +253,7 @@ class Execution:
     def predict_on_batch(self, x):
         sample_weights.check_rows("predict_on_batch", x)
         model = self.model
-        self._replicate_seed_generators()
+        self.adopt_added_layers()
         batch = self.distributed_batch(x)
         model.make_predict_function()
         outputs = model.predict_function([batch])

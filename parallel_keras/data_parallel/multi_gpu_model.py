@@ -175,6 +175,7 @@ def multi_gpu_model(
             stateful_batch=stateful_batch,
         )
     parallel._adoption = adopted
+    parallel._execution.adopt_added_layers = adopted.adopt_added_layers
     logging.info(
         "multi_gpu_model: %s replicated on %d devices: %s (%s)",
         model.name,

@@ -22,7 +22,9 @@ Set up once, before any `fit`:
 0. `multi_gpu_model` (`multi_gpu_model.py`) changes the template in one
    place, `template_adoption.adopt_template`, which records what it changed
    (`TemplateAdoption.undo`): BatchNormalization synchronized, the variables
-   moved into the strategy (`_internals.variables`), the optimizer adopted
+   moved into the strategy (`_internals.variables`), layers' own seed
+   generators drawing per replica (`_internals.seed_generators.
+   replicate_seed_generators`), the optimizer adopted
    (`strategies.adopt_optimizer`), the template's own methods on the
    instance (`template.attach_template`). `compile` (below) adopts the
    optimizer passed to it and, as `fit` and `train_on_batch` do again, sets
@@ -42,11 +44,12 @@ Set up once, before any `fit`:
 3. Checks before any step: `Execution.check_call` (`execution.py`: batch
    size, rows, shapes, a stateful template's batch, checkpoint folders) and
    `endless.check_steps`.
-4. `Execution.running()` (`execution.py`) opens the run: layers' own seed
-   generators draw per replica (`_internals.seed_generators.
-   replicate_seed_generators`); Keras's epoch iterators read Python data
-   one batch per step (`python_data.install`, through
-   `_internals.epoch_iterator`); and the strategy is handed this model's
+4. `Execution.running()` (`execution.py`) opens the run: a layer added to
+   the template since `multi_gpu_model` is adopted
+   (`TemplateAdoption.adopt_added_layers`, usually nothing to do); Keras's
+   epoch iterators read Python data one batch per step
+   (`python_data.install`, through `_internals.epoch_iterator`); and the
+   strategy is handed this model's
    batch preparation, `Execution.prepare` over `batches.prepare_dataset`
    (`cluster/prepared.preparing_batches(strategy, prepare)`).
 5. `keras.Model.fit` (Keras) makes its `TFEpochIterator`, which calls
@@ -62,7 +65,8 @@ Set up once, before any `fit`:
    (`targets.symbolic_batch_in_output_order`).
 7. `make_train_function` (below) wraps Keras's train function so frozen
    BatchNormalization layers train as in Keras 2
-   (`trainable_at_compile.with_keras2_batchnorm`).
+   (`trainable_at_compile.with_keras2_batchnorm`; their flags are set for
+   each call only, the module's docstring says why).
 8. Callbacks' `on_train_begin`; a resumed multi-worker run may start at a
    later epoch and skip batches (`multi_worker/backup.py`, through
    `_internals.compiled_functions`).
@@ -71,8 +75,9 @@ Set up once, before any `fit`:
    unpacked by `batches.unpack`, the rows it keeps, the batch's rows, how
    `prepare_dataset` split it, training or not, the merge policy), points
    seedless random ops at this replica's stream
-   (`_internals.seed_generators.use_replica_seed_generator`), calls the
-   template (`call`), computes the loss with targets as Keras 2 fed them
+   (`_internals.seed_generators.use_replica_seed_generator`, in each trace:
+   the module's docstring says why), calls the template (`call`), computes
+   the loss with targets as Keras 2 fed them
    (`compute_loss`, `targets.as_keras2_fed`, losses scaled in
    `losses.scaled_for_replicas`) weighted by the replica's share, applies
    the gradients (`accumulation.apply_gradients`; the optimizer clips after

@@ -9,6 +9,10 @@ its optimizer when `multi_gpu_model` wraps it:
 2. The template's variables, and a stateful RNN's states, moved into the
    replication strategy (`_internals.variables.relocate_variables`):
    moving statistics averaged across replicas, RNN states kept per replica.
+   Layers' own seed generators (Dropout, GaussianNoise) draw per replica
+   (`_internals.seed_generators.replicate_seed_generators`); a layer added
+   to the template later is adopted at the next run
+   (`TemplateAdoption.adopt_added_layers`).
 3. An optimizer the template was compiled with adopted
    (`strategies.adopt_optimizer`).
 4. The template's own methods run on the strategy with one device's results
@@ -18,9 +22,8 @@ its optimizer when `multi_gpu_model` wraps it:
 The parallel model's `compile` adopts its optimizer and sets up its clipping
 (`ParallelModel.compile`, `steps.set_up_optimizer`); `TemplateAdoption.undo`
 hands that optimizer back too when it is the template's. What runs at each
-`fit` (layers' seed generators per replica, Python data read per step, the
-strategy's batch preparation) is listed in `parallel_model.py`'s "How `fit`
-runs".
+`fit` (Python data read per step, the strategy's batch preparation) is
+listed in `parallel_model.py`'s "How `fit` runs".
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import keras
 import tensorflow as tf
 
 from parallel_keras import _internals
-from parallel_keras._internals import captured_strategy, compiled_functions
+from parallel_keras._internals import captured_strategy, compiled_functions, seed_generators
 from parallel_keras._internals import optimizers as optimizer_internals
 from parallel_keras.data_parallel import execution as execution_lib
 from parallel_keras.data_parallel import strategies
@@ -53,6 +56,24 @@ class TemplateAdoption:
     synchronization)` before where the move changed them."""
     strategy_before: tf.distribute.Strategy | None
     """The strategy Keras captured when the template was constructed."""
+    seed_generators: list[keras.random.SeedGenerator] = dataclasses.field(default_factory=list)
+    """The layers' own seed generators made to draw per replica (their state
+    variables are in `relocated`)."""
+
+    def adopt_added_layers(self) -> None:
+        """Adopts the seed generators of layers added to the template since
+        (a `Sequential.add` after `multi_gpu_model`): each replica draws its
+        own noise there too, and `undo` gives them back. Run before each
+        `fit`/`evaluate`/`predict`/`*_on_batch`; usually finds none."""
+        added = seed_generators.layer_seed_generators(self.template)
+        if not added:
+            return
+        # interception: the added layers' SeedGenerator.next and state, at
+        # the first run after they were added.
+        before = [_kind(generator.state) for generator in added]
+        seed_generators.replicate_seed_generators(added, self.strategy)
+        self.seed_generators.extend(added)
+        self.relocated.extend((generator.state, kind) for generator, kind in zip(added, before))
 
     def undo(self) -> None:
         """Gives the template back as a plain Keras model on one device.
@@ -66,6 +87,7 @@ class TemplateAdoption:
         template_lib.detach_template(template)
         captured_strategy.set_model_strategy(template, self.strategy_before)
         compiled_functions.reset_compiled_functions(template)
+        seed_generators.restore_seed_generators(self.seed_generators)
         for layer, synchronized in self.synchronized_batchnorm:
             layer.synchronized = synchronized
         one_device = tf.distribute.get_strategy()
@@ -106,6 +128,10 @@ def adopt_template(
     _internals.relocate_variables(
         states, strategy, synchronize=lambda _: ("only_first_replica", "on_read")
     )
+    # interception: the layers' SeedGenerator.next (instance) and state
+    # variables: Dropout, GaussianNoise draw per replica.
+    generators = seed_generators.layer_seed_generators(template)
+    seed_generators.replicate_seed_generators(generators, strategy)
     relocated = [
         (variable, kind if _kind(variable) != kind else None)
         for variable, kind in zip(moved, before)
@@ -113,7 +139,11 @@ def adopt_template(
     if getattr(template, "optimizer", None) is not None:
         strategies.adopt_optimizer(template.optimizer, strategy)
     execution = template_lib.attach_template(template, strategy, stateful_batch)
-    return TemplateAdoption(template, strategy, execution, synchronized, relocated, strategy_before)
+    adoption = TemplateAdoption(
+        template, strategy, execution, synchronized, relocated, strategy_before, generators
+    )
+    execution.adopt_added_layers = adoption.adopt_added_layers
+    return adoption
 
 
 def _kind(variable: keras.Variable) -> tuple[str, str]:

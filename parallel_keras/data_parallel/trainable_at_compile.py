@@ -20,6 +20,22 @@ for the weights trained and for frozen BatchNormalization layers
 differentiates and updates those, and the optimizer is built for them. The
 Keras 3 idiom (set `trainable` before each step, matching what each model
 was compiled with) gives the same sets and trains the same way.
+
+Why frozen BatchNormalization flags are set around each train call
+(`with_keras2_batchnorm`) and not once at `multi_gpu_model` or `compile`:
+the flags are the template's own and the template stays a Keras 3 model
+between the parallel model's calls. Left set, the user's `template.fit`,
+`template(x, training=True)` and callbacks would run the frozen layer in
+training mode, `template.trainable_weights` would gain its gamma and beta,
+and `template.save` would write `trainable: true` into the file's config
+(`tests/test_template_adoption.py::
+test_a_frozen_batchnorm_is_keras3s_on_the_template_between_parallel_steps`).
+Keras 3's BatchNormalization takes batch statistics only when
+`training and self.trainable` (layers/normalization/batch_normalization.py,
+3.5-3.15), so no argument of the call can ask for it, and the replicas trace
+concurrently, so the flags are set before their threads start. Setting them
+costs a few attribute writes per call (the flags matter only when the call
+traces).
 """
 
 from __future__ import annotations
