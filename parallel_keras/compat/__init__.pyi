@@ -27,6 +27,7 @@ from .backend_ops import zeros as zeros
 from .layers import Container as Container
 from .layers import Merge as Merge
 from .layers import Network as Network
+from .layers import initial_weights as initial_weights
 from .layers import obtain_input_shape as obtain_input_shape
 from .losses import add_loss as add_loss
 from .preprocessing import DirectoryIterator as DirectoryIterator

@@ -565,7 +565,14 @@ os.makedirs("models", exist_ok=True)
             num_valid_samples=8,
             epochs=1,
         )
-        + _GENERATORS,
+        # Its SegNet hard-codes 320x320 inputs (the config's sizes do not reach
+        # it): one stand-in batch of 8 for training and one for validation.
+        + _generators(
+            train_gen="lambda: ModelShapedData(rows=8)",
+            valid_gen="lambda: ModelShapedData(rows=8)",
+        ),
+        load_setup="from custom_layers.unpooling_layer import Unpooling\n"
+        "custom_objects = {'Unpooling': Unpooling}",
     ),
     PublicProject(
         name="deep_image_matting",
@@ -576,17 +583,19 @@ os.makedirs("models", exist_ok=True)
         idiom="multi_gpu_model, template under tf.device('/cpu:0'), own save callback",
         files=("*.py",),
         entry="train.py",
+        # Its encoder-decoder hard-codes 320x320x4 inputs and its loss reshapes
+        # to the config's img_rows x img_cols (320, kept) and reads 11 target
+        # channels (alpha, mask, image, foreground, background): one stand-in
+        # batch of 8 such targets for training and one for validation.
         setup=_config(
-            img_rows=64,
-            img_cols=64,
             batch_size=8,
-            num_train_samples=16,
+            num_train_samples=8,
             num_valid_samples=8,
             epochs=1,
         )
         + _generators(
-            train_gen="lambda: ModelShapedData(y=[(64, 64, 2)])",
-            valid_gen="lambda: ModelShapedData(y=[(64, 64, 2)])",
+            train_gen="lambda: ModelShapedData(rows=8, y=[(320, 320, 11)])",
+            valid_gen="lambda: ModelShapedData(rows=8, y=[(320, 320, 11)])",
         )
         + _PRETRAINED_VGG16.format(top=True, name="vgg16_weights_tf_dim_ordering_tf_kernels.h5"),
     ),
@@ -663,7 +672,9 @@ os.makedirs("data", exist_ok=True); np.save("data/prior_prob.npy", np.full(38, 1
         + _config(
             img_size=75, batch_size=8, num_train_samples=16, num_lfw_valid_samples=8, epochs=1
         )
-        + _generators(DataGenSequence="lambda usage: ModelShapedData(y=[(384,)])"),
+        # InceptionResNetV2 at its smallest input (75x75), three inputs: one
+        # stand-in batch of 8 triplets for training and one for validation.
+        + _generators(DataGenSequence="lambda usage: ModelShapedData(rows=8, y=[(384,)])"),
     ),
     PublicProject(
         name="scene_classification",
@@ -688,8 +699,9 @@ for split in ("train", "valid"):
             img_height=75,
             num_classes=3,
             batch_size=8,
-            num_train_samples=12,
-            num_valid_samples=12,
+            # InceptionResNetV2: one step of 8 images for training and one for validation.
+            num_train_samples=8,
+            num_valid_samples=8,
             num_epochs=1,
         ),
     ),
@@ -703,14 +715,15 @@ for split in ("train", "valid"):
         files=("*.py",),
         entry="train.py",
         setup=_config(
-            img_width=80,
-            img_height=80,
+            img_width=75,
+            img_height=75,
             batch_size=8,
             num_train_samples=16,
             num_valid_samples=8,
             num_epochs=1,
         )
-        + _generators(DataGenSequence="lambda usage: ModelShapedData()"),
+        # InceptionResNetV2: one stand-in batch of 8 for training and one for validation.
+        + _generators(DataGenSequence="lambda usage: ModelShapedData(rows=8)"),
     ),
     PublicProject(
         name="crnn_ocr",
@@ -742,6 +755,19 @@ for split in ("train", "valid"):
             "--opt",
             "sgd",
         ),
+        # The folder --save_path names exists (the project makes only its
+        # model_name folder in it); word images named as its data set names
+        # them (<index>_<word>_<index>.png, the word read from the name), 32x100
+        # grey, the size its default --imgh/--imgW read after its transpose.
+        setup="""
+import cv2
+os.makedirs("out", exist_ok=True); os.makedirs("data", exist_ok=True)
+rng = np.random.default_rng(0)
+words = ("keras", "tower", "ocr", "model", "gpu", "text", "crnn", "word")
+for i in range(20):
+    image = rng.integers(0, 255, (32, 100), dtype=np.uint8)
+    cv2.imwrite(f"data/{i}_{words[i % len(words)]}_{i}.png", np.stack([image] * 3, axis=-1))
+""",
     ),
     PublicProject(
         name="deeplabv3_segmentation",
