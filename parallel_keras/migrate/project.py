@@ -145,7 +145,7 @@ def scan_source(source: str, module: str, project: Project) -> None:
     builders = towers.find_tower_builders(tree)
     if builders:
         project.tower_builders[module] = builders
-    for statement in tree.body:
+    for statement in _module_level(tree.body):
         _record_imported_names(statement, module, project)
         if isinstance(statement, ast.ImportFrom) and statement.module is not None:
             if statement.level:
@@ -204,6 +204,18 @@ def scan_source(source: str, module: str, project: Project) -> None:
                 function = calls_of.get(value.id) if isinstance(value, ast.Name) else None
             if function and function not in _KERAS_ITERATORS:
                 project.fit_data_functions.add(function)
+
+
+def _module_level(body: list[ast.stmt]):
+    """The module's statements, with those inside its `if`/`try`/`with` blocks
+    (`if __name__ == '__main__': from utils import *`), never a function's."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, ast.If | ast.With | ast.Try):
+            for block in ("body", "orelse", "finalbody"):
+                yield from _module_level(getattr(statement, block, []))
+            for handler in getattr(statement, "handlers", []):
+                yield from _module_level(handler.body)
 
 
 def _record_imported_names(statement: ast.stmt, module: str, project: Project) -> None:
