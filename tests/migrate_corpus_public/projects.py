@@ -897,7 +897,7 @@ _BLOCKED_ON = {
     "image_captioning": "",
     "image_inpainting": "",
     "fundus_lesion": "",
-    "look_into_person": "harness: SegNet hard-coded at 320x320 trained in 465 s once (then failed only on its Unpooling reload, now given); 600 s is not enough on the loaded 2-core machine",
+    "look_into_person": "",
     "deep_image_matting": "harness: 320x320 encoder-decoder plus refinement (stand-in targets of 320x320x11 given) did not finish in 600 s on the loaded 2-core machine",
     "colorful_colorization": "",
     "scene_understanding": "",
