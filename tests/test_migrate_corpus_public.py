@@ -62,6 +62,7 @@ RUNS: tuple[str, ...] = (
     "minigooglenet",
     "minos",
     "deeplabv3_segmentation",
+    "look_into_person",
 )
 
 

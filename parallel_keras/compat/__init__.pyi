@@ -32,6 +32,7 @@ from .callbacks import keras2_params as keras2_params
 from .layers import Container as Container
 from .layers import Merge as Merge
 from .layers import Network as Network
+from .layers import initial_weights as initial_weights
 from .layers import obtain_input_shape as obtain_input_shape
 from .losses import add_loss as add_loss
 from .optimizers import shared_optimizer as shared_optimizer

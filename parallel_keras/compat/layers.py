@@ -10,6 +10,7 @@ merge base private; `Merge` here is the same contract on a public
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import keras
@@ -183,3 +184,58 @@ def obtain_input_shape(
             f"With include_top=True, `input_shape` must be static. Received: input_shape={result}"
         )
     return result
+
+
+def initial_weights(layer: keras.layers.Layer, weights: Any) -> keras.layers.Layer:
+    """Keras 2's `weights=` layer argument: the layer starts from these values.
+
+    Keras 2 layers took `weights=[kernel, bias, ...]` (every layer, e.g.
+    `Dense(6, weights=[W, b])`, `Embedding(n, d, weights=[matrix])`) and set
+    them with `set_weights` right after the layer was built, on its first
+    call. Keras 3 layers reject the argument. This sets them at the same
+    moment: after the layer's own `build`, or now if it is built already.
+    Modernise: pass the values as initializers, e.g.
+    `Dense(6, kernel_initializer=keras.initializers.Constant(W),
+    bias_initializer=keras.initializers.Constant(b))`.
+
+    Args:
+        layer: A Keras layer.
+        weights: What Keras 2's `weights=` took: the list of arrays
+            `layer.get_weights()` returns once built.
+
+    Returns:
+        `layer`, which sets `weights` when it is built.
+
+    Raises:
+        ValueError: When the layer is built, if `weights` does not match its
+            weights (their number or shapes), as Keras 2 raised.
+
+    Example:
+
+    >>> import keras, numpy as np
+    >>> from parallel_keras import compat
+    >>> dense = compat.initial_weights(keras.layers.Dense(1), [np.full((2, 1), 2.0), np.ones(1)])
+    >>> keras.ops.convert_to_numpy(dense(np.ones((1, 2))))
+    array([[5.]], dtype=float32)
+    """
+    if not isinstance(layer, keras.layers.Layer):
+        raise TypeError(
+            "initial_weights sets the starting weights of a Keras layer. "
+            f"Received: layer of type {type(layer).__name__}. Pass the layer "
+            "the Keras 2 `weights=` argument was given to."
+        )
+    if weights is None:
+        return layer
+    if layer.built:
+        layer.set_weights(weights)
+        return layer
+    build = layer.build
+
+    # Keras reads the build signature to pass the input shapes: wraps keeps it.
+    @functools.wraps(build)
+    def build_then_set(*args: Any, **kwargs: Any) -> None:
+        build(*args, **kwargs)
+        layer.set_weights(weights)
+
+    layer.build = build_then_set
+    return layer

@@ -182,6 +182,14 @@ class Context:
             ]
             chosen = sorted(name.name for name in (imported or names))[0]
             return syntax.canonical_name(chosen)
+        # A name no import of the file binds may come from a project module's
+        # `from keras import optimizers` through `from utils import *`.
+        dotted = syntax.dotted(node)
+        star_names = getattr(self.project, "star_names", {}).get(self.report.path, {})
+        if dotted is not None and star_names:
+            root, dot, rest = dotted.partition(".")
+            if root in star_names:
+                return syntax.canonical_name(star_names[root] + dot + rest)
         return syntax.canonical_name(syntax.fallback_name(node))
 
     def qualified_names(self, node: cst.CSTNode) -> set[metadata.QualifiedName]:

@@ -70,6 +70,14 @@ class Project:
     reexports: dict[str, list[tuple[tuple[str, ...], str, str]]] = dataclasses.field(
         default_factory=dict
     )
+    # Module -> names its module-level absolute imports bind -> what they name
+    # (`from keras import optimizers`: "optimizers" -> "keras.optimizers").
+    imported_names: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    # File path -> the names a `from <project module> import *` gives it
+    # (`from utils import *` where utils.py does `from keras import optimizers`).
+    star_names: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    # File path -> its module name (relative to the folder).
+    modules: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _name(node: ast.AST) -> str | None:
@@ -137,7 +145,8 @@ def scan_source(source: str, module: str, project: Project) -> None:
     builders = towers.find_tower_builders(tree)
     if builders:
         project.tower_builders[module] = builders
-    for statement in tree.body:
+    for statement in _module_level(tree.body):
+        _record_imported_names(statement, module, project)
         if isinstance(statement, ast.ImportFrom) and statement.module is not None:
             if statement.level:
                 # A package's __init__ (`module` is the package) or a module beside it.
@@ -197,6 +206,48 @@ def scan_source(source: str, module: str, project: Project) -> None:
                 project.fit_data_functions.add(function)
 
 
+def _module_level(body: list[ast.stmt]):
+    """The module's statements, with those inside its `if`/`try`/`with` blocks
+    (`if __name__ == '__main__': from utils import *`), never a function's."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, ast.If | ast.With | ast.Try):
+            for block in ("body", "orelse", "finalbody"):
+                yield from _module_level(getattr(statement, block, []))
+            for handler in getattr(statement, "handlers", []):
+                yield from _module_level(handler.body)
+
+
+def _record_imported_names(statement: ast.stmt, module: str, project: Project) -> None:
+    names = project.imported_names.setdefault(module, {})
+    if isinstance(statement, ast.Import):
+        for alias in statement.names:
+            if alias.asname:
+                names[alias.asname] = alias.name
+            else:
+                top = alias.name.split(".")[0]
+                names[top] = top
+    elif isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
+        for alias in statement.names:
+            if alias.name != "*":
+                names[alias.asname or alias.name] = f"{statement.module}.{alias.name}"
+
+
+def _star_names(project: Project) -> None:
+    """What each file's `from <project module> import *` binds (public names)."""
+    for path, module in project.modules.items():
+        found: dict[str, str] = {}
+        for sources, name, _ in project.reexports.get(module, []):
+            if name != "*":
+                continue
+            for source in sources:
+                for local, qualified in project.imported_names.get(source, {}).items():
+                    if not local.startswith("_"):
+                        found.setdefault(local, qualified)
+        if found:
+            project.star_names[path] = found
+
+
 def scan_project(files: list[tuple[str, str]], read) -> Project:
     """Reads every file once (parse only) and collects the `Project`.
 
@@ -216,8 +267,10 @@ def scan_project(files: list[tuple[str, str]], read) -> Project:
             continue
         module = relative[: -len(".py")] if relative.endswith(".py") else relative
         module = module.replace("\\", "/").replace("/", ".").removesuffix(".__init__")
+        project.modules[path] = module
         scan_source(source, module, project)
     _follow_reexports(project)
+    _star_names(project)
     return project
 
 

@@ -97,5 +97,6 @@ def default_rules() -> list[context.Rule]:
         batch_shapes.BatchInputShapeRule(),
         keras1_merge.Keras1MergeRule(),
         keras1_layers.Keras1LayerArgsRule(),
+        keras1_layers.InitialWeightsRule(),
         reset_states.ResetStatesRule(),
     ]

@@ -65,7 +65,13 @@ _LAYERS: dict[str, tuple[dict[str, str], int]] = {
     "ZeroPadding2D": ({"dim_ordering": "data_format"}, 0),
 }
 
-AUDIT: list[tuple[str, str | None, str]] = [
+_WEIGHTS_WHY = (
+    "Keras 2's layer argument of starting weights, set with set_weights once the layer "
+    "is built; Keras 3 layers reject it"
+)
+_WEIGHTS_MODERN = "initializers, e.g. Dense(n, kernel_initializer=keras.initializers.Constant(W))"
+
+AUDIT: list[tuple[str, ...]] = [
     *(
         (
             f"keras.layers.{layer}({old}=...)",
@@ -84,6 +90,12 @@ AUDIT: list[tuple[str, str | None, str]] = [
         "keras.layers.Convolution3D(filters, d1, d2, d3)",
         "keras.layers.Convolution3D(filters, (d1, d2, d3))",
         "Keras 1 kernel dimensions as separate ints; Keras 2 read them as kernel_size",
+    ),
+    (
+        "keras.layers.<Layer>(..., weights=w)",
+        "parallel_keras.compat.initial_weights(keras.layers.<Layer>(...), w)",
+        _WEIGHTS_WHY,
+        _WEIGHTS_MODERN,
     ),
 ]
 
@@ -146,3 +158,48 @@ class Keras1LayerArgsRule(context.Rule):
             "rejects them)",
         )
         return updated.with_changes(args=args)
+
+
+class InitialWeightsRule(context.Rule):
+    """`Dense(6, weights=w)` -> `parallel_keras.compat.initial_weights(Dense(6), w)`.
+
+    Keras 2's base Layer took `weights=` (the starting values, set once the
+    layer is built); Keras 3 layers reject it. Any `keras.layers` class.
+    """
+
+    name = RULE
+
+    def leave_Call(self, ctx, original, updated):
+        qualified = ctx.qualified_name(original.func) or ""
+        module, _, layer = qualified.rpartition(".")
+        if not (module == "keras.layers" or module.startswith("keras.layers.")):
+            return updated
+        if not layer[:1].isupper():
+            return updated
+        index = next(
+            (
+                i
+                for i, arg in enumerate(updated.args)
+                if arg.keyword is not None and arg.keyword.value == "weights"
+            ),
+            None,
+        )
+        if index is None:
+            return updated
+        weights = updated.args[index].value
+        args = [arg for i, arg in enumerate(updated.args) if i != index]
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        layer_call = updated.with_changes(args=args)
+        ctx.require_import("parallel_keras")
+        ctx.compat(
+            original,
+            RULE,
+            f"{layer}(weights=...) -> `parallel_keras.compat.initial_weights({layer}(...), "
+            f"{syntax.code(weights)})`: {_WEIGHTS_WHY}",
+            _WEIGHTS_MODERN,
+        )
+        return cst.Call(
+            func=syntax.expression("parallel_keras.compat.initial_weights"),
+            args=[cst.Arg(layer_call), cst.Arg(weights)],
+        )
