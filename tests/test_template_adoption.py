@@ -87,14 +87,14 @@ def test_layers_random_streams_are_adopted_once_and_undone():
     template = keras.Sequential(
         [keras.Input((16,)), keras.layers.Dense(16), keras.layers.Dropout(0.5)]
     )
-    (generator,) = template.layers[1]._seed_generators
+    generator = template.layers[1].seed_generator
     kind_before = (generator.state.aggregation, _replica_aggregation(generator.state))
     parallel = parallel_keras.multi_gpu_model(template, gpus=2)
     assert "next" in vars(generator)  # at adoption, before any run
     assert len(_replica_masks(parallel)) == 2
 
     template.add(keras.layers.Dropout(0.5))
-    (added,) = template.layers[2]._seed_generators
+    added = template.layers[2].seed_generator
     parallel.compile(keras.optimizers.SGD(0.0), "mse")
     rows = np.ones((4, 16), "float32")
     parallel.fit(rows, rows, batch_size=4, verbose=0)
@@ -111,7 +111,7 @@ def test_layers_random_streams_are_adopted_once_and_undone():
     twin.add(keras.layers.Dropout(0.5))
     twin.set_weights(template.get_weights())
     for mine, theirs in zip(template.layers[1:], twin.layers[1:]):
-        theirs._seed_generators[0].state.assign(mine._seed_generators[0].state.value)
+        theirs.seed_generator.state.assign(mine.seed_generator.state.value)
     np.testing.assert_array_equal(
         template(rows, training=True).numpy(), twin(rows, training=True).numpy()
     )

@@ -64,12 +64,12 @@ class _Keras2Params(dict):
 
     def __init__(self, params: dict, model: Any, validation: bool):
         super().__init__(params)
-        self._model = model
+        self._fit_model = model
         self._validation = validation
 
     def _fill_metrics(self) -> None:
         if not dict.get(self, "metrics"):
-            dict.__setitem__(self, "metrics", _metric_names(self._model, self._validation))
+            dict.__setitem__(self, "metrics", _metric_names(self._fit_model, self._validation))
 
     def __getitem__(self, key: Any) -> Any:
         if key == "metrics":

@@ -69,6 +69,8 @@ def imsave(fname: Any, arr: Any, plugin: str | None = None, **plugin_args: Any) 
 
 
 def __getattr__(name: str) -> Any:
+    if name.startswith("__"):  # Module protocol (doctest's `__test__`, ...): not skimage's.
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from skimage import io
 
     return getattr(io, name)

@@ -308,7 +308,7 @@ class _Planner(cst.CSTVisitor):
             ends_fit=_CLOSING_ONLY.match(line, close_paren + 1) is not None,
         )
 
-    def _value(self, node: cst.CSTNode) -> None:
+    def _consider(self, node: cst.CSTNode) -> None:
         value = getattr(node, "value", None)
         if not isinstance(value, _VALUES) or value.lpar or not self._in_simple_statement:
             return
@@ -331,16 +331,16 @@ class _Planner(cst.CSTVisitor):
         self._values[number] = candidate
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        self._value(node)
+        self._consider(node)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._value(node)
+        self._consider(node)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._value(node)
+        self._consider(node)
 
     def visit_Return(self, node: cst.Return) -> None:
-        self._value(node)
+        self._consider(node)
 
 
 class _Split(cst.CSTTransformer):
