@@ -20,43 +20,11 @@ from typing import Any
 
 from absl import logging
 
-# Keras 2.3's signatures (keras/engine/training.py), after the generator:
-# the order positional arguments are read in. Keras 2.2 had no
-# validation_freq; a call with more than six positional arguments after the
-# generator is read with Keras 2.3's order.
-_SIGNATURES = {
-    "fit_generator": (
-        "steps_per_epoch",
-        "epochs",
-        "verbose",
-        "callbacks",
-        "validation_data",
-        "validation_steps",
-        "validation_freq",
-        "class_weight",
-        "max_queue_size",
-        "workers",
-        "use_multiprocessing",
-        "shuffle",
-        "initial_epoch",
-    ),
-    "evaluate_generator": (
-        "steps",
-        "callbacks",
-        "max_queue_size",
-        "workers",
-        "use_multiprocessing",
-        "verbose",
-    ),
-    "predict_generator": (
-        "steps",
-        "callbacks",
-        "max_queue_size",
-        "workers",
-        "use_multiprocessing",
-        "verbose",
-    ),
-}
+from parallel_keras import _keras2_signatures
+
+# Keras 2's signatures after the generator: the order positional arguments
+# are read in (shared with migrate's rule).
+_SIGNATURES = {method: names[1:] for method, names in _keras2_signatures.GENERATOR_METHODS.items()}
 # Keras 2's defaults where Keras 3's differ: evaluate_generator and
 # predict_generator printed no progress bar.
 _DEFAULTS: dict[str, dict[str, Any]] = {

@@ -314,13 +314,6 @@ def test_compat_fit_generator_refuses_an_argument_keras2_did_not_have():
         compat.fit_generator(object(), iter(()), batch_size=3)
 
 
-def test_compat_generator_methods_follow_the_rule_signatures():
-    from parallel_keras.compat import training
-
-    for method, names in training_api.LEGACY_SIGNATURES.items():
-        assert ("generator", *training._SIGNATURES[method]) == names
-
-
 def test_compat_generator_methods_take_keras2_list_batches():
     import keras
     import numpy as np

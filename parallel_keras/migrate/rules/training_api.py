@@ -14,47 +14,14 @@ from __future__ import annotations
 
 import libcst as cst
 
+from parallel_keras import _keras2_signatures
 from parallel_keras.migrate import context, syntax
 
 RULE = "generator methods"
 
-# Keras 2.2-2.3 signatures (keras/engine/training.py).
-LEGACY_SIGNATURES = {
-    "fit_generator": (
-        "generator",
-        "steps_per_epoch",
-        "epochs",
-        "verbose",
-        "callbacks",
-        "validation_data",
-        "validation_steps",
-        "validation_freq",
-        "class_weight",
-        "max_queue_size",
-        "workers",
-        "use_multiprocessing",
-        "shuffle",
-        "initial_epoch",
-    ),
-    "evaluate_generator": (
-        "generator",
-        "steps",
-        "callbacks",
-        "max_queue_size",
-        "workers",
-        "use_multiprocessing",
-        "verbose",
-    ),
-    "predict_generator": (
-        "generator",
-        "steps",
-        "callbacks",
-        "max_queue_size",
-        "workers",
-        "use_multiprocessing",
-        "verbose",
-    ),
-}
+# Keras 2.2-2.3 signatures (keras/engine/training.py), shared with
+# parallel_keras.compat, which binds the calls it cannot rewrite.
+LEGACY_SIGNATURES = _keras2_signatures.GENERATOR_METHODS
 LOADER_ARGUMENTS = ("max_queue_size", "workers", "use_multiprocessing")
 # Methods whose Keras 2 class_weight= ignored anything but a dict.
 _CLASS_WEIGHT_METHODS = frozenset({"fit", "fit_generator", "train_on_batch"})
