@@ -346,19 +346,20 @@ def _remove_imports_left_unused(
         if isinstance(statement, ast.Import):
             for alias in statement.names:
                 bound = alias.asname or alias.name.split(".")[0]
-                if bound in gone and not _kept_module(alias.name):
+                if bound in gone and (
+                    not _kept_module(alias.name) or alias.name in _BACKEND_MODULES
+                ):
                     RemoveImportsVisitor.remove_unused_import(
                         codemod_context, alias.name, asname=alias.asname
                     )
                     removed += _import_texts(ast.Import(names=[alias]))
-        elif (
-            isinstance(statement, ast.ImportFrom)
-            and statement.module
-            and not statement.level
-            and (not _kept_module(statement.module) or statement.module in _BACKEND_MODULES)
-        ):
+        elif isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
             for alias in statement.names:
-                if (alias.asname or alias.name) in gone and alias.name != "*":
+                removable = not _kept_module(statement.module) or (
+                    statement.module in _BACKEND_MODULES
+                    or f"{statement.module}.{alias.name}" in _BACKEND_MODULES
+                )
+                if removable and (alias.asname or alias.name) in gone and alias.name != "*":
                     RemoveImportsVisitor.remove_unused_import(
                         codemod_context, statement.module, alias.name, alias.asname
                     )
@@ -378,9 +379,10 @@ def _remove_imports_left_unused(
 
 # Imports never removed: they still import, and scripts lean on them.
 _KEPT_ROOTS = frozenset({"tensorflow", "keras", "numpy", "parallel_keras"})
-# Except the names a rewrite took out of Keras 2's backend: most of them do
-# not exist in Keras 3's (`from keras.backend import int_shape` fails to
-# import once `int_shape(x)` reads `tuple(x.shape)`).
+# Except Keras 2's backend once the rewrites took every use out of it: most
+# of its names do not exist in Keras 3's (`from keras.backend import
+# int_shape` fails to import once `int_shape(x)` reads `tuple(x.shape)`), and
+# `from keras import backend as K` left with no `K.` is dead code.
 _BACKEND_MODULES = frozenset({"keras.backend", "tensorflow.keras.backend"})
 
 

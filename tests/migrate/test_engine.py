@@ -105,6 +105,45 @@ def test_imports_the_rewrites_left_unused_are_removed_and_others_stay():
     assert namespace["small"].shape == (2, 2)
 
 
+@pytest.mark.parametrize(
+    "backend_import",
+    ["from keras import backend as K", "import keras.backend as K", "from keras import backend"],
+)
+def test_keras2s_backend_import_goes_once_every_use_is_rewritten(backend_import):
+    name = "K" if " as K" in backend_import else "backend"
+    source = (
+        "import numpy as np\n"
+        f"{backend_import}\n"
+        "\n"
+        f"flat = {name}.batch_flatten(np.ones((2, 3, 4), 'float32'))\n"
+    )
+    result = migrate.migrate_source(source, "train.py")
+
+    assert backend_import not in result.migrated
+    assert f"{name}." not in result.migrated
+    removed = [c.message for c in result.report.changes if c.message.startswith("removed `")]
+    assert len(removed) == 1 and "backend" in removed[0], removed
+    namespace: dict = {}
+    exec(result.migrated, namespace)
+    assert namespace["flat"].shape == (2, 12)
+    again = migrate.migrate_source(result.migrated, "train.py")
+    assert again.migrated == result.migrated and not again.report.changes
+
+
+def test_keras2s_backend_import_stays_while_a_use_is_left():
+    source = (
+        "import numpy as np\n"
+        "from keras import backend as K\n"
+        "\n"
+        "flat = K.batch_flatten(np.ones((2, 3, 4), 'float32'))\n"
+        "K.clear_session()\n"
+    )
+    migrated = migrate.migrate_source(source, "train.py").migrated
+
+    assert "from keras import backend as K\n" in migrated
+    assert "K.clear_session()" in migrated
+
+
 def test_a_rewritten_line_longer_than_the_file_is_split_and_means_the_same():
     long_line = "kept = 'a line the file had, as long as its longest: the limit of this file'"
     source = (

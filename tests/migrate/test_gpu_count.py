@@ -12,6 +12,8 @@ _HEAD = (
     "import tensorflow as tf\nfrom keras import backend as K\n"
     "from tensorflow.python.client import device_lib\n"
 )
+# Once its only `K.` use is rewritten, the backend import goes.
+_HEAD_WITHOUT_K = _HEAD.replace("from keras import backend as K\n", "")
 _ADDED = "import parallel_keras.devices\n\n"
 _DEVICES = (
     "tf.config.list_logical_devices('GPU') or (tf.config.list_logical_devices('CPU') "
@@ -31,7 +33,7 @@ def _listed(listing):
 REWRITES = {
     "get_available_gpus": (
         _HEAD + "G = len(K.tensorflow_backend._get_available_gpus())\n",
-        _HEAD + _ADDED + f"G = len({_NAMES})\n",
+        _HEAD_WITHOUT_K + _ADDED + f"G = len({_NAMES})\n",
         [
             (
                 4,
@@ -44,7 +46,7 @@ REWRITES = {
     "session_devices_names": (
         _HEAD
         + "gpus = [d.name for d in K.get_session().list_devices() if d.device_type == 'GPU']\n",
-        _HEAD + _ADDED + f"gpus = {_NAMES}\n",
+        _HEAD_WITHOUT_K + _ADDED + f"gpus = {_NAMES}\n",
         [(4, _listed("K.get_session().list_devices()"))],
     ),
     "local_devices_objects": (
@@ -60,7 +62,7 @@ REWRITES = {
     ),
     "session_listing_alone": (
         _HEAD + "everything = K.get_session().list_devices()\n",
-        _HEAD + "everything = tf.config.list_logical_devices()\n",
+        _HEAD_WITHOUT_K + "everything = tf.config.list_logical_devices()\n",
         [
             (
                 4,
@@ -73,7 +75,7 @@ REWRITES = {
     "session_listing_with_another_condition": (
         _HEAD + "s = [d.name for d in K.get_session().list_devices() "
         "if d.device_type == 'GPU' and 'XLA' not in d.name]\n",
-        _HEAD + "s = [d.name for d in tf.config.list_logical_devices() "
+        _HEAD_WITHOUT_K + "s = [d.name for d in tf.config.list_logical_devices() "
         "if d.device_type == 'GPU' and 'XLA' not in d.name]\n",
         [
             (
@@ -84,7 +86,7 @@ REWRITES = {
     ),
     "tensorflow_imported_when_the_script_has_none": (
         "from keras import backend as K\nG = len(K.tensorflow_backend._get_available_gpus())\n",
-        "from keras import backend as K\nimport parallel_keras.devices\nimport tensorflow\n\n"
+        "import parallel_keras.devices\nimport tensorflow\n\n"
         + f"G = len({_NAMES.replace('tf.', 'tensorflow.')})\n",
         [
             (

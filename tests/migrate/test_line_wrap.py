@@ -47,7 +47,7 @@ def _check_flat(migrated: str) -> None:
 def test_split_uses_the_files_two_space_indent_and_hanging_arguments():
     migrated = _migrated(_padded_in_a_function("  "))
 
-    assert migrated.splitlines()[4:12] == [
+    assert migrated.splitlines()[3:11] == [
         "def flat(x):",
         "  if x is not None:",
         "    return parallel_keras.compat.batch_flatten(",
@@ -63,7 +63,7 @@ def test_split_uses_the_files_two_space_indent_and_hanging_arguments():
 def test_split_uses_the_files_tab_indent():
     migrated = _migrated(_padded_in_a_function("\t"))
 
-    assert migrated.splitlines()[4:12] == [
+    assert migrated.splitlines()[3:11] == [
         "def flat(x):",
         "\tif x is not None:",
         "\t\treturn parallel_keras.compat.batch_flatten(",
@@ -154,7 +154,7 @@ def test_comment_at_the_call_stays_on_its_closing_line():
 
     migrated = _migrated(source)
 
-    assert migrated.splitlines()[6:] == [
+    assert migrated.splitlines()[5:] == [
         "z = keras.ops.concatenate([",
         "    parallel_keras.compat.batch_flatten(",
         "        parallel_keras.compat.temporal_padding(",
@@ -204,7 +204,7 @@ def test_lines_the_user_wrote_and_calls_before_more_arguments_stay():
 def test_a_raised_exceptions_call_is_the_lines_outermost_call():
     source = f"from keras import backend as K\n\n\ndef check(x):\n    raise ValueError({_PADDED})\n"
 
-    assert _migrated(source).splitlines()[4:] == [
+    assert _migrated(source).splitlines()[3:] == [
         "def check(x):",
         "    raise ValueError(",
         "        parallel_keras.compat.batch_flatten(",

@@ -96,7 +96,6 @@ CASES = {
         n = len(K.get_session().list_devices())
         """,
         """\
-        from keras import backend as K
         import tensorflow as tf
         n = len(tf.config.list_logical_devices())
         """,

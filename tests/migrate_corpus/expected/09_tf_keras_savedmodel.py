@@ -7,7 +7,6 @@ import os
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.keras import backend as K
 import keras
 import parallel_keras
 

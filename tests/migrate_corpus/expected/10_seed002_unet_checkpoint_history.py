@@ -15,7 +15,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import tensorflow as tf
 import keras
-from keras import backend as K
 from keras.callbacks import ModelCheckpoint, TensorBoard
 from keras.layers import Conv2D, Input
 from keras.models import Model

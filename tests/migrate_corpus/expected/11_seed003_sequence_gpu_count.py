@@ -15,7 +15,6 @@ matplotlib.use('Agg')
 from matplotlib import pyplot as plt
 import numpy as np
 import tensorflow as tf
-from keras import backend as K
 from keras.callbacks import EarlyStopping, ModelCheckpoint, ReduceLROnPlateau, TensorBoard
 from keras.layers import Dense, Input
 from keras.models import Model

@@ -10,7 +10,6 @@ import csv
 
 import numpy as np
 import keras
-from keras import backend as K
 from keras.layers import Dense, Input
 import parallel_keras
 import tensorflow
