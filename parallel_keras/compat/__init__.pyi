@@ -35,6 +35,7 @@ from .layers import Network as Network
 from .layers import initial_weights as initial_weights
 from .layers import obtain_input_shape as obtain_input_shape
 from .losses import add_loss as add_loss
+from .losses import closure_loss as closure_loss
 from .optimizer_helpers import TFOptimizer as TFOptimizer
 from .optimizer_helpers import clip_norm as clip_norm
 from .optimizers import shared_optimizer as shared_optimizer
