@@ -38,6 +38,8 @@ from .losses import add_loss as add_loss
 from .losses import closure_loss as closure_loss
 from .optimizer_helpers import TFOptimizer as TFOptimizer
 from .optimizer_helpers import clip_norm as clip_norm
+from .optimizer_helpers import getargspec as getargspec
+from .optimizer_helpers import keras2_optimizer as keras2_optimizer
 from .optimizers import shared_optimizer as shared_optimizer
 from .preprocessing import DirectoryIterator as DirectoryIterator
 from .preprocessing import GeneratorEnqueuer as GeneratorEnqueuer

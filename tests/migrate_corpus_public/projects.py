@@ -273,6 +273,18 @@ for folder in ("data/train/a", "data/val/val", "data/test/a"):
         Image.fromarray(rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(f"{folder}/{i}.png")
 os.makedirs("data/test_samples", exist_ok=True)
 """,
+        # Its weights files hold the U-Net alone: reloaded as its own predict
+        # code does, into PConvUnet's model built on one device (the model's
+        # JSON records its compiled closure loss, which only the class builds).
+        load_setup="""
+import sys
+sys.path.insert(0, os.getcwd())
+from libs.pconv_model import PConvUnet
+
+
+def rebuild():
+    return PConvUnet(vgg_weights=None, inference_only=True).model
+""",
     ),
     PublicProject(
         name="cifar10_mgpu_avolkov1",
