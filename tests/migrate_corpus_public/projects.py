@@ -300,7 +300,7 @@ def rebuild():
             "examples/cifar/parser_common.py",
         ),
         entry="examples/cifar/cifar10_cnn_mgpu.py",
-        argv=("--mgpu", "4", "--epochs", "1", "--batch-size", "4", "--checkpt", "cifar_ckpt.h5"),
+        argv=("--mgpu", "4", "--epochs", "1", "--batch_size", "4", "--checkpt", "cifar_ckpt.h5"),
         setup="sys.path.insert(0, os.path.abspath('src'))\n" + _DATASETS,
     ),
     PublicProject(
