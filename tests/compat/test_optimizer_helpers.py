@@ -85,8 +85,9 @@ def test_building_a_tfoptimizer_subclass_raises_with_the_keras3_class_to_use():
 
 
 # avolkov1's synchronous multi-GPU optimizers, in small: a mixin overriding
-# Keras 2's get_updates to average per-GPU gradients, mixed into RMSprop by a
+# Keras 2's get_updates to average per-GPU gradients, mixed into SGD by a
 # decorator that reads each base's __init__ with inspect.getargspec.
+# (SGD: Keras 3's RMSprop adds epsilon under the square root, Keras 2's after it.)
 MIXIN_OPTIMIZER = """\
 import inspect
 
@@ -94,7 +95,7 @@ import numpy as np
 import tensorflow as tf
 from keras.layers import Dense, Input
 from keras.models import Model
-from keras.optimizers import RMSprop
+from keras.optimizers import SGD
 from keras.utils import multi_gpu_model
 
 
@@ -124,14 +125,14 @@ class OptimizerMultiGPUMixin(object):
 
 
 @mixedomatic
-class RMSPropMGPU(OptimizerMultiGPUMixin, RMSprop):
+class SgdMGPU(OptimizerMultiGPUMixin, SGD):
     pass
 
 
 inputs = Input((4,))
 model = Model(inputs, Dense(3)(inputs))
 initial = model.get_weights()
-opt = RMSPropMGPU(lr=0.01, decay=0.1, gdev_list=['/gpu:%d' % i for i in range(GPUS)])
+opt = SgdMGPU(lr=0.1, momentum=0.9, decay=0.1, gdev_list=['/gpu:%d' % i for i in range(GPUS)])
 parallel = multi_gpu_model(model, gpus=GPUS) if GPUS > 1 else model
 parallel.compile(optimizer=opt, loss='mse')
 rng = np.random.RandomState(0)
@@ -140,10 +141,10 @@ parallel.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
 """
 
 
-def _keras2_rmsprop_by_hand(initial, x, y, lr=0.01, decay=0.1, rho=0.9, steps_per_epoch=2):
-    """Keras 2.2.4's RMSprop step written out (lr / (1 + decay * iterations))."""
+def _keras2_sgd_by_hand(initial, x, y, lr=0.1, momentum=0.9, decay=0.1, steps_per_epoch=2):
+    """Keras 2.2.4's SGD step written out (lr / (1 + decay * iterations), momentum)."""
     weights = [w.astype("float64") for w in initial]
-    accumulators = [np.zeros_like(w) for w in weights]
+    moments = [np.zeros_like(w) for w in weights]
     iterations = 0
     for _ in range(2):
         for step in range(steps_per_epoch):
@@ -153,8 +154,8 @@ def _keras2_rmsprop_by_hand(initial, x, y, lr=0.01, decay=0.1, rho=0.9, steps_pe
             gradients = [x[rows].T @ error, error.sum(axis=0)]
             rate = lr / (1 + decay * iterations)
             for i, gradient in enumerate(gradients):
-                accumulators[i] = rho * accumulators[i] + (1 - rho) * gradient**2
-                weights[i] = weights[i] - rate * gradient / (np.sqrt(accumulators[i]) + 1e-7)
+                moments[i] = momentum * moments[i] - rate * gradient
+                weights[i] = weights[i] + moments[i]
             iterations += 1
     return weights
 
@@ -162,14 +163,14 @@ def _keras2_rmsprop_by_hand(initial, x, y, lr=0.01, decay=0.1, rho=0.9, steps_pe
 @pytest.mark.parametrize("gpus", [1, 4])
 def test_multi_gpu_optimizer_mixin_trains_as_its_keras2_base(gpus):
     result = migrate.migrate_source(MIXIN_OPTIMIZER, "optimizers.py")
-    assert "parallel_keras.compat.keras2_optimizer(RMSprop)" in result.migrated
+    assert "parallel_keras.compat.keras2_optimizer(SGD)" in result.migrated
     assert "parallel_keras.compat.getargspec(" in result.migrated
     assert not [flag for flag in result.report.flags if flag.rule == "optimizer subclasses"]
     namespace = {"GPUS": gpus, "__name__": "migrated_mixin"}
     exec(compile(result.migrated, "optimizers.py", "exec"), namespace)  # noqa: S102
     assert namespace["opt"].ismgpu is True  # The mixin's own attributes are kept.
     x, y = namespace["x"], namespace["y"]
-    expected = _keras2_rmsprop_by_hand(namespace["initial"], x, y)
+    expected = _keras2_sgd_by_hand(namespace["initial"], x, y)
     for got, want in zip(namespace["model"].get_weights(), expected):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
 
