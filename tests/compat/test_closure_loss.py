@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from parallel_keras import compat
+from parallel_keras import compat, migrate
 from tests.compat.helpers import migrated, run
 
 MASKED_LOSS = """\
@@ -83,6 +83,17 @@ def _keras2_by_hand(initial, x, m, y, epochs=2, batch_size=16, lr=0.1):
 def test_migrate_wraps_a_loss_made_over_a_variable():
     result = migrated(MASKED_LOSS)
     assert "loss=parallel_keras.compat.closure_loss(parallel, loss_total(mask))" in result.migrated
+    again = migrate.migrate_source(result.migrated, "script.py")
+    assert again.migrated == result.migrated
+
+
+@pytest.mark.parametrize(
+    "loss",
+    ["'mse'", "focal_loss(gamma=2.0)", "keras.losses.Huber(delta)", "custom_loss"],
+)
+def test_migrate_leaves_losses_not_made_over_a_variable(loss):
+    source = f"import keras\nmodel.compile(optimizer='sgd', loss={loss})\n"
+    assert "closure_loss" not in migrate.migrate_source(source, "script.py").migrated
 
 
 @pytest.mark.parametrize("gpus", [1, 4])
