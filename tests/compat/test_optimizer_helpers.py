@@ -163,7 +163,11 @@ def _keras2_sgd_by_hand(initial, x, y, lr=0.1, momentum=0.9, decay=0.1, steps_pe
 @pytest.mark.parametrize("gpus", [1, 4])
 def test_multi_gpu_optimizer_mixin_trains_as_its_keras2_base(gpus):
     result = migrate.migrate_source(MIXIN_OPTIMIZER, "optimizers.py")
-    assert "parallel_keras.compat.keras2_optimizer(SGD)" in result.migrated
+    # The lengthened class header keeps within PEP 8's line, bases on their own line.
+    assert (
+        "class SgdMGPU(\n    OptimizerMultiGPUMixin, parallel_keras.compat.keras2_optimizer(SGD)\n):"
+    ) in result.migrated
+    assert migrate.migrate_source(result.migrated, "optimizers.py").migrated == result.migrated
     assert "parallel_keras.compat.getargspec(" in result.migrated
     assert not [flag for flag in result.report.flags if flag.rule == "optimizer subclasses"]
     namespace = {"GPUS": gpus, "__name__": "migrated_mixin"}

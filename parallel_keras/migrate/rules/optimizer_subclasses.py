@@ -169,4 +169,25 @@ class OptimizerSubclassRule(context.Rule):
         bases[index] = bases[index].with_changes(
             value=cst.Call(func=syntax.expression(_TARGET), args=[cst.Arg(bases[index].value)])
         )
-        return updated.with_changes(bases=bases)
+        rewritten = updated.with_changes(bases=bases)
+        header = f"class {original.name.value}({', '.join(syntax.code(b) for b in bases)}):"
+        if len(header) <= _LINE:
+            return rewritten
+        # The bases on their own line, as black writes a long class header.
+        return rewritten.with_changes(
+            lpar=cst.LeftParen(whitespace_after=_new_line("    ")),
+            rpar=cst.RightParen(whitespace_before=_new_line("")),
+        )
+
+
+# A rewritten class header longer than PEP 8's line gets its bases on their own line.
+_LINE = 79
+
+
+def _new_line(indent: str) -> cst.ParenthesizedWhitespace:
+    return cst.ParenthesizedWhitespace(
+        first_line=cst.TrailingWhitespace(),
+        empty_lines=[],
+        indent=True,
+        last_line=cst.SimpleWhitespace(indent),
+    )
