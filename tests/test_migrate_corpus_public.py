@@ -63,6 +63,8 @@ RUNS: tuple[str, ...] = (
     "minos",
     "deeplabv3_segmentation",
     "look_into_person",
+    "pconv_inpainting",
+    "cifar10_mgpu_avolkov1",
 )
 
 

@@ -35,6 +35,11 @@ from .layers import Network as Network
 from .layers import initial_weights as initial_weights
 from .layers import obtain_input_shape as obtain_input_shape
 from .losses import add_loss as add_loss
+from .losses import closure_loss as closure_loss
+from .optimizer_helpers import TFOptimizer as TFOptimizer
+from .optimizer_helpers import clip_norm as clip_norm
+from .optimizer_helpers import getargspec as getargspec
+from .optimizer_helpers import keras2_optimizer as keras2_optimizer
 from .optimizers import shared_optimizer as shared_optimizer
 from .preprocessing import DirectoryIterator as DirectoryIterator
 from .preprocessing import GeneratorEnqueuer as GeneratorEnqueuer
@@ -71,5 +76,6 @@ from .summaries import FileWriter as FileWriter
 from .training import evaluate_generator as evaluate_generator
 from .training import fit_generator as fit_generator
 from .training import predict_generator as predict_generator
+from .training import target_tensors as target_tensors
 from .weights import load_weights as load_weights
 from .weights import save_weights as save_weights

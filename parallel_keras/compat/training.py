@@ -194,3 +194,37 @@ def predict_generator(model: Any, generator: Any, *args: Any, **kwargs: Any) -> 
         # Keras 2 took bare input batches; Keras 3 reads a tuple's first item.
         generator = (_keras3_batch(b) if isinstance(b, tuple) else (_tuples(b),) for b in generator)
     return model.predict(generator, **options)
+
+
+def target_tensors(tensors: Any) -> dict[str, Any]:
+    """Keras 2's `compile(target_tensors=...)` where the value is decided at run time.
+
+    `model.compile(..., target_tensors=None if not use_dataset_api else [targets])`:
+    Keras 2's `None` meant no target tensors, the targets then coming from
+    `fit`'s data, which is Keras 3's only way; migrate writes
+    `**parallel_keras.compat.target_tensors(<the value>)` into the call.
+    Modernise: delete the argument and pass the targets to `fit` as `y`.
+
+    Args:
+        tensors: The value the script gave `target_tensors=`.
+
+    Returns:
+        `{}` (no argument) when `tensors` is None.
+
+    Raises:
+        ValueError: If `tensors` holds tensors: Keras 3's compile has no
+            target tensors, so nothing can feed them.
+
+    Example:
+
+    >>> from parallel_keras import compat
+    >>> compat.target_tensors(None)
+    {}
+    """
+    if tensors is None:
+        return {}
+    raise ValueError(
+        "Keras 3's compile has no target_tensors: the targets come from fit's data. "
+        f"Received: target_tensors={tensors!r}. Remove the argument and pass those targets "
+        "to fit as y (a NumPy array, a tf.data.Dataset or a generator yielding (x, y))."
+    )

@@ -45,6 +45,7 @@ import tensorflow as tf
 from parallel_keras import _internals
 from parallel_keras._internals import loss_tracking, seed_generators
 from parallel_keras._internals import optimizers as optimizer_internals
+from parallel_keras.compat import losses as compat_losses
 from parallel_keras.data_parallel import accumulation, batches, central_storage
 
 
@@ -214,6 +215,10 @@ def _loss(model, step: StepContext, y_pred, gathered):
     local_rows = _rows(x)
     if gathered is not None:
         targets, outputs, weights = gathered
+        if compat_losses.reads_inputs_in_loss(model):
+            # A Keras 2 loss reading the model's inputs reads the rows of the
+            # outputs it is given: the global batch's.
+            x = tf.nest.map_structure(lambda value: _gathered(value, keep), x)
         loss = model.compute_loss(
             x=x, y=targets, y_pred=outputs, sample_weight=weights, training=step.training
         )
@@ -411,18 +416,20 @@ def _gathered_if(step: StepContext, y_pred):
     context = tf.distribute.get_replica_context()
     if not step.global_loss or context.num_replicas_in_sync == 1:
         return None
-    structure, keep = (step.y, y_pred, step.sample_weight), step.keep
+    structure = (step.y, y_pred, step.sample_weight)
+    return tf.nest.map_structure(lambda value: _gathered(value, step.keep), structure)
 
-    def gather(value):
-        if value is None:
-            return None
-        if keep is not None:
-            value = _kept(value, keep)
-        # A sigmoid or softmax output's logits come along, so Keras's
-        # crossentropies compute from them as on one device.
-        return _internals.map_keeping_logits(lambda part: context.all_gather(part, axis=0), value)
 
-    return tf.nest.map_structure(gather, structure)
+def _gathered(value, keep):
+    """Every replica's reported rows of `value`, in global batch order."""
+    if value is None:
+        return None
+    if keep is not None:
+        value = _kept(value, keep)
+    context = tf.distribute.get_replica_context()
+    # A sigmoid or softmax output's logits come along, so Keras's
+    # crossentropies compute from them as on one device.
+    return _internals.map_keeping_logits(lambda part: context.all_gather(part, axis=0), value)
 
 
 def _kept(value, keep):

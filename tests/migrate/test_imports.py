@@ -479,9 +479,18 @@ def test_a_star_import_of_a_keras2_module_comes_from_its_keras3_home(before, aft
         assert name in namespace, name
 
 
-@pytest.mark.parametrize("name", ["clip_norm", "TFOptimizer"])
-def test_keras2_optimizer_internals_are_flagged_not_left_silently(name):
-    result = check_flag(f"from keras.optimizers import {name}, Adam\n", "keras.optimizers")
-    assert f"`keras.optimizers.{name}` does not exist in Keras 3" in [
+def test_tfoptimizer_is_flagged_and_imported_from_compat_so_the_module_imports():
+    result = check_flag("from keras.optimizers import TFOptimizer, Adam\n", "keras.optimizers")
+    assert "`keras.optimizers.TFOptimizer` does not exist in Keras 3" in [
         flag.message for flag in result.report.flags
     ]
+    assert "from parallel_keras.compat import TFOptimizer" in result.migrated
+    exec(result.migrated, {})  # noqa: S102
+
+
+def test_clip_norm_runs_through_compat():
+    result = check_rewrite(
+        "from keras.optimizers import clip_norm, Adam\n",
+        "from keras.optimizers import Adam\nfrom parallel_keras.compat import clip_norm\n",
+    )
+    assert not result.report.flags

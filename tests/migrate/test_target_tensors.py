@@ -8,7 +8,7 @@ import pytest
 
 from parallel_keras import migrate
 from parallel_keras.migrate.rules import target_tensors
-from tests.migrate.helpers import changes, check_flag, flags
+from tests.migrate.helpers import changes, check_flag, check_rewrite, flags, run
 
 # A matting-style loss: y_true carries 3 channels (alpha, mask, weight), the
 # model predicts 1; Keras 2 needed the placeholder to accept that target.
@@ -69,3 +69,39 @@ def test_target_tensors_holding_data_are_flagged(source):
     result = check_flag(source, "pass those targets to fit as y")
     assert flags(result, target_tensors.RULE)
     assert "target_tensors" in result.migrated
+
+
+TARGETS_DECIDED_AT_RUN_TIME = """\
+import numpy as np
+from keras.layers import Input, Dense
+from keras.models import Model
+
+inputs = Input((3,))
+model = Model(inputs, Dense(2, kernel_initializer='ones')(inputs))
+model.compile(loss='mse', optimizer='sgd',
+              target_tensors=None if not use_dataset_api else [targets])
+loss = model.evaluate(np.ones((4, 3)), np.zeros((4, 2)), verbose=0)
+"""
+
+
+def test_target_tensors_none_at_run_time_compiles_and_tensors_raise_with_the_fix():
+    """avolkov1's cifar10_cnn_mgpu.py: None unless its dataset-API path is chosen."""
+    result = run(TARGETS_DECIDED_AT_RUN_TIME)
+    assert "**parallel_keras.compat.target_tensors(" in result.migrated
+    assert [flag.rule for flag in result.report.flags] == ["target tensors"]
+    assert run(result.migrated).migrated == result.migrated
+    namespace = {"use_dataset_api": False, "targets": None}
+    exec(compile(result.migrated, "script.py", "exec"), namespace)  # noqa: S102
+    assert namespace["loss"] == pytest.approx(9.0)  # (1+1+1)**2 per output
+    with pytest.raises(ValueError, match="pass those targets to fit as y"):
+        exec(  # noqa: S102
+            compile(result.migrated, "script.py", "exec"),
+            {"use_dataset_api": True, "targets": np.zeros((4, 2))},
+        )
+
+
+def test_target_tensors_none_is_removed():
+    check_rewrite(
+        "model.compile(loss='mse', optimizer='sgd', target_tensors=None)\n",
+        "model.compile(loss='mse', optimizer='sgd')\n",
+    )

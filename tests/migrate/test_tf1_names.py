@@ -377,3 +377,31 @@ def test_tf1_names_reached_through_keras2_backend_tf_are_rewritten_in_one_run():
     namespace: dict = {}
     exec(result.migrated, namespace)  # noqa: S102
     np.testing.assert_allclose(np.asarray(namespace["y"]).reshape(-1), [0.0, 1.0, 2.0, 2.0])
+
+
+CONTRIB_DATA_PIPELINE = """\
+import tensorflow as tf
+from tensorflow.contrib.data.python.ops import prefetching_ops
+
+dataset = tf.data.Dataset.range(8)
+dataset = dataset.apply(tf.contrib.data.shuffle_and_repeat(4, seed=3))
+dataset = dataset.apply(tf.contrib.data.map_and_batch(map_func=lambda v: v * 2, batch_size=2))
+dataset = dataset.prefetch(tf.contrib.data.AUTOTUNE)
+dataset = dataset.apply(prefetching_ops.prefetch_to_device('/cpu:0'))
+"""
+
+
+def test_contrib_data_pipeline_runs_on_tf_data_experimental():
+    """avolkov1's cifar_common.py: tf.contrib.data's functions, moved unchanged."""
+    result = run(CONTRIB_DATA_PIPELINE)
+    assert not result.report.flags, result.report.flags
+    assert "from tensorflow.data import experimental as prefetching_ops" in result.migrated
+    assert run(result.migrated).migrated == result.migrated
+    namespace: dict = {}
+    exec(compile(result.migrated, "script.py", "exec"), namespace)  # noqa: S102
+    import tensorflow as tf
+
+    expected = tf.data.Dataset.range(8).shuffle(4, seed=3).repeat().map(lambda v: v * 2).batch(2)
+    got = list(namespace["dataset"].take(6).as_numpy_iterator())
+    want = list(expected.take(6).as_numpy_iterator())
+    np.testing.assert_array_equal(np.stack(got), np.stack(want))

@@ -169,7 +169,9 @@ REMOVED_NAMES = {
     "get_updates-based optimizers): pass clipnorm= to a keras.optimizers class, or write "
     "g * c / max(norm, c) with keras.ops where you need it.",
     "keras.optimizers.TFOptimizer": "Keras 3 has no TFOptimizer (a wrapper of TF1 "
-    "tf.train optimizers): use the keras.optimizers class of the same name.",
+    "tf.train optimizers for Keras 2's get_updates, which Keras 3 never calls): build the "
+    "keras.optimizers class of the same algorithm instead. The import now comes from "
+    "parallel_keras.compat so that the module still imports; building one raises.",
     "keras.layers.Network": "subclass or build keras.Model (Keras 2's Network was a "
     "Model without compile/fit; Keras 3 has only Model).",
     "keras.models.Network": "subclass or build keras.Model (Keras 2's Network was a "
@@ -371,6 +373,11 @@ COMPAT_NAMES: dict[str, tuple[str, str, str]] = {
         )
         for name in ("GeneratorEnqueuer", "OrderedEnqueuer", "SequenceEnqueuer")
     },
+    "keras.optimizers.clip_norm": (
+        "clip_norm",
+        "Keras 2's g * c / n where the norm n reaches c (same numbers)",
+        "clipnorm= or global_clipnorm= on a keras.optimizers class",
+    ),
     "keras.layers._Merge": (
         "Merge",
         "Keras 2's _Merge contract (_merge_function over the list of inputs) on a "
@@ -438,6 +445,10 @@ COMPAT_NAMES: dict[str, tuple[str, str, str]] = {
         )
     },
 }
+# Keras 2 names no code can run under Keras 3 whose import alone must not fail
+# (a module that imports or subclasses them but may never build one): imported
+# from parallel_keras.compat, where building one raises with the fix; flagged.
+IMPORTABLE_FLAGGED = {"keras.optimizers.TFOptimizer": "TFOptimizer"}
 # Keras 2 short names of losses and metrics Keras 3 spells out (the same
 # functions): `from keras.losses import mse` (the Keras 2 VAE example).
 _SHORT_NAMES = {
@@ -948,6 +959,21 @@ class ImportPathRule(context.Rule):
                     )
                 )
                 ctx.change(line, RULE, f"`{full}` -> `{renamed}`: Keras 3's name of it")
+                continue
+            flagged = IMPORTABLE_FLAGGED.get(syntax.canonical_name(full) or "")
+            if flagged is not None:
+                found.setdefault(_COMPAT, []).append(
+                    cst.ImportAlias(
+                        name=cst.Name(flagged),
+                        asname=None if local == flagged else cst.AsName(name=cst.Name(local)),
+                    )
+                )
+                ctx.flag(
+                    line,
+                    RULE,
+                    f"`{full}` does not exist in Keras 3",
+                    REMOVED_NAMES[syntax.canonical_name(full) or ""],
+                )
                 continue
             if full in COMPAT_MODULES:
                 why, modern = COMPAT_MODULES[full]

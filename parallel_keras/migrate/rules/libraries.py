@@ -12,6 +12,8 @@
   `parallel_keras.compat.scipy_misc`, the same functions on Pillow (pixel for
   pixel: `imresize` byte-scales non-uint8 arrays and returns uint8, which a
   bare Pillow resize does not), a compatibility path.
+* Python 3.11 removed `inspect.getargspec` (Keras 2-era decorators read its
+  `.keywords`): -> `parallel_keras.compat.getargspec`, Python 3.10's function.
 * scikit-learn 0.20 removed `sklearn.cross_validation` (the functions with
   the same signature go to `sklearn.model_selection`; the splitter classes,
   whose constructors changed, are flagged) and 0.23 `sklearn.externals.joblib`
@@ -28,6 +30,9 @@ RULE = "libraries"
 
 _SCIPY_IMAGE = frozenset({"imread", "imresize", "imsave", "toimage", "fromimage", "bytescale"})
 _SCIPY_MODULES = {"scipy.misc": _SCIPY_IMAGE, "scipy.ndimage": frozenset({"imread"})}
+_GETARGSPEC = "parallel_keras.compat.getargspec"
+_GETARGSPEC_WHY = "removed in Python 3.11; Python 3.10's function (the same ArgSpec, .keywords)"
+_GETARGSPEC_MODERN = "inspect.getfullargspec(f) (.varkw for .keywords) or inspect.signature(f)"
 _SKIMAGE_IO = "parallel_keras.compat.skimage_io"
 _SKIMAGE_WHY = (
     "scikit-image 0.20+ no longer converts the array (Pillow refuses a float colour "
@@ -125,6 +130,7 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
         for name in sorted(_SCIPY_IMAGE)
     ),
     ("skimage.io.imsave", f"{_SKIMAGE_IO}.imsave", _SKIMAGE_WHY, _SKIMAGE_MODERN),
+    ("inspect.getargspec", _GETARGSPEC, _GETARGSPEC_WHY, _GETARGSPEC_MODERN),
     (
         "scipy.ndimage.imread",
         "parallel_keras.compat.scipy_misc.imread",
@@ -365,6 +371,15 @@ class LibrariesRule(context.Rule):
                 _SCIPY_MODERN[name],
             )
             return syntax.expression(f"parallel_keras.compat.scipy_misc.{name}")
+        if qualified == "inspect.getargspec":
+            ctx.require_import("parallel_keras")
+            ctx.compat(
+                original,
+                RULE,
+                f"`{syntax.code(original)}` -> `{_GETARGSPEC}`: " + _GETARGSPEC_WHY,
+                _GETARGSPEC_MODERN,
+            )
+            return syntax.expression(_GETARGSPEC)
         if qualified == "skimage.io.imsave":
             ctx.require_import(_SKIMAGE_IO)
             ctx.compat(

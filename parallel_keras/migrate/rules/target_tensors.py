@@ -36,12 +36,33 @@ AUDIT: list[tuple[str, str | None, str]] = [
         "a placeholder only declared the target's shape; Keras 3 takes targets of any "
         "shape from fit's data",
     ),
+    ("model.compile(..., target_tensors=None)", "(removed)", "Keras 2's default: none"),
+    (
+        "model.compile(..., target_tensors=None if c else [t])",
+        "**parallel_keras.compat.target_tensors(None if c else [t])",
+        "None gives no argument (Keras 2's default); tensors raise with the fix",
+    ),
     (
         "model.compile(..., target_tensors=[<a tensor holding data>])",
         None,
         "Keras 3's compile has no target_tensors: pass the data as y to fit",
     ),
 ]
+
+
+_COMPAT_TARGETS = "parallel_keras.compat.target_tensors"
+
+
+def _none_at_times(value: cst.BaseExpression) -> bool:
+    """`None`, or `None if c else [t]` / `[t] if c else None`: Keras 2's default at times."""
+    if isinstance(value, cst.Name) and value.value == "None":
+        return True
+    if isinstance(value, cst.IfExp):
+        return any(
+            isinstance(branch, cst.Name) and branch.value == "None"
+            for branch in (value.body, value.orelse)
+        )
+    return False
 
 
 def _elements(value: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -136,6 +157,8 @@ class TargetTensorsRule(context.Rule):
         given = self._target_tensors(original)
         if given is None or syntax.has_star(original):
             return updated
+        if _none_at_times(given.value):
+            return self._decided_at_run_time(ctx, original, updated, given.value)
         elements = _elements(given.value)
         if not all(self._declares_only(ctx, element) for element in elements):
             ctx.flag(
@@ -155,6 +178,34 @@ class TargetTensorsRule(context.Rule):
         )
         arg = syntax.keyword(updated, "target_tensors")
         return syntax.remove_args(updated, [arg]) if arg is not None else updated
+
+    @staticmethod
+    def _decided_at_run_time(ctx, original, updated, value):
+        """`target_tensors=None if c else [t]` -> `**parallel_keras.compat.target_tensors(...)`."""
+        arg = syntax.keyword(updated, "target_tensors")
+        if arg is None:
+            return updated
+        if isinstance(value, cst.Name) and value.value == "None":
+            ctx.change(original, RULE, "removed `target_tensors=None`: Keras 2's default (none)")
+            return syntax.remove_args(updated, [arg])
+        ctx.require_import("parallel_keras")
+        ctx.flag(
+            original,
+            RULE,
+            f"`target_tensors={syntax.code(value)}` is None or tensors, decided at run time",
+            "None runs as before (Keras 2's no target tensors: parallel_keras.compat."
+            "target_tensors gives no argument); where it holds tensors the call raises, as "
+            "Keras 3's compile has no target_tensors: pass those targets to fit as y.",
+        )
+        spread = cst.Arg(
+            value=cst.Call(
+                func=syntax.expression(_COMPAT_TARGETS),
+                args=[cst.Arg(value)],
+            ),
+            star="**",
+            comma=arg.comma,
+        )
+        return updated.with_changes(args=[spread if a is arg else a for a in updated.args])
 
     def leave_SimpleStatementLine(self, ctx, original, updated):
         if len(original.body) != 1 or not isinstance(original.body[0], cst.Assign):

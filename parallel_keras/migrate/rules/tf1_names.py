@@ -72,7 +72,49 @@ _CASTS = {
     "tf.to_complex128": "complex128",
 }
 # TF1 name -> (TF 2 name, why the result computes the same thing eagerly).
+# tf.contrib.data's functions that TF 1.13+ moved, unchanged, into tf.data.experimental
+# (tf_upgrade_v2 renamed them; each exists there in TF 2.16-2.21).
+_CONTRIB_DATA = (
+    "AUTOTUNE",
+    "Counter",
+    "CsvDataset",
+    "Reducer",
+    "TFRecordWriter",
+    "bucket_by_sequence_length",
+    "choose_from_datasets",
+    "copy_to_device",
+    "dense_to_sparse_batch",
+    "enumerate_dataset",
+    "get_single_element",
+    "group_by_reducer",
+    "group_by_window",
+    "ignore_errors",
+    "make_csv_dataset",
+    "map_and_batch",
+    "parallel_interleave",
+    "prefetch_to_device",
+    "rejection_resample",
+    "sample_from_datasets",
+    "scan",
+    "shuffle_and_repeat",
+    "unbatch",
+)
+# tf.contrib.data modules imported by name -> the TF 2 module holding their functions.
+CONTRIB_DATA_MODULES = {
+    "tf.contrib.data": "tf.data.experimental",
+    "tf.contrib.data.python.ops.prefetching_ops": "tf.data.experimental",
+    "tf.contrib.data.python.ops.batching": "tf.data.experimental",
+    "tf.contrib.data.python.ops.shuffle_ops": "tf.data.experimental",
+    "tf.contrib.data.python.ops.interleave_ops": "tf.data.experimental",
+}
 _EXACT = {
+    **{
+        f"tf.contrib.data.{name}": (
+            f"tf.data.experimental.{name}",
+            "tf.contrib.data's function, moved unchanged into tf.data.experimental",
+        )
+        for name in _CONTRIB_DATA
+    },
     "tf.set_random_seed": (
         "tf.random.set_seed",
         "TF 2's name of the global seed; Keras 3 initializers draw their seeds "
@@ -267,6 +309,9 @@ def lookup(name: str) -> tuple[str, str | None, str] | None:
     """
     if name in _ELSEWHERE:
         return None
+    module, _, function = name.rpartition(".")
+    if module != "tf.contrib.data" and module in CONTRIB_DATA_MODULES and function in _CONTRIB_DATA:
+        return None  # Through its module imported by name: that import is rewritten.
     if name in _CASTS:
         return ("cast", "tf.cast", f"TF 2 removed it; it was tf.cast(x, tf.{_CASTS[name]})")
     if name in _EXACT:
@@ -425,6 +470,9 @@ class Tf1NameRule(context.Rule):
             or module.startswith(("tensorflow.compat", "tensorflow.keras", "tensorflow.python"))
         ):
             return updated
+        moved = _contrib_data_module_import(ctx, original, updated, module)
+        if moved is not None:
+            return moved
         for alias in original.names:
             name = "tf." + module[len("tensorflow.") :] + "." if module != "tensorflow" else "tf."
             name += syntax.dotted(alias.name)
@@ -788,3 +836,38 @@ def _audit() -> list[tuple]:
 
 
 AUDIT = _audit()
+
+
+def _contrib_data_module_import(ctx, original, updated, module):
+    """`from tensorflow.contrib.data.python.ops import prefetching_ops` ->
+    `from tensorflow.data import experimental as prefetching_ops` (every name of
+    the statement a tf.contrib.data module that TF 2 keeps in tf.data.experimental)."""
+    package = "tf." + module[len("tensorflow.") :]
+    aliases = []
+    for alias in original.names:
+        home = CONTRIB_DATA_MODULES.get(f"{package}.{syntax.dotted(alias.name)}")
+        if home is None:
+            return None
+        parent, _, last = ("tensorflow." + home[len("tf.") :]).rpartition(".")
+        local = syntax.dotted(alias.asname.name) if alias.asname else syntax.dotted(alias.name)
+        aliases.append((parent, last, local))
+    if len({parent for parent, _, _ in aliases}) != 1:
+        return None
+    ctx.change(
+        original,
+        RULE,
+        f"`from {module} import ...` -> `from {aliases[0][0]} import {aliases[0][1]} as ...`: "
+        "TF 1.13+ moved tf.contrib.data's functions unchanged into tf.data.experimental",
+    )
+    names = [
+        cst.ImportAlias(
+            name=cst.Name(last),
+            asname=None if local == last else cst.AsName(name=cst.Name(local)),
+        )
+        for _, last, local in aliases
+    ]
+    for index in range(len(names) - 1):
+        names[index] = names[index].with_changes(
+            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        )
+    return updated.with_changes(module=syntax.dotted_expression(aliases[0][0]), names=names)

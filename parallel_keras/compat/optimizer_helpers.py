@@ -1,0 +1,270 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Keras 2's `keras.optimizers` helpers and subclassing that Keras 3 dropped.
+
+Keras 2 projects that wrote their own optimizers or optimizer mixins
+imported `clip_norm` and `TFOptimizer` from `keras.optimizers` at module
+level, so the whole module failed to import under Keras 3 even where the
+optimizer itself was never built (avolkov1's `keras_exp.multigpu.optimizers`).
+
+- `clip_norm(g, c, n)` computes exactly what Keras 2.2-2.3's did
+  (keras/optimizers.py, checked in 2.2.4 and 2.3.1): `g * c / n` when the
+  norm `n` reaches `c`, else `g`, and `g` itself when `c <= 0`. Modernise:
+  pass `clipnorm=` (per variable) or `global_clipnorm=` to a
+  `keras.optimizers` class.
+- `TFOptimizer` wrapped a TF1 `tf.train` optimizer for Keras 2's graph-mode
+  `get_updates`. Keras 3 has no wrapper of a `tf.compat.v1.train` optimizer
+  and never calls `get_updates`, so no code can train with it under Keras 3:
+  the class exists so that a module that imports or subclasses it still
+  imports, and building one raises with the fix (use the `keras.optimizers`
+  class of the same name).
+- `keras2_optimizer(RMSprop)` is the base migrate gives a project's subclass
+  of a Keras 2 optimizer (`class RMSPropMGPU(OptimizerMultiGPUMixin,
+  RMSprop)`), whose callers pass Keras 2's arguments (`lr=`, `decay=`).
+- `getargspec` is Python 3.10's `inspect.getargspec` (removed in 3.11),
+  which the mixin decorators of those projects call.
+"""
+
+from __future__ import annotations
+
+import collections
+import inspect
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+
+def clip_norm(g: Any, c: float, n: Any) -> Any:
+    """Keras 2's `keras.optimizers.clip_norm`: scales `g` by `c / n` when `n >= c`.
+
+    Args:
+        g: A gradient (tensor, array or `tf.IndexedSlices`).
+        c: The clipping norm; `c <= 0` means no clipping (Keras 2's
+            `clipnorm=0`).
+        n: The norm the gradient is measured by, usually the global norm of
+            all gradients (`sqrt(sum(sum(g ** 2)))`).
+
+    Returns:
+        `g * c / n` where `n >= c`, else `g`; `g` unchanged when `c <= 0`.
+        A `tf.IndexedSlices` gradient stays sparse (its values are scaled).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from parallel_keras.compat import clip_norm
+    >>> np.asarray(clip_norm(np.array([3.0, 4.0]), 1.0, 5.0)).round(6).tolist()
+    [0.6, 0.8]
+    """
+    if c <= 0:
+        return g
+    if isinstance(g, tf.IndexedSlices):
+        values = clip_norm(g.values, c, n)
+        return tf.IndexedSlices(values, g.indices, g.dense_shape)
+    g = keras.ops.convert_to_tensor(g)
+    n = keras.ops.cast(n, g.dtype)
+    c = keras.ops.cast(c, g.dtype)
+    return keras.ops.where(n >= c, g * c / n, g)
+
+
+class TFOptimizer:
+    """Keras 2's wrapper of a TF1 `tf.train` optimizer; importable, never trainable.
+
+    Keras 3 has no wrapper of a `tf.compat.v1.train` optimizer, and Keras 2's
+    wrapper worked through `get_updates`, a hook Keras 3 never calls. A
+    module that imports or subclasses `TFOptimizer` imports as before;
+    building one (or a subclass) raises `NotImplementedError` with the fix.
+
+    Args:
+        optimizer: The `tf.compat.v1.train` optimizer Keras 2 wrapped.
+        *args: Whatever a subclass passes on.
+        **kwargs: Whatever a subclass passes on.
+
+    Raises:
+        NotImplementedError: Always, naming the `keras.optimizers` class to use.
+    """
+
+    def __init__(self, optimizer: Any = None, *args: Any, **kwargs: Any) -> None:
+        wrapped = type(optimizer).__name__ if optimizer is not None else "None"
+        raise NotImplementedError(
+            f"{type(self).__name__} wraps a TF1 tf.train optimizer for Keras 2's get_updates, "
+            "which Keras 3 never calls, and Keras 3 has no wrapper of one. "
+            f"Received: optimizer={wrapped}. Build the keras.optimizers class of the same "
+            "algorithm instead (tf.compat.v1.train.AdamOptimizer(lr) -> "
+            "keras.optimizers.Adam(learning_rate=lr); GradientDescentOptimizer -> SGD, "
+            "MomentumOptimizer -> SGD(momentum=...), RMSPropOptimizer -> RMSprop); under "
+            "parallel_keras its gradients are averaged across replicas by tf.distribute."
+        )
+
+
+# Keras 2.2-2.3's optimizer signatures and default learning rates
+# (keras/optimizers.py; the same table as migrate's rules/optimizers.py).
+_KERAS2_SIGNATURES = {
+    "SGD": (("lr", 0.01), ("momentum", 0.0), ("decay", 0.0), ("nesterov", False)),
+    "RMSprop": (("lr", 0.001), ("rho", 0.9), ("epsilon", None), ("decay", 0.0)),
+    "Adagrad": (("lr", 0.01), ("epsilon", None), ("decay", 0.0)),
+    "Adadelta": (("lr", 1.0), ("rho", 0.95), ("epsilon", None), ("decay", 0.0)),
+    "Adam": (
+        ("lr", 0.001),
+        ("beta_1", 0.9),
+        ("beta_2", 0.999),
+        ("epsilon", None),
+        ("decay", 0.0),
+        ("amsgrad", False),
+    ),
+    "Adamax": (
+        ("lr", 0.002),
+        ("beta_1", 0.9),
+        ("beta_2", 0.999),
+        ("epsilon", None),
+        ("decay", 0.0),
+    ),
+    "Nadam": (
+        ("lr", 0.002),
+        ("beta_1", 0.9),
+        ("beta_2", 0.999),
+        ("epsilon", None),
+        ("schedule_decay", 0.004),
+    ),
+}
+_KERAS2_CLASSES: dict[type, type] = {}
+
+
+def _keras3_arguments(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Keras 2's optimizer arguments as Keras 3 takes them, with Keras 2's meaning."""
+    defaults = dict(_KERAS2_SIGNATURES[name])
+    learning_rate = arguments.pop("lr", None)
+    if learning_rate is None:
+        learning_rate = arguments.pop("learning_rate", defaults["lr"])
+    decay = arguments.pop("decay", 0.0) or 0.0
+    if decay:
+        # Keras 2 applied lr / (1 + decay * iterations).
+        learning_rate = keras.optimizers.schedules.InverseTimeDecay(
+            learning_rate, decay_steps=1, decay_rate=decay
+        )
+    arguments["learning_rate"] = learning_rate
+    if "epsilon" in defaults and arguments.get("epsilon") is None:
+        arguments["epsilon"] = keras.backend.epsilon()  # Keras 2's None.
+    for clip in ("clipnorm", "clipvalue"):
+        if clip in arguments and not arguments[clip]:
+            del arguments[clip]  # Keras 2: 0 meant no clipping.
+    schedule_decay = arguments.pop("schedule_decay", 0.004)
+    if schedule_decay != 0.004:
+        raise ValueError(
+            "Keras 3's Nadam has Keras 2's momentum schedule with schedule_decay=0.004 only. "
+            f"Received: schedule_decay={schedule_decay}. Drop the argument (0.004) or write "
+            "the schedule in a keras.optimizers.Optimizer subclass."
+        )
+    return arguments
+
+
+def keras2_optimizer(base: type) -> type:
+    """A subclass of a Keras 3 optimizer class built from Keras 2's arguments.
+
+    For a project's subclass of a Keras 2 optimizer (`class
+    RMSPropMGPU(OptimizerMultiGPUMixin, RMSprop)`, built elsewhere with
+    `RMSPropMGPU(lr=lr, decay=1e-6, gdev_list=gpus)`), whose calls migrate
+    cannot see as the Keras optimizer's. Its `__init__` takes Keras 2's
+    arguments, by keyword or in Keras 2's positional order, with Keras 2's
+    meaning: `lr` is the learning rate, `decay=d` Keras 2's `lr / (1 + d *
+    iterations)` (`InverseTimeDecay`), `epsilon=None` the backend epsilon,
+    `clipnorm=0`/`clipvalue=0` no clipping; its signature names them, so
+    code that reads it (a mixin decorator's `getargspec`) passes them on.
+    Keras 3 arguments (`learning_rate=`, `clipnorm=`, ...) pass through.
+    Modernise: subclass the `keras.optimizers` class and build it with
+    Keras 3's arguments.
+
+    Args:
+        base: A `keras.optimizers` class Keras 2 had: `SGD`, `RMSprop`,
+            `Adagrad`, `Adadelta`, `Adam`, `Adamax` or `Nadam`.
+
+    Returns:
+        The subclass (one per base class).
+
+    Raises:
+        ValueError: If `base` is not one of those classes.
+
+    Example:
+
+    >>> import keras
+    >>> from parallel_keras import compat
+    >>> optimizer = compat.keras2_optimizer(keras.optimizers.SGD)(lr=0.5, momentum=0.9)
+    >>> float(optimizer.learning_rate), float(optimizer.momentum)
+    (0.5, 0.9)
+    """
+    if base in _KERAS2_CLASSES:
+        return _KERAS2_CLASSES[base]
+    name = next(
+        (
+            known
+            for known in _KERAS2_SIGNATURES
+            if isinstance(base, type) and issubclass(base, getattr(keras.optimizers, known))
+        ),
+        None,
+    )
+    if name is None:
+        raise ValueError(
+            "keras2_optimizer takes a keras.optimizers class Keras 2 had "
+            f"({', '.join(_KERAS2_SIGNATURES)}). Received: base={base!r}. Pass the "
+            "keras.optimizers class the Keras 2 code subclassed."
+        )
+    signature = _KERAS2_SIGNATURES[name]
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(signature):
+            raise TypeError(
+                f"Keras 2's {name} takes {len(signature)} positional arguments "
+                f"({', '.join(key for key, _ in signature)}). Received: {len(args)}. "
+                "Pass the others by keyword."
+            )
+        arguments = {key: value for (key, _), value in zip(signature, args)}
+        arguments.update(kwargs)
+        base.__init__(self, **_keras3_arguments(name, arguments))  # type: ignore[misc]
+
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    parameters += [
+        inspect.Parameter(key, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+        for key, default in signature
+    ]
+    parameters.append(inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD))
+    __init__.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    subclass = type(base.__name__, (base,), {"__init__": __init__, "__module__": base.__module__})
+    subclass.__qualname__ = base.__qualname__
+    _KERAS2_CLASSES[base] = subclass
+    return subclass
+
+
+ArgSpec = collections.namedtuple("ArgSpec", ["args", "varargs", "keywords", "defaults"])
+
+
+def getargspec(function: Any) -> ArgSpec:
+    """Python 3.10's `inspect.getargspec`, removed in Python 3.11.
+
+    The same `ArgSpec(args, varargs, keywords, defaults)` (Keras 2-era
+    decorators read `.keywords`); keyword-only parameters and annotations
+    raise `ValueError`, as the original did. Modernise:
+    `inspect.getfullargspec(function)` (`.varkw` for `.keywords`) or
+    `inspect.signature(function)`.
+
+    Args:
+        function: The function (or method) to describe.
+
+    Returns:
+        Its `ArgSpec`.
+
+    Raises:
+        ValueError: If the function has keyword-only parameters or annotations.
+
+    Example:
+
+    >>> from parallel_keras import compat
+    >>> def f(a, b=1, **kwargs): pass
+    >>> compat.getargspec(f)
+    ArgSpec(args=['a', 'b'], varargs=None, keywords='kwargs', defaults=(1,))
+    """
+    spec = inspect.getfullargspec(function)
+    if spec.kwonlyargs or spec.annotations:
+        raise ValueError(
+            "Function has keyword-only parameters or annotations, use "
+            "inspect.signature() API which can support them"
+        )
+    return ArgSpec(spec.args, spec.varargs, spec.varkw, spec.defaults)
