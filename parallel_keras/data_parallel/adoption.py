@@ -49,8 +49,10 @@ not from the caller's frame: `wrapper_classes.py` recognizes, as each
 
 The class hook (`keras.Model.__init_subclass__`, added at `import keras`)
 acts on no class whose `__init__` does not name `multi_gpu_model`. The
-class swap is recorded (`WrapperAdoption`, kept on the parallel model as
-`_wrapper_adoption`) and `undo()` gives the instance its class back.
+class swap is recorded (`WrapperAdoption`, held by the wrapper as
+`_wrapper_adoption`) and `undo()` gives the instance its class back; a model
+that calls `super().__init__()` without having adopted the `__dict__` (it
+holds the parallel model) is undone that way before Keras initializes it.
 """
 
 from __future__ import annotations
@@ -76,10 +78,11 @@ class _Adopted:
         # model: undo, and let Keras initialize it as the user's class.
         if "_template" in vars(self):
             return
-        user_class: type[Any] = type(self).__bases__[0]
-        self.__class__ = user_class
+        record: WrapperAdoption = vars(self)["_wrapper_adoption"]
+        record.undo()
         # Now an instance of the user's class (typed as such for `super`).
         instance: Any = self
+        user_class: type[Any] = record.user_class
         super(user_class, instance).__init__(*args, **kwargs)
 
     @property
@@ -123,7 +126,8 @@ def _adopted_class(cls: type) -> type:
 
 @dataclasses.dataclass(frozen=True)
 class WrapperAdoption:
-    """A wrapper `adopt_constructing_wrapper` made a `ParallelModel`."""
+    """A wrapper `adopt_constructing_wrapper` made a `ParallelModel`; the
+    wrapper holds it as `_wrapper_adoption` until `undo()`."""
 
     wrapper: keras.Model
     user_class: type
@@ -131,6 +135,7 @@ class WrapperAdoption:
 
     def undo(self) -> None:
         """Gives the wrapper its own class back (no `ParallelModel` methods)."""
+        vars(self.wrapper).pop("_wrapper_adoption", None)
         self.wrapper.__class__ = self.user_class
 
 
@@ -170,4 +175,7 @@ def adopt_constructing_wrapper() -> WrapperAdoption | None:
         "idiom); it trains as the parallel model.",
         cls.__name__,
     )
-    return WrapperAdoption(instance, cls)
+    record = WrapperAdoption(instance, cls)
+    # Not Keras's `__setattr__`: Keras has not initialized the instance.
+    vars(instance)["_wrapper_adoption"] = record
+    return record

@@ -173,10 +173,10 @@ def multi_gpu_model(
     parallel._adoption = adopted
     # Keras 2's `ModelMGPU(Model)` wrapper calls us from its `__init__`
     # (recognized when its class was defined: `wrapper_classes.py`); last,
-    # so that no earlier failure leaves it swapped. Recorded on the parallel
-    # model, whose `__dict__` the wrapper copies: it can undo itself.
+    # so that no earlier failure leaves it swapped. Recorded on the wrapper
+    # (`WrapperAdoption.undo`).
     # interception: the constructing wrapper's __class__ (ModelMGPU), at multi_gpu_model.
-    parallel._wrapper_adoption = adoption.adopt_constructing_wrapper()
+    adoption.adopt_constructing_wrapper()
     parallel._execution.adopt_added_layers = adopted.adopt_added_layers
     logging.info(
         "multi_gpu_model: %s replicated on %d devices: %s (%s)",
