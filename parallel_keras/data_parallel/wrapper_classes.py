@@ -67,10 +67,15 @@ def names_multi_gpu_model(init: object) -> bool:
     By name (`multi_gpu_model(...)`, `parallel_keras.multi_gpu_model(...)`,
     an import inside the function), or through a global or closure name
     bound to it now (`from parallel_keras import multi_gpu_model as mgpu`,
-    `functools.partial(multi_gpu_model, gpus=4)`).
+    `functools.partial(multi_gpu_model, gpus=4)`), in `init` or in the
+    function it decorates (`__wrapped__`).
     """
     if not isinstance(init, types.FunctionType):
         return False
+    # A decorated `__init__` (`functools.wraps`): the user's function inside.
+    inner = getattr(init, "__wrapped__", None)
+    if inner is not None and inner is not init and names_multi_gpu_model(inner):
+        return True
     cells = dict(zip(init.__code__.co_freevars, init.__closure__ or ()))
     for name in init.__code__.co_freevars:
         try:
