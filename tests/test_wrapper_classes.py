@@ -264,3 +264,24 @@ def test_a_wrapper_defined_before_parallel_keras_is_imported_is_adopted():
     """
     process = parallel_keras.testing.run_python(code)
     assert process.stdout.split()[-3:] == ["RESULT", "True", "True"]
+
+
+def test_class_keywords_reach_the_next_init_subclass_in_the_mro():
+    class Tagged:
+        tags: list = []
+
+        def __init_subclass__(cls, tag=None, **kwargs):
+            super().__init_subclass__(**kwargs)
+            Tagged.tags.append((cls.__name__, tag))
+
+    class AfterKeras(keras.Model, Tagged, tag="after"):
+        def __init__(self, serial):
+            self.__dict__.update(parallel_keras.multi_gpu_model(serial, 2).__dict__)
+
+    class BeforeKeras(Tagged, keras.Model, tag="before"):
+        def __init__(self, serial):
+            self.__dict__.update(parallel_keras.multi_gpu_model(serial, 2).__dict__)
+
+    assert Tagged.tags == [("AfterKeras", "after"), ("BeforeKeras", "before")]
+    for cls in (AfterKeras, BeforeKeras):
+        assert vars(cls)["__init__"].__wrapped__.__qualname__.endswith(f"{cls.__name__}.__init__")
