@@ -77,7 +77,7 @@ def install() -> None:
             _simulate_env.apply()
             # First: it works on every Keras in the tested range, while
             # device placement refuses a Keras below 3.11 (see below).
-            importlib.import_module("parallel_keras.data_parallel.wrapper_classes").install()
+            importlib.import_module("parallel_keras.data_parallel.wrapper_classes")
             importlib.import_module("parallel_keras.device_placement")
         finally:
             _state["installing"] = False

@@ -285,3 +285,32 @@ def test_class_keywords_reach_the_next_init_subclass_in_the_mro():
     assert Tagged.tags == [("AfterKeras", "after"), ("BeforeKeras", "before")]
     for cls in (AfterKeras, BeforeKeras):
         assert vars(cls)["__init__"].__wrapped__.__qualname__.endswith(f"{cls.__name__}.__init__")
+
+
+@pytest.mark.subprocess
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "first_import",
+    [
+        "import parallel_keras.data_parallel.wrapper_classes",
+        "from parallel_keras.data_parallel.multi_gpu_model import multi_gpu_model",
+    ],
+)
+def test_the_import_time_hooks_are_all_in_place_whichever_module_imports_keras(first_import):
+    code = f"""
+        import warnings
+        warnings.simplefilter("error", RuntimeWarning)
+        {first_import}
+        import parallel_keras
+        print("RESULT", sorted(e.target for e in parallel_keras.testing.installed_interceptions()))
+    """
+    process = parallel_keras.testing.run_python(code)
+    listed = process.stdout.split("RESULT", 1)[1].strip()
+    # Importing `parallel_model` also gives ParallelModel (not Keras) its
+    # symbolic build; the three of Keras must all be there.
+    for target in (
+        "keras.src.models.model.Model.__init_subclass__",
+        "keras.src.ops.node.Node.__init__",
+        "keras.src.models.functional.functional_from_config",
+    ):
+        assert f"'{target}'" in listed

@@ -126,9 +126,9 @@ def _subclasses(cls: type) -> Iterator[type]:
 def install() -> None:
     """Adds `keras.Model.__init_subclass__`, which recognizes wrapper classes.
 
-    Installed with Keras (see `parallel_keras._placement_hooks`); a no-op if
-    installed already. The subclasses of `keras.Model` defined so far are
-    read at once.
+    Installed when this module is imported, with Keras (see
+    `parallel_keras._placement_hooks`); a no-op if installed already. The
+    subclasses of `keras.Model` defined so far are read at once.
     """
     if interceptions.is_installed(INIT_SUBCLASS):
         return
@@ -156,3 +156,9 @@ def install() -> None:
     )
     for subclass in list(_subclasses(keras.Model)):
         _recognize(subclass)
+
+
+# Imported for this (by `parallel_keras._placement_hooks`) once Keras is:
+# installed by the module itself, so that an import of this module that
+# is itself what imports Keras still ends with the hook in place.
+install()
