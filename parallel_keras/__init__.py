@@ -4,9 +4,10 @@
 The public API is what this module exports, listed once in `__init__.pyi`
 (the stub type checkers read; every public package exports this way, see
 `_exports`). Names load on first use, and
-`import parallel_keras` imports neither TensorFlow nor Keras: the two hooks a
+`import parallel_keras` imports neither TensorFlow nor Keras: the three hooks a
 legacy script needs (its `tf.device` scopes recorded, a saved device
-placement restored on `keras.models.load_model`) are installed when the
+placement restored on `keras.models.load_model`, Keras 2's `ModelMGPU`
+wrapper class recognized as it is defined) are installed when the
 process imports Keras (see `parallel_keras._placement_hooks`; everything
 installed is listed by `parallel_keras.testing.describe_interceptions()`), so
 `parallel-keras --help`, `parallel-keras migrate` and the launcher start

@@ -2,13 +2,17 @@
 """Installs what a legacy script needs once the process has imported Keras.
 
 A legacy Keras 2 script changed by one import (`import parallel_keras`)
-never calls parallel_keras, yet needs two changes to Keras (see
-`parallel_keras.device_placement` and, for the list of everything installed
-and when, `parallel_keras._internals.interceptions`):
+never calls parallel_keras other than `multi_gpu_model`, yet needs three
+changes to Keras (see `parallel_keras.device_placement`,
+`parallel_keras.data_parallel.wrapper_classes` and, for the list of
+everything installed and when, `parallel_keras._internals.interceptions`):
 
 * the `tf.device` scopes open while a functional model is built must be
   recorded as the model is built (Keras 3 drops them);
-* `keras.models.load_model` must give a saved placement back.
+* `keras.models.load_model` must give a saved placement back;
+* Keras 2's `ModelMGPU(Model)` wrapper class must be recognized as it is
+  defined (`keras.Model.__init_subclass__`), so that `multi_gpu_model`
+  called from its `__init__` can adopt the instance.
 
 Installing them on `import parallel_keras` would import TensorFlow and Keras
 (seconds, hundreds of MB) in processes that never need them:
@@ -16,8 +20,10 @@ Installing them on `import parallel_keras` would import TensorFlow and Keras
 `import parallel_keras` only registers a small import finder (this module
 imports neither). When the process finishes importing `keras` (directly,
 through `tf.keras`, or through any parallel_keras API), the finder imports
-`parallel_keras.device_placement`, which installs those two. If Keras was
-imported before parallel_keras, they are installed at once. Everything else
+`parallel_keras.data_parallel.wrapper_classes` and
+`parallel_keras.device_placement`, which install those three. If Keras was
+imported before parallel_keras, they are installed at once (and wrapper
+classes already defined are recognized then). Everything else
 parallel_keras changes in Keras waits for the feature that needs it.
 
 If a Keras upgrade moved what they patch, installing fails: the error is
@@ -69,6 +75,9 @@ def install() -> None:
             from parallel_keras import _simulate_env
 
             _simulate_env.apply()
+            # First: it works on every Keras in the tested range, while
+            # device placement refuses a Keras below 3.11 (see below).
+            importlib.import_module("parallel_keras.data_parallel.wrapper_classes")
             importlib.import_module("parallel_keras.device_placement")
         finally:
             _state["installing"] = False

@@ -18,6 +18,7 @@ from parallel_keras._internals import interceptions
 
 # What a legacy script with one import changed needs; nothing else at import.
 AT_IMPORT = [
+    "keras.src.models.model.Model.__init_subclass__",
     "keras.src.ops.node.Node.__init__",
     "keras.src.models.functional.functional_from_config",
 ]
@@ -106,7 +107,7 @@ def _changed(with_parallel_keras: dict, shipped: dict) -> list[str]:
 
 @pytest.mark.subprocess
 @pytest.mark.slow
-def test_training_an_unplaced_model_finds_keras_as_shipped_but_the_listed_two():
+def test_training_an_unplaced_model_finds_keras_as_shipped_but_the_listed_three():
     result = _run(
         _SNAPSHOT
         + "import parallel_keras\nimport keras\n"
@@ -172,6 +173,11 @@ def test_the_listing_names_what_by_whom_when_why_and_how_to_remove():
     assert node_init.by == "parallel_keras.device_placement.scope"
     assert node_init.when == interceptions.AT_KERAS_IMPORT
     assert "tf.device" in node_init.why
+    init_subclass = entries["keras.src.models.model.Model.__init_subclass__"]
+    assert init_subclass.change == "added"  # Keras's MRO has only object's.
+    assert init_subclass.by == "parallel_keras.data_parallel.wrapper_classes"
+    assert init_subclass.when == interceptions.AT_KERAS_IMPORT
+    assert "multi_gpu_model" in init_subclass.why
     for entry in entries.values():
         assert entry.target in text and entry.why in text and entry.how_to_remove in text
 

@@ -15,8 +15,8 @@ the original back).
 
 What importing parallel_keras installs is the minimum a legacy Keras 2
 script needs with one import changed (see `parallel_keras._placement_hooks`
-for why, and `device_placement` for the two changes); every other change
-waits for the feature that needs it.
+for why, and `device_placement` and `data_parallel.wrapper_classes` for the
+three changes); every other change waits for the feature that needs it.
 
 This module imports neither Keras nor TensorFlow.
 """

@@ -18,16 +18,19 @@ In Keras 2 the copied `__dict__` was the whole parallel graph, so the
 wrapper trained as the parallel model. In Keras 3 behaviour lives in the
 class (`call`, `train_step`, ...), so a `keras.Model` subclass holding a
 copied `__dict__` has no `call` and fails at `fit`. `multi_gpu_model`
-therefore recognizes that it is called from the `__init__` of a Keras model
-not yet initialized by Keras (the wrapper; Keras's `Layer.__init__` sets
-`built`), and makes that instance's class a subclass of both the user's
+therefore adopts the wrapper it is called for while that wrapper is being
+constructed and not yet initialized by Keras (Keras's `Layer.__init__` sets
+`built`): it makes that instance's class a subclass of both the user's
 class and `ParallelModel`. The adopted `__dict__` then makes the wrapper a
 second parallel model over the same template, as in Keras 2: its own
 compile state, the template's variables, and the user's `__getattribute__`
 still sending `save*`/`load*` to the serial model.
 
-Why the wrapper is found through the caller's frame (issue 31 asked for no
-class swap found that way; none sound was found, Keras 3.15.1 read):
+Which instance is a wrapper under construction is known from its class,
+not from the caller's frame: `wrapper_classes.py` recognizes, as each
+`keras.Model` subclass is defined, one whose own `__init__` names
+`multi_gpu_model`, and marks the instance (a context variable) while that
+`__init__` runs. Why not without any hook:
 
 - Keras 3 finds `call`, `train_step`, `compile`, `fit` on the class, and
   the copied `__dict__` carries only instance attributes. Putting the
@@ -43,18 +46,18 @@ class swap found that way; none sound was found, Keras 3.15.1 read):
   strategy is parallel_keras's, the model is not passed), then its own
   `_maybe_symbolic_build`, which fails for want of `call`. So nothing learns
   which instance runs in time to adopt it.
-- Hooking Keras's `Model.__new__`, `__init_subclass__` or
-  `Layer.__setattr__` at import would find the wrapper, but changes Keras's
-  class machinery for every model in the process (issue 31 item 2 keeps
-  import to what a legacy script needs).
 
-The frame is read once, at `multi_gpu_model`: the direct caller's own
-`__init__` and its first argument, acted on only when that is a Keras model
-Keras has not yet initialized.
+The class hook (`keras.Model.__init_subclass__`, added at `import keras`)
+acts on no class whose `__init__` does not name `multi_gpu_model`. The
+class swap is recorded (`WrapperAdoption`, held by the wrapper as
+`_wrapper_adoption`) and `undo()` gives the instance its class back; a model
+that calls `super().__init__()` without having adopted the `__dict__` (it
+holds the parallel model) is undone that way before Keras initializes it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from typing import Any
 
@@ -62,6 +65,7 @@ import keras
 from absl import logging
 
 from parallel_keras.data_parallel import parallel_model as parallel_model_lib
+from parallel_keras.data_parallel import wrapper_classes
 
 
 class _Adopted:
@@ -74,10 +78,11 @@ class _Adopted:
         # model: undo, and let Keras initialize it as the user's class.
         if "_template" in vars(self):
             return
-        user_class: type[Any] = type(self).__bases__[0]
-        self.__class__ = user_class
+        record: WrapperAdoption = vars(self)["_wrapper_adoption"]
+        record.undo()
         # Now an instance of the user's class (typed as such for `super`).
         instance: Any = self
+        user_class: type[Any] = record.user_class
         super(user_class, instance).__init__(*args, **kwargs)
 
     @property
@@ -119,23 +124,41 @@ def _adopted_class(cls: type) -> type:
     return _ADOPTED_CLASSES[cls]
 
 
-def adopt_calling_wrapper(frame: types.FrameType | None) -> None:
-    """Makes the model whose `__init__` is `frame` a `ParallelModel` subclass.
+@dataclasses.dataclass(frozen=True)
+class WrapperAdoption:
+    """A wrapper `adopt_constructing_wrapper` made a `ParallelModel`; the
+    wrapper holds it as `_wrapper_adoption` until `undo()`."""
 
-    Does nothing unless `frame` is the `__init__` of a `keras.Model` that
-    Keras has not initialized (the `ModelMGPU` idiom); a model that called
-    `super().__init__()` first holds the parallel model as an attribute, and
-    is left alone.
+    wrapper: keras.Model
+    user_class: type
+    """The wrapper's class before, the one the user defined."""
+
+    def undo(self) -> None:
+        """Gives the wrapper its own class back (no `ParallelModel` methods)."""
+        vars(self.wrapper).pop("_wrapper_adoption", None)
+        self.wrapper.__class__ = self.user_class
+
+
+def adopt_constructing_wrapper() -> WrapperAdoption | None:
+    """Makes the wrapper under construction a `ParallelModel` subclass.
+
+    The instance is `wrapper_classes.constructing_wrapper()`: the one whose
+    wrapper `__init__` (a `keras.Model` subclass's that names
+    `multi_gpu_model`) runs now. Does nothing unless Keras has not yet
+    initialized it (the `ModelMGPU` idiom); a model that called
+    `super().__init__()` first holds the parallel model as an attribute,
+    and is left alone.
+
+    Returns:
+        What was changed, or None if nothing was.
     """
-    if frame is None or frame.f_code.co_name != "__init__" or not frame.f_code.co_argcount:
-        return
-    instance = frame.f_locals.get(frame.f_code.co_varnames[0])
+    instance = wrapper_classes.constructing_wrapper()
     if (
         not isinstance(instance, keras.Model)
         or isinstance(instance, parallel_model_lib.ParallelModel)
         or "built" in vars(instance)
     ):
-        return
+        return None
     cls = type(instance)
     try:
         instance.__class__ = _adopted_class(cls)
@@ -146,9 +169,13 @@ def adopt_calling_wrapper(frame: types.FrameType | None) -> None:
             cls.__name__,
             error,
         )
-        return
+        return None
     logging.info(
         "multi_gpu_model: %s adopts the parallel model (Keras 2's ModelMGPU "
         "idiom); it trains as the parallel model.",
         cls.__name__,
     )
+    record = WrapperAdoption(instance, cls)
+    # Not Keras's `__setattr__`: Keras has not initialized the instance.
+    vars(instance)["_wrapper_adoption"] = record
+    return record

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Sequence
 
 import keras
@@ -158,9 +157,6 @@ def multi_gpu_model(
     stateful_batch = _stateful_batch(model)
 
     # Everything above only validated; from here the template is changed.
-    # Keras 2's `ModelMGPU(Model)` wrapper calls us from its `__init__`.
-    # interception: the calling wrapper's __class__ (ModelMGPU), at multi_gpu_model.
-    adoption.adopt_calling_wrapper(sys._getframe(1))
     # Every change to the template, its layers and its optimizer, recorded.
     adopted = template_adoption.adopt_template(model, strategy, stateful_batch, sync_batchnorm)
     _follow_replica_devices(model, strategy, replica_devices)
@@ -175,6 +171,12 @@ def multi_gpu_model(
             stateful_batch=stateful_batch,
         )
     parallel._adoption = adopted
+    # Keras 2's `ModelMGPU(Model)` wrapper calls us from its `__init__`
+    # (recognized when its class was defined: `wrapper_classes.py`); last,
+    # so that no earlier failure leaves it swapped. Recorded on the wrapper
+    # (`WrapperAdoption.undo`).
+    # interception: the constructing wrapper's __class__ (ModelMGPU), at multi_gpu_model.
+    adoption.adopt_constructing_wrapper()
     parallel._execution.adopt_added_layers = adopted.adopt_added_layers
     logging.info(
         "multi_gpu_model: %s replicated on %d devices: %s (%s)",

@@ -28,7 +28,12 @@ Set up once, before any `fit`:
    (`strategies.adopt_optimizer`), the template's own methods on the
    instance (`template.attach_template`). `compile` (below) adopts the
    optimizer passed to it and, as `fit` and `train_on_batch` do again, sets
-   up its clip after the all-reduce (`steps.set_up_optimizer`). At import,
+   up its clip after the all-reduce (`steps.set_up_optimizer`). Called
+   from the `__init__` of Keras 2's `ModelMGPU(Model)` wrapper (recognized
+   when its class was defined, `wrapper_classes.py`), `multi_gpu_model`
+   last makes that instance a subclass of its class and `ParallelModel`
+   (`adoption.adopt_constructing_wrapper`, recorded: `WrapperAdoption`);
+   the wrapper then runs every step below as this class. At import,
    this module gives `ParallelModel` its first-batch symbolic build
    (`_internals.symbolic_build.install_class_symbolic_build`, last lines).
 

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """What parallel_keras has changed in Keras and TensorFlow, for debugging.
 
-Importing parallel_keras changes two things in Keras, once the process has
-imported Keras too: `keras.src.ops.node.Node.__init__` (to record the
-`tf.device` scopes open while a functional model is built) and
+Importing parallel_keras changes three things in Keras, once the process has
+imported Keras too: `keras.src.models.model.Model.__init_subclass__` (added,
+to recognize Keras 2's `ModelMGPU` wrapper class as it is defined),
+`keras.src.ops.node.Node.__init__` (to record the `tf.device` scopes open
+while a functional model is built) and
 `keras.src.models.functional.functional_from_config` (to give a loaded model
 its saved placement back). Every other change waits for the feature that
 needs it (placing a layer call, `multi_gpu_model`, ...). These functions
