@@ -72,15 +72,23 @@ _WINDOWS = {
     ).split()
 } | {"hanning": "hann"}
 # imgaug 0.4.0 (2020, its last release) reads np.sctypes, which NumPy 2.0
-# removed; TF 2.18+ installs NumPy 2. No release or shim keeps its augmenters.
-_IMGAUG_FIX = (
-    "imgaug is unmaintained since 2020 and its last release reads np.sctypes, "
-    "which NumPy 2 removed (TensorFlow 2.18+ installs NumPy 2), so no version "
-    "runs here; write the augmentation with albumentations>=1.4 (`import "
-    "albumentations as A`; iaa.Fliplr(0.5) -> A.HorizontalFlip(p=0.5), "
-    "iaa.Affine(rotate=...) -> A.Affine(rotate=...), iaa.Sequential -> A.Compose) "
-    "or with Keras 3 preprocessing layers (keras.layers.RandomFlip, "
-    "RandomRotation, RandomZoom), or pin numpy<2 with TensorFlow 2.16-2.17."
+# removed (TF 2.18+ installs NumPy 2), and np.complex / np.bool:
+# parallel_keras.compat.imgaug loads it with NumPy 1's values for those names.
+_IMGAUG = "parallel_keras.compat.imgaug"
+_IMGAUG_WHY = (
+    "imgaug 0.4.0 (unmaintained, its last release) reads np.sctypes, which NumPy 2 "
+    "removed; the compatibility path loads imgaug's own modules with NumPy 1's values "
+    "for the names it reads (NumPy itself unchanged)"
+)
+_IMGAUG_MODERN = (
+    "albumentations>=1.4 (`import albumentations as A`; iaa.Fliplr(0.5) -> "
+    "A.HorizontalFlip(p=0.5), iaa.Affine(rotate=...) -> A.Affine(rotate=...), "
+    "iaa.Sequential -> A.Compose) or Keras 3 preprocessing layers "
+    "(keras.layers.RandomFlip, RandomRotation, RandomZoom)"
+)
+_IMGAUG_STAR_FIX = (
+    "import the names you use: `from parallel_keras.compat.imgaug import augmenters as "
+    "iaa` (imgaug 0.4.0 under NumPy 2), or write the augmentation with " + _IMGAUG_MODERN + "."
 )
 _APPEND_KEYWORDS = frozenset({"ignore_index", "verify_integrity", "sort"})
 _PANDAS_DATAFRAME_SOURCES = ("pandas.DataFrame", "pandas.read_", "pandas.concat", "pandas.merge")
@@ -141,7 +149,8 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
     ),
     ("sklearn.cross_validation.KFold (and the other splitters)", None, _CROSS_VALIDATION_FIX),
     ("sklearn.externals.joblib", "joblib", "removed in scikit-learn 0.23; the same package"),
-    ("imgaug (any import)", None, _IMGAUG_FIX),
+    ("imgaug (any import)", _IMGAUG, _IMGAUG_WHY, _IMGAUG_MODERN),
+    ("from imgaug import *", None, "a star import of imgaug's package: " + _IMGAUG_STAR_FIX),
     *(
         (
             f"scipy.signal.{old}",
@@ -151,6 +160,10 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
         for old, new in sorted(_WINDOWS.items())
     ),
 ]
+
+
+def _is_imgaug(module: str) -> bool:
+    return module == "imgaug" or module.startswith("imgaug.")
 
 
 def _is_label(node: cst.BaseExpression) -> bool:
@@ -204,13 +217,27 @@ class LibrariesRule(context.Rule):
 
     # -- Rewrite: imports --------------------------------------------------------
 
-    def _imgaug(self, ctx, original, module: str) -> None:
-        if module == "imgaug" or module.startswith("imgaug."):
-            ctx.flag(original, RULE, f"`{module}` does not import under NumPy 2", _IMGAUG_FIX)
+    def _imgaug_from(self, ctx, original, updated):
+        """`from imgaug[.sub] import names` -> `from parallel_keras.compat.imgaug[.sub] import names`."""
+        module = syntax.dotted(updated.module)
+        if isinstance(updated.names, cst.ImportStar) and module == "imgaug":
+            ctx.flag(original, RULE, "`from imgaug import *` under NumPy 2", _IMGAUG_STAR_FIX)
+            return updated
+        ctx.require_package("imgaug")
+        ctx.compat(
+            original,
+            RULE,
+            f"`from {module} import ...` -> `from {_IMGAUG}{module[len('imgaug') :]} import "
+            f"...`: {_IMGAUG_WHY}",
+            _IMGAUG_MODERN,
+        )
+        target = _IMGAUG + module[len("imgaug") :]
+        return updated.with_changes(module=syntax.dotted_expression(target))
 
     def leave_ImportFrom(self, ctx, original, updated):
         if updated.module is not None and not updated.relative:
-            self._imgaug(ctx, original, syntax.dotted(updated.module))
+            if _is_imgaug(syntax.dotted(updated.module)):
+                return self._imgaug_from(ctx, original, updated)
         if updated.module is None or updated.relative or isinstance(updated.names, cst.ImportStar):
             return updated
         module = syntax.dotted(updated.module)
@@ -334,20 +361,56 @@ class LibrariesRule(context.Rule):
         )
 
     def leave_Import(self, ctx, original, updated):
-        names = list(updated.names)
-        for index, alias in enumerate(names):
+        names: list[cst.ImportAlias] = []
+        for alias in updated.names:
             dotted = syntax.dotted(alias.name)
-            self._imgaug(ctx, original, dotted)
+            if _is_imgaug(dotted):
+                names.extend(self._imgaug_import(ctx, original, alias, dotted))
+                continue
             if dotted == "sklearn.externals.joblib" and alias.asname is not None:
-                names[index] = alias.with_changes(name=cst.Name("joblib"))
+                names.append(alias.with_changes(name=cst.Name("joblib")))
             elif dotted == "sklearn.cross_validation":
-                names[index] = alias.with_changes(
-                    name=syntax.dotted_expression("sklearn.model_selection")
+                names.append(
+                    alias.with_changes(name=syntax.dotted_expression("sklearn.model_selection"))
                 )
             else:
+                names.append(alias)
                 continue
             ctx.change(original, RULE, f"`import {dotted}`: removed; the same module moved")
+        if len(names) > len(updated.names):  # keep the commas between the names
+            names = [
+                alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                for alias in names[:-1]
+            ] + [names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
         return updated.with_changes(names=names)
+
+    def _imgaug_import(self, ctx, original, alias, dotted: str) -> list[cst.ImportAlias]:
+        """`import imgaug[.sub] [as x]` -> the same module through parallel_keras.compat.imgaug.
+
+        `import imgaug.sub` (which binds `imgaug`) -> `import parallel_keras.compat.imgaug.sub,
+        parallel_keras.compat.imgaug as imgaug`: the submodule loaded, the name bound.
+        """
+        ctx.require_package("imgaug")
+        target = _IMGAUG + dotted[len("imgaug") :]
+        ctx.compat(
+            original,
+            RULE,
+            f"`import {dotted}` -> `import {target}`: {_IMGAUG_WHY}",
+            _IMGAUG_MODERN,
+        )
+        if alias.asname is not None:
+            return [alias.with_changes(name=syntax.dotted_expression(target))]
+        bound = cst.ImportAlias(
+            name=syntax.dotted_expression(_IMGAUG),
+            asname=cst.AsName(name=cst.Name("imgaug")),
+            comma=alias.comma,
+        )
+        if dotted == "imgaug":
+            return [bound]
+        return [
+            cst.ImportAlias(name=syntax.dotted_expression(target)),
+            bound,
+        ]
 
     # -- Rewrite: uses -------------------------------------------------------------
 
