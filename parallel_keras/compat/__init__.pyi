@@ -7,6 +7,7 @@ from ..callbacks import ModelCheckpoint as ModelCheckpoint
 from . import conv_utils as conv_utils
 from . import generic_utils as generic_utils
 from . import imgaug as imgaug
+from . import keras_resnet as keras_resnet
 from . import scipy_misc as scipy_misc
 from . import skimage_io as skimage_io
 from .backend import function as function

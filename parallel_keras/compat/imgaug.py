@@ -17,8 +17,8 @@ only those) sees `numpy` as NumPy with NumPy 1's values for those names:
 itself is not changed. The process-wide state touched is one finder at the
 front of `sys.meta_path` that answers only for `imgaug` and its submodules
 (each is loaded from its own file as usual, with NumPy 1's names in its
-namespace) and for `parallel_keras.compat.imgaug.<submodule>` (the same
-module object as `imgaug.<submodule>`). Under NumPy 1, or when imgaug is
+namespace), and one for `parallel_keras.compat.<package>.<submodule>` (the
+same module object as `imgaug.<submodule>`). Under NumPy 1, or when imgaug is
 already imported, imgaug's modules are loaded as they are (the finder only
 gives the aliases). Every name here is imgaug's own:
 `from parallel_keras.compat.imgaug import augmenters as iaa` gives
@@ -35,13 +35,13 @@ from __future__ import annotations
 import builtins
 import importlib
 import importlib.abc
-import importlib.machinery
-import importlib.util
 import sys
 import types
 from typing import Any
 
 import numpy as np
+
+from parallel_keras.compat import _aliases
 
 _PACKAGE = "imgaug"
 _ALIAS = __name__  # parallel_keras.compat.imgaug
@@ -124,23 +124,11 @@ class _Numpy1Loader(importlib.abc.Loader):
         return getattr(self._loader, name)
 
 
-class _AliasLoader(importlib.abc.Loader):
-    """`parallel_keras.compat.imgaug.<name>` is the module `imgaug.<name>` itself."""
-
-    def create_module(self, spec):
-        return importlib.import_module(_PACKAGE + spec.name[len(_ALIAS) :])
-
-    def exec_module(self, module):
-        pass
-
-
 class _Finder(importlib.abc.MetaPathFinder):
     def __init__(self, numpy1_names: bool):
         self._numpy1_names = numpy1_names
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname.startswith(_ALIAS + "."):
-            return importlib.machinery.ModuleSpec(fullname, _AliasLoader())
         if fullname != _PACKAGE and not fullname.startswith(_PACKAGE + "."):
             return None
         for finder in sys.meta_path:
@@ -168,21 +156,14 @@ def _install() -> None:
         for name in [n for n in sys.modules if n.startswith(_PACKAGE + ".")]:
             del sys.modules[name]
     sys.meta_path.insert(0, _Finder(numpy1_names=needed))
+    _aliases.install(_ALIAS, _PACKAGE)
 
 
 _install()
 
 
 def __getattr__(name: str) -> Any:
-    if name.startswith("__"):  # Module protocol (doctest's `__test__`, ...): not imgaug's.
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    package = importlib.import_module(_PACKAGE)
-    try:
-        return getattr(package, name)
-    except AttributeError:
-        if importlib.util.find_spec(f"{_PACKAGE}.{name}") is None:
-            raise
-        return importlib.import_module(f"{_PACKAGE}.{name}")
+    return _aliases.package_attribute(_PACKAGE, __name__, name)
 
 
 def __dir__() -> list[str]:

@@ -287,3 +287,38 @@ def test_skimage_imsave_of_a_float_colour_image_saves_what_scikit_image_014_save
         np.asarray(Image.open(tmp_path / "gray.png")), util.img_as_uint(rgb[..., 0])
     )
     assert migrate.migrate_source(result.migrated, "script.py").migrated == result.migrated
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import keras\nimport keras_resnet\nimport keras_resnet.models\n"
+        "m = keras_resnet.models.ResNet18(keras.Input((32, 32, 3)), include_top=False)\n",
+        "import keras\nfrom keras_resnet.models import ResNet18\n"
+        "m = ResNet18(keras.Input((32, 32, 3)), include_top=False, freeze_bn=True)\n",
+        "import keras\nimport keras_resnet.models as rm, keras_resnet.layers\n"
+        "m = rm.ResNet18(keras.Input((32, 32, 3)), include_top=False)\n",
+    ],
+)
+def test_keras_resnet_models_build_through_the_compat_path(source):
+    """keras-resnet 0.2.0's models raise TypeError as Keras 3 builds them; migrated, they build."""
+    import importlib.util
+
+    if importlib.util.find_spec("keras_resnet") is None:
+        pytest.skip("keras-resnet 0.2.0 is not installed (pip install keras-resnet)")
+    result = migrate.migrate_source(source, "backbone.py")
+    assert "import keras_resnet" not in result.migrated
+    assert "from keras_resnet" not in result.migrated
+    assert not result.report.flags
+    assert "keras-resnet" in result.report.requirements
+    changes = [c for c in result.report.changes if c.rule == libraries.RULE]
+    assert changes and all("keras.applications.ResNet50" in c.modern for c in changes)
+    assert migrate.migrate_source(result.migrated, "backbone.py").migrated == result.migrated
+    model = _run_migrated(result.migrated)["m"]
+    assert [tuple(o.shape) for o in model.outputs] == [
+        (None, 8, 8, 64),
+        (None, 4, 4, 128),
+        (None, 2, 2, 256),
+        (None, 1, 1, 512),
+    ]
+    assert model.get_layer("bn_conv1").trainable is ("freeze_bn=True" not in source)

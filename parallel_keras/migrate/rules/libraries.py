@@ -86,6 +86,28 @@ _IMGAUG_MODERN = (
     "iaa.Sequential -> A.Compose) or Keras 3 preprocessing layers "
     "(keras.layers.RandomFlip, RandomRotation, RandomZoom)"
 )
+_KERAS_RESNET_WHY = (
+    "keras-resnet 0.2.0 (a Keras 2 add-on, its last release) declares its "
+    "BatchNormalization's call(*args, **kwargs), so Keras 3 builds it with no input "
+    "shape (TypeError); the compatibility path gives that class Keras 2's call "
+    "signature, the same architecture and weight names"
+)
+_KERAS_RESNET_MODERN = (
+    "keras.applications.ResNet50(include_top=False, input_tensor=inputs) (the same "
+    "architecture with other layer names and conv biases: keras-resnet weight files "
+    "do not load into it)"
+)
+# Packages beside Keras that run through a whole-package compatibility module:
+# import name -> (compat module, why, modern form, pip requirement).
+_PACKAGES = {
+    "imgaug": (_IMGAUG, _IMGAUG_WHY, _IMGAUG_MODERN, "imgaug"),
+    "keras_resnet": (
+        "parallel_keras.compat.keras_resnet",
+        _KERAS_RESNET_WHY,
+        _KERAS_RESNET_MODERN,
+        "keras-resnet",
+    ),
+}
 _IMGAUG_STAR_FIX = (
     "import the names you use: `from parallel_keras.compat.imgaug import augmenters as "
     "iaa` (imgaug 0.4.0 under NumPy 2), or write the augmentation with " + _IMGAUG_MODERN + "."
@@ -150,6 +172,12 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
     ("sklearn.cross_validation.KFold (and the other splitters)", None, _CROSS_VALIDATION_FIX),
     ("sklearn.externals.joblib", "joblib", "removed in scikit-learn 0.23; the same package"),
     ("imgaug (any import)", _IMGAUG, _IMGAUG_WHY, _IMGAUG_MODERN),
+    (
+        "keras_resnet (any import)",
+        "parallel_keras.compat.keras_resnet",
+        _KERAS_RESNET_WHY,
+        _KERAS_RESNET_MODERN,
+    ),
     ("from imgaug import *", None, "a star import of imgaug's package: " + _IMGAUG_STAR_FIX),
     *(
         (
@@ -162,8 +190,10 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
 ]
 
 
-def _is_imgaug(module: str) -> bool:
-    return module == "imgaug" or module.startswith("imgaug.")
+def _package(module: str) -> str | None:
+    """The package of `_PACKAGES` that `module` is or is in."""
+    top = module.split(".")[0]
+    return top if top in _PACKAGES else None
 
 
 def _is_label(node: cst.BaseExpression) -> bool:
@@ -217,27 +247,36 @@ class LibrariesRule(context.Rule):
 
     # -- Rewrite: imports --------------------------------------------------------
 
-    def _imgaug_from(self, ctx, original, updated):
+    def _package_from(self, ctx, original, updated, package: str):
         """`from imgaug[.sub] import names` -> `from parallel_keras.compat.imgaug[.sub] import names`."""
+        compat, why, modern, requirement = _PACKAGES[package]
         module = syntax.dotted(updated.module)
-        if isinstance(updated.names, cst.ImportStar) and module == "imgaug":
-            ctx.flag(original, RULE, "`from imgaug import *` under NumPy 2", _IMGAUG_STAR_FIX)
+        if isinstance(updated.names, cst.ImportStar) and module == package:
+            ctx.flag(
+                original,
+                RULE,
+                f"`from {package} import *`: a star import of a package run through `{compat}`",
+                _IMGAUG_STAR_FIX
+                if package == "imgaug"
+                else f"import the names you use: `from {compat} import models`; "
+                f"modern form: {modern}.",
+            )
             return updated
-        ctx.require_package("imgaug")
+        target = compat + module[len(package) :]
+        ctx.require_package(requirement)
         ctx.compat(
             original,
             RULE,
-            f"`from {module} import ...` -> `from {_IMGAUG}{module[len('imgaug') :]} import "
-            f"...`: {_IMGAUG_WHY}",
-            _IMGAUG_MODERN,
+            f"`from {module} import ...` -> `from {target} import ...`: {why}",
+            modern,
         )
-        target = _IMGAUG + module[len("imgaug") :]
         return updated.with_changes(module=syntax.dotted_expression(target))
 
     def leave_ImportFrom(self, ctx, original, updated):
         if updated.module is not None and not updated.relative:
-            if _is_imgaug(syntax.dotted(updated.module)):
-                return self._imgaug_from(ctx, original, updated)
+            package = _package(syntax.dotted(updated.module))
+            if package is not None:
+                return self._package_from(ctx, original, updated, package)
         if updated.module is None or updated.relative or isinstance(updated.names, cst.ImportStar):
             return updated
         module = syntax.dotted(updated.module)
@@ -364,8 +403,9 @@ class LibrariesRule(context.Rule):
         names: list[cst.ImportAlias] = []
         for alias in updated.names:
             dotted = syntax.dotted(alias.name)
-            if _is_imgaug(dotted):
-                names.extend(self._imgaug_import(ctx, original, alias, dotted))
+            package = _package(dotted)
+            if package is not None:
+                names.extend(self._package_import(ctx, original, alias, dotted, package))
                 continue
             if dotted == "sklearn.externals.joblib" and alias.asname is not None:
                 names.append(alias.with_changes(name=cst.Name("joblib")))
@@ -384,33 +424,28 @@ class LibrariesRule(context.Rule):
             ] + [names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
         return updated.with_changes(names=names)
 
-    def _imgaug_import(self, ctx, original, alias, dotted: str) -> list[cst.ImportAlias]:
+    def _package_import(
+        self, ctx, original, alias, dotted: str, package: str
+    ) -> list[cst.ImportAlias]:
         """`import imgaug[.sub] [as x]` -> the same module through parallel_keras.compat.imgaug.
 
         `import imgaug.sub` (which binds `imgaug`) -> `import parallel_keras.compat.imgaug.sub,
         parallel_keras.compat.imgaug as imgaug`: the submodule loaded, the name bound.
         """
-        ctx.require_package("imgaug")
-        target = _IMGAUG + dotted[len("imgaug") :]
-        ctx.compat(
-            original,
-            RULE,
-            f"`import {dotted}` -> `import {target}`: {_IMGAUG_WHY}",
-            _IMGAUG_MODERN,
-        )
+        compat, why, modern, requirement = _PACKAGES[package]
+        ctx.require_package(requirement)
+        target = compat + dotted[len(package) :]
+        ctx.compat(original, RULE, f"`import {dotted}` -> `import {target}`: {why}", modern)
         if alias.asname is not None:
             return [alias.with_changes(name=syntax.dotted_expression(target))]
         bound = cst.ImportAlias(
-            name=syntax.dotted_expression(_IMGAUG),
-            asname=cst.AsName(name=cst.Name("imgaug")),
+            name=syntax.dotted_expression(compat),
+            asname=cst.AsName(name=cst.Name(package)),
             comma=alias.comma,
         )
-        if dotted == "imgaug":
+        if dotted == package:
             return [bound]
-        return [
-            cst.ImportAlias(name=syntax.dotted_expression(target)),
-            bound,
-        ]
+        return [cst.ImportAlias(name=syntax.dotted_expression(target)), bound]
 
     # -- Rewrite: uses -------------------------------------------------------------
 
