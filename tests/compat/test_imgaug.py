@@ -61,8 +61,7 @@ def test_plain_imgaug_import_fails_under_numpy2_and_the_compat_path_imports_it()
 
 
 def test_numpy1_names_are_numpy1s_values():
-    imgaug_module = importlib.import_module("parallel_keras.compat.imgaug")
-    sctypes = imgaug_module._numpy1_sctypes()
+    sctypes = importlib.import_module("parallel_keras.compat._numpy1").sctypes()
     assert sctypes["int"] == [np.int8, np.int16, np.int32, np.int64]
     assert sctypes["uint"] == [np.uint8, np.uint16, np.uint32, np.uint64]
     assert sctypes["float"][:3] == [np.float16, np.float32, np.float64]

@@ -322,3 +322,24 @@ def test_keras_resnet_models_build_through_the_compat_path(source):
         (None, 1, 1, 512),
     ]
     assert model.get_layer("bn_conv1").trainable is ("freeze_bn=True" not in source)
+
+
+def test_skopt_gbrt_minimize_runs_through_the_compat_path():
+    """scikit-optimize 0.10.2's gbrt_minimize refuses its own surrogate on scikit-learn >= 1.6."""
+    import importlib.util
+
+    if importlib.util.find_spec("skopt") is None:
+        pytest.skip("scikit-optimize is not installed")
+    source = (
+        "from skopt import gbrt_minimize\n"
+        "import skopt.plots\n"
+        "res = gbrt_minimize(lambda x: (x[0] - 0.3) ** 2, [(0.0, 1.0)], n_calls=12,\n"
+        "                    n_random_starts=10, random_state=0)\n"
+    )
+    result = migrate.migrate_source(source, "search.py")
+    assert "from parallel_keras.compat.skopt import gbrt_minimize" in result.migrated
+    assert "import parallel_keras.compat.skopt.plots" in result.migrated
+    assert not result.report.flags and "scikit-optimize" in result.report.requirements
+    assert migrate.migrate_source(result.migrated, "search.py").migrated == result.migrated
+    res = _run_migrated(result.migrated)["res"]
+    assert len(res.func_vals) == 12 and res.fun == min(res.func_vals)

@@ -97,6 +97,14 @@ _KERAS_RESNET_MODERN = (
     "architecture with other layer names and conv biases: keras-resnet weight files "
     "do not load into it)"
 )
+_SKOPT_WHY = (
+    "scikit-optimize 0.10.2 (archived, its last release): with scikit-learn >= 1.6 "
+    "its GBRT surrogate is refused as 'not a regressor' (bases listed in the wrong "
+    "order for scikit-learn's tags) and with NumPy >= 2.4 its predict calls np.in1d; "
+    "the compatibility path lists the bases in scikit-learn's order and gives skopt "
+    "NumPy 1's names, fit/predict unchanged"
+)
+_SKOPT_MODERN = "Optuna, or skopt's forest_minimize / gp_minimize"
 # Packages beside Keras that run through a whole-package compatibility module:
 # import name -> (compat module, why, modern form, pip requirement).
 _PACKAGES = {
@@ -107,6 +115,7 @@ _PACKAGES = {
         _KERAS_RESNET_MODERN,
         "keras-resnet",
     ),
+    "skopt": ("parallel_keras.compat.skopt", _SKOPT_WHY, _SKOPT_MODERN, "scikit-optimize"),
 }
 _IMGAUG_STAR_FIX = (
     "import the names you use: `from parallel_keras.compat.imgaug import augmenters as "
@@ -178,6 +187,7 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
         _KERAS_RESNET_WHY,
         _KERAS_RESNET_MODERN,
     ),
+    ("skopt (any import)", "parallel_keras.compat.skopt", _SKOPT_WHY, _SKOPT_MODERN),
     ("from imgaug import *", None, "a star import of imgaug's package: " + _IMGAUG_STAR_FIX),
     *(
         (
