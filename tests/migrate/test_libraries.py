@@ -343,3 +343,36 @@ def test_skopt_gbrt_minimize_runs_through_the_compat_path():
     assert migrate.migrate_source(result.migrated, "search.py").migrated == result.migrated
     res = _run_migrated(result.migrated)["res"]
     assert len(res.func_vals) == 12 and res.fun == min(res.func_vals)
+
+
+def test_albumentations_random_brightness_and_contrast_keep_albumentations_13s_values():
+    """albumentations 1.4 removed RandomBrightness/RandomContrast; 1.3.1 defined them as
+    RandomBrightnessContrast with the other limit 0, on uint8 a lookup table
+    clip(x * alpha + beta * 255) truncated to uint8 (functional.py)."""
+    pytest.importorskip("albumentations")
+    source = (
+        "import albumentations as A\n"
+        "from albumentations import RandomBrightness, RandomContrast, Compose\n"
+        "bright = Compose([RandomBrightness(limit=(0.1, 0.1), p=1.0)])(image=image)['image']\n"
+        "contrast = A.RandomContrast((0.3, 0.3), True)(image=image)['image']\n"
+    )
+    result = migrate.migrate_source(source, "aug.py")
+    assert "RandomBrightness(" not in result.migrated and "RandomContrast(" not in result.migrated
+    assert not result.report.flags
+    assert migrate.migrate_source(result.migrated, "aug.py").migrated == result.migrated
+    image = np.arange(256, dtype=np.uint8).reshape(16, 16, 1).repeat(3, axis=-1)
+    namespace = _run_migrated(result.migrated, image=image)
+    table = np.arange(256, dtype=np.float32)
+    brighter = np.clip(table + np.float32(0.1) * 255, 0, 255).astype(np.uint8)
+    steeper = np.clip(table * np.float32(1.3), 0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(namespace["bright"], brighter[image])
+    np.testing.assert_array_equal(namespace["contrast"], steeper[image])
+
+
+def test_albumentations_iaa_transforms_and_gauss_noise_var_limit_are_flagged():
+    source = (
+        "from albumentations import IAASharpen, GaussNoise\n"
+        "noise = GaussNoise(var_limit=(5.0, 15.0), p=0.3)\n"
+    )
+    result = check_flag(source, "A.Sharpen(alpha, lightness)", "std_range=(sqrt(a) / 255")
+    assert len(result.report.flags) == 2

@@ -121,6 +121,26 @@ _IMGAUG_STAR_FIX = (
     "import the names you use: `from parallel_keras.compat.imgaug import augmenters as "
     "iaa` (imgaug 0.4.0 under NumPy 2), or write the augmentation with " + _IMGAUG_MODERN + "."
 )
+# albumentations 1.4 removed RandomBrightness/RandomContrast, which were (1.3.1,
+# augmentations/transforms.py) RandomBrightnessContrast with the other limit 0
+# (brightness_by_max=True, the default then and in 2.x); 2.0 removed
+# always_apply (True meant p=1) and GaussNoise's var_limit.
+_ALBUMENTATIONS = ("albumentations", "albumentations.augmentations.transforms")
+_BRIGHTNESS_CONTRAST = {"RandomBrightness": "brightness_limit", "RandomContrast": "contrast_limit"}
+_ALBUMENTATIONS_IAA = (
+    "albumentations' IAA* transforms wrapped imgaug and were removed in albumentations "
+    "1.0-1.4; use albumentations' own port (IAASharpen -> A.Sharpen(alpha, lightness), "
+    "IAAEmboss -> A.Emboss(alpha, strength), IAAAdditiveGaussianNoise -> A.GaussNoise, "
+    "IAAPiecewiseAffine -> A.PiecewiseAffine, IAAPerspective -> A.Perspective, "
+    "IAAAffine -> A.Affine, IAASuperpixels -> A.Superpixels), or imgaug's augmenter "
+    "through parallel_keras.compat.imgaug in an A.Lambda(image=...)."
+)
+_GAUSS_NOISE_FIX = (
+    "albumentations 2 ignores var_limit (with a warning) and adds noise of std 0.2-0.44 of "
+    "the dtype's maximum (51-112 grey levels); var_limit=(a, b) drew the variance from "
+    "[a, b] in pixel units: std_range=(sqrt(a) / 255, sqrt(b) / 255) keeps the same range "
+    "of std (drawn uniformly in std, not in variance)."
+)
 _APPEND_KEYWORDS = frozenset({"ignore_index", "verify_integrity", "sort"})
 _PANDAS_DATAFRAME_SOURCES = ("pandas.DataFrame", "pandas.read_", "pandas.concat", "pandas.merge")
 
@@ -188,6 +208,15 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
         _KERAS_RESNET_MODERN,
     ),
     ("skopt (any import)", "parallel_keras.compat.skopt", _SKOPT_WHY, _SKOPT_MODERN),
+    (
+        "albumentations.RandomBrightness(limit, p=...) / RandomContrast(limit, p=...)",
+        "albumentations.RandomBrightnessContrast(brightness_limit=limit, contrast_limit=0, "
+        "p=...) (and the other way round)",
+        "removed in albumentations 1.4; albumentations 1.3.1 defined them so "
+        "(brightness_by_max=True, the default in every version)",
+    ),
+    ("albumentations.IAASharpen / IAAEmboss / IAA*", None, _ALBUMENTATIONS_IAA),
+    ("albumentations.GaussNoise(var_limit=...)", None, _GAUSS_NOISE_FIX),
     ("from imgaug import *", None, "a star import of imgaug's package: " + _IMGAUG_STAR_FIX),
     *(
         (
@@ -290,6 +319,8 @@ class LibrariesRule(context.Rule):
         if updated.module is None or updated.relative or isinstance(updated.names, cst.ImportStar):
             return updated
         module = syntax.dotted(updated.module)
+        if module in _ALBUMENTATIONS or module == "albumentations.imgaug":
+            return self._albumentations_import(ctx, original, updated)
         names = [syntax.dotted(alias.name) for alias in updated.names]
         if module in _SCIPY_MODULES and all(n in _SCIPY_MODULES[module] for n in names):
             ctx.require_package("pillow")
@@ -338,6 +369,34 @@ class LibrariesRule(context.Rule):
             )
             return updated.with_changes(module=cst.Name("joblib"))
         return updated
+
+    def _albumentations_import(self, ctx, original, updated):
+        names = [syntax.dotted(alias.name) for alias in updated.names]
+        iaa = [n for n in names if n.startswith("IAA")]
+        if iaa:
+            ctx.flag(original, RULE, f"`{', '.join(iaa)}` from albumentations", _ALBUMENTATIONS_IAA)
+        if not any(n in _BRIGHTNESS_CONTRAST for n in names):
+            return updated
+        kept: list[cst.ImportAlias] = []
+        seen: set[tuple[str, str | None]] = set()
+        for alias in updated.names:
+            name = syntax.dotted(alias.name)
+            if name in _BRIGHTNESS_CONTRAST:
+                alias = alias.with_changes(name=cst.Name("RandomBrightnessContrast"))
+                name = "RandomBrightnessContrast"
+            asname = alias.evaluated_alias
+            if (name, asname) in seen:
+                continue
+            seen.add((name, asname))
+            kept.append(alias)
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        ctx.change(
+            original,
+            RULE,
+            "`RandomBrightness`/`RandomContrast` -> `RandomBrightnessContrast`: removed in "
+            "albumentations 1.4, where they were RandomBrightnessContrast with the other limit 0",
+        )
+        return updated.with_changes(names=kept)
 
     def leave_SimpleStatementLine(self, ctx, original, updated):
         # `from sklearn.externals import joblib` -> `import joblib`.
@@ -527,12 +586,70 @@ class LibrariesRule(context.Rule):
         return updated.with_changes(value=value.with_changes(attr=cst.Name("loc")))
 
     def leave_Call(self, ctx, original, updated):
+        qualified = ctx.qualified_name(original.func) or ""
+        module, _, name = qualified.rpartition(".")
+        if module in _ALBUMENTATIONS and name in _BRIGHTNESS_CONTRAST:
+            return self._brightness_contrast(ctx, original, updated, name)
+        if module in _ALBUMENTATIONS and name == "GaussNoise":
+            if syntax.keyword(original, "var_limit") is not None or syntax.positional(original):
+                ctx.flag(original, RULE, "`GaussNoise(var_limit=...)`", _GAUSS_NOISE_FIX)
+            return updated
         method = syntax.method_name(original)
         if method == "as_matrix":
             return self._as_matrix(ctx, original, updated)
         if method == "append":
             return self._append(ctx, original, updated)
         return updated
+
+    def _brightness_contrast(self, ctx, original, updated, name: str):
+        """`RandomBrightness(limit, always_apply, p)` -> RandomBrightnessContrast(..., contrast_limit=0)."""
+        if syntax.has_star(original):
+            return updated
+        order = ("limit", "always_apply", "p")
+        given: dict[str, cst.BaseExpression] = {}
+        for index, arg in enumerate(updated.args):
+            key = arg.keyword.value if arg.keyword is not None else order[min(index, 2)]
+            given[key] = arg.value
+        if set(given) - set(order):
+            return updated
+        limit_keyword = _BRIGHTNESS_CONTRAST[name]
+        other = "contrast_limit" if limit_keyword == "brightness_limit" else "brightness_limit"
+        args = []
+        if "limit" in given:
+            args.append((limit_keyword, given["limit"]))
+        args.append((other, cst.Integer("0")))
+        always = given.get("always_apply")
+        if always is not None and syntax.code(always) not in ("False", "0"):
+            if syntax.code(always) not in ("True", "1"):
+                return updated  # a run-time value: left as it is
+            args.append(("p", cst.Float("1.0")))
+        elif "p" in given:
+            args.append(("p", given["p"]))
+        func = updated.func
+        if isinstance(func, cst.Name) and func.value == name:
+            func = cst.Name("RandomBrightnessContrast")
+        elif isinstance(func, cst.Attribute):
+            func = func.with_changes(attr=cst.Name("RandomBrightnessContrast"))
+        ctx.change(
+            original,
+            RULE,
+            f"`{name}(...)` -> `RandomBrightnessContrast(..., {other}=0)`: removed in "
+            "albumentations 1.4; its definition there (always_apply=True -> p=1.0)",
+        )
+        return updated.with_changes(
+            func=func,
+            args=[
+                cst.Arg(
+                    keyword=cst.Name(key),
+                    value=value,
+                    equal=cst.AssignEqual(
+                        whitespace_before=cst.SimpleWhitespace(""),
+                        whitespace_after=cst.SimpleWhitespace(""),
+                    ),
+                )
+                for key, value in args
+            ],
+        )
 
     def _as_matrix(self, ctx, original, updated):
         receiver = updated.func.value
