@@ -505,6 +505,8 @@ _INPUTS = {
         "K.batch_dot(a, K.permute_dimensions(a, (0, 2, 1)))",
         "K.ones((2, 3)) + K.zeros((2, 3), dtype='float32')",
         "K.batch_get_value([K.ones((2,)), img])[1]",
+        "K.eval(K.variable(a) * 2)",
+        "K.eval(a)",
         "K.switch(a > 0.5, a, a * 2)",
         "K.switch(K.sum(a) > 1.0, a, -a)",
         "K.switch(K.sum(a) < 1.0, lambda: a, lambda: -a)",

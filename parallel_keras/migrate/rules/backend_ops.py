@@ -341,6 +341,11 @@ AUDIT: list[tuple] = [
     ("keras.backend.flatten", "keras.ops.reshape(x, (-1,))", "no flatten in keras.ops"),
     ("keras.backend.get_value", "keras.ops.convert_to_numpy(x)", "no get_value in Keras 3"),
     (
+        "keras.backend.eval",
+        "keras.ops.convert_to_numpy(x)",
+        "no eval in Keras 3; Keras 2's to_dense(x).eval(), a NumPy array",
+    ),
+    (
         "keras.backend.clip(x, lo, None)",
         "keras.ops.maximum(x, lo)",
         (
@@ -891,5 +896,7 @@ _ONE_CALL_REWRITES = {
     "int_shape": _int_shape,
     "ndim": _ndim,
     "get_value": _get_value,
+    # Keras 2: `to_dense(x).eval(session=...)`; convert_to_numpy densifies too.
+    "eval": _get_value,
     "set_value": _set_value,
 }
