@@ -507,6 +507,8 @@ _INPUTS = {
         "K.batch_get_value([K.ones((2,)), img])[1]",
         "K.eval(K.variable(a) * 2)",
         "K.eval(a)",
+        "K.maximum(K.cast_to_floatx(1.0), a)",
+        "K.cast_to_floatx([[1, 2], [3, 4]]) * 2",
         "K.switch(a > 0.5, a, a * 2)",
         "K.switch(K.sum(a) > 1.0, a, -a)",
         "K.switch(K.sum(a) < 1.0, lambda: a, lambda: -a)",
