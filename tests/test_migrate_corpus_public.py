@@ -63,6 +63,7 @@ RUNS: tuple[str, ...] = (
     "minos",
     "deeplabv3_segmentation",
     "look_into_person",
+    "chexnet",
 )
 
 
@@ -98,7 +99,7 @@ def test_project_runs_as_migrated_and_its_files_reload_on_one_device(name):
     corpus = pathlib.Path(os.environ[CORPUS_VARIABLE])
     if not (corpus / name / "src").is_dir():
         pytest.skip(f"the sources of {project.repo} are not in {corpus}/{name}/src")
-    outcome = measure.run_project(project, corpus, REPOSITORY, timeout=600)
+    outcome = measure.run_project(project, corpus, REPOSITORY, timeout=project.timeout)
     missing = _missing_requirement(outcome.blocker)
     if not outcome.runs and missing:
         pytest.skip(f"{name} needs {missing!r}, one of its own requirements, not installed here")
