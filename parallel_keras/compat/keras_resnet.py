@@ -30,6 +30,7 @@ into it).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 from typing import Any
 
@@ -62,7 +63,8 @@ def _fix() -> None:
     cls.call = call
 
 
-_fix()
+if importlib.util.find_spec(_PACKAGE) is not None:  # else: its names raise ImportError
+    _fix()
 _aliases.install(__name__, _PACKAGE)
 
 

@@ -27,6 +27,7 @@ Modernise: Optuna or scikit-optimize's `forest_minimize`/`gp_minimize`
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
 from parallel_keras.compat import _aliases, _numpy1
@@ -47,7 +48,8 @@ def _fix() -> None:
 
 
 _numpy1.install(_PACKAGE)
-_fix()
+if importlib.util.find_spec(_PACKAGE) is not None:  # else: its names raise ImportError
+    _fix()
 _aliases.install(__name__, _PACKAGE)
 
 
