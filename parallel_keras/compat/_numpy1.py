@@ -111,11 +111,13 @@ _NUMPY1_NAMES: dict[str, Any] = {
 
 
 def _missing() -> dict[str, Any]:
-    names = {name: value for name, value in _NUMPY1_NAMES.items() if not hasattr(np, name)}
+    # `vars`, not `hasattr`: NumPy 2 warns (FutureWarning) on reading np.object / np.str.
+    present = vars(np)
+    names = {name: value for name, value in _NUMPY1_NAMES.items() if name not in present}
     if names:
         # NumPy 2 has `np.bool` again, as `np.bool_`: NumPy 1 code meant the builtin.
         names["bool"] = builtins.bool
-    if not hasattr(np, "sctypes"):
+    if "sctypes" not in present:
         names["sctypes"] = sctypes()
     return names
 
