@@ -924,7 +924,7 @@ _BLOCKED_ON = {
     "data_parallel_mnist_rossum": "",
     "cifar10_kuza55_rossum": "",
     "colorize_gan": "its ConvSN2D weights files reload with 2 of the rebuilt layer's 3 variables",
-    "neurowriter": "scikit-optimize's gbrt_minimize now runs through compat.skopt (scikit-learn >= 1.6, NumPy 2.4); not re-measured",
+    "neurowriter": "past scikit-optimize (compat.skopt): every trial fails on `optimizerclass(lr=...)`, a Keras optimizer class picked from a dict at run time (lr= not rewritten), then load_model of a suffix-less path",
     "minos": "",
 }
 PROJECTS = tuple(
