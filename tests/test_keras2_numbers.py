@@ -295,3 +295,30 @@ def test_python_numbers_have_no_rows_to_compare():
     sample_weights.check_rows("fit", {"a": np.zeros((3, 2))}, [np.zeros(3), None])
     with pytest.raises(ValueError, match=r"Received: fit with rows x=3, y=\[3, 2\]"):
         sample_weights.check_rows("fit", {"a": np.zeros((3, 2))}, [np.zeros(3), {"b": np.zeros(2)}])
+
+
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_a_class_weight_that_is_not_a_dict_is_ignored_as_keras_2_did(gpus):
+    """Keras 2's `standardize_weights` used `class_weight` only when it was a
+    dict: a list of one dict per label of a multi-label output (CheXNet-Keras'
+    `get_class_weights`) trained as without class weights. Keras 3 refuses it."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(ROWS, 3)).astype("float32")
+    labels = rng.integers(0, 2, size=(ROWS, 4)).astype("float32")
+    per_label = [{0: 0.2, 1: 0.8 + k} for k in range(4)]
+
+    def build():
+        keras.utils.set_random_seed(2)
+        inputs = keras.Input((3,))
+        return keras.Model(inputs, keras.layers.Dense(4, activation="sigmoid")(inputs))
+
+    reference = build()
+    reference.compile(keras.optimizers.SGD(0.1), "binary_crossentropy")
+    expected = one_device_on_batch(reference, "train_on_batch", x, labels)
+    template = build()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
+    parallel.compile(keras.optimizers.SGD(0.1), "binary_crossentropy")
+    got = parallel.train_on_batch(x, labels, class_weight=per_label)
+    np.testing.assert_allclose(got, expected, atol=ATOL)
+    assert max_weight_difference(template, reference) < ATOL
+    parallel.fit(x, labels, class_weight=per_label, batch_size=ROWS, epochs=1, verbose=0)

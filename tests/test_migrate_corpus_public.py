@@ -65,6 +65,7 @@ RUNS: tuple[str, ...] = (
     "look_into_person",
     "pconv_inpainting",
     "cifar10_mgpu_avolkov1",
+    "chexnet",
 )
 
 
@@ -100,7 +101,7 @@ def test_project_runs_as_migrated_and_its_files_reload_on_one_device(name):
     corpus = pathlib.Path(os.environ[CORPUS_VARIABLE])
     if not (corpus / name / "src").is_dir():
         pytest.skip(f"the sources of {project.repo} are not in {corpus}/{name}/src")
-    outcome = measure.run_project(project, corpus, REPOSITORY, timeout=600)
+    outcome = measure.run_project(project, corpus, REPOSITORY, timeout=project.timeout)
     missing = _missing_requirement(outcome.blocker)
     if not outcome.runs and missing:
         pytest.skip(f"{name} needs {missing!r}, one of its own requirements, not installed here")

@@ -6,8 +6,11 @@
 from ..callbacks import ModelCheckpoint as ModelCheckpoint
 from . import conv_utils as conv_utils
 from . import generic_utils as generic_utils
+from . import imgaug as imgaug
+from . import keras_resnet as keras_resnet
 from . import scipy_misc as scipy_misc
 from . import skimage_io as skimage_io
+from . import skopt as skopt
 from .backend import function as function
 from .backend import learning_phase as learning_phase
 from .backend import set_learning_phase as set_learning_phase

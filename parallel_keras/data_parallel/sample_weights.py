@@ -14,6 +14,9 @@ call's arrays before anything ran:
   name, `None` (or a missing name) for an output without weights. Keras 3
   takes sample weights in the targets' own structure only (a dict for dict
   targets) and class weights only for one output.
+* `standardize_weights`: a class weight that is not a dict (after the
+  unwrapping above, e.g. a list of one dict per label of a multi-label
+  output) was ignored: every row weighed 1. Keras 3 refuses it.
 
 The parallel model applies both in `fit`, `evaluate`, `predict` and the
 `*_on_batch` methods, before it touches the model.
@@ -25,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from absl import logging
 
 
 def check_rows(method: str, x: Any, y: Any = None, sample_weight: Any = None) -> None:
@@ -88,7 +92,9 @@ def as_keras2_weights(
     names = list(output_names)
     if len(names) == 1:
         # Keras 2 took one output's weights alone, in a list of one, or by name.
-        return _only(sample_weight, names[0], y), _only(class_weight, names[0], y)
+        return _only(sample_weight, names[0], y), _ignored_unless_dict(
+            _only(class_weight, names[0], y), names[0]
+        )
     if len(names) < 2:
         return sample_weight, class_weight
     if per_output(class_weight, names):
@@ -130,6 +136,20 @@ def _only(weights: Any, name: str, y: Any) -> Any:
     if isinstance(weights, Mapping) and set(weights) == {name} and not isinstance(y, Mapping):
         return weights[name]
     return weights
+
+
+def _ignored_unless_dict(class_weight: Any, name: str) -> Any:
+    """Keras 2's `standardize_weights` used a class weight only if it was a dict."""
+    if class_weight is None or isinstance(class_weight, Mapping):
+        return class_weight
+    logging.warning(
+        "class_weight for output %r is a %s, not a dict of class -> weight: Keras 2 "
+        "ignored it (every row weighs 1), and so does this model. To weigh classes, "
+        "pass a dict such as {0: 1.0, 1: 5.0}.",
+        name,
+        type(class_weight).__name__,
+    )
+    return None
 
 
 def per_output(class_weight: Any, names: list[str]) -> bool:

@@ -194,18 +194,63 @@ def test_scipy_signal_windows_move_to_their_module_and_run():
 
 
 @pytest.mark.parametrize(
-    "source",
+    "source, imported",
     [
-        "import imgaug as ia\n",
-        "from imgaug import augmenters as iaa\n",
-        "import imgaug.augmenters as iaa\n",
-        "import numpy as np, imgaug\n",
+        ("import imgaug as ia\nout = ia.augmenters.Fliplr(1.0).augment_image(image)\n", "ia"),
+        (
+            "from imgaug import augmenters as iaa\n"
+            "out = iaa.Sequential([iaa.Fliplr(1.0)]).augment_image(image)\n",
+            "iaa",
+        ),
+        ("import imgaug.augmenters as iaa\nout = iaa.Fliplr(1.0).augment_image(image)\n", "iaa"),
+        (
+            "import numpy as np, imgaug\nout = imgaug.augmenters.Fliplr(1.0).augment_image(image)\n",
+            "imgaug",
+        ),
+        (
+            "import imgaug.augmenters.flip, os\n"
+            "out = imgaug.augmenters.flip.Fliplr(1.0).augment_image(image)\n",
+            "imgaug",
+        ),
+        (
+            "from imgaug.augmenters.flip import Fliplr as F\nout = F(1.0).augment_image(image)\n",
+            "F",
+        ),
     ],
 )
-def test_imgaug_is_flagged_with_why_and_the_modern_replacement(source):
-    result = check_flag(source, "NumPy 2", "albumentations>=1.4", "keras.layers.RandomFlip")
+def test_imgaug_runs_through_the_numpy1_compat_path_with_its_modern_form(source, imported):
+    """imgaug 0.4.0 fails to import under NumPy 2 (np.sctypes); the migrated import runs it."""
+    import importlib.util
+
+    if importlib.util.find_spec("imgaug") is None:
+        pytest.skip("imgaug 0.4.0 is not installed (pip install imgaug==0.4.0)")
+    result = migrate.migrate_source(source, "augment.py")
+    assert "parallel_keras.compat.imgaug" in result.migrated
+    assert "import imgaug" not in result.migrated and "from imgaug" not in result.migrated
+    assert not result.report.flags
+    [change] = [c for c in result.report.changes if c.rule == libraries.RULE]
+    assert "NumPy 1" in change.message and "albumentations" in change.modern
+    assert "imgaug" in result.report.requirements
+    assert migrate.migrate_source(result.migrated, "augment.py").migrated == result.migrated
+    image = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
+    namespace = _run_migrated(result.migrated, image=image)
+    np.testing.assert_array_equal(namespace["out"], image[:, ::-1])
+    assert namespace[imported] is not None
+
+
+def _run_migrated(source: str, **names) -> dict:
+    namespace = dict(names)
+    exec(source, namespace)  # The migrated script, as Python runs it.
+    return namespace
+
+
+def test_a_star_import_of_imgaugs_package_is_flagged_with_the_names_to_import():
+    result = check_flag(
+        "from imgaug import *\n",
+        "from parallel_keras.compat.imgaug import augmenters",
+        "albumentations",
+    )
     assert [flag.rule for flag in result.report.flags] == ["libraries"]
-    assert "does not import under NumPy 2" in result.report.flags[0].message
 
 
 def test_skimage_imsave_of_a_float_colour_image_saves_what_scikit_image_014_saved(tmp_path):
@@ -242,3 +287,92 @@ def test_skimage_imsave_of_a_float_colour_image_saves_what_scikit_image_014_save
         np.asarray(Image.open(tmp_path / "gray.png")), util.img_as_uint(rgb[..., 0])
     )
     assert migrate.migrate_source(result.migrated, "script.py").migrated == result.migrated
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import keras\nimport keras_resnet\nimport keras_resnet.models\n"
+        "m = keras_resnet.models.ResNet18(keras.Input((32, 32, 3)), include_top=False)\n",
+        "import keras\nfrom keras_resnet.models import ResNet18\n"
+        "m = ResNet18(keras.Input((32, 32, 3)), include_top=False, freeze_bn=True)\n",
+        "import keras\nimport keras_resnet.models as rm, keras_resnet.layers\n"
+        "m = rm.ResNet18(keras.Input((32, 32, 3)), include_top=False)\n",
+    ],
+)
+def test_keras_resnet_models_build_through_the_compat_path(source):
+    """keras-resnet 0.2.0's models raise TypeError as Keras 3 builds them; migrated, they build."""
+    import importlib.util
+
+    if importlib.util.find_spec("keras_resnet") is None:
+        pytest.skip("keras-resnet 0.2.0 is not installed (pip install keras-resnet)")
+    result = migrate.migrate_source(source, "backbone.py")
+    assert "import keras_resnet" not in result.migrated
+    assert "from keras_resnet" not in result.migrated
+    assert not result.report.flags
+    assert "keras-resnet" in result.report.requirements
+    changes = [c for c in result.report.changes if c.rule == libraries.RULE]
+    assert changes and all("keras.applications.ResNet50" in c.modern for c in changes)
+    assert migrate.migrate_source(result.migrated, "backbone.py").migrated == result.migrated
+    model = _run_migrated(result.migrated)["m"]
+    assert [tuple(o.shape) for o in model.outputs] == [
+        (None, 8, 8, 64),
+        (None, 4, 4, 128),
+        (None, 2, 2, 256),
+        (None, 1, 1, 512),
+    ]
+    assert model.get_layer("bn_conv1").trainable is ("freeze_bn=True" not in source)
+
+
+def test_skopt_gbrt_minimize_runs_through_the_compat_path():
+    """scikit-optimize 0.10.2's gbrt_minimize refuses its own surrogate on scikit-learn >= 1.6."""
+    import importlib.util
+
+    if importlib.util.find_spec("skopt") is None:
+        pytest.skip("scikit-optimize is not installed")
+    source = (
+        "from skopt import gbrt_minimize\n"
+        "import skopt.plots\n"
+        "res = gbrt_minimize(lambda x: (x[0] - 0.3) ** 2, [(0.0, 1.0)], n_calls=12,\n"
+        "                    n_random_starts=10, random_state=0)\n"
+    )
+    result = migrate.migrate_source(source, "search.py")
+    assert "from parallel_keras.compat.skopt import gbrt_minimize" in result.migrated
+    assert "import parallel_keras.compat.skopt.plots" in result.migrated
+    assert not result.report.flags and "scikit-optimize" in result.report.requirements
+    assert migrate.migrate_source(result.migrated, "search.py").migrated == result.migrated
+    res = _run_migrated(result.migrated)["res"]
+    assert len(res.func_vals) == 12 and res.fun == min(res.func_vals)
+
+
+def test_albumentations_random_brightness_and_contrast_keep_albumentations_13s_values():
+    """albumentations 1.4 removed RandomBrightness/RandomContrast; 1.3.1 defined them as
+    RandomBrightnessContrast with the other limit 0, on uint8 a lookup table
+    clip(x * alpha + beta * 255) truncated to uint8 (functional.py)."""
+    pytest.importorskip("albumentations")
+    source = (
+        "import albumentations as A\n"
+        "from albumentations import RandomBrightness, RandomContrast, Compose\n"
+        "bright = Compose([RandomBrightness(limit=(0.1, 0.1), p=1.0)])(image=image)['image']\n"
+        "contrast = A.RandomContrast((0.3, 0.3), True)(image=image)['image']\n"
+    )
+    result = migrate.migrate_source(source, "aug.py")
+    assert "RandomBrightness(" not in result.migrated and "RandomContrast(" not in result.migrated
+    assert not result.report.flags
+    assert migrate.migrate_source(result.migrated, "aug.py").migrated == result.migrated
+    image = np.arange(256, dtype=np.uint8).reshape(16, 16, 1).repeat(3, axis=-1)
+    namespace = _run_migrated(result.migrated, image=image)
+    table = np.arange(256, dtype=np.float32)
+    brighter = np.clip(table + np.float32(0.1) * 255, 0, 255).astype(np.uint8)
+    steeper = np.clip(table * np.float32(1.3), 0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(namespace["bright"], brighter[image])
+    np.testing.assert_array_equal(namespace["contrast"], steeper[image])
+
+
+def test_albumentations_iaa_transforms_and_gauss_noise_var_limit_are_flagged():
+    source = (
+        "from albumentations import IAASharpen, GaussNoise\n"
+        "noise = GaussNoise(var_limit=(5.0, 15.0), p=0.3)\n"
+    )
+    result = check_flag(source, "A.Sharpen(alpha, lightness)", "std_range=(sqrt(a) / 255")
+    assert len(result.report.flags) == 2

@@ -341,6 +341,16 @@ AUDIT: list[tuple] = [
     ("keras.backend.flatten", "keras.ops.reshape(x, (-1,))", "no flatten in keras.ops"),
     ("keras.backend.get_value", "keras.ops.convert_to_numpy(x)", "no get_value in Keras 3"),
     (
+        "keras.backend.cast_to_floatx",
+        "numpy.asarray(x, dtype=keras.backend.floatx())",
+        "no cast_to_floatx in Keras 3; Keras 2's definition",
+    ),
+    (
+        "keras.backend.eval",
+        "keras.ops.convert_to_numpy(x)",
+        "no eval in Keras 3; Keras 2's to_dense(x).eval(), a NumPy array",
+    ),
+    (
         "keras.backend.clip(x, lo, None)",
         "keras.ops.maximum(x, lo)",
         (
@@ -807,6 +817,22 @@ def _get_value(ctx, original, updated, text, ops):
     return updated.with_changes(func=syntax.expression(f"{ops}.convert_to_numpy"))
 
 
+def _cast_to_floatx(ctx, original, updated, text, ops):
+    """Keras 2 (backend/common.py): `np.asarray(x, dtype=floatx())`, a NumPy array."""
+    if len(updated.args) != 1 or updated.args[0].keyword or syntax.has_star(updated):
+        return None
+    ctx.require_import("numpy")
+    keras_name = ops.rpartition(".")[0]
+    ctx.change(
+        original,
+        RULE,
+        f"`{text}(x)` -> `numpy.asarray(x, dtype={keras_name}.backend.floatx())` "
+        "(Keras 2's definition)",
+    )
+    value = syntax.code(updated.args[0].value)
+    return syntax.expression(f"numpy.asarray({value}, dtype={keras_name}.backend.floatx())")
+
+
 def _set_value(ctx, original, updated, text, ops):
     if len(updated.args) != 2:
         return None
@@ -891,5 +917,8 @@ _ONE_CALL_REWRITES = {
     "int_shape": _int_shape,
     "ndim": _ndim,
     "get_value": _get_value,
+    # Keras 2: `to_dense(x).eval(session=...)`; convert_to_numpy densifies too.
+    "eval": _get_value,
+    "cast_to_floatx": _cast_to_floatx,
     "set_value": _set_value,
 }

@@ -77,15 +77,74 @@ _WINDOWS = {
     ).split()
 } | {"hanning": "hann"}
 # imgaug 0.4.0 (2020, its last release) reads np.sctypes, which NumPy 2.0
-# removed; TF 2.18+ installs NumPy 2. No release or shim keeps its augmenters.
-_IMGAUG_FIX = (
-    "imgaug is unmaintained since 2020 and its last release reads np.sctypes, "
-    "which NumPy 2 removed (TensorFlow 2.18+ installs NumPy 2), so no version "
-    "runs here; write the augmentation with albumentations>=1.4 (`import "
-    "albumentations as A`; iaa.Fliplr(0.5) -> A.HorizontalFlip(p=0.5), "
-    "iaa.Affine(rotate=...) -> A.Affine(rotate=...), iaa.Sequential -> A.Compose) "
-    "or with Keras 3 preprocessing layers (keras.layers.RandomFlip, "
-    "RandomRotation, RandomZoom), or pin numpy<2 with TensorFlow 2.16-2.17."
+# removed (TF 2.18+ installs NumPy 2), and np.complex / np.bool:
+# parallel_keras.compat.imgaug loads it with NumPy 1's values for those names.
+_IMGAUG = "parallel_keras.compat.imgaug"
+_IMGAUG_WHY = (
+    "imgaug 0.4.0 (unmaintained, its last release) reads np.sctypes, which NumPy 2 "
+    "removed; the compatibility path loads imgaug's own modules with NumPy 1's values "
+    "for the names it reads (NumPy itself unchanged)"
+)
+_IMGAUG_MODERN = (
+    "albumentations>=1.4 (`import albumentations as A`; iaa.Fliplr(0.5) -> "
+    "A.HorizontalFlip(p=0.5), iaa.Affine(rotate=...) -> A.Affine(rotate=...), "
+    "iaa.Sequential -> A.Compose) or Keras 3 preprocessing layers "
+    "(keras.layers.RandomFlip, RandomRotation, RandomZoom)"
+)
+_KERAS_RESNET_WHY = (
+    "keras-resnet 0.2.0 (a Keras 2 add-on, its last release) declares its "
+    "BatchNormalization's call(*args, **kwargs), so Keras 3 builds it with no input "
+    "shape (TypeError); the compatibility path gives that class Keras 2's call "
+    "signature, the same architecture and weight names"
+)
+_KERAS_RESNET_MODERN = (
+    "keras.applications.ResNet50(include_top=False, input_tensor=inputs) (the same "
+    "architecture with other layer names and conv biases: keras-resnet weight files "
+    "do not load into it)"
+)
+_SKOPT_WHY = (
+    "scikit-optimize 0.10.2 (archived, its last release): with scikit-learn >= 1.6 "
+    "its GBRT surrogate is refused as 'not a regressor' (bases listed in the wrong "
+    "order for scikit-learn's tags) and with NumPy >= 2.4 its predict calls np.in1d; "
+    "the compatibility path lists the bases in scikit-learn's order and gives skopt "
+    "NumPy 1's names, fit/predict unchanged"
+)
+_SKOPT_MODERN = "Optuna, or skopt's forest_minimize / gp_minimize"
+# Packages beside Keras that run through a whole-package compatibility module:
+# import name -> (compat module, why, modern form, pip requirement).
+_PACKAGES = {
+    "imgaug": (_IMGAUG, _IMGAUG_WHY, _IMGAUG_MODERN, "imgaug"),
+    "keras_resnet": (
+        "parallel_keras.compat.keras_resnet",
+        _KERAS_RESNET_WHY,
+        _KERAS_RESNET_MODERN,
+        "keras-resnet",
+    ),
+    "skopt": ("parallel_keras.compat.skopt", _SKOPT_WHY, _SKOPT_MODERN, "scikit-optimize"),
+}
+_IMGAUG_STAR_FIX = (
+    "import the names you use: `from parallel_keras.compat.imgaug import augmenters as "
+    "iaa` (imgaug 0.4.0 under NumPy 2), or write the augmentation with " + _IMGAUG_MODERN + "."
+)
+# albumentations 1.4 removed RandomBrightness/RandomContrast, which were (1.3.1,
+# augmentations/transforms.py) RandomBrightnessContrast with the other limit 0
+# (brightness_by_max=True, the default then and in 2.x); 2.0 removed
+# always_apply (True meant p=1) and GaussNoise's var_limit.
+_ALBUMENTATIONS = ("albumentations", "albumentations.augmentations.transforms")
+_BRIGHTNESS_CONTRAST = {"RandomBrightness": "brightness_limit", "RandomContrast": "contrast_limit"}
+_ALBUMENTATIONS_IAA = (
+    "albumentations' IAA* transforms wrapped imgaug and were removed in albumentations "
+    "1.0-1.4; use albumentations' own port (IAASharpen -> A.Sharpen(alpha, lightness), "
+    "IAAEmboss -> A.Emboss(alpha, strength), IAAAdditiveGaussianNoise -> A.GaussNoise, "
+    "IAAPiecewiseAffine -> A.PiecewiseAffine, IAAPerspective -> A.Perspective, "
+    "IAAAffine -> A.Affine, IAASuperpixels -> A.Superpixels), or imgaug's augmenter "
+    "through parallel_keras.compat.imgaug in an A.Lambda(image=...)."
+)
+_GAUSS_NOISE_FIX = (
+    "albumentations 2 ignores var_limit (with a warning) and adds noise of std 0.2-0.44 of "
+    "the dtype's maximum (51-112 grey levels); var_limit=(a, b) drew the variance from "
+    "[a, b] in pixel units: std_range=(sqrt(a) / 255, sqrt(b) / 255) keeps the same range "
+    "of std (drawn uniformly in std, not in variance)."
 )
 _APPEND_KEYWORDS = frozenset({"ignore_index", "verify_integrity", "sort"})
 _PANDAS_DATAFRAME_SOURCES = ("pandas.DataFrame", "pandas.read_", "pandas.concat", "pandas.merge")
@@ -147,7 +206,24 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
     ),
     ("sklearn.cross_validation.KFold (and the other splitters)", None, _CROSS_VALIDATION_FIX),
     ("sklearn.externals.joblib", "joblib", "removed in scikit-learn 0.23; the same package"),
-    ("imgaug (any import)", None, _IMGAUG_FIX),
+    ("imgaug (any import)", _IMGAUG, _IMGAUG_WHY, _IMGAUG_MODERN),
+    (
+        "keras_resnet (any import)",
+        "parallel_keras.compat.keras_resnet",
+        _KERAS_RESNET_WHY,
+        _KERAS_RESNET_MODERN,
+    ),
+    ("skopt (any import)", "parallel_keras.compat.skopt", _SKOPT_WHY, _SKOPT_MODERN),
+    (
+        "albumentations.RandomBrightness(limit, p=...) / RandomContrast(limit, p=...)",
+        "albumentations.RandomBrightnessContrast(brightness_limit=limit, contrast_limit=0, "
+        "p=...) (and the other way round)",
+        "removed in albumentations 1.4; albumentations 1.3.1 defined them so "
+        "(brightness_by_max=True, the default in every version)",
+    ),
+    ("albumentations.IAASharpen / IAAEmboss / IAA*", None, _ALBUMENTATIONS_IAA),
+    ("albumentations.GaussNoise(var_limit=...)", None, _GAUSS_NOISE_FIX),
+    ("from imgaug import *", None, "a star import of imgaug's package: " + _IMGAUG_STAR_FIX),
     *(
         (
             f"scipy.signal.{old}",
@@ -157,6 +233,12 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
         for old, new in sorted(_WINDOWS.items())
     ),
 ]
+
+
+def _package(module: str) -> str | None:
+    """The package of `_PACKAGES` that `module` is or is in."""
+    top = module.split(".")[0]
+    return top if top in _PACKAGES else None
 
 
 def _is_label(node: cst.BaseExpression) -> bool:
@@ -210,16 +292,41 @@ class LibrariesRule(context.Rule):
 
     # -- Rewrite: imports --------------------------------------------------------
 
-    def _imgaug(self, ctx, original, module: str) -> None:
-        if module == "imgaug" or module.startswith("imgaug."):
-            ctx.flag(original, RULE, f"`{module}` does not import under NumPy 2", _IMGAUG_FIX)
+    def _package_from(self, ctx, original, updated, package: str):
+        """`from imgaug[.sub] import names` -> `from parallel_keras.compat.imgaug[.sub] import names`."""
+        compat, why, modern, requirement = _PACKAGES[package]
+        module = syntax.dotted(updated.module)
+        if isinstance(updated.names, cst.ImportStar) and module == package:
+            ctx.flag(
+                original,
+                RULE,
+                f"`from {package} import *`: a star import of a package run through `{compat}`",
+                _IMGAUG_STAR_FIX
+                if package == "imgaug"
+                else f"import the names you use: `from {compat} import models`; "
+                f"modern form: {modern}.",
+            )
+            return updated
+        target = compat + module[len(package) :]
+        ctx.require_package(requirement)
+        ctx.compat(
+            original,
+            RULE,
+            f"`from {module} import ...` -> `from {target} import ...`: {why}",
+            modern,
+        )
+        return updated.with_changes(module=syntax.dotted_expression(target))
 
     def leave_ImportFrom(self, ctx, original, updated):
         if updated.module is not None and not updated.relative:
-            self._imgaug(ctx, original, syntax.dotted(updated.module))
+            package = _package(syntax.dotted(updated.module))
+            if package is not None:
+                return self._package_from(ctx, original, updated, package)
         if updated.module is None or updated.relative or isinstance(updated.names, cst.ImportStar):
             return updated
         module = syntax.dotted(updated.module)
+        if module in _ALBUMENTATIONS or module == "albumentations.imgaug":
+            return self._albumentations_import(ctx, original, updated)
         names = [syntax.dotted(alias.name) for alias in updated.names]
         if module in _SCIPY_MODULES and all(n in _SCIPY_MODULES[module] for n in names):
             ctx.require_package("pillow")
@@ -268,6 +375,34 @@ class LibrariesRule(context.Rule):
             )
             return updated.with_changes(module=cst.Name("joblib"))
         return updated
+
+    def _albumentations_import(self, ctx, original, updated):
+        names = [syntax.dotted(alias.name) for alias in updated.names]
+        iaa = [n for n in names if n.startswith("IAA")]
+        if iaa:
+            ctx.flag(original, RULE, f"`{', '.join(iaa)}` from albumentations", _ALBUMENTATIONS_IAA)
+        if not any(n in _BRIGHTNESS_CONTRAST for n in names):
+            return updated
+        kept: list[cst.ImportAlias] = []
+        seen: set[tuple[str, str | None]] = set()
+        for alias in updated.names:
+            name = syntax.dotted(alias.name)
+            if name in _BRIGHTNESS_CONTRAST:
+                alias = alias.with_changes(name=cst.Name("RandomBrightnessContrast"))
+                name = "RandomBrightnessContrast"
+            asname = alias.evaluated_alias
+            if (name, asname) in seen:
+                continue
+            seen.add((name, asname))
+            kept.append(alias)
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        ctx.change(
+            original,
+            RULE,
+            "`RandomBrightness`/`RandomContrast` -> `RandomBrightnessContrast`: removed in "
+            "albumentations 1.4, where they were RandomBrightnessContrast with the other limit 0",
+        )
+        return updated.with_changes(names=kept)
 
     def leave_SimpleStatementLine(self, ctx, original, updated):
         # `from sklearn.externals import joblib` -> `import joblib`.
@@ -340,20 +475,52 @@ class LibrariesRule(context.Rule):
         )
 
     def leave_Import(self, ctx, original, updated):
-        names = list(updated.names)
-        for index, alias in enumerate(names):
+        names: list[cst.ImportAlias] = []
+        for alias in updated.names:
             dotted = syntax.dotted(alias.name)
-            self._imgaug(ctx, original, dotted)
+            package = _package(dotted)
+            if package is not None:
+                names.extend(self._package_import(ctx, original, alias, dotted, package))
+                continue
             if dotted == "sklearn.externals.joblib" and alias.asname is not None:
-                names[index] = alias.with_changes(name=cst.Name("joblib"))
+                names.append(alias.with_changes(name=cst.Name("joblib")))
             elif dotted == "sklearn.cross_validation":
-                names[index] = alias.with_changes(
-                    name=syntax.dotted_expression("sklearn.model_selection")
+                names.append(
+                    alias.with_changes(name=syntax.dotted_expression("sklearn.model_selection"))
                 )
             else:
+                names.append(alias)
                 continue
             ctx.change(original, RULE, f"`import {dotted}`: removed; the same module moved")
+        if len(names) > len(updated.names):  # keep the commas between the names
+            names = [
+                alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                for alias in names[:-1]
+            ] + [names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
         return updated.with_changes(names=names)
+
+    def _package_import(
+        self, ctx, original, alias, dotted: str, package: str
+    ) -> list[cst.ImportAlias]:
+        """`import imgaug[.sub] [as x]` -> the same module through parallel_keras.compat.imgaug.
+
+        `import imgaug.sub` (which binds `imgaug`) -> `import parallel_keras.compat.imgaug.sub,
+        parallel_keras.compat.imgaug as imgaug`: the submodule loaded, the name bound.
+        """
+        compat, why, modern, requirement = _PACKAGES[package]
+        ctx.require_package(requirement)
+        target = compat + dotted[len(package) :]
+        ctx.compat(original, RULE, f"`import {dotted}` -> `import {target}`: {why}", modern)
+        if alias.asname is not None:
+            return [alias.with_changes(name=syntax.dotted_expression(target))]
+        bound = cst.ImportAlias(
+            name=syntax.dotted_expression(compat),
+            asname=cst.AsName(name=cst.Name(package)),
+            comma=alias.comma,
+        )
+        if dotted == package:
+            return [bound]
+        return [cst.ImportAlias(name=syntax.dotted_expression(target)), bound]
 
     # -- Rewrite: uses -------------------------------------------------------------
 
@@ -434,12 +601,70 @@ class LibrariesRule(context.Rule):
         return updated.with_changes(value=value.with_changes(attr=cst.Name("loc")))
 
     def leave_Call(self, ctx, original, updated):
+        qualified = ctx.qualified_name(original.func) or ""
+        module, _, name = qualified.rpartition(".")
+        if module in _ALBUMENTATIONS and name in _BRIGHTNESS_CONTRAST:
+            return self._brightness_contrast(ctx, original, updated, name)
+        if module in _ALBUMENTATIONS and name == "GaussNoise":
+            if syntax.keyword(original, "var_limit") is not None or syntax.positional(original):
+                ctx.flag(original, RULE, "`GaussNoise(var_limit=...)`", _GAUSS_NOISE_FIX)
+            return updated
         method = syntax.method_name(original)
         if method == "as_matrix":
             return self._as_matrix(ctx, original, updated)
         if method == "append":
             return self._append(ctx, original, updated)
         return updated
+
+    def _brightness_contrast(self, ctx, original, updated, name: str):
+        """`RandomBrightness(limit, always_apply, p)` -> RandomBrightnessContrast(..., contrast_limit=0)."""
+        if syntax.has_star(original):
+            return updated
+        order = ("limit", "always_apply", "p")
+        given: dict[str, cst.BaseExpression] = {}
+        for index, arg in enumerate(updated.args):
+            key = arg.keyword.value if arg.keyword is not None else order[min(index, 2)]
+            given[key] = arg.value
+        if set(given) - set(order):
+            return updated
+        limit_keyword = _BRIGHTNESS_CONTRAST[name]
+        other = "contrast_limit" if limit_keyword == "brightness_limit" else "brightness_limit"
+        args = []
+        if "limit" in given:
+            args.append((limit_keyword, given["limit"]))
+        args.append((other, cst.Integer("0")))
+        always = given.get("always_apply")
+        if always is not None and syntax.code(always) not in ("False", "0"):
+            if syntax.code(always) not in ("True", "1"):
+                return updated  # a run-time value: left as it is
+            args.append(("p", cst.Float("1.0")))
+        elif "p" in given:
+            args.append(("p", given["p"]))
+        func = updated.func
+        if isinstance(func, cst.Name) and func.value == name:
+            func = cst.Name("RandomBrightnessContrast")
+        elif isinstance(func, cst.Attribute):
+            func = func.with_changes(attr=cst.Name("RandomBrightnessContrast"))
+        ctx.change(
+            original,
+            RULE,
+            f"`{name}(...)` -> `RandomBrightnessContrast(..., {other}=0)`: removed in "
+            "albumentations 1.4; its definition there (always_apply=True -> p=1.0)",
+        )
+        return updated.with_changes(
+            func=func,
+            args=[
+                cst.Arg(
+                    keyword=cst.Name(key),
+                    value=value,
+                    equal=cst.AssignEqual(
+                        whitespace_before=cst.SimpleWhitespace(""),
+                        whitespace_after=cst.SimpleWhitespace(""),
+                    ),
+                )
+                for key, value in args
+            ],
+        )
 
     def _as_matrix(self, ctx, original, updated):
         receiver = updated.func.value
