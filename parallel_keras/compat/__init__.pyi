@@ -30,6 +30,7 @@ from .callbacks import TensorBoard as TensorBoard
 from .callbacks import keras2_callback as keras2_callback
 from .callbacks import keras2_params as keras2_params
 from .layers import Container as Container
+from .layers import Keras2Weights as Keras2Weights
 from .layers import Merge as Merge
 from .layers import Network as Network
 from .layers import initial_weights as initial_weights
@@ -70,6 +71,7 @@ from .sessions import tf1_graph as tf1_graph
 from .summaries import FileWriter as FileWriter
 from .training import evaluate_generator as evaluate_generator
 from .training import fit_generator as fit_generator
+from .training import named_batches as named_batches
 from .training import predict_generator as predict_generator
 from .weights import load_weights as load_weights
 from .weights import save_weights as save_weights
