@@ -23,6 +23,7 @@ from .backend_ops import spatial_2d_padding as spatial_2d_padding
 from .backend_ops import spatial_3d_padding as spatial_3d_padding
 from .backend_ops import switch as switch
 from .backend_ops import temporal_padding as temporal_padding
+from .backend_ops import tile as tile
 from .backend_ops import variable as variable
 from .backend_ops import zeros as zeros
 from .callbacks import Keras2Callback as Keras2Callback
