@@ -63,6 +63,8 @@ RUNS: tuple[str, ...] = (
     "minos",
     "deeplabv3_segmentation",
     "look_into_person",
+    "colorize_gan",
+    "crnn_ocr",
 )
 
 
@@ -78,6 +80,12 @@ def test_catalogue_names_30_public_projects_with_commit_licence_and_idiom():
         assert project.idiom and project.files, project.name
         assert bool(project.entry) != bool(project.driver), project.name
     assert set(RUNS) <= set(names)
+
+
+# Seconds per phase (migrate, train, reload) where 600 is not enough on the
+# shared 2-core machine: colorize_gan trains its GAN cycles and reloads 52
+# weights files (1589 s in all, 27 Nov, beside a test run).
+_TIMEOUTS = {"colorize_gan": 900}
 
 
 def _run_params():
@@ -98,7 +106,8 @@ def test_project_runs_as_migrated_and_its_files_reload_on_one_device(name):
     corpus = pathlib.Path(os.environ[CORPUS_VARIABLE])
     if not (corpus / name / "src").is_dir():
         pytest.skip(f"the sources of {project.repo} are not in {corpus}/{name}/src")
-    outcome = measure.run_project(project, corpus, REPOSITORY, timeout=600)
+    timeout = _TIMEOUTS.get(name, 600)
+    outcome = measure.run_project(project, corpus, REPOSITORY, timeout=timeout)
     missing = _missing_requirement(outcome.blocker)
     if not outcome.runs and missing:
         pytest.skip(f"{name} needs {missing!r}, one of its own requirements, not installed here")
