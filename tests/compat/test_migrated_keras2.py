@@ -426,7 +426,7 @@ parallel.compile(loss={'ctc': lambda y_true, y_pred: y_pred}, optimizer='sgd')
 generator = TextImageGenerator(8)
 parallel.fit_generator(generator=generator.next_train(), steps_per_epoch=3, epochs=1,
                        validation_data=generator.next_train(), validation_steps=1, verbose=0)
-score = parallel.evaluate_generator(generator.next_train(), 1)
+score = parallel.evaluate_generator(TextImageGenerator(8).next_train(), 1)
 """
 
 
@@ -439,5 +439,7 @@ def test_image_ocr_dict_batches_with_strings_train_as_keras2_did():
     )
     parallel, single = run(result, 4), run(result, 1)
     assert_same_numbers(parallel["model"], single["model"])
+    # Scored on a fresh generator: fit may read a different number of batches
+    # ahead of the shared one on 4 devices than on one.
     np.testing.assert_allclose(parallel["score"], single["score"], rtol=1e-5)
     assert np.isfinite(single["score"])
