@@ -127,14 +127,14 @@ AUDIT = [
     (
         "keras.optimizers.X() without lr (X: Adagrad, Adadelta, Adamax, Nadam), "
         "compile(optimizer='x'), keras.optimizers.get('x')",
-        "keras.optimizers.X(learning_rate=<Keras 2's default>)",
+        "keras.optimizers.Adadelta(learning_rate=1.0) (Keras 2's default)",
         "Keras 3's default learning rate differs (Adadelta: 1.0 -> 0.001)",
     ),
     (
         "keras.optimizers.X(...) (X: RMSprop, Adagrad, Nadam), compile(optimizer='x')",
-        "parallel_keras.compat.keras2_optimizer(keras.optimizers.X)(...)",
+        "parallel_keras.compat.keras2_optimizer(keras.optimizers.RMSprop)(...)",
         "Keras 3's update formula differs (sqrt(a + eps) for sqrt(a) + eps; Nadam's schedule)",
-        "keras.optimizers.X(...)",
+        "keras.optimizers.RMSprop(...)",
     ),
     ("keras.optimizers.Nadam(schedule_decay=)", None, "Keras 3's Nadam has a fixed schedule"),
     (
