@@ -74,6 +74,7 @@ UNCHANGED = {
     "legacy_module": "import keras\nopt = keras.optimizers.legacy.Adadelta(rho=0.9)\n",
     "same_default": "import keras\nopt = keras.optimizers.Adam()\nmodel.compile('sgd', 'mse')\n",
     "learning_rate_given": "import keras\nopt = keras.optimizers.Adadelta(0.5)\n",
+    "regular_expression": "import keras\nimport re\npattern = re.compile('adadelta')\n",
 }
 
 

@@ -65,6 +65,7 @@ KERAS2_FORMULAS = {
         "Keras 2's Nadam momentum schedule was 0.96 ** (t * schedule_decay), Keras 3's 0.96 ** t"
     ),
 }
+_NOT_MODEL_COMPILE = frozenset({"re.compile", "regex.compile"})
 _SCHEDULES = frozenset({"keras.optimizers.schedules.InverseTimeDecay"})
 _SETS_LR = frozenset({"keras.callbacks.ReduceLROnPlateau", "keras.callbacks.LearningRateScheduler"})
 
@@ -360,6 +361,8 @@ class OptimizerRule(context.Rule):
             original.func, cst.Attribute
         ):
             return updated
+        if ctx.qualified_name(original.func) in _NOT_MODEL_COMPILE:
+            return updated  # `re.compile('adam')`
         arg = syntax.keyword(updated, "optimizer")
         if arg is None:
             positional = syntax.positional(updated)
