@@ -46,6 +46,11 @@ REWRITES = {
         "from keras.models import Sequential\nimport keras\n\n"
         "model.compile(keras.optimizers.Adamax(learning_rate=0.002), 'mse')\n",
     ),
+    "compile_module_constant": (
+        "import keras\nOPTIMIZER = 'adadelta'\nmodel.compile(optimizer=OPTIMIZER, loss='mse')\n",
+        "import keras\nOPTIMIZER = 'adadelta'\nmodel.compile(\n"
+        "    optimizer=keras.optimizers.Adadelta(learning_rate=1.0), loss='mse'\n)\n",
+    ),
     "optimizers_get_string": (
         "import keras\nopt = keras.optimizers.get('adadelta')\n",
         "import keras\nopt = keras.optimizers.Adadelta(learning_rate=1.0)\n",
@@ -74,6 +79,10 @@ UNCHANGED = {
     "legacy_module": "import keras\nopt = keras.optimizers.legacy.Adadelta(rho=0.9)\n",
     "same_default": "import keras\nopt = keras.optimizers.Adam()\nmodel.compile('sgd', 'mse')\n",
     "learning_rate_given": "import keras\nopt = keras.optimizers.Adadelta(0.5)\n",
+    "function_parameter_named_like_a_constant": (
+        "import keras\noptimizer = 'adadelta'\n\n\n"
+        "def build(model, optimizer):\n    model.compile(optimizer=optimizer, loss='mse')\n"
+    ),
     "regular_expression": "import keras\nimport re\npattern = re.compile('adadelta')\n",
 }
 

@@ -99,6 +99,18 @@ def _string_optimizer(node: cst.BaseExpression) -> str | None:
     return _LOWERCASE_ALIASES.get(text.lower())
 
 
+def _module_constant(ctx: context.Context, node: cst.BaseExpression) -> cst.BaseExpression:
+    """The string a module-level constant (`OPTIMIZER = 'adadelta'`) holds, else `node`."""
+    if not isinstance(node, cst.Name):
+        return node
+    literal = ctx.string_constants.get(node.value)
+    # Only the module's own name: not a function's parameter or local of that name.
+    names = {name.name for name in ctx.qualified_names(node)}
+    if literal is None or names != {node.value}:
+        return node
+    return literal
+
+
 def _string_differs(name: str | None) -> bool:
     """Whether Keras 3 reads the optimizer string `name` differently from Keras 2."""
     return name is not None and (
@@ -369,7 +381,10 @@ class OptimizerRule(context.Rule):
             arg = positional[0] if positional else None
         if arg is None:
             return updated
-        name = _string_optimizer(arg.value)
+        original_arg = syntax.keyword(original, "optimizer") or syntax.positional(original)[0]
+        name = _string_optimizer(arg.value) or _string_optimizer(
+            _module_constant(ctx, original_arg.value)
+        )
         if not _string_differs(name):
             return updated
         new = self._optimizer_expression(ctx, name)
