@@ -84,7 +84,9 @@ REWRITES = {
     ),
     "decay_zero_removed": (
         "import keras\nopt = keras.optimizers.RMSprop(lr=0.001, decay=0.0)\n",
-        "import keras\nopt = keras.optimizers.RMSprop(learning_rate=0.001)\n",
+        "import keras\nimport parallel_keras\n\n"
+        "opt = parallel_keras.compat.keras2_optimizer(keras.optimizers.RMSprop)(\n"
+        "    learning_rate=0.001\n)\n",
     ),
     "positional_arguments_by_keyword": (
         "import keras\nopt = keras.optimizers.SGD(0.01, 0.9, 0.0, True)\n",

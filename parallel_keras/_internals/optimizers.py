@@ -184,3 +184,23 @@ def restore_clip(optimizer) -> None:
         return
     for name in ("_parallel_keras_clip", "_clip_gradients", "_all_reduce_sum_gradients"):
         optimizer.__dict__.pop(name, None)
+
+
+# Keras 2's update formulas (compat.keras2_optimizer). Upstream surface:
+# `BaseOptimizer._get_variable_index` (optimizers/base_optimizer.py) and the
+# slot lists Keras 3's classes build in `build`: `RMSprop._velocities`,
+# `Adagrad._accumulators`, `Nadam._momentums` / `_velocities`
+# (optimizers/rmsprop.py, adagrad.py, nadam.py). A subclass's `update_step`
+# gets one variable and must find its slots; Keras's own `update_step`s do
+# it the same way. Checked on Keras 3.5.0 and 3.15.1 (the same names);
+# `tests/internals/test_optimizers.py` fails when they change.
+
+
+def optimizer_slot(optimizer: keras.optimizers.Optimizer, slots: str, variable) -> keras.Variable:
+    """The slot of `variable` in the Keras optimizer's list `slots` (`"velocities"`)."""
+    return getattr(optimizer, f"_{slots}")[optimizer._get_variable_index(variable)]
+
+
+def variable_index(optimizer: keras.optimizers.Optimizer, variable) -> int:
+    """The position of `variable` among the variables the optimizer was built for."""
+    return optimizer._get_variable_index(variable)

@@ -33,6 +33,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from parallel_keras._internals import optimizers as optimizer_internals
+
 
 def clip_norm(g: Any, c: float, n: Any) -> Any:
     """Keras 2's `keras.optimizers.clip_norm`: scales `g` by `c / n` when `n >= c`.
@@ -147,31 +149,132 @@ def _keras3_arguments(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     for clip in ("clipnorm", "clipvalue"):
         if clip in arguments and not arguments[clip]:
             del arguments[clip]  # Keras 2: 0 meant no clipping.
-    schedule_decay = arguments.pop("schedule_decay", 0.004)
-    if schedule_decay != 0.004:
-        raise ValueError(
-            "Keras 3's Nadam has Keras 2's momentum schedule with schedule_decay=0.004 only. "
-            f"Received: schedule_decay={schedule_decay}. Drop the argument (0.004) or write "
-            "the schedule in a keras.optimizers.Optimizer subclass."
-        )
+    if name == "Adagrad":
+        arguments.setdefault("initial_accumulator_value", 0.0)  # Keras 2's zeros.
     return arguments
 
 
-def keras2_optimizer(base: type) -> type:
-    """A subclass of a Keras 3 optimizer class built from Keras 2's arguments.
+# Keras 2's update formulas, where Keras 3's differ (keras/optimizers.py,
+# Keras 2.2.4 and 2.3.1, against keras/src/optimizers/*.py, Keras 3.5-3.15).
+# RMSprop and Adagrad: Keras 2 divided by `sqrt(a) + epsilon`, Keras 3 by
+# `sqrt(a + epsilon)` -- with small gradients the step differs by orders of
+# magnitude. Nadam: Keras 2's momentum schedule is `0.96 ** (t *
+# schedule_decay)`, Keras 3's `0.96 ** t`. SGD, Adam (amsgrad too), Adadelta
+# and Adamax compute Keras 2's numbers already.
 
-    For a project's subclass of a Keras 2 optimizer (`class
-    RMSPropMGPU(OptimizerMultiGPUMixin, RMSprop)`, built elsewhere with
-    `RMSPropMGPU(lr=lr, decay=1e-6, gdev_list=gpus)`), whose calls migrate
-    cannot see as the Keras optimizer's. Its `__init__` takes Keras 2's
-    arguments, by keyword or in Keras 2's positional order, with Keras 2's
-    meaning: `lr` is the learning rate, `decay=d` Keras 2's `lr / (1 + d *
+
+def _rmsprop_update_step(self: Any, gradient: Any, variable: Any, learning_rate: Any) -> None:
+    """Keras 2's RMSprop: `p - lr * g / (sqrt(a) + epsilon)`."""
+    if self.momentum > 0 or self.centered:
+        # Keras 2 had neither: Keras 3's arguments keep Keras 3's formula.
+        keras.optimizers.RMSprop.update_step(self, gradient, variable, learning_rate)
+        return
+    ops = keras.ops
+    lr = ops.cast(learning_rate, variable.dtype)
+    gradient = ops.cast(gradient, variable.dtype)
+    velocity = optimizer_internals.optimizer_slot(self, "velocities", variable)
+    self.assign(velocity, self.rho * velocity + (1 - self.rho) * ops.square(gradient))
+    self.assign_sub(variable, lr * gradient / (ops.sqrt(velocity) + self.epsilon))
+
+
+def _adagrad_update_step(self: Any, gradient: Any, variable: Any, learning_rate: Any) -> None:
+    """Keras 2's Adagrad: `p - lr * g / (sqrt(a) + epsilon)`."""
+    ops = keras.ops
+    lr = ops.cast(learning_rate, variable.dtype)
+    gradient = ops.cast(gradient, variable.dtype)
+    accumulator = optimizer_internals.optimizer_slot(self, "accumulators", variable)
+    self.assign_add(accumulator, ops.square(gradient))
+    self.assign_sub(variable, lr * gradient / (ops.sqrt(accumulator) + self.epsilon))
+
+
+def _nadam_build(self: Any, var_list: list) -> None:
+    """Keras 3's slots, and Keras 2's momentum-schedule product (one per variable)."""
+    if self.built:
+        return
+    keras.optimizers.Nadam.build(self, var_list)
+    self.keras2_m_schedules = [
+        self.add_variable(shape=(), initializer="ones", dtype=var.dtype, name="m_schedule")
+        for var in var_list
+    ]
+
+
+def _nadam_update_step(self: Any, gradient: Any, variable: Any, learning_rate: Any) -> None:
+    """Keras 2's Nadam, its momentum schedule `0.96 ** (t * schedule_decay)`."""
+    ops = keras.ops
+    dtype = variable.dtype
+    lr = ops.cast(learning_rate, dtype)
+    gradient = ops.cast(gradient, dtype)
+    beta_1 = ops.cast(self.beta_1, dtype)
+    beta_2 = ops.cast(self.beta_2, dtype)
+    t = ops.cast(self.iterations + 1, dtype)
+    cache_t = beta_1 * (1.0 - 0.5 * ops.power(0.96, t * self.schedule_decay))
+    cache_t_1 = beta_1 * (1.0 - 0.5 * ops.power(0.96, (t + 1.0) * self.schedule_decay))
+    index = optimizer_internals.variable_index(self, variable)
+    schedule = self.keras2_m_schedules[index]
+    schedule_new = schedule * cache_t
+    schedule_next = schedule_new * cache_t_1
+    self.assign(schedule, schedule_new)
+    m = optimizer_internals.optimizer_slot(self, "momentums", variable)
+    v = optimizer_internals.optimizer_slot(self, "velocities", variable)
+    self.assign(m, beta_1 * m + (1.0 - beta_1) * gradient)
+    self.assign(v, beta_2 * v + (1.0 - beta_2) * ops.square(gradient))
+    m_bar = (1.0 - cache_t) * gradient / (1.0 - schedule_new) + cache_t_1 * m / (
+        1.0 - schedule_next
+    )
+    v_prime = v / (1.0 - ops.power(beta_2, t))
+    self.assign_sub(variable, lr * m_bar / (ops.sqrt(v_prime) + self.epsilon))
+
+
+def _nadam_get_config(self: Any) -> dict[str, Any]:
+    config = keras.optimizers.Nadam.get_config(self)
+    config["schedule_decay"] = self.schedule_decay
+    return config
+
+
+_KERAS2_FORMULAS: dict[str, dict[str, Any]] = {
+    "RMSprop": {"update_step": _rmsprop_update_step},
+    "Adagrad": {"update_step": _adagrad_update_step},
+    "Nadam": {
+        "build": _nadam_build,
+        "update_step": _nadam_update_step,
+        "get_config": _nadam_get_config,
+    },
+}
+
+
+def keras2_optimizer(base: type) -> type:
+    """A subclass of a Keras 3 optimizer class with Keras 2's arguments and numbers.
+
+    What migrate builds a Keras 2 `RMSprop`, `Adagrad` or `Nadam` with
+    (`parallel_keras.compat.keras2_optimizer(keras.optimizers.RMSprop)(
+    learning_rate=0.001)`), and the base it gives a project's subclass of a
+    Keras 2 optimizer (`class RMSPropMGPU(OptimizerMultiGPUMixin,
+    RMSprop)`, built elsewhere with `RMSPropMGPU(lr=lr, decay=1e-6,
+    gdev_list=gpus)`), whose calls migrate cannot see as the Keras
+    optimizer's.
+
+    Its `__init__` takes Keras 2's arguments, by keyword or in Keras 2's
+    positional order, with Keras 2's defaults and meaning: `lr` is the
+    learning rate (Keras 2's default: `Adagrad` 0.01, `Adadelta` 1.0,
+    `Adamax` and `Nadam` 0.002), `decay=d` Keras 2's `lr / (1 + d *
     iterations)` (`InverseTimeDecay`), `epsilon=None` the backend epsilon,
-    `clipnorm=0`/`clipvalue=0` no clipping; its signature names them, so
-    code that reads it (a mixin decorator's `getargspec`) passes them on.
-    Keras 3 arguments (`learning_rate=`, `clipnorm=`, ...) pass through.
-    Modernise: subclass the `keras.optimizers` class and build it with
-    Keras 3's arguments.
+    `clipnorm=0`/`clipvalue=0` no clipping, Nadam's `schedule_decay`; its
+    signature names them, so code that reads it (a mixin decorator's
+    `getargspec`) passes them on. Keras 3 arguments (`learning_rate=`,
+    `clipnorm=`, ...) pass through.
+
+    Its updates are Keras 2's (keras/optimizers.py, 2.2.4 and 2.3.1) where
+    Keras 3's formula differs: `RMSprop` and `Adagrad` divide by `sqrt(a) +
+    epsilon` (Keras 3: `sqrt(a + epsilon)`, a different step where gradients
+    are small), `Adagrad`'s accumulators start at 0 (Keras 3: 0.1), and
+    `Nadam`'s momentum schedule is `0.96 ** (t * schedule_decay)` (Keras 3:
+    `0.96 ** t`). `SGD`, `Adam`, `Adadelta` and `Adamax` already compute
+    Keras 2's numbers. Under a `tf.distribute` strategy (`multi_gpu_model`)
+    the updates apply to the all-reduced gradients, as Keras 3's do.
+
+    Modernise: the `keras.optimizers` class with Keras 3's arguments
+    (`keras.optimizers.RMSprop(learning_rate=0.001)`), knowing that RMSprop,
+    Adagrad and Nadam then take slightly different steps.
 
     Args:
         base: A `keras.optimizers` class Keras 2 had: `SGD`, `RMSprop`,
@@ -190,6 +293,8 @@ def keras2_optimizer(base: type) -> type:
     >>> optimizer = compat.keras2_optimizer(keras.optimizers.SGD)(lr=0.5, momentum=0.9)
     >>> float(optimizer.learning_rate), float(optimizer.momentum)
     (0.5, 0.9)
+    >>> float(compat.keras2_optimizer(keras.optimizers.Adadelta)().learning_rate)
+    1.0
     """
     if base in _KERAS2_CLASSES:
         return _KERAS2_CLASSES[base]
@@ -218,7 +323,10 @@ def keras2_optimizer(base: type) -> type:
             )
         arguments = {key: value for (key, _), value in zip(signature, args)}
         arguments.update(kwargs)
+        schedule_decay = arguments.pop("schedule_decay", 0.004)
         base.__init__(self, **_keras3_arguments(name, arguments))  # type: ignore[misc]
+        if name == "Nadam":
+            self.schedule_decay = schedule_decay
 
     parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     parameters += [
@@ -227,7 +335,12 @@ def keras2_optimizer(base: type) -> type:
     ]
     parameters.append(inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD))
     __init__.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    subclass = type(base.__name__, (base,), {"__init__": __init__, "__module__": base.__module__})
+    namespace: dict[str, Any] = {"__init__": __init__, "__module__": base.__module__}
+    keras_class = getattr(keras.optimizers, name)
+    if getattr(base, "update_step", None) is keras_class.update_step:
+        # A base with its own update_step keeps it.
+        namespace.update(_KERAS2_FORMULAS.get(name, {}))
+    subclass = type(base.__name__, (base,), namespace)
     subclass.__qualname__ = base.__qualname__
     _KERAS2_CLASSES[base] = subclass
     return subclass

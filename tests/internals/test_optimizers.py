@@ -87,3 +87,25 @@ def test_keras_clips_before_the_optimizers_all_reduce():
     variable = keras.Variable([1.0, 1.0])
     optimizer.apply_gradients([(tf.constant([-3.0, 3.0]), variable)])
     np.testing.assert_allclose(variable.numpy(), [3.0, -1.0])
+
+
+@pytest.mark.parametrize(
+    "name, slots",
+    [
+        ("RMSprop", "velocities"),
+        ("Adagrad", "accumulators"),
+        ("Nadam", "momentums"),
+        ("Nadam", "velocities"),
+    ],
+)
+def test_keras_optimizers_keep_their_slots_where_keras2_formulas_read_them(name, slots):
+    # compat.keras2_optimizer's update steps read Keras 3's slot lists by
+    # variable index (keras/src/optimizers/rmsprop.py, adagrad.py, nadam.py).
+    model = _model()
+    optimizer = getattr(keras.optimizers, name)()
+    optimizer.build(model.trainable_variables)
+    for index, variable in enumerate(model.trainable_variables):
+        assert optimizers.variable_index(optimizer, variable) == index
+        slot = optimizers.optimizer_slot(optimizer, slots, variable)
+        assert tuple(slot.shape) == tuple(variable.shape)
+        assert any(slot is owned for owned in optimizer.variables)

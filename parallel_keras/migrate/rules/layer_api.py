@@ -286,7 +286,13 @@ class LayerApiRule(context.Rule):
         # `MyLayer(name=f'block/{i}')(x)`: a project's own class, called on
         # tensors right away, is a layer too.
         inner = updated.func
-        if isinstance(inner, cst.Call) and not _is_layer_call(ctx, original.func):
+        # (`original.func` is a name where an earlier rule made the call's
+        # function a call: `keras2_optimizer(RMSprop)(...)`.)
+        if (
+            isinstance(inner, cst.Call)
+            and isinstance(original.func, cst.Call)
+            and not _is_layer_call(ctx, original.func)
+        ):
             inner_name = syntax.keyword(inner, "name")
             if inner_name is not None and _has_slash_part(inner_name.value):
                 renamed = (

@@ -36,7 +36,36 @@ LEGACY_DEFAULT_LR = {
     "Adamax": "0.002",
     "Nadam": "0.002",
 }
+# Keras 3's default learning rates (keras/src/optimizers/*.py, checked in
+# 3.5 and 3.15; tf.keras 2.x's were the same). Where it differs from Keras
+# 2.2-2.3's, a standalone Keras 2 script that relied on the default gets
+# Keras 2's value written out: `Adadelta()` trained with lr=1.0, 1000 times
+# Keras 3's.
+KERAS3_DEFAULT_LR = {
+    "SGD": "0.01",
+    "RMSprop": "0.001",
+    "Adagrad": "0.001",
+    "Adadelta": "0.001",
+    "Adam": "0.001",
+    "Adamax": "0.001",
+    "Nadam": "0.001",
+}
 _LOWERCASE_ALIASES = {name.lower(): name for name in LEGACY_SIGNATURES}
+# Where Keras 3's update formula differs from Keras 2.2-2.3's (checked
+# against keras/optimizers.py 2.2.4 and keras/src/optimizers/*.py 3.15):
+# standalone Keras 2 code builds these through compat.keras2_optimizer.
+_KERAS2_OPTIMIZER = "parallel_keras.compat.keras2_optimizer"
+KERAS2_FORMULAS = {
+    "RMSprop": "Keras 2's RMSprop divided by sqrt(a) + epsilon, Keras 3's by sqrt(a + epsilon)",
+    "Adagrad": (
+        "Keras 2's Adagrad divided by sqrt(a) + epsilon from zero accumulators, Keras 3's "
+        "by sqrt(a + epsilon) from 0.1"
+    ),
+    "Nadam": (
+        "Keras 2's Nadam momentum schedule was 0.96 ** (t * schedule_decay), Keras 3's 0.96 ** t"
+    ),
+}
+_NOT_MODEL_COMPILE = frozenset({"re.compile", "regex.compile"})
 _SCHEDULES = frozenset({"keras.optimizers.schedules.InverseTimeDecay"})
 _SETS_LR = frozenset({"keras.callbacks.ReduceLROnPlateau", "keras.callbacks.LearningRateScheduler"})
 
@@ -48,6 +77,45 @@ def _optimizer_class(ctx: context.Context, call: cst.Call) -> str | None:
     if module in ("keras.optimizers", "keras.optimizers.legacy") and name in LEGACY_SIGNATURES:
         return name
     return None
+
+
+def _standalone_keras(ctx: context.Context, func: cst.BaseExpression) -> bool:
+    """Whether `func` is standalone Keras 2's `keras.optimizers.X`.
+
+    `tf.keras.optimizers.X` and `keras.optimizers.legacy.X` are TF 2's
+    optimizers, whose default learning rates were already Keras 3's.
+    """
+    names = [name.name for name in ctx.qualified_names(func)]
+    if not names:
+        names = [syntax.fallback_name(func) or ""]
+    return all(name.rpartition(".")[0] == "keras.optimizers" for name in names)
+
+
+def _string_optimizer(node: cst.BaseExpression) -> str | None:
+    """`'adadelta'` -> `Adadelta`: a Keras 2 optimizer named by a string."""
+    text = syntax.string_value(node)
+    if text is None:
+        return None
+    return _LOWERCASE_ALIASES.get(text.lower())
+
+
+def _module_constant(ctx: context.Context, node: cst.BaseExpression) -> cst.BaseExpression:
+    """The string a module-level constant (`OPTIMIZER = 'adadelta'`) holds, else `node`."""
+    if not isinstance(node, cst.Name):
+        return node
+    literal = ctx.string_constants.get(node.value)
+    # Only the module's own name: not a function's parameter or local of that name.
+    names = {name.name for name in ctx.qualified_names(node)}
+    if literal is None or names != {node.value}:
+        return node
+    return literal
+
+
+def _string_differs(name: str | None) -> bool:
+    """Whether Keras 3 reads the optimizer string `name` differently from Keras 2."""
+    return name is not None and (
+        LEGACY_DEFAULT_LR[name] != KERAS3_DEFAULT_LR[name] or name in KERAS2_FORMULAS
+    )
 
 
 AUDIT = [
@@ -69,6 +137,18 @@ AUDIT = [
         "keywords",
         "Keras 3 reordered the positional arguments",
     ),
+    (
+        "keras.optimizers.X() without lr (X: Adagrad, Adadelta, Adamax, Nadam), "
+        "compile(optimizer='x'), keras.optimizers.get('x')",
+        "keras.optimizers.Adadelta(learning_rate=1.0) (Keras 2's default)",
+        "Keras 3's default learning rate differs (Adadelta: 1.0 -> 0.001)",
+    ),
+    (
+        "keras.optimizers.X(...) (X: RMSprop, Adagrad, Nadam), compile(optimizer='x')",
+        "parallel_keras.compat.keras2_optimizer(keras.optimizers.RMSprop)(...)",
+        "Keras 3's update formula differs (sqrt(a + eps) for sqrt(a) + eps; Nadam's schedule)",
+        "keras.optimizers.RMSprop(...)",
+    ),
     ("keras.optimizers.Nadam(schedule_decay=)", None, "Keras 3's Nadam has a fixed schedule"),
     (
         "ReduceLROnPlateau / LearningRateScheduler next to a decay schedule",
@@ -88,6 +168,36 @@ class OptimizerRule(context.Rule):
         self._factories: set[str] = set()
         # Whether the script decays a learning rate (a `decay=` or a schedule).
         self._uses_decay = False
+        # Whether the script imports standalone Keras (`import keras`, `from
+        # keras.x import y`) or tf.keras: a string optimizer ('adadelta') had
+        # Keras 2.2-2.3's default learning rate only in the former.
+        self._standalone = False
+        self._tf_keras = False
+
+    def visit_Import(self, ctx, node):
+        for alias in node.names:
+            module = syntax.dotted(alias.name) or ""
+            if module == "keras" or module.startswith("keras."):
+                self._standalone = True
+            elif module.startswith("tensorflow.keras") or module == "tf_keras":
+                self._tf_keras = True
+
+    def visit_ImportFrom(self, ctx, node):
+        module = syntax.dotted(node.module) if node.module is not None else ""
+        module = module or ""
+        if node.relative:
+            return
+        if module == "keras" or module.startswith("keras."):
+            self._standalone = True
+        elif module.startswith("tensorflow.keras") or module.startswith("tf_keras"):
+            self._tf_keras = True
+        elif module == "tensorflow" and not isinstance(node.names, cst.ImportStar):
+            if any(syntax.dotted(alias.name) == "keras" for alias in node.names):
+                self._tf_keras = True
+
+    def visit_Attribute(self, ctx, node):
+        if syntax.dotted(node) in ("tf.keras", "tensorflow.keras"):
+            self._tf_keras = True
 
     def visit_Assign(self, ctx, node):
         value = node.value
@@ -153,7 +263,9 @@ class OptimizerRule(context.Rule):
         if self._factory_call(ctx, original) and not syntax.has_star(updated):
             return self._factory(ctx, original, updated)
         name = _optimizer_class(ctx, original)
-        if name is None or syntax.has_star(updated):
+        if name is None:
+            return self._string_call(ctx, original, updated)
+        if syntax.has_star(updated):
             return updated
         messages = []
         if len(syntax.positional(updated)) > 1:
@@ -190,7 +302,13 @@ class OptimizerRule(context.Rule):
                     "decay_steps=1, decay_rate=d): Keras 2's lr / (1 + d * "
                     "iterations); Keras 3 ignores decay= with only a warning"
                 )
+        updated = self._default_learning_rate(ctx, original, name, updated, messages)
         updated = self._changed_meaning(ctx, original, name, updated, messages)
+        if messages:
+            ctx.change(original, RULE, f"{name}: " + "; ".join(messages))
+        if name in KERAS2_FORMULAS and _standalone_keras(ctx, original.func):
+            # Nadam's schedule_decay works there too.
+            return self._keras2_formula(ctx, original, name, updated)
         if syntax.keyword(updated, "schedule_decay") is not None:
             ctx.flag(
                 original,
@@ -198,9 +316,120 @@ class OptimizerRule(context.Rule):
                 "Nadam's `schedule_decay` does not exist in Keras 3",
                 "remove schedule_decay= (Keras 3's Nadam has a fixed momentum schedule).",
             )
-        if messages:
-            ctx.change(original, RULE, f"{name}: " + "; ".join(messages))
         return updated
+
+    def _keras2_formula(self, ctx, original, name, updated):
+        """`RMSprop(...)` -> `parallel_keras.compat.keras2_optimizer(RMSprop)(...)`."""
+        ctx.require_import("parallel_keras")
+        wrapped = cst.Call(func=syntax.expression(_KERAS2_OPTIMIZER), args=[cst.Arg(updated.func)])
+        keras_class = f"keras.optimizers.{name}"
+        ctx.compat(
+            original,
+            RULE,
+            f"`{syntax.code(updated.func)}(...)` -> `{_KERAS2_OPTIMIZER}("
+            f"{syntax.code(updated.func)})(...)`: {KERAS2_FORMULAS[name]}",
+            f"`{keras_class}(...)` (Keras 3's formula: slightly different steps)",
+        )
+        return updated.with_changes(func=wrapped)
+
+    def _default_learning_rate(self, ctx, original, name, updated, messages):
+        """`Adadelta()` -> `Adadelta(learning_rate=1.0)`: Keras 2's default, written out."""
+        default = LEGACY_DEFAULT_LR[name]
+        if (
+            default == KERAS3_DEFAULT_LR[name]
+            or syntax.keyword(updated, "learning_rate") is not None
+            or syntax.positional(updated)
+            or not _standalone_keras(ctx, original.func)
+        ):
+            return updated
+        new_arg = syntax.make_arg("learning_rate", syntax.expression(default))
+        if updated.args:
+            new_arg = new_arg.with_changes(
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            )
+        messages.append(
+            f"wrote out `learning_rate={default}`, Keras 2's default (Keras 3's default "
+            f"is {KERAS3_DEFAULT_LR[name]})"
+        )
+        return updated.with_changes(args=[new_arg, *updated.args])
+
+    def _string_call(self, ctx, original, updated):
+        """`compile(optimizer='adadelta')`, `keras.optimizers.get('adadelta')`."""
+        if not self._standalone or self._tf_keras or syntax.has_star(updated):
+            return updated
+        if ctx.qualified_name(original.func) == "keras.optimizers.get":
+            arg = syntax.keyword(updated, "identifier") or next(
+                iter(syntax.positional(updated)), None
+            )
+            if arg is None or len(updated.args) != 1:
+                return updated
+            name = _string_optimizer(arg.value)
+            if not _string_differs(name):
+                return updated
+            new = self._optimizer_expression(ctx, name)
+            self._record_string(ctx, original, name, syntax.code(original), syntax.code(new))
+            return new
+        if syntax.method_name(original) != "compile" or not isinstance(
+            original.func, cst.Attribute
+        ):
+            return updated
+        if ctx.qualified_name(original.func) in _NOT_MODEL_COMPILE:
+            return updated  # `re.compile('adam')`
+        arg = syntax.keyword(updated, "optimizer")
+        if arg is None:
+            positional = syntax.positional(updated)
+            arg = positional[0] if positional else None
+        if arg is None:
+            return updated
+        original_arg = syntax.keyword(original, "optimizer") or syntax.positional(original)[0]
+        name = _string_optimizer(arg.value) or _string_optimizer(
+            _module_constant(ctx, original_arg.value)
+        )
+        if not _string_differs(name):
+            return updated
+        new = self._optimizer_expression(ctx, name)
+        self._record_string(
+            ctx,
+            original,
+            name,
+            f"optimizer={syntax.code(arg.value)}",
+            f"optimizer={syntax.code(new)}",
+        )
+        return updated.with_changes(
+            args=[a.with_changes(value=new) if a is arg else a for a in updated.args]
+        )
+
+    def _optimizer_expression(self, ctx, name):
+        """`keras.optimizers.<name>(learning_rate=<Keras 2's default>)`, through
+        `keras2_optimizer` where Keras 3's formula differs."""
+        keras_class = f"{ctx.keras_module()}.optimizers.{name}"
+        arguments = ""
+        if LEGACY_DEFAULT_LR[name] != KERAS3_DEFAULT_LR[name]:
+            arguments = f"learning_rate={LEGACY_DEFAULT_LR[name]}"
+        if name in KERAS2_FORMULAS:
+            ctx.require_import("parallel_keras")
+            return syntax.expression(f"{_KERAS2_OPTIMIZER}({keras_class})({arguments})")
+        return syntax.expression(f"{keras_class}({arguments})")
+
+    def _record_string(self, ctx, original, name, before, after):
+        """The report line of a string optimizer that became a class."""
+        reasons = []
+        if LEGACY_DEFAULT_LR[name] != KERAS3_DEFAULT_LR[name]:
+            reasons.append(
+                f"Keras 2's default learning rate is {LEGACY_DEFAULT_LR[name]}, Keras 3's "
+                f"{KERAS3_DEFAULT_LR[name]}"
+            )
+        if name not in KERAS2_FORMULAS:
+            ctx.change(original, RULE, f"`{before}` -> `{after}`: " + "; ".join(reasons))
+            return
+        reasons.append(KERAS2_FORMULAS[name])
+        ctx.compat(
+            original,
+            RULE,
+            f"`{before}` -> `{after}`: " + "; ".join(reasons),
+            f"`keras.optimizers.{name}(learning_rate={LEGACY_DEFAULT_LR[name]})` "
+            "(Keras 3's formula: slightly different steps)",
+        )
 
     def _changed_meaning(self, ctx, original, name, updated, messages):
         """`epsilon=None`, `clipnorm=0`, `clipvalue=0`: Keras 2's defaults, spelled out."""

@@ -11,6 +11,8 @@ from keras.applications import MobileNet
 from parallel_keras import multi_gpu_model
 from keras import backend as K
 import numpy as np
+import keras
+import parallel_keras
 
 num_samples = 32
 height = 32
@@ -28,7 +30,7 @@ with tf.device('/cpu:0'):
 
 parallel_model = multi_gpu_model(model, gpus=2)
 parallel_model.compile(loss='categorical_crossentropy',
-                       optimizer='rmsprop')
+                       optimizer=parallel_keras.compat.keras2_optimizer(keras.optimizers.RMSprop)())
 
 # 生成虚拟数据
 x = np.random.random((num_samples, height, width, 3))

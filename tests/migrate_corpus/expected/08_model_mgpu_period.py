@@ -26,7 +26,12 @@ outputs = Dense(1)(hidden)
 model = Model(inputs=inputs, outputs=outputs)
 
 parallel_model = ModelMGPU(model, gpus=2)
-parallel_model.compile(optimizer=RMSprop(learning_rate=0.001, rho=0.9), loss='mse')
+parallel_model.compile(
+    optimizer=parallel_keras.compat.keras2_optimizer(RMSprop)(
+        learning_rate=0.001, rho=0.9
+    ),
+    loss='mse'
+)
 
 callbacks = [
     parallel_keras.callbacks.ModelCheckpoint(

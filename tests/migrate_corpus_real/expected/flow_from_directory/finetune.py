@@ -11,6 +11,7 @@ from keras.layers import Activation, Dropout, Flatten, Dense
 from keras import backend as K
 from parallel_keras import multi_gpu_model
 import keras
+import parallel_keras
 
 # parallel-keras migrate: per_process_gpu_memory_fraction=0.45 became
 #   memory growth; for a hard cap, call
@@ -45,7 +46,7 @@ model.add(Dense(1))
 model.add(Activation('sigmoid'))
 
 parallel_model = multi_gpu_model(model, gpus=2)
-parallel_model.compile(loss='binary_crossentropy', optimizer='rmsprop',
+parallel_model.compile(loss='binary_crossentropy', optimizer=parallel_keras.compat.keras2_optimizer(keras.optimizers.RMSprop)(),
                        metrics=['accuracy'])
 train_generator = keras.utils.image_dataset_from_directory(train_data_dir, image_size=(img_width, img_height), batch_size=batch_size, shuffle=False, label_mode='binary', interpolation='nearest').map(lambda images, labels: (keras.ops.cast(images, 'float32') * (1. / 255), labels))
 validation_generator = keras.utils.image_dataset_from_directory(validation_data_dir, image_size=(img_width, img_height), batch_size=batch_size, shuffle=False, label_mode='binary', interpolation='nearest').map(lambda images, labels: (keras.ops.cast(images, 'float32') * (1. / 255), labels))

@@ -40,7 +40,7 @@ class MultiGPUCheckpoint(parallel_keras.ParallelModelCheckpoint):
 
 model = create_siamese(INPUT_SHAPE)
 parallel_model = multi_gpu_model(model, gpus=args.gpus)
-parallel_model.compile(loss='binary_crossentropy', optimizer=RMSprop(learning_rate=0.001),
+parallel_model.compile(loss='binary_crossentropy', optimizer=parallel_keras.compat.keras2_optimizer(RMSprop)(learning_rate=0.001),
                        metrics=['acc'])
 
 if not os.path.exists(args.checkpoint_dir):

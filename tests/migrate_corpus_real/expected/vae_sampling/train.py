@@ -10,6 +10,8 @@ from keras.losses import binary_crossentropy
 from parallel_keras import multi_gpu_model
 
 from vae import build_vae
+import keras
+import parallel_keras
 
 
 def main():
@@ -30,7 +32,10 @@ def main():
         return original_dim * binary_crossentropy(y_true, y_pred)
 
     parallel_vae = multi_gpu_model(vae, gpus=args.gpus)
-    parallel_vae.compile(optimizer='rmsprop', loss=reconstruction_loss)
+    parallel_vae.compile(
+        optimizer=parallel_keras.compat.keras2_optimizer(keras.optimizers.RMSprop)(),
+        loss=reconstruction_loss
+    )
     parallel_vae.summary()
     parallel_vae.fit(x_train, x_train,
                      shuffle=True,

@@ -8,6 +8,7 @@ from parallel_keras import multi_gpu_model
 
 from . import model
 from .util import load_data
+import parallel_keras
 import parallel_keras.devices
 import tensorflow
 
@@ -27,9 +28,7 @@ def train_and_evaluate(args):
     gpus = len([device.name for device in tensorflow.config.list_logical_devices('GPU') or (tensorflow.config.list_logical_devices('CPU') if parallel_keras.devices.gpus_are_simulated() else [])])
     parallel_model = multi_gpu_model(keras_model, gpus=gpus)
     parallel_model.compile(loss='binary_crossentropy',
-                           optimizer=keras.optimizers.RMSprop(
-                               learning_rate=args.learning_rate
-                           ),
+                           optimizer=parallel_keras.compat.keras2_optimizer(keras.optimizers.RMSprop)(learning_rate=args.learning_rate),
                            metrics=['acc'])
     os.makedirs(args.job_dir, exist_ok=True)
     # parallel-keras migrate: Keras 3 needs this suffix: a full-model
