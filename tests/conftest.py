@@ -44,6 +44,33 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.subprocess)
 
 
+@pytest.fixture
+def imgaug_warnings_stay_in_the_worker():
+    """Re-issues imgaug's own warnings as `UserWarning`s with the same text.
+
+    imgaug 0.4.0 warns with its own `imgaug.imgaug.DeprecationWarning`.
+    pytest-xdist's controller rebuilds a worker's warning by importing the
+    module of its class, and `imgaug.imgaug` does not import under NumPy 2
+    outside `parallel_keras.compat.imgaug`: the worker goes down. Other
+    warnings pass through as they are.
+    """
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for warning in caught:
+        category = warning.category
+        if category.__module__.split(".")[0] == "imgaug":
+            category = UserWarning
+        warnings.warn_explicit(
+            warning.message if category is warning.category else str(warning.message),
+            category,
+            warning.filename,
+            warning.lineno,
+        )
+
+
 @pytest.fixture(autouse=True)
 def _child_processes_are_marked(request, monkeypatch):
     """Fails a test that starts a child process without the `subprocess` mark.

@@ -17,6 +17,9 @@ import sys
 import numpy as np
 import pytest
 
+# imgaug's own warning class breaks pytest-xdist's controller (see conftest).
+pytestmark = pytest.mark.usefixtures("imgaug_warnings_stay_in_the_worker")
+
 if importlib.util.find_spec("imgaug") is None:  # importing it plainly fails under NumPy 2
     pytest.skip(
         "imgaug 0.4.0 is not installed (pip install imgaug==0.4.0)", allow_module_level=True

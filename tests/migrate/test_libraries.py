@@ -17,6 +17,9 @@ from parallel_keras import migrate
 from parallel_keras.migrate.rules import libraries
 from tests.migrate.helpers import check_flag, check_rules, flags
 
+# imgaug's own warning class breaks pytest-xdist's controller (see conftest).
+pytestmark = pytest.mark.usefixtures("imgaug_warnings_stay_in_the_worker")
+
 _RULE = libraries.LibrariesRule
 
 
