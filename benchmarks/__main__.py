@@ -16,6 +16,9 @@ Commands (`python -m benchmarks COMMAND --help` lists each one's flags):
                      whole processes.
     accumulation     gradient_accumulation_steps=4 against none, per batch,
                      alternating rounds in one process.
+    first-step       time to a deep model's first train step (tracing):
+                     multi_gpu_model, native MirroredStrategy, one device,
+                     each a fresh process, interleaved rounds.
 
 Examples:
 
@@ -23,6 +26,7 @@ Examples:
     python -m benchmarks --quick --baseline=benchmarks/results/quick.json
     python -m benchmarks shim-overhead --replicas=4
     python -m benchmarks startup --runs=9
+    python -m benchmarks first-step --blocks=24 --rounds=3
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ COMMANDS = {
     "multi-worker": "benchmarks.multi_worker",
     "startup": "benchmarks.startup",
     "accumulation": "benchmarks.accumulation",
+    "first-step": "benchmarks.first_step",
 }
 DEFAULT_COMMAND = "suite"
 _HELP = ("-h", "--help", "--helpshort", "--helpfull", "-?")

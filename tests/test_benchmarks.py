@@ -557,6 +557,29 @@ def test_startup_goals_are_relative_to_bare_python():
     assert table.splitlines()[-1].startswith("python -c pass (A/A control): A/A control")
 
 
+def test_first_step_reports_medians_ratios_to_native_and_traces():
+    from benchmarks import first_step
+
+    def rounds(first_steps, traces):
+        return [
+            {"first_step_s": value, "second_step_s": 0.1, "traces_of_the_step": traces}
+            for value in first_steps
+        ]
+
+    results = {
+        "shim": rounds([30.0, 36.0, 33.0], 1),
+        "native": rounds([20.0, 24.0, 22.0], 1),
+        "one_device": rounds([10.0, 12.0, 11.0], 2),
+    }
+    table = first_step.report(results)
+    lines = {line.split()[0]: line for line in table.splitlines()[1:]}
+    # Round by round: 1.5 x native in every round, and 0.5 x for one device.
+    assert re.search(r"33\.0 \[30\.0, 36\.0\]\s+1\.50 \[1\.50, 1\.50\]", lines["shim"])
+    assert "reference" in lines["native"]
+    assert lines["one_device"].split()[-1] == "2"
+    assert first_step.APPROACHES == ("shim", "native", "one_device")
+
+
 def test_paired_ratio_is_the_median_of_round_ratios_with_an_interval_around_it():
     # Drift between rounds (x1, x10, x100) cancels: each round is compared
     # with its neighbour.

@@ -665,3 +665,37 @@ def test_optimizer_scalars_convert_to_python_numbers_as_on_one_device(gpus):
     reference, parallel = models
     assert float(parallel.optimizer.learning_rate) == float(reference.optimizer.learning_rate)
     assert int(parallel.optimizer.iterations) == int(reference.optimizer.iterations) == 2
+
+
+# --- Tracing -------------------------------------------------------------------
+
+
+class _CountsReplicaTraces(keras.layers.Layer):
+    """The identity; counts the calls traced on a replica (one per replica
+    each time Keras traces a step)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.replica_traces = 0
+
+    def call(self, inputs):
+        context = tf.distribute.get_replica_context()
+        if tf.inside_function() and context is not None and context.num_replicas_in_sync > 1:
+            self.replica_traces += 1
+        return inputs
+
+
+def test_the_first_fit_traces_the_train_step_once_per_replica():
+    # A variable created inside a tf.function's first trace makes TensorFlow
+    # trace it a second time; the replicas' seed counter was created there,
+    # so a deep model waited through two traces of its step before step 1.
+    keras.utils.set_random_seed(5)
+    counter = _CountsReplicaTraces()
+    inputs = keras.Input((4,))
+    template = keras.Model(inputs, keras.layers.Dense(2)(counter(inputs)))
+    parallel = parallel_keras.multi_gpu_model(template, gpus=4)
+    x = np.random.RandomState(3).rand(16, 4).astype("float32")
+    y = np.random.RandomState(4).rand(16, 2).astype("float32")
+    parallel.compile(keras.optimizers.SGD(0.1), "mse")
+    parallel.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    assert counter.replica_traces == 4

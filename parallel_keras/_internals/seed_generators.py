@@ -27,7 +27,8 @@ When each is set up:
   changing seedless random ops for every model, one device included. What
   the step sets is one attribute of its own new thread's Keras state (no
   method of any object); the state it draws from, one counter variable per
-  strategy, is made once, on the first trace.
+  strategy, is made once, eagerly, before the first step is traced
+  (`make_replica_seeds`, when a run starts).
 """
 
 from __future__ import annotations
@@ -51,9 +52,16 @@ from parallel_keras._internals import variables
 # each trace creates new generator variables inside the function: "tf.function
 # only supports singleton tf.Variables created on the first call". Each
 # replica thread is given a generator instead, drawing from one counter
-# variable shared by the replicas (created once, on the first trace) mixed
-# with the replica's id: every replica draws its own noise, as Keras 2's
-# towers (one random op per tower) did.
+# variable shared by the replicas mixed with the replica's id: every replica
+# draws its own noise, as Keras 2's towers (one random op per tower) did.
+#
+# The counter is created eagerly when a run starts (`make_replica_seeds`),
+# never inside a trace: a `tf.function` whose first trace creates a variable
+# is traced a second time, without variable creation (TF 2.16-2.21
+# polymorphic_function.py `Function._call`: `_initialize`, then
+# `_no_variable_creation_config`). Created in the first trace, the counter
+# made Keras trace the whole train step twice: for a deep model on 4
+# replicas, minutes before step 1 (`python -m benchmarks first-step`).
 
 _REPLICA_SEEDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -68,16 +76,17 @@ class _ReplicaSeeds:
     other readers: `fit(shuffle=True)` orders a `PyDataset`'s batches with
     `random.shuffle` (trainers/data_adapters/py_dataset_adapter.py), so from
     the second epoch on the parallel model trained on other batch orders
-    than one device. The counter variable is still made on the first trace
-    (tf.function creates variables only then); its seed is derived from
-    Python's random state without drawing from it, and the draw one device
-    makes is made when a seedless op first runs.
+    than one device. The counter variable is made before any step (see
+    `make_replica_seeds`); its seed is derived from Python's random state
+    without drawing from it, and the draw one device makes is made when a
+    seedless op first runs.
     """
 
     def __init__(self):
         state_seed = random.Random(hash(random.getstate())).randint(1, int(1e9))
-        # Created in the replica context on the first trace, lifted out of the
-        # function; ONLY_FIRST_REPLICA: every replica advances it alike.
+        # ONLY_FIRST_REPLICA: every replica advances it alike. Outside any
+        # function (made in a trace only by `use_replica_seed_generator`'s
+        # fallback, and then lifted out of it).
         with tf.init_scope():
             self.counter = tf.Variable(
                 [state_seed, 0],
@@ -134,6 +143,18 @@ def _replica_seed_generator_class():
     return ReplicaSeedGenerator
 
 
+def make_replica_seeds(strategy: tf.distribute.Strategy) -> None:
+    """Creates `strategy`'s replica seed counter now, outside any trace.
+
+    Called eagerly where a run of a model on `strategy` starts, before
+    Keras traces its step functions; a no-op once made, and on one replica.
+    """
+    if strategy.num_replicas_in_sync == 1 or strategy in _REPLICA_SEEDS:
+        return
+    with strategy.scope():
+        _REPLICA_SEEDS[strategy] = _ReplicaSeeds()
+
+
 # Python-level bookkeeping run while a step is traced: not converted (Keras's
 # own step functions are not either).
 @tf.autograph.experimental.do_not_convert
@@ -151,6 +172,8 @@ def use_replica_seed_generator() -> None:
     strategy = tf.distribute.get_strategy()
     shared = _REPLICA_SEEDS.get(strategy)
     if shared is None:
+        # A step traced without a run before it (`make_replica_seeds`): the
+        # function that creates the counter is traced twice.
         shared = _REPLICA_SEEDS[strategy] = _ReplicaSeeds()
     generator = _replica_seed_generator_class()(shared, int(replica))
     # The key's constant exists from Keras 3.8; 3.5-3.7 spell it inline.

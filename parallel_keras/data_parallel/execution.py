@@ -19,7 +19,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from parallel_keras._internals import loss_tracking, symbolic_build
+from parallel_keras._internals import loss_tracking, seed_generators, symbolic_build
 from parallel_keras.cluster import prepared
 from parallel_keras.data_parallel import batches, python_data, sample_weights
 from parallel_keras.saving import atomic
@@ -81,9 +81,17 @@ class Execution:
     def running(self):
         """Context in which Keras's datasets for this model are prepared,
         and Python data is read one batch per step (`python_data.py`)."""
-        self.adopt_added_layers()
+        self.set_up_run()
         python_data.install()
         return prepared.preparing_batches(self.strategy, self.prepare)
+
+    def set_up_run(self) -> None:
+        """What a run needs before Keras traces its steps: layers added to
+        the template adopted, and the replicas' seed counter made
+        (`_internals.seed_generators.make_replica_seeds`: made inside the
+        first trace, it would have Keras trace the step twice)."""
+        self.adopt_added_layers()
+        seed_generators.make_replica_seeds(self.strategy)
 
     # --- Stateful templates ------------------------------------------------
 
@@ -240,7 +248,7 @@ class Execution:
     def _on_batch(self, kind: str, x, y, sample_weight, return_dict: bool):
         """Runs Keras's train or test function on one prepared global batch."""
         model = self.model
-        self.adopt_added_layers()
+        self.set_up_run()
         batch = self.distributed_batch(x, y, sample_weight)
         symbolic_build.maybe_symbolic_build(model, data_batch=batch)
         getattr(model, f"make_{kind}_function")()
@@ -253,7 +261,7 @@ class Execution:
     def predict_on_batch(self, x):
         sample_weights.check_rows("predict_on_batch", x)
         model = self.model
-        self.adopt_added_layers()
+        self.set_up_run()
         batch = self.distributed_batch(x)
         model.make_predict_function()
         outputs = model.predict_function([batch])
