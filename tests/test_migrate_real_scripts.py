@@ -32,7 +32,6 @@ REWRITES = {
             """),
         textwrap.dedent("""\
             import tensorflow as tf
-            from keras import backend as K
 
             # as needed
             for physical_gpu in tf.config.list_physical_devices('GPU'):
@@ -49,7 +48,6 @@ REWRITES = {
             """),
         textwrap.dedent("""\
             import tensorflow as tf
-            import keras.backend as KTF
 
             tf.config.set_soft_device_placement(True)
             tf.debugging.set_log_device_placement(False)
@@ -163,7 +161,6 @@ REWRITES = {
             G = len(K.tensorflow_backend._get_available_gpus())
             """),
         textwrap.dedent("""\
-            from keras import backend as K
             import parallel_keras.devices
             import tensorflow
 
@@ -178,7 +175,6 @@ REWRITES = {
             """),
         textwrap.dedent("""\
             import tensorflow as tf
-            from keras import backend as K
             import parallel_keras.devices
 
             gpus = len([device for device in tf.config.list_logical_devices('GPU') or (tf.config.list_logical_devices('CPU') if parallel_keras.devices.gpus_are_simulated() else [])])
@@ -594,7 +590,8 @@ def test_gpu_setup_moves_before_the_first_use_of_tensorflow():
     migrated = migrate.migrate_source(before).migrated
     growth = migrated.index("tf.config.experimental.set_memory_growth")
     assert growth < migrated.index("G = len(")
-    assert migrated.index("from keras import backend as K") < growth
+    assert migrated.index("import tensorflow as tf") < growth
+    assert "from keras import backend as K" not in migrated  # no `K.` is left
     assert "ConfigProto" not in migrated and "set_session" not in migrated
 
 

@@ -10,7 +10,6 @@ import os
 import numpy as np
 import tensorflow as tf
 import keras
-from keras import backend as K
 from keras.callbacks import ModelCheckpoint, LearningRateScheduler
 from keras.datasets import cifar10
 from keras.optimizers import Adam

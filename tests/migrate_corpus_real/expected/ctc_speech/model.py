@@ -1,5 +1,4 @@
 """Acoustic model: BiGRU over spectrogram frames, CTC loss in a Lambda layer."""
-from keras import backend as K
 from keras.layers import Input, Dense, Lambda, Bidirectional, GRU, TimeDistributed
 from keras.models import Model
 import keras

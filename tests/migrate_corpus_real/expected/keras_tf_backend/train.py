@@ -5,8 +5,6 @@ import os
 
 import numpy as np
 import tensorflow as tf
-import keras.backend as KTF
-from keras import backend as K
 from keras.callbacks import ModelCheckpoint, ReduceLROnPlateau
 from keras.layers import Dense, Dropout, Input
 from keras.models import Model

@@ -4,7 +4,6 @@ import math
 import os
 
 import numpy as np
-from keras import backend as K
 from keras.callbacks import ModelCheckpoint
 from keras.optimizers import Adam
 from keras.utils import Sequence, to_categorical

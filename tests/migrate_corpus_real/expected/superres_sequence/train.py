@@ -6,7 +6,6 @@ import argparse
 import math
 
 import numpy as np
-from keras import backend as K
 from keras.layers import Conv2D, Input
 from keras.models import Model
 from keras.optimizers import Adam

@@ -6,7 +6,6 @@ import argparse
 import time
 
 import numpy as np
-from keras import backend as K
 from keras.layers import Input, Dense, BatchNormalization
 from keras.models import Model
 from keras.optimizers import Adam

@@ -3,7 +3,6 @@
 import argparse
 
 import numpy as np
-from keras import backend as K
 from keras.callbacks import ModelCheckpoint
 from keras.optimizers import Adam
 from parallel_keras import multi_gpu_model

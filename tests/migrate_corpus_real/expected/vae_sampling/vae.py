@@ -1,5 +1,4 @@
 """VAE building blocks: the reparameterisation trick, with its KL term."""
-from keras import backend as K
 from keras.layers import Layer
 from keras.layers import Input, Dense
 from keras.models import Model

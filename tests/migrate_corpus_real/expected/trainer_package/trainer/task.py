@@ -3,7 +3,6 @@ import argparse
 import os
 
 import keras
-from keras import backend as K
 from parallel_keras import multi_gpu_model
 
 from . import model
