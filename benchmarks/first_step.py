@@ -50,7 +50,11 @@ _IMAGE_SIZE = flags.DEFINE_integer("image-size", 16, "Height and width of the im
 _BATCH_SIZE = flags.DEFINE_integer("batch-size", 8, "Global batch size.")
 _ROUNDS = flags.DEFINE_integer("rounds", 3, "Rounds; each round runs every approach once.")
 _CONTROL = flags.DEFINE_bool("control", False, "Add an A/A control: native twice per round.")
-_OUTPUT = flags.DEFINE_string("output", None, "Also write the results to this JSON file.")
+# `--output` is also `benchmarks.startup`'s: one process that imports both
+# (the tests) keeps one definition instead of failing with DuplicateFlagError.
+_OUTPUT = flags.DEFINE_string(
+    "output", None, "Also write the results to this JSON file.", allow_override=True
+)
 _WORKER = flags.DEFINE_enum(
     "worker",
     None,
