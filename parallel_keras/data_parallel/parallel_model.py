@@ -110,6 +110,7 @@ from parallel_keras.data_parallel import (
     endless,
     keras2_arguments,
     keras2_layers,
+    list_batches,
     sample_weights,
     steps,
     strategies,
@@ -357,6 +358,9 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         )
         endless.check_steps(x, "fit", args, kwargs)
         steps.set_up_optimizer(getattr(self, "optimizer", None))
+        x = list_batches.keras2_batches(x)
+        if "validation_data" in kwargs:
+            kwargs["validation_data"] = list_batches.keras2_batches(kwargs["validation_data"])
         with self._execution.running():
             return super().fit(x, y, batch_size, *args, **kwargs)
 
@@ -370,6 +374,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         kwargs = sample_weights.keras2_call_arguments(self, "evaluate", x, y, kwargs)
         batch_size = self._execution.check_call(x, batch_size, "evaluate")
         endless.check_steps(x, "evaluate", args, kwargs)
+        x = list_batches.keras2_batches(x)
         with self._execution.running():
             return super().evaluate(x, y, batch_size, *args, **kwargs)
 
@@ -381,6 +386,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         x = keras2_arguments.predict_input(x)
         batch_size = self._execution.check_call(x, batch_size, "predict")
         endless.check_steps(x, "predict", args, kwargs)
+        x = list_batches.keras2_batches(x)
         with self._execution.running():
             return super().predict(x, batch_size, *args, **kwargs)
 
