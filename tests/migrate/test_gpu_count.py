@@ -201,3 +201,33 @@ def test_a_gpu_list_built_by_a_for_loop_sees_the_devices_multi_gpu_model_replica
     assert namespace["ngpus"] == 4
     assert namespace["get_available_gpus"](as_ids=True) == [0, 1, 2, 3]
     assert len(namespace["gpus_by_loop"]()) == 4
+
+
+_BACKEND_DEVICE_LIB = """\
+import keras.backend as K
+
+gpus = [x.name for x in K.device_lib.list_local_devices() if x.name[:4] == '/gpu']
+names = [d.name for d in K.device_lib.list_local_devices() if d.name.startswith('/device:GPU')]
+"""
+
+
+def test_keras2_backends_device_lib_filtered_by_a_gpu_name_prefix_lists_the_replica_devices():
+    """dsb2018_selim: Keras 2's backend module held TF's device_lib (`K.device_lib`)."""
+    import keras
+
+    import parallel_keras
+
+    assert not hasattr(keras.backend, "device_lib")  # Keras 3: AttributeError as it was
+    after = (
+        f"import parallel_keras.devices\nimport tensorflow\n\ngpus = {_NAMES}\nnames = {_NAMES}\n"
+    )
+    result = check_rules(
+        _BACKEND_DEVICE_LIB, after.replace("tf.", "tensorflow."), gpu_count.GpuCountRule
+    )
+    assert not result.report.flags
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    assert len(parallel_keras.devices.available_devices()) == 4
+    assert len(namespace["gpus"]) == 4  # the simulated devices multi_gpu_model replicates on
+    assert namespace["gpus"] == namespace["names"]
+    assert all(name.endswith(f"CPU:{i}") for i, name in enumerate(namespace["gpus"]))

@@ -379,3 +379,79 @@ def test_albumentations_iaa_transforms_and_gauss_noise_var_limit_are_flagged():
     )
     result = check_flag(source, "A.Sharpen(alpha, lightness)", "std_range=(sqrt(a) / 255")
     assert len(result.report.flags) == 2
+
+
+def test_skimage_watershed_moves_to_segmentation_and_runs():
+    """dsb2018_selim: `from skimage.morphology import dilation, watershed, square`."""
+    before = """\
+        import numpy as np
+        import skimage.morphology
+        from skimage import morphology
+        from skimage.morphology import dilation, watershed, square
+        markers = np.zeros((6, 6), int)
+        markers[1, 1], markers[4, 4] = 1, 2
+        mask = np.ones((6, 6), bool)
+        a = watershed(np.zeros((6, 6)), markers, mask=mask, watershed_line=True)
+        b = morphology.watershed(np.zeros((6, 6)), markers)
+        c = skimage.morphology.watershed(np.zeros((6, 6)), markers)
+        d = dilation(markers > 0, square(3))
+        """
+    after = """\
+        import numpy as np
+        import skimage.morphology
+        from skimage.morphology import dilation, square
+        from skimage.segmentation import watershed
+        import skimage.segmentation
+
+        markers = np.zeros((6, 6), int)
+        markers[1, 1], markers[4, 4] = 1, 2
+        mask = np.ones((6, 6), bool)
+        a = watershed(np.zeros((6, 6)), markers, mask=mask, watershed_line=True)
+        b = skimage.segmentation.watershed(np.zeros((6, 6)), markers)
+        c = skimage.segmentation.watershed(np.zeros((6, 6)), markers)
+        d = dilation(markers > 0, square(3))
+        """
+    result = check_rules(before, after, _RULE)
+    namespace = _run(result.migrated)
+    assert set(np.unique(namespace["a"])) == {0, 1, 2}  # two basins and the line between
+    assert set(np.unique(namespace["b"])) == {1, 2}
+    np.testing.assert_array_equal(namespace["b"], namespace["c"])
+    assert namespace["d"].sum() == 18
+
+
+def test_skimage_label_neighbors_becomes_the_connectivity_scikit_image_014_read():
+    before = """\
+        import numpy as np
+        from skimage import measure
+        from skimage.measure import label
+        diagonal = np.eye(3, dtype=int)
+        volume = np.zeros((2, 2, 2), int)
+        volume[0, 0, 0] = volume[1, 1, 1] = 1
+        four = measure.label(diagonal, neighbors=4, background=0)
+        eight = label(diagonal, neighbors=8, background=0)
+        eight_3d = measure.label(input=volume, neighbors=8)
+        """
+    after = """\
+        import numpy as np
+        from skimage import measure
+        from skimage.measure import label
+        diagonal = np.eye(3, dtype=int)
+        volume = np.zeros((2, 2, 2), int)
+        volume[0, 0, 0] = volume[1, 1, 1] = 1
+        four = measure.label(diagonal, connectivity=1, background=0)
+        eight = label(diagonal, connectivity=diagonal.ndim, background=0)
+        eight_3d = measure.label(label_image=volume, connectivity=volume.ndim)
+        """
+    result = check_rules(before, after, _RULE)
+    namespace = _run(result.migrated)
+    assert namespace["four"].max() == 3  # 4-connected: three separate pixels
+    assert namespace["eight"].max() == 1  # 8-connected: one diagonal line
+    assert namespace["eight_3d"].max() == 1  # 8 meant the full 3D connectivity
+
+
+def test_skimage_label_neighbors_of_an_expression_is_flagged():
+    result = check_flag(
+        "from skimage import measure\nlabels = measure.label(mask > 0, neighbors=8)\n",
+        "connectivity=image.ndim",
+    )
+    assert [flag.rule for flag in result.report.flags] == ["libraries"]

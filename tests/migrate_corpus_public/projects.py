@@ -379,6 +379,9 @@ with open("ann.csv", "w") as ann:
         ann.write(f"img/{i}.png,8,8,40,40,thing\\n")
 open("classes.csv", "w").write("thing,0\\n")
 """,
+        # Its snapshots reload as keras_retinanet.models.load_model reloads them.
+        load_setup="from keras_retinanet import models\n"
+        "custom_objects = models.backbone('resnet50').custom_objects",
     ),
     PublicProject(
         name="efficientdet",
@@ -455,6 +458,29 @@ open("classes.csv", "w").write("thing,0\\n")
             "--preprocessing_function",
             "caffe",
         ),
+        # Stand-in nuclei: 8 images of 64x64 with 3 labelled squares each (the
+        # masks' first channel is the cells, the second their touching borders),
+        # folds.csv with the columns its dataset reads; fold 0 validates.
+        setup="""
+import cv2
+import pandas as pd
+rng = np.random.default_rng(0)
+for folder in ("data/images", "data/masks", "data/labels", "nn_models"):
+    os.makedirs(folder, exist_ok=True)
+rows = []
+for i in range(8):
+    image_id = f"img{i}"
+    labels = np.zeros((64, 64), np.uint16)
+    for cell, (y, x) in enumerate(rng.integers(4, 48, (3, 2)), start=1):
+        labels[y : y + 12, x : x + 12] = cell
+    mask = np.zeros((64, 64, 3), np.uint8)
+    mask[..., 0] = (labels > 0) * 255
+    cv2.imwrite(f"data/images/{image_id}.png", rng.integers(0, 255, (64, 64, 3), dtype=np.uint8))
+    cv2.imwrite(f"data/masks/{image_id}.png", mask)
+    cv2.imwrite(f"data/labels/{image_id}.tif", labels)
+    rows.append({"img_id": image_id, "fold": i % 4, "source": "stage1", "cluster": "a"})
+pd.DataFrame(rows).to_csv("data/folds.csv", index=False)
+""",
     ),
     PublicProject(
         name="eyenet",

@@ -33,9 +33,14 @@ AUDIT: list[tuple[str, str | None, str]] = [
         "TF 2 has no sessions",
     ),
     (
-        "[d for d in device_lib.list_local_devices() if ...'GPU'...]",
+        "[d for d in device_lib.list_local_devices() if ...'GPU'... / d.name[:4] == '/gpu']",
         "the logical (or simulated) GPUs",
         "physical devices never include simulated ones",
+    ),
+    (
+        "[d.name for d in K.device_lib.list_local_devices() if ...]",
+        "the logical (or simulated) GPUs",
+        "Keras 2's TensorFlow backend module imported TF's device_lib; Keras 3 has none",
     ),
     (
         "for d in device_lib.list_local_devices(): if d.device_type != 'GPU': ...",
@@ -53,12 +58,25 @@ _NAMES = "[device.name for device in " + _DEVICES[1:-1] + "]"
 _LIST = "[device for device in " + _DEVICES[1:-1] + "]"
 _AVAILABLE_GPUS = "keras.backend._get_available_gpus"
 _LIST_SOURCES = ("keras.backend.get_session", "tensorflow.Session")
-_LOCAL_DEVICES = "tensorflow.python.client.device_lib.list_local_devices"
+# TF's device_lib, also as Keras 2's TensorFlow backend imported it (`K.device_lib`).
+_LOCAL_DEVICES = frozenset(
+    {
+        "tensorflow.python.client.device_lib.list_local_devices",
+        "keras.backend.device_lib.list_local_devices",
+        "keras.backend.tensorflow_backend.device_lib.list_local_devices",
+    }
+)
+
+
+def _is_gpu_string(value: str) -> bool:
+    """'GPU' as a device type, or a device-name prefix: '/gpu', '/gpu:', '/device:GPU'."""
+    value = value.upper().lstrip("/").rstrip(":")
+    return value in ("GPU", "DEVICE:GPU")
 
 
 def _mentions_gpu(node: cst.CSTNode) -> bool:
     return any(
-        (syntax.string_value(string) or "").upper() == "GPU"
+        _is_gpu_string(syntax.string_value(string) or "")
         for string in syntax.findall(node, cst.SimpleString)
     )
 
@@ -163,7 +181,7 @@ class GpuCountRule(context.Rule):
             return call.value in self._listing_names
         if not isinstance(call, cst.Call):
             return False
-        if ctx.qualified_name(call.func) == _LOCAL_DEVICES:
+        if ctx.qualified_name(call.func) in _LOCAL_DEVICES:
             return True
         return (
             syntax.method_name(call) == "list_devices"
@@ -180,10 +198,15 @@ class GpuCountRule(context.Rule):
         has no logical-device equivalent: the comprehension is kept, and only
         a session's listing in it is rewritten.
         """
+        if len(node.for_in.ifs) != 1:
+            return False
+        test = node.for_in.ifs[0].test
+        # `d.device_type == 'GPU'`, `d.name[:4] == '/gpu'`, `d.name.startswith('/gpu')`.
+        one_test = (isinstance(test, cst.Comparison) and len(test.comparisons) == 1) or (
+            isinstance(test, cst.Call) and syntax.method_name(test) == "startswith"
+        )
         return (
-            len(node.for_in.ifs) == 1
-            and isinstance(node.for_in.ifs[0].test, cst.Comparison)
-            and len(node.for_in.ifs[0].test.comparisons) == 1
+            one_test
             and node.for_in.inner_for_in is None
             and _is_device_or_its_name(node.elt, node.for_in.target)
             and self._device_listing(ctx, node.for_in.iter)
@@ -229,7 +252,7 @@ class GpuCountRule(context.Rule):
         if (
             isinstance(original, cst.Call)
             and self._device_listing(ctx, original)
-            and ctx.qualified_name(original.func) != _LOCAL_DEVICES
+            and ctx.qualified_name(original.func) not in _LOCAL_DEVICES
         ):
             if id(original) in self._in_comprehension:
                 return updated

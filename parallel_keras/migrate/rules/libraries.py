@@ -76,6 +76,27 @@ _WINDOWS = {
         "parzen triang tukey"
     ).split()
 } | {"hanning": "hann"}
+_WINDOWS_WHY = "removed from scipy.signal in SciPy 1.13; the same window functions"
+# scikit-image 0.19 removed skimage.morphology.watershed, moved (0.17) to
+# skimage.segmentation: the same function, the same arguments.
+_WATERSHED = {"watershed": "watershed"}
+_WATERSHED_WHY = (
+    "removed from skimage.morphology in scikit-image 0.19; the same function "
+    "in skimage.segmentation"
+)
+# Names moved out of a module: old module -> (new module, old name -> new name, why).
+_MOVED = {
+    "scipy.signal": ("scipy.signal.windows", _WINDOWS, _WINDOWS_WHY),
+    "skimage.morphology": ("skimage.segmentation", _WATERSHED, _WATERSHED_WHY),
+}
+# skimage.measure.label(image, neighbors=4|8): scikit-image 0.14 (measure/_ccomp.pyx)
+# read neighbors=4 as connectivity=1 and 8 as connectivity=image.ndim; 0.16
+# removed `neighbors`.
+_LABEL = frozenset({"skimage.measure.label", "skimage.morphology.label"})
+_LABEL_FIX = (
+    "scikit-image 0.16 removed label's `neighbors`: neighbors=4 is connectivity=1, "
+    "neighbors=8 is connectivity=image.ndim (2 for an image, 3 for a volume)."
+)
 # imgaug 0.4.0 (2020, its last release) reads np.sctypes, which NumPy 2.0
 # removed (TF 2.18+ installs NumPy 2), and np.complex / np.bool:
 # parallel_keras.compat.imgaug loads it with NumPy 1's values for those names.
@@ -231,6 +252,17 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
             "removed from scipy.signal in SciPy 1.13; the same window function",
         )
         for old, new in sorted(_WINDOWS.items())
+    ),
+    ("skimage.morphology.watershed", "skimage.segmentation.watershed", _WATERSHED_WHY),
+    (
+        "skimage.measure.label(image, neighbors=4 / 8)",
+        "skimage.measure.label(image, connectivity=1 / image.ndim)",
+        "removed in scikit-image 0.16; scikit-image 0.14 read neighbors so",
+    ),
+    (
+        "skimage.measure.label(<expression>, neighbors=8) / neighbors=<variable>",
+        None,
+        _LABEL_FIX,
     ),
 ]
 
@@ -412,10 +444,10 @@ class LibrariesRule(context.Rule):
         if (
             statement.module is not None
             and not statement.relative
-            and syntax.dotted(statement.module) == "scipy.signal"
+            and syntax.dotted(statement.module) in _MOVED
             and not isinstance(statement.names, cst.ImportStar)
         ):
-            return self._signal_windows(ctx, original, updated, statement)
+            return self._moved_names(ctx, original, updated, statement)
         if (
             statement.module is None
             or syntax.dotted(statement.module) != "sklearn.externals"
@@ -432,16 +464,18 @@ class LibrariesRule(context.Rule):
         alias = statement.names[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated.with_changes(body=[cst.Import(names=[alias])])
 
-    def _signal_windows(self, ctx, original, updated, statement):
-        """`from scipy.signal import gaussian, convolve` -> windows from `.windows`."""
-        windows = [a for a in statement.names if syntax.dotted(a.name) in _WINDOWS]
+    def _moved_names(self, ctx, original, updated, statement):
+        """`from scipy.signal import gaussian, convolve` -> windows from `.windows` (and
+        the other names of `_MOVED`)."""
+        new_module, moves, why = _MOVED[syntax.dotted(statement.module)]
+        windows = [a for a in statement.names if syntax.dotted(a.name) in moves]
         if not windows:
             return updated
         kept = [a for a in statement.names if a not in windows]
         moved = []
         for alias in windows:
             old = syntax.dotted(alias.name)
-            new = _WINDOWS[old]
+            new = moves[old]
             asname = alias.asname
             if asname is None and new != old:
                 asname = cst.AsName(name=cst.Name(old))
@@ -458,12 +492,9 @@ class LibrariesRule(context.Rule):
             original,
             RULE,
             f"`{', '.join(syntax.dotted(a.name) for a in windows)}` imported from "
-            "`scipy.signal.windows`: removed from scipy.signal in SciPy 1.13; the same "
-            "window functions",
+            f"`{new_module}`: {why}",
         )
-        new_import = cst.ImportFrom(
-            module=syntax.dotted_expression("scipy.signal.windows"), names=moved
-        )
+        new_import = cst.ImportFrom(module=syntax.dotted_expression(new_module), names=moved)
         if not kept:
             return updated.with_changes(body=[new_import])
         kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -567,6 +598,14 @@ class LibrariesRule(context.Rule):
                 value=cst.Attribute(value=updated.value, attr=cst.Name("windows")),
                 attr=cst.Name(_WINDOWS[name]),
             )
+        if module == "skimage.morphology" and name in _WATERSHED:
+            ctx.require_import("skimage.segmentation")
+            ctx.change(
+                original,
+                RULE,
+                f"`{syntax.code(original)}` -> `skimage.segmentation.{name}`: {_WATERSHED_WHY}",
+            )
+            return syntax.expression(f"skimage.segmentation.{_WATERSHED[name]}")
         if module == "sklearn.cross_validation" and syntax.code(original.value) == module:
             if name not in _SAME_IN_MODEL_SELECTION:
                 ctx.flag(original, RULE, f"`{qualified}`", _CROSS_VALIDATION_FIX)
@@ -609,12 +648,48 @@ class LibrariesRule(context.Rule):
             if syntax.keyword(original, "var_limit") is not None or syntax.positional(original):
                 ctx.flag(original, RULE, "`GaussNoise(var_limit=...)`", _GAUSS_NOISE_FIX)
             return updated
+        if qualified in _LABEL and syntax.keyword(original, "neighbors") is not None:
+            return self._label_neighbors(ctx, original, updated)
         method = syntax.method_name(original)
         if method == "as_matrix":
             return self._as_matrix(ctx, original, updated)
         if method == "append":
             return self._append(ctx, original, updated)
         return updated
+
+    def _label_neighbors(self, ctx, original, updated):
+        """`label(image, neighbors=8)` -> `label(image, connectivity=image.ndim)` (0.14's reading)."""
+        neighbors_arg = syntax.keyword(original, "neighbors")
+        neighbors = "" if neighbors_arg is None else syntax.code(neighbors_arg.value)
+        positional = syntax.positional(original)
+        image_arg = positional[0] if positional else syntax.keyword(original, "input")
+        image = None if image_arg is None else image_arg.value
+        if (
+            neighbors not in ("4", "8")
+            or (neighbors == "8" and not isinstance(image, (cst.Name, cst.Attribute)))
+            or syntax.keyword(original, "connectivity") is not None
+            or syntax.has_star(original)
+        ):
+            ctx.flag(original, RULE, f"`label(..., neighbors={neighbors})`", _LABEL_FIX)
+            return updated
+        connectivity: cst.BaseExpression = cst.Integer("1")
+        if neighbors == "8" and image is not None:
+            connectivity = cst.Attribute(image, cst.Name("ndim"))
+        args = []
+        for arg in updated.args:
+            if arg.keyword is not None and arg.keyword.value == "neighbors":
+                arg = arg.with_changes(keyword=cst.Name("connectivity"), value=connectivity)
+            elif arg.keyword is not None and arg.keyword.value == "input":
+                arg = arg.with_changes(keyword=cst.Name("label_image"))
+            args.append(arg)
+        ctx.change(
+            original,
+            RULE,
+            f"`label(..., neighbors={neighbors})` -> `connectivity="
+            f"{syntax.code(connectivity)}`: removed in scikit-image 0.16; 0.14 read "
+            "neighbors=4 as connectivity 1 and 8 as the image's number of dimensions",
+        )
+        return updated.with_changes(args=args)
 
     def _brightness_contrast(self, ctx, original, updated, name: str):
         """`RandomBrightness(limit, always_apply, p)` -> RandomBrightnessContrast(..., contrast_limit=0)."""
