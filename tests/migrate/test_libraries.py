@@ -455,3 +455,33 @@ def test_skimage_label_neighbors_of_an_expression_is_flagged():
         "connectivity=image.ndim",
     )
     assert [flag.rule for flag in result.report.flags] == ["libraries"]
+
+
+def test_skimage_median_with_a_mask_runs_scikit_image_014s_rank_median():
+    """dsb2018_selim: `median(channel, mask=edge)` (0.14: the rank filter, neighbours in the mask)."""
+    before = """\
+        import numpy as np
+        from skimage.filters import median
+        image = (np.arange(25, dtype=np.uint8).reshape(5, 5) * 7 % 50).astype(np.uint8)
+        mask = np.zeros((5, 5), bool)
+        mask[1:4, 1:4] = True
+        masked = median(image, mask=mask)
+        plain = median(image)
+        """
+    after = """\
+        import numpy as np
+        from skimage.filters import median
+        import skimage.filters.rank
+
+        image = (np.arange(25, dtype=np.uint8).reshape(5, 5) * 7 % 50).astype(np.uint8)
+        mask = np.zeros((5, 5), bool)
+        mask[1:4, 1:4] = True
+        masked = skimage.filters.rank.median(image, mask=mask)
+        plain = median(image)
+        """
+    result = check_rules(before, after, _RULE)
+    namespace = _run(result.migrated)
+    image, masked = namespace["image"], namespace["masked"]
+    # Each pixel: the median of its 3x3 neighbours that lie in the mask.
+    assert masked[2, 2] == np.median(image[1:4, 1:4])
+    assert masked[0, 0] == image[1, 1]  # its only neighbour in the mask

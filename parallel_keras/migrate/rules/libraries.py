@@ -92,6 +92,16 @@ _MOVED = {
 # skimage.measure.label(image, neighbors=4|8): scikit-image 0.14 (measure/_ccomp.pyx)
 # read neighbors=4 as connectivity=1 and 8 as connectivity=image.ndim; 0.16
 # removed `neighbors`.
+# skimage.filters.median(image, selem, out, mask, shift_x, shift_y) of scikit-image
+# <= 0.14 was skimage.filters.rank.median with the same arguments (0.14,
+# filters/_median.py); 0.19 dropped those arguments (the default became
+# scipy.ndimage's filter). A call passing one of them goes to the rank filter.
+_MEDIAN = frozenset({"skimage.filters.median", "skimage.filters._median.median"})
+_MEDIAN_ONLY_014 = frozenset({"selem", "mask", "shift_x", "shift_y"})
+_MEDIAN_WHY = (
+    "scikit-image 0.19 removed median's selem/mask/shift_x/shift_y; 0.14's median was "
+    "skimage.filters.rank.median with the same arguments (selem -> footprint)"
+)
 _LABEL = frozenset({"skimage.measure.label", "skimage.morphology.label"})
 _LABEL_FIX = (
     "scikit-image 0.16 removed label's `neighbors`: neighbors=4 is connectivity=1, "
@@ -254,6 +264,11 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
         for old, new in sorted(_WINDOWS.items())
     ),
     ("skimage.morphology.watershed", "skimage.segmentation.watershed", _WATERSHED_WHY),
+    (
+        "skimage.filters.median(image, selem, out, mask=..., shift_x=...)",
+        "skimage.filters.rank.median(image, footprint, out, mask=..., shift_x=...)",
+        _MEDIAN_WHY,
+    ),
     (
         "skimage.measure.label(image, neighbors=4 / 8)",
         "skimage.measure.label(image, connectivity=1 / image.ndim)",
@@ -650,12 +665,36 @@ class LibrariesRule(context.Rule):
             return updated
         if qualified in _LABEL and syntax.keyword(original, "neighbors") is not None:
             return self._label_neighbors(ctx, original, updated)
+        if qualified in _MEDIAN:
+            return self._rank_median(ctx, original, updated)
         method = syntax.method_name(original)
         if method == "as_matrix":
             return self._as_matrix(ctx, original, updated)
         if method == "append":
             return self._append(ctx, original, updated)
         return updated
+
+    def _rank_median(self, ctx, original, updated):
+        """`median(image, mask=m)` (scikit-image 0.14) -> `rank.median(image, mask=m)`."""
+        keywords = {arg.keyword.value for arg in original.args if arg.keyword is not None}
+        if not (keywords & _MEDIAN_ONLY_014 or len(syntax.positional(original)) > 3):
+            return updated  # arguments scikit-image 0.19+ still takes
+        args = [
+            arg.with_changes(keyword=cst.Name("footprint"))
+            if arg.keyword is not None and arg.keyword.value == "selem"
+            else arg
+            for arg in updated.args
+        ]
+        ctx.require_import("skimage.filters.rank")
+        ctx.change(
+            original,
+            RULE,
+            f"`{syntax.code(original.func)}(..., {', '.join(sorted(keywords & _MEDIAN_ONLY_014))})`"
+            f" -> `skimage.filters.rank.median`: {_MEDIAN_WHY}",
+        )
+        return updated.with_changes(
+            func=syntax.expression("skimage.filters.rank.median"), args=args
+        )
 
     def _label_neighbors(self, ctx, original, updated):
         """`label(image, neighbors=8)` -> `label(image, connectivity=image.ndim)` (0.14's reading)."""
