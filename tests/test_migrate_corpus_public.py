@@ -66,6 +66,8 @@ RUNS: tuple[str, ...] = (
     "pconv_inpainting",
     "cifar10_mgpu_avolkov1",
     "chexnet",
+    "dsb2018_selim",
+    "retinanet",
 )
 
 
