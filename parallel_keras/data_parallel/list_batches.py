@@ -6,12 +6,14 @@ inputs or outputs yields them as lists: `(image, [regression,
 classification])` (keras-retinanet's generators), `([left, right], y)`.
 Keras 2 read them as they were, and tf.keras 2 turned every list in a batch
 into a tuple before its `tf.data` pipeline (`nest.list_to_tuple`). Keras 3
-(TensorFlow backend, 3.5-3.15) turns only the outer list into a tuple, and
+(TensorFlow backend; checked on 3.15) turns only the outer list into a tuple, and
 `tf.data.Dataset.from_generator` refuses the inner one: `TypeError:
 output_signature must contain objects that are subclass of tf.TypeSpec but
 found <class 'list'>`. Here each batch is read as tf.keras 2 read it, lazily
 (one batch per batch read): every list in it becomes a tuple, so a list of
 targets still meets the model's outputs in order. Dicts and arrays are kept.
+A plain Keras 3 model still refuses such batches: yield tuples, or give the
+data to `keras2_batches` first.
 """
 
 from __future__ import annotations
