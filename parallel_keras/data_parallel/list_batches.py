@@ -12,8 +12,7 @@ output_signature must contain objects that are subclass of tf.TypeSpec but
 found <class 'list'>`. Here each batch is read as tf.keras 2 read it, lazily
 (one batch per batch read): every list in it becomes a tuple, so a list of
 targets still meets the model's outputs in order. Dicts and arrays are kept.
-A plain Keras 3 model still refuses such batches: yield tuples, or give the
-data to `keras2_batches` first.
+A plain Keras 3 model still refuses such batches (yield tuples there).
 """
 
 from __future__ import annotations
