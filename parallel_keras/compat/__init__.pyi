@@ -4,6 +4,7 @@
 # and how to modernise it.
 
 from ..callbacks import ModelCheckpoint as ModelCheckpoint
+from . import albumentations as albumentations
 from . import conv_utils as conv_utils
 from . import generic_utils as generic_utils
 from . import imgaug as imgaug

@@ -372,10 +372,27 @@ def test_albumentations_random_brightness_and_contrast_keep_albumentations_13s_v
     np.testing.assert_array_equal(namespace["contrast"], steeper[image])
 
 
-def test_albumentations_iaa_transforms_and_gauss_noise_var_limit_are_flagged():
+def test_albumentations_iaa_transforms_and_gauss_noise_var_limit_run_as_in_1x():
+    pytest.importorskip("albumentations")
     source = (
-        "from albumentations import IAASharpen, GaussNoise\n"
-        "noise = GaussNoise(var_limit=(5.0, 15.0), p=0.3)\n"
+        "import albumentations as A\n"
+        "from albumentations import IAASharpen, IAAEmboss, GaussNoise, Compose\n"
+        "aug = Compose([IAASharpen(alpha=(0.3, 0.3), lightness=(1.0, 1.0), p=1.0),\n"
+        "               A.IAAEmboss((0.2, 0.2), (0.5, 0.5), True),\n"
+        "               GaussNoise(var_limit=(9.0, 9.0), p=1.0)])\n"
+        "plain = GaussNoise(std_range=(0.1, 0.1), p=1.0)\n"
+        "out = aug(image=image)['image']\n"
     )
-    result = check_flag(source, "A.Sharpen(alpha, lightness)", "std_range=(sqrt(a) / 255")
-    assert len(result.report.flags) == 2
+    result = migrate.migrate_source(source, "aug.py")
+    assert not result.report.flags and "albumentations" in result.report.requirements
+    compat_lines = [c for c in result.report.changes if c.modern]
+    assert len(compat_lines) == 3, compat_lines
+    assert "A.Sharpen" in compat_lines[0].modern and "std_range" in compat_lines[2].modern
+    assert "from albumentations import GaussNoise, Compose" in result.migrated  # 2.x's, kept
+    assert migrate.migrate_source(result.migrated, "aug.py").migrated == result.migrated
+    image = np.full((64, 64, 3), 100, dtype=np.uint8)
+    out = _run_migrated(result.migrated, image=image)["out"]
+    # Sharpen (lightness 1) and emboss matrices sum to 1: a flat image stays flat;
+    # noise of variance 9 is std 3 grey levels (albumentations 2 ignored var_limit: ~80).
+    assert abs(float(out.mean()) - 100) < 1.0, out.mean()
+    assert 2.5 < float(out.astype(float).std()) < 3.5
