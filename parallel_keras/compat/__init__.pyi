@@ -81,5 +81,7 @@ from .training import evaluate_generator as evaluate_generator
 from .training import fit_generator as fit_generator
 from .training import predict_generator as predict_generator
 from .training import target_tensors as target_tensors
+from .weights import load_model as load_model
 from .weights import load_weights as load_weights
+from .weights import save_model as save_model
 from .weights import save_weights as save_weights
