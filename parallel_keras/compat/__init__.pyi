@@ -11,6 +11,7 @@ from . import imgaug as imgaug
 from . import keras_resnet as keras_resnet
 from . import scipy_misc as scipy_misc
 from . import skimage_io as skimage_io
+from . import skimage_morphology as skimage_morphology
 from . import skopt as skopt
 from .backend import function as function
 from .backend import learning_phase as learning_phase

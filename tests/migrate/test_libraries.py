@@ -396,3 +396,29 @@ def test_albumentations_iaa_transforms_and_gauss_noise_var_limit_run_as_in_1x():
     # noise of variance 9 is std 3 grey levels (albumentations 2 ignored var_limit: ~80).
     assert abs(float(out.mean()) - 100) < 1.0, out.mean()
     assert 2.5 < float(out.astype(float).std()) < 3.5
+
+
+def test_skimage_skeletonize_3d_keeps_scikit_image_022s_values():
+    """scikit-image 0.22: uint8, 255 on the skeleton of a mask (0.25 removed it; the
+    same thinning, skeletonize(method='lee'), returns booleans)."""
+    source = (
+        "import numpy as np\n"
+        "import skimage.morphology\n"
+        "from skimage.morphology import skeletonize_3d, disk\n"
+        "skel = np.float32(skeletonize_3d(mask))\n"
+        "again = skimage.morphology.skeletonize_3d(mask)\n"
+        "footprint = disk(1)\n"
+    )
+    result = migrate.migrate_source(source, "signals.py")
+    assert not result.report.flags and "skeletonize_3d(" in result.migrated
+    assert migrate.migrate_source(result.migrated, "signals.py").migrated == result.migrated
+    from skimage import morphology
+
+    mask = np.zeros((12, 15), dtype=bool)
+    mask[3:9, 2:13] = True
+    namespace = _run_migrated(result.migrated, mask=mask)
+    lee = morphology.skeletonize(mask, method="lee")
+    assert lee.any() and lee.dtype == bool
+    np.testing.assert_array_equal(namespace["skel"], np.float32(lee) * 255)
+    assert namespace["again"].dtype == np.uint8
+    np.testing.assert_array_equal(namespace["footprint"], morphology.disk(1))

@@ -39,6 +39,12 @@ _SKIMAGE_WHY = (
     "image); scikit-image 0.14's conversion (img_as_ubyte), pixel for pixel"
 )
 _SKIMAGE_MODERN = "skimage.io.imsave(path, skimage.util.img_as_ubyte(image))"
+_SKELETON = "parallel_keras.compat.skimage_morphology"
+_SKELETON_WHY = (
+    "removed in scikit-image 0.25; scikit-image 0.22's values (uint8, the image's maximum "
+    "on the skeleton: 255 for a mask), where skeletonize(method='lee') gives booleans"
+)
+_SKELETON_MODERN = "skimage.morphology.skeletonize(image, method='lee') * 255"
 _SCIPY_MODERN = {
     "imread": "numpy.asarray(PIL.Image.open(path)) (convert('RGB') for palette images)",
     "imresize": "numpy.asarray(PIL.Image.fromarray(x).resize((width, height), "
@@ -208,6 +214,12 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
         for name in sorted(_SCIPY_IMAGE)
     ),
     ("skimage.io.imsave", f"{_SKIMAGE_IO}.imsave", _SKIMAGE_WHY, _SKIMAGE_MODERN),
+    (
+        "skimage.morphology.skeletonize_3d",
+        f"{_SKELETON}.skeletonize_3d",
+        _SKELETON_WHY,
+        _SKELETON_MODERN,
+    ),
     ("inspect.getargspec", _GETARGSPEC, _GETARGSPEC_WHY, _GETARGSPEC_MODERN),
     (
         "scipy.ndimage.imread",
@@ -378,6 +390,15 @@ class LibrariesRule(context.Rule):
                 _SKIMAGE_MODERN,
             )
             return updated.with_changes(module=syntax.dotted_expression(_SKIMAGE_IO))
+        if module == "skimage.morphology" and "skeletonize_3d" in names:
+            ctx.compat(
+                original,
+                RULE,
+                f"`from skimage.morphology import {', '.join(names)}` -> `from {_SKELETON} "
+                "import ...`: skeletonize_3d " + _SKELETON_WHY,
+                _SKELETON_MODERN,
+            )
+            return updated.with_changes(module=syntax.dotted_expression(_SKELETON))
         if module == "sklearn.cross_validation":
             changed = [n for n in names if n not in _SAME_IN_MODEL_SELECTION]
             if changed:
@@ -589,6 +610,15 @@ class LibrariesRule(context.Rule):
                 _GETARGSPEC_MODERN,
             )
             return syntax.expression(_GETARGSPEC)
+        if qualified == "skimage.morphology.skeletonize_3d":
+            ctx.require_import(_SKELETON)
+            ctx.compat(
+                original,
+                RULE,
+                f"`{syntax.code(original)}` -> `{_SKELETON}.skeletonize_3d`: " + _SKELETON_WHY,
+                _SKELETON_MODERN,
+            )
+            return syntax.expression(f"{_SKELETON}.skeletonize_3d")
         if qualified == "skimage.io.imsave":
             ctx.require_import(_SKIMAGE_IO)
             ctx.compat(
