@@ -66,6 +66,7 @@ RUNS: tuple[str, ...] = (
     "pconv_inpainting",
     "cifar10_mgpu_avolkov1",
     "chexnet",
+    "neurowriter",
 )
 
 

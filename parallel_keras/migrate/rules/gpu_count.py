@@ -53,12 +53,21 @@ _NAMES = "[device.name for device in " + _DEVICES[1:-1] + "]"
 _LIST = "[device for device in " + _DEVICES[1:-1] + "]"
 _AVAILABLE_GPUS = "keras.backend._get_available_gpus"
 _LIST_SOURCES = ("keras.backend.get_session", "tensorflow.Session")
-_LOCAL_DEVICES = "tensorflow.python.client.device_lib.list_local_devices"
+# Keras 2's TensorFlow backend imported `device_lib`, so scripts also reached
+# it as `K.device_lib` (nuclick's train.py).
+_LOCAL_DEVICES = frozenset(
+    {
+        "tensorflow.python.client.device_lib.list_local_devices",
+        "keras.backend.device_lib.list_local_devices",
+        "keras.backend.tensorflow_backend.device_lib.list_local_devices",
+    }
+)
 
 
 def _mentions_gpu(node: cst.CSTNode) -> bool:
+    """A `'GPU'` test, or a name-prefix test (`d.name[:11] == '/device:GPU'`)."""
     return any(
-        (syntax.string_value(string) or "").upper() == "GPU"
+        (syntax.string_value(string) or "").upper() in ("GPU", "/DEVICE:GPU")
         for string in syntax.findall(node, cst.SimpleString)
     )
 
@@ -163,7 +172,7 @@ class GpuCountRule(context.Rule):
             return call.value in self._listing_names
         if not isinstance(call, cst.Call):
             return False
-        if ctx.qualified_name(call.func) == _LOCAL_DEVICES:
+        if ctx.qualified_name(call.func) in _LOCAL_DEVICES:
             return True
         return (
             syntax.method_name(call) == "list_devices"
@@ -229,7 +238,7 @@ class GpuCountRule(context.Rule):
         if (
             isinstance(original, cst.Call)
             and self._device_listing(ctx, original)
-            and ctx.qualified_name(original.func) != _LOCAL_DEVICES
+            and ctx.qualified_name(original.func) not in _LOCAL_DEVICES
         ):
             if id(original) in self._in_comprehension:
                 return updated
