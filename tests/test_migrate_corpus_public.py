@@ -68,6 +68,7 @@ RUNS: tuple[str, ...] = (
     "chexnet",
     "dsb2018_selim",
     "retinanet",
+    "neurowriter",
 )
 
 

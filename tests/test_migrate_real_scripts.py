@@ -251,8 +251,10 @@ REWRITES = {
         textwrap.dedent("""\
             import keras
             from keras.optimizers import SGD, Adam
+            import parallel_keras
+
             OPTIMIZERS = {'sgd': SGD(learning_rate=0.1, momentum=0.9), 'adam': Adam(learning_rate=1e-3)}
-            FACTORIES = {'sgd': SGD, 'adam': Adam}
+            FACTORIES = {'sgd': parallel_keras.compat.keras2_optimizer(SGD), 'adam': parallel_keras.compat.keras2_optimizer(Adam)}
             opt = FACTORIES[name](
                 learning_rate=keras.optimizers.schedules.InverseTimeDecay(
                     args.lr, decay_steps=1, decay_rate=args.decay

@@ -4,12 +4,14 @@
 # and how to modernise it.
 
 from ..callbacks import ModelCheckpoint as ModelCheckpoint
+from . import albumentations as albumentations
 from . import conv_utils as conv_utils
 from . import generic_utils as generic_utils
 from . import imgaug as imgaug
 from . import keras_resnet as keras_resnet
 from . import scipy_misc as scipy_misc
 from . import skimage_io as skimage_io
+from . import skimage_morphology as skimage_morphology
 from . import skopt as skopt
 from .backend import function as function
 from .backend import learning_phase as learning_phase
@@ -80,5 +82,7 @@ from .training import evaluate_generator as evaluate_generator
 from .training import fit_generator as fit_generator
 from .training import predict_generator as predict_generator
 from .training import target_tensors as target_tensors
+from .weights import load_model as load_model
 from .weights import load_weights as load_weights
+from .weights import save_model as save_model
 from .weights import save_weights as save_weights

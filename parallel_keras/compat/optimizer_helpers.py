@@ -163,6 +163,13 @@ def _keras3_arguments(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 # and Adamax compute Keras 2's numbers already.
 
 
+def _dense(gradient: Any) -> Any:
+    """An embedding's sparse gradient as a dense tensor, as Keras 2's `K.square(g)` made it."""
+    if isinstance(gradient, tf.IndexedSlices):
+        return tf.convert_to_tensor(gradient)
+    return gradient
+
+
 def _rmsprop_update_step(self: Any, gradient: Any, variable: Any, learning_rate: Any) -> None:
     """Keras 2's RMSprop: `p - lr * g / (sqrt(a) + epsilon)`."""
     if self.momentum > 0 or self.centered:
@@ -171,7 +178,7 @@ def _rmsprop_update_step(self: Any, gradient: Any, variable: Any, learning_rate:
         return
     ops = keras.ops
     lr = ops.cast(learning_rate, variable.dtype)
-    gradient = ops.cast(gradient, variable.dtype)
+    gradient = ops.cast(_dense(gradient), variable.dtype)
     velocity = optimizer_internals.optimizer_slot(self, "velocities", variable)
     self.assign(velocity, self.rho * velocity + (1 - self.rho) * ops.square(gradient))
     self.assign_sub(variable, lr * gradient / (ops.sqrt(velocity) + self.epsilon))
@@ -181,7 +188,7 @@ def _adagrad_update_step(self: Any, gradient: Any, variable: Any, learning_rate:
     """Keras 2's Adagrad: `p - lr * g / (sqrt(a) + epsilon)`."""
     ops = keras.ops
     lr = ops.cast(learning_rate, variable.dtype)
-    gradient = ops.cast(gradient, variable.dtype)
+    gradient = ops.cast(_dense(gradient), variable.dtype)
     accumulator = optimizer_internals.optimizer_slot(self, "accumulators", variable)
     self.assign_add(accumulator, ops.square(gradient))
     self.assign_sub(variable, lr * gradient / (ops.sqrt(accumulator) + self.epsilon))
@@ -203,7 +210,7 @@ def _nadam_update_step(self: Any, gradient: Any, variable: Any, learning_rate: A
     ops = keras.ops
     dtype = variable.dtype
     lr = ops.cast(learning_rate, dtype)
-    gradient = ops.cast(gradient, dtype)
+    gradient = ops.cast(_dense(gradient), dtype)
     beta_1 = ops.cast(self.beta_1, dtype)
     beta_2 = ops.cast(self.beta_2, dtype)
     t = ops.cast(self.iterations + 1, dtype)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Keras 2's `save_weights`/`load_weights` to any path, in Keras 2's HDF5 layout.
+"""Keras 2's `save_weights`/`load_weights`/`save`/`load_model` at any path, in HDF5.
 
 Keras 2 wrote weights as HDF5 whatever the path (`w.h5`, `w.hdf5`,
 `'%s/epoch_%d' % (out, epoch)`, a path from the command line); Keras 3's
@@ -12,6 +12,8 @@ read back either layout.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from typing import Any
 
 import keras
@@ -110,3 +112,97 @@ def load_weights(
         # in the model, silently, also when that was all of them.
         logging.warning("load_weights(by_name=True) loaded nothing: %s", error)
         return []
+
+
+def save_model(
+    model: keras.Model,
+    filepath: str | os.PathLike,
+    overwrite: bool = True,
+    include_optimizer: bool = True,
+    save_format: Any = None,
+    **kwargs: Any,
+) -> None:
+    """Keras 2's `model.save(filepath)`: a whole-model HDF5 file at exactly `filepath`.
+
+    A `.keras`, `.h5` or `.hdf5` path is written as Keras 3 writes it; any
+    other path (no suffix, `'%s/model_loss%f' % (folder, loss)`) gets the
+    HDF5 file standalone Keras 2 wrote there (architecture, weights and
+    optimizer), atomically, which `load_model` here reads back. A
+    `multi_gpu_model` result saves its template. Modernise: save to a path
+    ending in `.keras` with `model.save`.
+
+    Args:
+        model: A Keras model or a parallel model.
+        filepath: Where to write.
+        overwrite: Replace an existing file. Defaults to True.
+        include_optimizer: Also save the optimizer's state. Defaults to True.
+        save_format: Keras 2's format argument; HDF5 is written whatever it
+            says, as standalone Keras 2 did. Defaults to None.
+        **kwargs: Ignored Keras 2 arguments.
+
+    Raises:
+        FileExistsError: With overwrite=False and an existing file.
+    """
+    del save_format, kwargs
+    if os.fspath(filepath).endswith(paths.MODEL_SUFFIXES):
+        atomic.save_model(model, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
+        return
+    path = writes.write_path(os.fspath(filepath))
+    if not overwrite and os.path.exists(path):
+        raise FileExistsError(
+            "save will not replace an existing file with overwrite=False. "
+            f"Received: filepath={path!r}, which exists. Pass overwrite=True or another path."
+        )
+    target = atomic.saving_target(model)
+    image = atomic._hdf5_image(
+        lambda file: _internals.legacy_h5_model_to(file, target, include_optimizer)
+    )
+    with atomic.atomic_path(path) as temporary:
+        atomic._write_bytes(temporary, image)
+    logging.info("Saved model %s to %s (Keras 2 HDF5 file)", target.name, path)
+
+
+def load_model(
+    filepath: str | os.PathLike,
+    custom_objects: dict[str, Any] | None = None,
+    compile: bool = True,  # noqa: A002 (Keras's own argument name)
+    **kwargs: Any,
+) -> keras.Model:
+    """Keras 2's `load_model(filepath)`, from any path.
+
+    Keras 3's `load_model` picks the format from the suffix and refuses any
+    other. This reads the file by its content: an HDF5 file (what Keras 2
+    wrote, whatever the path) as Keras 3 reads `.h5` files, a `.keras`
+    archive as one. Modernise: load a path ending in `.keras` or `.h5` with
+    `keras.models.load_model`.
+
+    Args:
+        filepath: The file.
+        custom_objects: Classes and functions the file names. Defaults to None.
+        compile: Compile the model as it was saved. Defaults to True.
+        **kwargs: Passed to `keras.models.load_model`.
+
+    Returns:
+        The model.
+
+    Raises:
+        ValueError: If the file is missing or neither HDF5 nor a Keras archive.
+    """
+    path = os.fspath(filepath)
+    if path.endswith(paths.MODEL_SUFFIXES) or not os.path.isfile(path):
+        return keras.models.load_model(
+            path, custom_objects=custom_objects, compile=compile, **kwargs
+        )
+    with open(path, "rb") as file:
+        head = file.read(8)
+    suffix = ".keras" if head.startswith(b"PK\x03\x04") else ".h5"
+    with tempfile.TemporaryDirectory() as folder:
+        # Keras reads the format from the name: the same bytes, under a name it knows.
+        named = os.path.join(folder, "model" + suffix)
+        try:
+            os.link(path, named)
+        except OSError:
+            shutil.copyfile(path, named)
+        return keras.models.load_model(
+            named, custom_objects=custom_objects, compile=compile, **kwargs
+        )

@@ -22,8 +22,27 @@ import numpy as np
 from absl import logging
 
 from parallel_keras import _internals
-from parallel_keras.saving import atomic, files, legacy, matching
+from parallel_keras.saving import atomic, files, legacy, matching, paths
 from parallel_keras.saving.matching import MismatchError, mismatch_message, weighted_layers
+
+
+def _checkpoint_file(path: str) -> str:
+    """The file `parallel_keras.callbacks.ModelCheckpoint` wrote for `path`, if that one is.
+
+    For a Keras 2 path Keras 3 cannot write (`tmpXYZ`, `w.ckpt`), the
+    checkpoint writes `path + '.weights.h5'`; a script that then loads
+    `path` (a `NamedTemporaryFile`'s empty file, or nothing) means that file.
+    """
+    if path.endswith(paths.WEIGHTS_SUFFIXES) or path.endswith(paths.MODEL_SUFFIXES):
+        return path
+    written = path + ".weights.h5"
+    missing_or_empty = not os.path.exists(path) or (
+        os.path.isfile(path) and os.path.getsize(path) == 0
+    )
+    if missing_or_empty and os.path.isfile(written):
+        logging.info("Loading %s, which ModelCheckpoint wrote for %s.", written, path)
+        return written
+    return path
 
 
 def load_weights(
@@ -64,7 +83,7 @@ def load_weights(
     ['dense']
     """
     target = atomic.saving_target(model)
-    path = os.fspath(filepath)
+    path = _checkpoint_file(os.fspath(filepath))
     kind = files.describe(path, weights_bytes=_weights_bytes(target))
     if kind is files.FileKind.LEGACY_HDF5:
         return legacy.load_legacy_weights(

@@ -95,3 +95,21 @@ def test_a_base_with_its_own_update_step_keeps_it():
         compat.keras2_optimizer(keras.optimizers.RMSprop).update_step
         is not keras.optimizers.RMSprop.update_step
     )
+
+
+@pytest.mark.parametrize("name", ["RMSprop", "Adagrad", "Nadam"])
+def test_keras2_formulas_take_an_embeddings_sparse_gradient(name):
+    """An Embedding's gradient is an IndexedSlices; Keras 2 densified it (K.square(g))."""
+    import tensorflow as tf
+
+    optimizer = compat.keras2_optimizer(getattr(keras.optimizers, name))(lr=0.1)
+    variable = keras.Variable(np.ones((4, 2), dtype="float32"))
+    sparse = tf.IndexedSlices(
+        tf.constant([[0.5, -0.5]]), indices=tf.constant([2]), dense_shape=tf.constant([4, 2])
+    )
+    dense = keras.Variable(np.ones((4, 2), dtype="float32"))
+    twin = compat.keras2_optimizer(getattr(keras.optimizers, name))(lr=0.1)
+    optimizer.apply_gradients([(sparse, variable)])
+    twin.apply_gradients([(tf.convert_to_tensor(sparse), dense)])
+    np.testing.assert_allclose(variable.numpy(), dense.numpy(), rtol=1e-6)
+    assert not np.allclose(variable.numpy()[2], 1.0)

@@ -31,6 +31,12 @@ def _listed(listing):
 
 
 REWRITES = {
+    "keras_backend_device_lib": (
+        _HEAD
+        + "gpus = [x.name for x in K.device_lib.list_local_devices() if x.name[:11] == '/device:GPU']\n",
+        _HEAD_WITHOUT_K + _ADDED + f"gpus = {_NAMES}\n",
+        [(4, _listed("K.device_lib.list_local_devices()"))],
+    ),
     "get_available_gpus": (
         _HEAD + "G = len(K.tensorflow_backend._get_available_gpus())\n",
         _HEAD_WITHOUT_K + _ADDED + f"G = len({_NAMES})\n",

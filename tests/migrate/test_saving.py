@@ -89,3 +89,30 @@ def test_a_by_name_load_of_a_computed_path_reads_keras2_cudnn_weights(tmp_path):
         cudnn._cudnn_reference("lstm", rnn_weights[0], cudnn.X),
         atol=1e-5,
     )
+
+
+def test_a_model_saved_and_loaded_at_a_computed_suffix_less_path_round_trips(tmp_path):
+    """neurowriter: model.save(folder + '/' + loss2modelname(loss)), then load_model of it."""
+    import numpy as np
+
+    source = (
+        "import keras\n"
+        "from keras.models import load_model\n"
+        "def loss2modelname(loss):\n"
+        "    return 'model_loss%f' % loss\n"
+        "model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])\n"
+        "model.save(folder + '/' + loss2modelname(0.5))\n"
+        "best = load_model(folder + '/' + loss2modelname(0.5))\n"
+    )
+    result = migrate.migrate_source(source, "optimizer.py")
+    assert "parallel_keras.compat.save_model(model, folder" in result.migrated
+    assert "parallel_keras.compat.load_model(folder" in result.migrated
+    assert not result.report.flags
+    assert migrate.migrate_source(result.migrated, "optimizer.py").migrated == result.migrated
+    namespace = {"folder": str(tmp_path)}
+    exec(result.migrated, namespace)  # noqa: S102
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model_loss0.500000"]
+    x = np.ones((1, 3), dtype="float32")
+    np.testing.assert_allclose(
+        namespace["best"].predict(x, verbose=0), namespace["model"].predict(x, verbose=0)
+    )

@@ -244,6 +244,31 @@ textgen.save("corpus_weights.hdf5")
         idiom="multi_gpu_model + template built under tf.device('/cpu:0')",
         files=("*.py", "data_handler", "models", "utils"),
         entry="train.py",
+        # Its config: the 'Nucleus' sizes (128x128), a small batch, train and
+        # validation folders of .npy files as its data_handler/npyDataOps.py saves them.
+        setup="""
+import numpy as np
+import config
+config.config.img_rows = 128
+config.config.img_cols = 128
+config.config.batchSize = 4
+config.config.train_data_path = 'train'
+config.config.valid_data_path = 'val'
+rng = np.random.default_rng(0)
+for folder, count in (('train', 8), ('val', 4)):
+    npy = os.path.join(folder, 'npyfiles')
+    os.makedirs(npy, exist_ok=True)
+    masks = np.zeros((count, 128, 128), dtype=np.uint8)
+    masks[:, 40:90, 30:100] = 1
+    points = np.zeros((count, 128, 128), dtype=np.uint8)
+    points[:, 64, 64] = 1
+    np.save(os.path.join(npy, 'imgs.npy'), rng.integers(0, 256, (count, 128, 128, 3), dtype=np.uint8))
+    np.save(os.path.join(npy, 'masks.npy'), masks)
+    np.save(os.path.join(npy, 'weightMaps.npy'), masks.astype(np.float32))
+    np.save(os.path.join(npy, 'objectPoints.npy'), points)
+    np.save(os.path.join(npy, 'pointOthers.npy'), np.zeros_like(points))
+    np.save(os.path.join(npy, 'image_names.npy'), np.array([f'img{i}' for i in range(count)]))
+""",
     ),
     PublicProject(
         name="pconv_inpainting",
@@ -973,7 +998,7 @@ _BLOCKED_ON = {
     "data_parallel_mnist_rossum": "",
     "cifar10_kuza55_rossum": "",
     "colorize_gan": "its ConvSN2D weights files reload with 2 of the rebuilt layer's 3 variables",
-    "neurowriter": "past scikit-optimize (compat.skopt): every trial fails on `optimizerclass(lr=...)`, a Keras optimizer class picked from a dict at run time (lr= not rewritten), then load_model of a suffix-less path",
+    "neurowriter": "",
     "minos": "",
 }
 PROJECTS = tuple(

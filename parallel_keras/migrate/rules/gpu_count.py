@@ -75,6 +75,7 @@ def _is_gpu_string(value: str) -> bool:
 
 
 def _mentions_gpu(node: cst.CSTNode) -> bool:
+    """A `'GPU'` test, or a name-prefix test (`d.name[:11] == '/device:GPU'`)."""
     return any(
         _is_gpu_string(syntax.string_value(string) or "")
         for string in syntax.findall(node, cst.SimpleString)

@@ -39,6 +39,12 @@ _SKIMAGE_WHY = (
     "image); scikit-image 0.14's conversion (img_as_ubyte), pixel for pixel"
 )
 _SKIMAGE_MODERN = "skimage.io.imsave(path, skimage.util.img_as_ubyte(image))"
+_SKELETON = "parallel_keras.compat.skimage_morphology"
+_SKELETON_WHY = (
+    "removed in scikit-image 0.25; scikit-image 0.22's values (uint8, the image's maximum "
+    "on the skeleton: 255 for a mask), where skeletonize(method='lee') gives booleans"
+)
+_SKELETON_MODERN = "skimage.morphology.skeletonize(image, method='lee') * 255"
 _SCIPY_MODERN = {
     "imread": "numpy.asarray(PIL.Image.open(path)) (convert('RGB') for palette images)",
     "imresize": "numpy.asarray(PIL.Image.fromarray(x).resize((width, height), "
@@ -165,17 +171,36 @@ _ALBUMENTATIONS = ("albumentations", "albumentations.augmentations.transforms")
 _BRIGHTNESS_CONTRAST = {"RandomBrightness": "brightness_limit", "RandomContrast": "contrast_limit"}
 _ALBUMENTATIONS_IAA = (
     "albumentations' IAA* transforms wrapped imgaug and were removed in albumentations "
-    "1.0-1.4; use albumentations' own port (IAASharpen -> A.Sharpen(alpha, lightness), "
-    "IAAEmboss -> A.Emboss(alpha, strength), IAAAdditiveGaussianNoise -> A.GaussNoise, "
+    "1.0-1.4; use albumentations' own port (IAAAdditiveGaussianNoise -> A.GaussNoise, "
     "IAAPiecewiseAffine -> A.PiecewiseAffine, IAAPerspective -> A.Perspective, "
     "IAAAffine -> A.Affine, IAASuperpixels -> A.Superpixels), or imgaug's augmenter "
     "through parallel_keras.compat.imgaug in an A.Lambda(image=...)."
 )
-_GAUSS_NOISE_FIX = (
+# The albumentations 0.x-1.3 transforms parallel_keras.compat.albumentations
+# computes exactly (IAASharpen/IAAEmboss: imgaug's convolution; GaussNoise:
+# 1.x's variance in pixel units), and their modern form.
+_ALBUMENTATIONS_COMPAT = "parallel_keras.compat.albumentations"
+_ALBUMENTATIONS_IAA_COMPAT = {
+    "IAASharpen": (
+        "removed in albumentations 1.0 (it wrapped imgaug's iaa.Sharpen)",
+        "A.Sharpen(alpha=..., lightness=..., method='kernel')",
+    ),
+    "IAAEmboss": (
+        "removed in albumentations 1.0 (it wrapped imgaug's iaa.Emboss)",
+        "A.Emboss(alpha=..., strength=...)",
+    ),
+}
+_IAA_MODULES = ("albumentations.imgaug", "albumentations.imgaug.transforms")
+# albumentations 1.x's GaussNoise arguments that 2.x dropped.
+_GAUSS_NOISE_1X = frozenset({"var_limit", "mean", "always_apply"})
+_GAUSS_NOISE_WHY = (
     "albumentations 2 ignores var_limit (with a warning) and adds noise of std 0.2-0.44 of "
-    "the dtype's maximum (51-112 grey levels); var_limit=(a, b) drew the variance from "
-    "[a, b] in pixel units: std_range=(sqrt(a) / 255, sqrt(b) / 255) keeps the same range "
-    "of std (drawn uniformly in std, not in variance)."
+    "the dtype's maximum (51-112 grey levels); 1.x drew the variance from var_limit in "
+    "pixel units"
+)
+_GAUSS_NOISE_MODERN = (
+    "A.GaussNoise(std_range=(sqrt(low) / 255, sqrt(high) / 255)) (std drawn uniformly "
+    "instead of the variance)"
 )
 _APPEND_KEYWORDS = frozenset({"ignore_index", "verify_integrity", "sort"})
 _PANDAS_DATAFRAME_SOURCES = ("pandas.DataFrame", "pandas.read_", "pandas.concat", "pandas.merge")
@@ -220,6 +245,12 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
         for name in sorted(_SCIPY_IMAGE)
     ),
     ("skimage.io.imsave", f"{_SKIMAGE_IO}.imsave", _SKIMAGE_WHY, _SKIMAGE_MODERN),
+    (
+        "skimage.morphology.skeletonize_3d",
+        f"{_SKELETON}.skeletonize_3d",
+        _SKELETON_WHY,
+        _SKELETON_MODERN,
+    ),
     ("inspect.getargspec", _GETARGSPEC, _GETARGSPEC_WHY, _GETARGSPEC_MODERN),
     (
         "scipy.ndimage.imread",
@@ -252,8 +283,17 @@ AUDIT: list[tuple[str, str | None, str] | tuple[str, str | None, str, str | None
         "removed in albumentations 1.4; albumentations 1.3.1 defined them so "
         "(brightness_by_max=True, the default in every version)",
     ),
-    ("albumentations.IAASharpen / IAAEmboss / IAA*", None, _ALBUMENTATIONS_IAA),
-    ("albumentations.GaussNoise(var_limit=...)", None, _GAUSS_NOISE_FIX),
+    *(
+        (f"albumentations.{name}", f"{_ALBUMENTATIONS_COMPAT}.{name}", why, modern)
+        for name, (why, modern) in _ALBUMENTATIONS_IAA_COMPAT.items()
+    ),
+    ("albumentations.IAA* (the others)", None, _ALBUMENTATIONS_IAA),
+    (
+        "albumentations.GaussNoise(var_limit=..., mean=..., always_apply=...)",
+        f"{_ALBUMENTATIONS_COMPAT}.GaussNoise(...)",
+        _GAUSS_NOISE_WHY,
+        _GAUSS_NOISE_MODERN,
+    ),
     ("from imgaug import *", None, "a star import of imgaug's package: " + _IMGAUG_STAR_FIX),
     *(
         (
@@ -372,7 +412,7 @@ class LibrariesRule(context.Rule):
         if updated.module is None or updated.relative or isinstance(updated.names, cst.ImportStar):
             return updated
         module = syntax.dotted(updated.module)
-        if module in _ALBUMENTATIONS or module == "albumentations.imgaug":
+        if module in _ALBUMENTATIONS or module in _IAA_MODULES:
             return self._albumentations_import(ctx, original, updated)
         names = [syntax.dotted(alias.name) for alias in updated.names]
         if module in _SCIPY_MODULES and all(n in _SCIPY_MODULES[module] for n in names):
@@ -397,6 +437,15 @@ class LibrariesRule(context.Rule):
                 _SKIMAGE_MODERN,
             )
             return updated.with_changes(module=syntax.dotted_expression(_SKIMAGE_IO))
+        if module == "skimage.morphology" and "skeletonize_3d" in names:
+            ctx.compat(
+                original,
+                RULE,
+                f"`from skimage.morphology import {', '.join(names)}` -> `from {_SKELETON} "
+                "import ...`: skeletonize_3d " + _SKELETON_WHY,
+                _SKELETON_MODERN,
+            )
+            return updated.with_changes(module=syntax.dotted_expression(_SKELETON))
         if module == "sklearn.cross_validation":
             changed = [n for n in names if n not in _SAME_IN_MODEL_SELECTION]
             if changed:
@@ -425,9 +474,23 @@ class LibrariesRule(context.Rule):
 
     def _albumentations_import(self, ctx, original, updated):
         names = [syntax.dotted(alias.name) for alias in updated.names]
-        iaa = [n for n in names if n.startswith("IAA")]
+        iaa = [n for n in names if n.startswith("IAA") and n not in _ALBUMENTATIONS_IAA_COMPAT]
         if iaa:
             ctx.flag(original, RULE, f"`{', '.join(iaa)}` from albumentations", _ALBUMENTATIONS_IAA)
+        ported = [n for n in names if n in _ALBUMENTATIONS_IAA_COMPAT]
+        if ported and len(ported) < len(names):
+            # albumentations 2 has no such name: the import itself would fail.
+            # Calls become parallel_keras.compat.albumentations's.
+            aliases = [a for a in updated.names if syntax.dotted(a.name) not in ported]
+            aliases[-1] = aliases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            updated = updated.with_changes(names=aliases)
+            names = [n for n in names if n not in ported]
+            ctx.change(
+                original,
+                RULE,
+                f"removed `{', '.join(ported)}` from the albumentations import: removed in "
+                f"albumentations 1.0; its calls go to {_ALBUMENTATIONS_COMPAT}",
+            )
         if not any(n in _BRIGHTNESS_CONTRAST for n in names):
             return updated
         kept: list[cst.ImportAlias] = []
@@ -593,6 +656,15 @@ class LibrariesRule(context.Rule):
                 _GETARGSPEC_MODERN,
             )
             return syntax.expression(_GETARGSPEC)
+        if qualified == "skimage.morphology.skeletonize_3d":
+            ctx.require_import(_SKELETON)
+            ctx.compat(
+                original,
+                RULE,
+                f"`{syntax.code(original)}` -> `{_SKELETON}.skeletonize_3d`: " + _SKELETON_WHY,
+                _SKELETON_MODERN,
+            )
+            return syntax.expression(f"{_SKELETON}.skeletonize_3d")
         if qualified == "skimage.io.imsave":
             ctx.require_import(_SKIMAGE_IO)
             ctx.compat(
@@ -659,9 +731,15 @@ class LibrariesRule(context.Rule):
         module, _, name = qualified.rpartition(".")
         if module in _ALBUMENTATIONS and name in _BRIGHTNESS_CONTRAST:
             return self._brightness_contrast(ctx, original, updated, name)
+        if module in (*_ALBUMENTATIONS, *_IAA_MODULES) and name in _ALBUMENTATIONS_IAA_COMPAT:
+            why, modern = _ALBUMENTATIONS_IAA_COMPAT[name]
+            return self._albumentations_compat(ctx, original, updated, name, why, modern)
         if module in _ALBUMENTATIONS and name == "GaussNoise":
-            if syntax.keyword(original, "var_limit") is not None or syntax.positional(original):
-                ctx.flag(original, RULE, "`GaussNoise(var_limit=...)`", _GAUSS_NOISE_FIX)
+            keywords = {arg.keyword.value for arg in original.args if arg.keyword is not None}
+            if syntax.positional(original) or keywords & _GAUSS_NOISE_1X:
+                return self._albumentations_compat(
+                    ctx, original, updated, name, _GAUSS_NOISE_WHY, _GAUSS_NOISE_MODERN
+                )
             return updated
         if qualified in _LABEL and syntax.keyword(original, "neighbors") is not None:
             return self._label_neighbors(ctx, original, updated)
@@ -729,6 +807,13 @@ class LibrariesRule(context.Rule):
             "neighbors=4 as connectivity 1 and 8 as the image's number of dimensions",
         )
         return updated.with_changes(args=args)
+    def _albumentations_compat(self, ctx, original, updated, name, why, modern):
+        """`IAASharpen(...)` -> `parallel_keras.compat.albumentations.IAASharpen(...)`."""
+        ctx.require_import(_ALBUMENTATIONS_COMPAT)
+        ctx.require_package("albumentations")
+        target = f"{_ALBUMENTATIONS_COMPAT}.{name}"
+        ctx.compat(original, RULE, f"`{name}(...)` -> `{target}(...)`: {why}", f"`{modern}`")
+        return updated.with_changes(func=syntax.expression(target))
 
     def _brightness_contrast(self, ctx, original, updated, name: str):
         """`RandomBrightness(limit, always_apply, p)` -> RandomBrightnessContrast(..., contrast_limit=0)."""

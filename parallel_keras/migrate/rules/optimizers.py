@@ -50,7 +50,7 @@ KERAS3_DEFAULT_LR = {
     "Adamax": "0.001",
     "Nadam": "0.001",
 }
-_LOWERCASE_ALIASES = {name.lower(): name for name in LEGACY_SIGNATURES}
+LOWERCASE_ALIASES = {name.lower(): name for name in LEGACY_SIGNATURES}
 # Where Keras 3's update formula differs from Keras 2.2-2.3's (checked
 # against keras/optimizers.py 2.2.4 and keras/src/optimizers/*.py 3.15):
 # standalone Keras 2 code builds these through compat.keras2_optimizer.
@@ -73,13 +73,13 @@ _SETS_LR = frozenset({"keras.callbacks.ReduceLROnPlateau", "keras.callbacks.Lear
 def _optimizer_class(ctx: context.Context, call: cst.Call) -> str | None:
     qualified = ctx.qualified_name(call.func) or ""
     module, _, name = qualified.rpartition(".")
-    name = _LOWERCASE_ALIASES.get(name, name)  # Keras 2's `rmsprop = RMSprop`
+    name = LOWERCASE_ALIASES.get(name, name)  # Keras 2's `rmsprop = RMSprop`
     if module in ("keras.optimizers", "keras.optimizers.legacy") and name in LEGACY_SIGNATURES:
         return name
     return None
 
 
-def _standalone_keras(ctx: context.Context, func: cst.BaseExpression) -> bool:
+def standalone_keras(ctx: context.Context, func: cst.BaseExpression) -> bool:
     """Whether `func` is standalone Keras 2's `keras.optimizers.X`.
 
     `tf.keras.optimizers.X` and `keras.optimizers.legacy.X` are TF 2's
@@ -96,7 +96,7 @@ def _string_optimizer(node: cst.BaseExpression) -> str | None:
     text = syntax.string_value(node)
     if text is None:
         return None
-    return _LOWERCASE_ALIASES.get(text.lower())
+    return LOWERCASE_ALIASES.get(text.lower())
 
 
 def _module_constant(ctx: context.Context, node: cst.BaseExpression) -> cst.BaseExpression:
@@ -306,7 +306,7 @@ class OptimizerRule(context.Rule):
         updated = self._changed_meaning(ctx, original, name, updated, messages)
         if messages:
             ctx.change(original, RULE, f"{name}: " + "; ".join(messages))
-        if name in KERAS2_FORMULAS and _standalone_keras(ctx, original.func):
+        if name in KERAS2_FORMULAS and standalone_keras(ctx, original.func):
             # Nadam's schedule_decay works there too.
             return self._keras2_formula(ctx, original, name, updated)
         if syntax.keyword(updated, "schedule_decay") is not None:
@@ -339,7 +339,7 @@ class OptimizerRule(context.Rule):
             default == KERAS3_DEFAULT_LR[name]
             or syntax.keyword(updated, "learning_rate") is not None
             or syntax.positional(updated)
-            or not _standalone_keras(ctx, original.func)
+            or not standalone_keras(ctx, original.func)
         ):
             return updated
         new_arg = syntax.make_arg("learning_rate", syntax.expression(default))

@@ -48,6 +48,13 @@ AUDIT: list[tuple] = [
     ("load of a path the script saved before", "the renamed path", "one file, one name"),
     ("<own class>.save('x.json')", "(kept)", "not a Keras object"),
     (
+        "model.save(<computed path>) / load_model of a computed path",
+        "parallel_keras.compat.save_model(model, path) / parallel_keras.compat.load_model(path)",
+        "Keras 2's HDF5 model file at exactly the path computed (Keras 3 takes only .keras, "
+        ".h5 and .hdf5)",
+        "compute a path ending in '.keras' and call model.save(path)",
+    ),
+    (
         "model.save_weights(<computed path>) / load_weights of a computed path",
         "parallel_keras.compat.save_weights(model, path)",
         "Keras 2's HDF5 layout at exactly the path computed (Keras 3 takes only .weights.h5)",
@@ -155,6 +162,8 @@ class SavePathRule(context.Rule):
         self._stale_loads: dict[int, str] = {}  # id(literal) -> the new name
         # save_weights calls whose path is computed at run time.
         self._unresolved_weight_paths: list[cst.Call] = []
+        # model.save / save_model calls whose path is computed at run time.
+        self._unresolved_model_paths: list[cst.Call] = []
 
     def visit_ClassDef(self, ctx, node):
         bases = {syntax.dotted(base.value) or "" for base in node.bases}
@@ -250,6 +259,8 @@ class SavePathRule(context.Rule):
         if literal is None:
             if suffix_for is weights_suffix:
                 self._unresolved_weight_paths.append(call)
+            else:
+                self._unresolved_model_paths.append(call)
             return
         text = syntax.string_text(literal)
         if text.rsplit("/", 1)[-1].rpartition(".")[2].lower() in _NOT_KERAS_SUFFIXES:
@@ -293,6 +304,18 @@ class SavePathRule(context.Rule):
                 "make sure the path ends with '.weights.h5' (Keras 3 rejects "
                 "any other suffix for save_weights).",
             )
+        if any(original is call for call in self._unresolved_model_paths):
+            if not syntax.has_star(updated):
+                return self._compat_model(ctx, original, updated, "save_model")
+        if (
+            ctx.qualified_name(original.func) in _LOAD_MODEL_NAMES
+            # A computed model.save wrote Keras 2's HDF5 there (any suffix).
+            and self._unresolved_model_paths
+            and not syntax.has_star(updated)
+            and path_argument(original, 0) is not None
+            and path_literal(ctx, path_argument(original, 0)) is None
+        ):
+            return self._compat_model(ctx, original, updated, "load_model")
         if (
             method == "load_weights"
             # A computed save_weights wrote Keras 2's HDF5 there, or `by_name=`
@@ -308,6 +331,27 @@ class SavePathRule(context.Rule):
             # The file a computed save_weights wrote (Keras 2's HDF5 at any path).
             return self._compat_weights(ctx, original, updated, "load_weights")
         return updated
+
+    def _compat_model(self, ctx, original, updated, function):
+        """`model.save(path)` / `load_model(path)` -> `parallel_keras.compat.<function>`."""
+        target = f"parallel_keras.compat.{function}"
+        ctx.require_import("parallel_keras")
+        ctx.compat(
+            original,
+            RULE,
+            f"`{syntax.code(original.func)}(<computed path>)` -> `{target}(...)`: "
+            "Keras 2's HDF5 model file at exactly the path computed (Keras 3 takes only "
+            "'.keras', '.h5' and '.hdf5' there)",
+            "compute a path ending in '.keras' and call model.save(path) / "
+            "keras.models.load_model(path)",
+        )
+        if function == "save_model" and syntax.method_name(original) == "save":
+            receiver = updated.func.value
+            return updated.with_changes(
+                func=syntax.expression(target),
+                args=[cst.Arg(receiver, comma=_COMMA), *updated.args],
+            )
+        return updated.with_changes(func=syntax.expression(target))
 
     def _compat_weights(self, ctx, original, updated, method):
         """`model.save_weights(path)` -> `parallel_keras.compat.save_weights(model, path)`."""

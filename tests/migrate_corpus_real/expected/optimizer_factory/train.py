@@ -16,9 +16,9 @@ for physical_gpu in tf.config.list_physical_devices('GPU'):
 tf.config.set_visible_devices([gpu for gpu in tf.config.list_physical_devices('GPU') if gpu.name.rsplit(':', 1)[-1] in str('0,1,2,3').replace(' ', '').split(',')], 'GPU')
 
 OPTIMIZERS = {
-    'sgd': optimizers.SGD,
-    'adam': optimizers.Adam,
-    'rmsprop': optimizers.RMSprop,
+    'sgd': parallel_keras.compat.keras2_optimizer(optimizers.SGD),
+    'adam': parallel_keras.compat.keras2_optimizer(optimizers.Adam),
+    'rmsprop': parallel_keras.compat.keras2_optimizer(optimizers.RMSprop),
 }
 
 
