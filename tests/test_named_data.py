@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Dict data read by the model's input and output names, as Keras 2 read it.
+
+Keras 2 (training_utils.standardize_input_data) fed a functional model's
+inputs from a dict by name and ignored keys no input has (Keras 2's
+image_ocr example yields a `source_str` of strings); every value here is
+compared with the same model trained on exactly the right arrays.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from absl import logging
+
+import parallel_keras
+from parallel_keras import compat
+
+ROWS, BATCH = 16, 8
+
+
+def ctc_like(seed=3):
+    """Two named inputs, one output named 'ctc' computing a per-row loss."""
+    keras.utils.set_random_seed(seed)
+    image = keras.Input((5,), name="the_input")
+    labels = keras.Input((2,), name="the_labels")
+    prediction = keras.layers.Dense(2, name="softmax")(image)
+    loss = keras.layers.Lambda(
+        lambda args: keras.ops.sum(keras.ops.square(args[0] - args[1]), axis=1, keepdims=True),
+        name="ctc",
+    )([prediction, labels])
+    return keras.Model([image, labels], loss)
+
+
+def arrays(seed=0):
+    rng = np.random.RandomState(seed)
+    image = rng.rand(ROWS, 5).astype("float32")
+    labels = rng.rand(ROWS, 2).astype("float32")
+    words = np.array([f"word{i}" for i in range(ROWS)])
+    return image, labels, words
+
+
+def dict_batches(image, labels, words):
+    """The image_ocr idiom: dicts with a key (strings) no input has."""
+    for start in range(0, ROWS, BATCH):
+        rows = slice(start, start + BATCH)
+        inputs = {
+            "the_input": image[rows],
+            "the_labels": labels[rows],
+            "source_str": words[rows],
+        }
+        yield inputs, {"ctc": np.zeros([BATCH], "float32")}
+
+
+def compile_ctc(model):
+    model.compile(loss={"ctc": lambda y_true, y_pred: y_pred}, optimizer=keras.optimizers.SGD(0.1))
+
+
+def reference_weights():
+    """One device, only the right keys, as tuples: Keras 3's own spelling."""
+    image, labels, _ = arrays()
+    model = ctc_like()
+    compile_ctc(model)
+    model.fit(
+        (image, labels), np.zeros([ROWS], "float32"), batch_size=BATCH, shuffle=False, verbose=0
+    )
+    return model.get_weights()
+
+
+def assert_weights_equal(model, expected):
+    for got, want in zip(model.get_weights(), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("gpus", [1, pytest.param(4, marks=pytest.mark.slow)])
+def test_dict_batches_with_an_extra_string_key_train_as_the_right_keys(gpus):
+    expected = reference_weights()
+    template = ctc_like()
+    model = parallel_keras.multi_gpu_model(template, gpus=gpus) if gpus > 1 else template
+    compile_ctc(model)
+    if gpus > 1:  # The parallel model reads dicts by name itself.
+        model.fit(dict_batches(*arrays()), steps_per_epoch=2, verbose=0)
+    else:  # The plain model through the compat function migrate writes.
+        model.fit(
+            compat.named_batches(model, dict_batches(*arrays())), steps_per_epoch=2, verbose=0
+        )
+    assert_weights_equal(template, expected)
+
+
+def test_plain_keras_fails_on_the_same_batches():
+    # What the compat path is for: Keras 3 converts every key of the dict.
+    model = ctc_like()
+    compile_ctc(model)
+    with pytest.raises(ValueError, match="Invalid dtype"):
+        model.fit(dict_batches(*arrays()), steps_per_epoch=2, verbose=0)
+
+
+def test_compat_fit_generator_reads_dict_batches_by_name():
+    expected = reference_weights()
+    model = ctc_like()
+    compile_ctc(model)
+    compat.fit_generator(model, dict_batches(*arrays()), 2, verbose=0)
+    assert_weights_equal(model, expected)
+
+
+@pytest.mark.parametrize(
+    "kind", ["arrays", pytest.param("dataset", marks=pytest.mark.slow), "sequence"]
+)
+def test_parallel_model_reads_dicts_of_arrays_datasets_and_sequences_by_name(kind):
+    expected = reference_weights()
+    image, labels, words = arrays()
+    template = ctc_like()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=4)
+    compile_ctc(parallel)
+    inputs = {"the_labels": labels, "the_input": image, "source_str": words}
+    targets = {"ctc": np.zeros([ROWS], "float32")}
+    if kind == "arrays":
+        parallel.fit(inputs, targets, batch_size=BATCH, shuffle=False, verbose=0)
+    elif kind == "dataset":
+        dataset = tf.data.Dataset.from_tensor_slices((inputs, targets)).batch(BATCH)
+        parallel.fit(dataset, verbose=0)
+    else:
+
+        class Batches(keras.utils.Sequence):
+            def __len__(self):
+                return ROWS // BATCH
+
+            def __getitem__(self, index):
+                rows = slice(index * BATCH, (index + 1) * BATCH)
+                return {key: value[rows] for key, value in inputs.items()}, {
+                    "ctc": targets["ctc"][rows]
+                }
+
+        parallel.fit(Batches(), shuffle=False, verbose=0)
+    assert_weights_equal(template, expected)
+
+
+@pytest.mark.slow
+def test_predict_and_on_batch_methods_read_dicts_by_name():
+    image, labels, words = arrays()
+    template = ctc_like()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=4)
+    compile_ctc(parallel)
+    inputs = {"the_input": image, "the_labels": labels, "source_str": words}
+    expected = template.predict((image, labels), verbose=0)
+    np.testing.assert_allclose(parallel.predict(inputs, verbose=0), expected, rtol=1e-6)
+    batches = (batch[0] for batch in dict_batches(image, labels, words))
+    np.testing.assert_allclose(parallel.predict(batches, steps=2, verbose=0), expected, rtol=1e-6)
+    loss = parallel.test_on_batch(inputs, {"ctc": np.zeros([ROWS], "float32")})
+    np.testing.assert_allclose(loss, expected.mean(), rtol=1e-5)
+
+
+def test_dropped_keys_are_logged_once(monkeypatch):
+    messages = []
+    monkeypatch.setattr(logging, "info", lambda message, *args: messages.append(message % args))
+    model = ctc_like()
+    compile_ctc(model)
+    model.fit(compat.named_batches(model, dict_batches(*arrays())), steps_per_epoch=2, verbose=0)
+    dropped = [message for message in messages if "'source_str'" in message]
+    assert len(dropped) == 1 and "not fed (as in Keras 2)" in dropped[0]
+
+
+def test_a_dict_missing_an_input_is_refused_with_the_fix():
+    image, _, words = arrays()
+    template = ctc_like()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=4)
+    compile_ctc(parallel)
+    before = template.get_weights()
+    with pytest.raises(ValueError) as error:
+        parallel.fit({"the_input": image, "source_str": words}, np.zeros([ROWS]), verbose=0)
+    message = str(error.value)
+    assert "lacks ['the_labels']" in message
+    assert "Received: keys ['source_str', 'the_input']" in message
+    assert "`name=` of each `Input`" in message
+    assert_weights_equal(template, before)
