@@ -175,3 +175,130 @@ def test_a_dict_missing_an_input_is_refused_with_the_fix():
     assert "Received: keys ['source_str', 'the_input']" in message
     assert "`name=` of each `Input`" in message
     assert_weights_equal(template, before)
+
+
+def two_outputs(seed=5):
+    """Two named inputs, two named outputs sharing a hidden layer."""
+    keras.utils.set_random_seed(seed)
+    a = keras.Input((3,), name="input_a")
+    b = keras.Input((3,), name="input_b")
+    hidden = keras.layers.Dense(5, activation="tanh", name="hidden")(
+        keras.layers.Concatenate(name="joined")([a, b])
+    )
+    return keras.Model(
+        [a, b],
+        [keras.layers.Dense(4, name="out_a")(hidden), keras.layers.Dense(3, name="out_b")(hidden)],
+    )
+
+
+class WeightedBatches(keras.utils.PyDataset):
+    """`length` batches of `(x, y, sample_weight)`, as dicts by name or as tuples."""
+
+    def __init__(self, length, as_dicts, seed=4):
+        super().__init__()
+        self.length, self.as_dicts = length, as_dicts
+        rng = np.random.RandomState(seed)
+        rows = length * BATCH
+        self.columns = {
+            "input_a": rng.rand(rows, 3).astype("float32"),
+            "input_b": rng.rand(rows, 3).astype("float32"),
+            "out_a": rng.rand(rows, 4).astype("float32"),
+            "out_b": rng.rand(rows, 3).astype("float32"),
+            "weight_a": rng.rand(rows).astype("float32"),
+            "weight_b": rng.rand(rows).astype("float32"),
+        }
+        self.epochs_ended = 0
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, index):
+        rows = slice(index * BATCH, (index + 1) * BATCH)
+        c = {key: value[rows] for key, value in self.columns.items()}
+        if not self.as_dicts:
+            return (
+                (c["input_a"], c["input_b"]),
+                (c["out_a"], c["out_b"]),
+                (
+                    c["weight_a"],
+                    c["weight_b"],
+                ),
+            )
+        return (
+            {"input_b": c["input_b"], "input_a": c["input_a"]},
+            {"out_b": c["out_b"], "out_a": c["out_a"]},
+            {"out_a": c["weight_a"], "out_b": c["weight_b"]},
+        )
+
+    def on_epoch_end(self):
+        self.epochs_ended += 1
+
+
+def fit_repeated(model, as_dicts):
+    """Keras 2's `fit_generator(seq, steps_per_epoch=3, validation_data=val,
+    validation_steps=2)` as migrate writes it: 3 of 4 batches per epoch,
+    each epoch going on where the last stopped."""
+    model.compile(keras.optimizers.SGD(0.2), ["mse", "mse"], loss_weights=[1.0, 0.5], metrics=None)
+    training, validation = WeightedBatches(4, as_dicts), WeightedBatches(3, as_dicts, seed=6)
+    history = model.fit(
+        parallel_keras.repeat_sequence(training, 3),
+        epochs=3,
+        validation_data=parallel_keras.repeat_sequence(validation, 2),
+        verbose=0,
+    )
+    return history.history, training.epochs_ended
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_a_repeated_sequence_of_dict_batches_trains_each_epoch_on_the_next_batches(gpus):
+    # The dict reading wraps every Sequence; its epoch hooks are the
+    # Sequence's own, so `repeat_sequence` moves on to batches 3, 4, 5 ...
+    # in epoch 2 as on one device (it read batches 0-2 every epoch before).
+    reference = two_outputs()
+    expected, expected_ends = fit_repeated(reference, as_dicts=False)
+    template = two_outputs()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
+    got, ends = fit_repeated(parallel, as_dicts=True)
+    assert ends == expected_ends
+    assert sorted(got) == sorted(expected)
+    for key in expected:
+        np.testing.assert_allclose(got[key], expected[key], rtol=1e-5, atol=1e-6, err_msg=key)
+    assert_weights_equal(template, reference.get_weights())
+
+
+def test_the_dict_reading_of_a_sequence_keeps_its_whole_pydataset_protocol():
+    calls = []
+
+    class Endless(keras.utils.PyDataset):
+        def __init__(self):
+            super().__init__(workers=3, use_multiprocessing=True, max_queue_size=7)
+            self.note = "own attribute"
+
+        @property
+        def num_batches(self):
+            return None
+
+        def __getitem__(self, index):
+            return {"the_input": np.zeros((1, 5)), "the_labels": np.zeros((1, 2))}, None
+
+        def on_epoch_begin(self):
+            calls.append("begin")
+
+        def on_epoch_end(self):
+            calls.append("end")
+
+    model = ctc_like()
+    sequence = Endless()
+    wrapped = compat.named_batches(model, sequence)
+    assert isinstance(wrapped, keras.utils.PyDataset) and wrapped is not sequence
+    # Every public part of Keras's PyDataset is the wrapped sequence's own.
+    public = {name for name in dir(keras.utils.PyDataset) if not name.startswith("_")}
+    for name in public - {"on_epoch_begin", "on_epoch_end"}:
+        assert getattr(wrapped, name) == getattr(sequence, name), name
+    wrapped.on_epoch_begin()
+    wrapped.on_epoch_end()
+    assert calls == ["begin", "end"]
+    assert wrapped.note == "own attribute"
+    x, _ = wrapped[0]
+    assert isinstance(x, tuple) and len(x) == 2  # read by name, in input order

@@ -143,14 +143,19 @@ def _generator(model: Any, generator: Iterator) -> Iterator:
 
 
 class _NamedSequence(keras.utils.PyDataset):
-    """A Sequence/PyDataset whose batches are read by name; the rest delegated."""
+    """A Sequence/PyDataset whose batches are read by name; all else is its own.
+
+    Keras reads a `PyDataset` through its public protocol: `num_batches`
+    (or `__len__`), `__getitem__`, the `on_epoch_begin` / `on_epoch_end`
+    hooks and the `workers`, `use_multiprocessing`, `max_queue_size`
+    settings. Every part of it but `__getitem__` is the wrapped
+    sequence's own, so that the data keeps its epoch logic (e.g.
+    `repeat_sequence` moves on to the next batches in `on_epoch_begin`),
+    and `__getattr__` gives the rest (a project's own attributes).
+    """
 
     def __init__(self, model: Any, sequence: Any):
-        super().__init__(
-            workers=getattr(sequence, "workers", 1),
-            use_multiprocessing=getattr(sequence, "use_multiprocessing", False),
-            max_queue_size=getattr(sequence, "max_queue_size", 10),
-        )
+        super().__init__()  # Its settings are not read: the properties below are.
         self.reading_model = model
         self.sequence = sequence
 
@@ -159,16 +164,31 @@ class _NamedSequence(keras.utils.PyDataset):
 
     @property
     def num_batches(self) -> int | None:
-        return getattr(self.sequence, "num_batches", len(self.sequence))
+        return self.sequence.num_batches
+
+    @property
+    def workers(self) -> int:
+        return getattr(self.sequence, "workers", 1)
+
+    @property
+    def use_multiprocessing(self) -> bool:
+        return getattr(self.sequence, "use_multiprocessing", False)
+
+    @property
+    def max_queue_size(self) -> int:
+        return getattr(self.sequence, "max_queue_size", 10)
 
     def __getitem__(self, index: int) -> Any:
         return batch_by_name(self.reading_model, self.sequence[index])
+
+    def on_epoch_begin(self) -> None:
+        self.sequence.on_epoch_begin()
 
     def on_epoch_end(self) -> None:
         self.sequence.on_epoch_end()
 
     def __getattr__(self, name: str) -> Any:
-        if name == "sequence":
+        if name in ("sequence", "reading_model"):
             raise AttributeError(name)
         return getattr(self.sequence, name)
 
