@@ -85,9 +85,6 @@ def test_catalogue_names_30_public_projects_with_commit_licence_and_idiom():
     assert set(RUNS) <= set(names)
 
 
-# Seconds per phase (migrate, train, reload) where 600 is not enough on the
-# shared 2-core machine: colorize_gan trains its GAN cycles and reloads 52
-# weights files (1589 s in all, 27 Nov, beside a test run).
 def _run_params():
     for project in PROJECTS:
         if project.name in RUNS:
