@@ -302,3 +302,99 @@ def test_the_dict_reading_of_a_sequence_keeps_its_whole_pydataset_protocol():
     assert wrapped.note == "own attribute"
     x, _ = wrapped[0]
     assert isinstance(x, tuple) and len(x) == 2  # read by name, in input order
+
+
+def dict_columns(rows=ROWS, seed=8):
+    rng = np.random.RandomState(seed)
+    return {
+        "input_a": rng.rand(rows, 3).astype("float32"),
+        "input_b": rng.rand(rows, 3).astype("float32"),
+        "extra": np.array([f"row{i}" for i in range(rows)]),  # no input has it
+        "out_a": rng.randint(0, 3, (rows, 4)).astype("float32"),
+        "out_b": rng.rand(rows, 3).astype("float32"),
+        "weight_a": rng.rand(rows).astype("float32"),
+        "weight_b": rng.rand(rows).astype("float32"),
+    }
+
+
+CLASSES = {"out_a": {0: 1.0, 1: 2.0, 2: 0.5, 3: 1.5}}
+
+
+def as_dicts(c, weighting):
+    """`(x, y[, sample_weight])` as dicts by name, in another key order."""
+    x = {"extra": c["extra"], "input_b": c["input_b"], "input_a": c["input_a"]}
+    y = {"out_b": c["out_b"], "out_a": c["out_a"]}
+    if weighting == "class":
+        return x, y
+    return x, y, {"out_b": c["weight_b"], "out_a": c["weight_a"]}
+
+
+@pytest.mark.parametrize(
+    "gpus, kind, weighting",
+    [
+        (2, "arrays", "sample"),
+        pytest.param(4, "arrays", "class", marks=pytest.mark.slow),
+        pytest.param(2, "generator", "sample", marks=pytest.mark.slow),
+        pytest.param(4, "sequence", "class", marks=pytest.mark.slow),
+        pytest.param(4, "dataset", "sample", marks=pytest.mark.slow),
+    ],
+)
+def test_dicts_of_inputs_targets_and_weights_train_as_their_arrays_on_one_device(
+    gpus, kind, weighting
+):
+    # Keras 2: fit(dict, dict, sample_weight=dict) or class_weight={output:
+    # {class: weight}}; the sample weights win where both are given, and a
+    # class weight weighs each row by its class (Keras 2's standardize_weights).
+    c = dict_columns()
+    if weighting == "class":
+        classes = c["out_a"].argmax(axis=-1)
+        weights = (np.array([CLASSES["out_a"][k] for k in classes], "float32"), None)
+    else:
+        weights = (c["weight_a"], c["weight_b"])
+    ones = np.ones(ROWS, "float32")
+    reference = two_outputs()
+    reference.compile(keras.optimizers.SGD(0.2), ["mse", "mse"], loss_weights=[1.0, 0.5])
+    reference.fit(
+        (c["input_a"], c["input_b"]),
+        (c["out_a"], c["out_b"]),
+        sample_weight=tuple(ones if w is None else w for w in weights),
+        batch_size=BATCH,
+        shuffle=False,
+        epochs=2,
+        verbose=0,
+    )
+    template = two_outputs()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
+    parallel.compile(keras.optimizers.SGD(0.2), "mse", loss_weights=[1.0, 0.5])
+    keywords = {"class_weight": CLASSES} if weighting == "class" else {}
+    batches = [
+        as_dicts({key: value[start : start + BATCH] for key, value in c.items()}, weighting)
+        for start in range(0, ROWS, BATCH)
+    ]
+    if kind == "arrays":
+        x, y, *sample_weight = as_dicts(c, weighting)
+        if sample_weight:
+            keywords["sample_weight"] = sample_weight[0]
+        parallel.fit(x, y, batch_size=BATCH, shuffle=False, epochs=2, verbose=0, **keywords)
+    elif kind == "generator":
+        parallel.fit(
+            (batch for _ in range(2) for batch in batches),
+            steps_per_epoch=len(batches),
+            epochs=2,
+            verbose=0,
+            **keywords,
+        )
+    elif kind == "sequence":
+
+        class Batches(keras.utils.Sequence):
+            def __len__(self):
+                return len(batches)
+
+            def __getitem__(self, index):
+                return batches[index]
+
+        parallel.fit(Batches(), shuffle=False, epochs=2, verbose=0, **keywords)
+    else:
+        dataset = tf.data.Dataset.from_tensor_slices(as_dicts(c, weighting)).batch(BATCH)
+        parallel.fit(dataset, epochs=2, verbose=0, **keywords)
+    assert_weights_equal(template, reference.get_weights())
