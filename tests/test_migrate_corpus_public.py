@@ -66,7 +66,6 @@ RUNS: tuple[str, ...] = (
     "pconv_inpainting",
     "cifar10_mgpu_avolkov1",
     "chexnet",
-    "colorize_gan",
     "crnn_ocr",
 )
 

@@ -941,7 +941,7 @@ _BLOCKED_ON = {
     "deeplabv3_segmentation": "",
     "data_parallel_mnist_rossum": "",
     "cifar10_kuza55_rossum": "",
-    "colorize_gan": "",
+    "colorize_gan": "its ConvSN2D weights files reloaded with 2 of the rebuilt layer's 3 variables; fixed (compat.Keras2Weights, ran on branch corpus7), not re-measured since",
     "neurowriter": "past scikit-optimize (compat.skopt): every trial fails on `optimizerclass(lr=...)`, a Keras optimizer class picked from a dict at run time (lr= not rewritten), then load_model of a suffix-less path",
     "minos": "",
 }
