@@ -423,3 +423,26 @@ def test_a_class_left_out_of_a_per_output_class_weight_is_refused_for_a_generato
         )
     for got, expected in zip(parallel.get_weights(), before):
         np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("gpus", GPUS)
+def test_a_list_of_sample_weights_goes_with_a_tuple_of_targets(gpus):
+    # Keras 2 read targets and sample weights as lists, whatever sequence
+    # held them; Keras 3 refuses a list of weights for a tuple of targets.
+    x, first, second = data(rows=8)
+    weights = [np.linspace(0.5, 2.0, 8).astype("float32"), np.ones(8, "float32")]
+    reference = two_outputs()
+    reference.compile(keras.optimizers.SGD(0.5), ["binary_crossentropy"] * 2)
+    with pytest.raises(ValueError, match="structures did not match"):
+        reference.fit(x, (first, second), sample_weight=weights, verbose=0)
+    expected = reference.fit(
+        x, (first, second), sample_weight=tuple(weights), batch_size=4, shuffle=False, verbose=0
+    ).history
+    template = two_outputs()
+    parallel = parallel_keras.multi_gpu_model(template, gpus=gpus)
+    parallel.compile(keras.optimizers.SGD(0.5), "binary_crossentropy")
+    history = parallel.fit(
+        x, (first, second), sample_weight=weights, batch_size=4, shuffle=False, verbose=0
+    ).history
+    np.testing.assert_allclose(history["loss"], expected["loss"], atol=ATOL)
+    assert weight_difference(template, reference) < ATOL

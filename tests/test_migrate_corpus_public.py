@@ -69,6 +69,7 @@ RUNS: tuple[str, ...] = (
     "dsb2018_selim",
     "retinanet",
     "neurowriter",
+    "crnn_ocr",
 )
 
 

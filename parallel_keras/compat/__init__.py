@@ -9,7 +9,8 @@ whose names keep Keras 2's meaning: `K.function`, `model.add_loss(<tensor>)`,
 preprocessing from the `tf_keras` package (`ImageDataGenerator`,
 `Tokenizer`, `TimeseriesGenerator`, ...; `pip install
 'parallel-keras[keras2]'`) and the private helpers projects imported
-(`conv_utils`, `generic_utils`, `Merge` for `_Merge`, `Container`).
+(`conv_utils`, `generic_utils`, `Merge` for `_Merge`, `Container`) and
+`Keras2Weights`, which makes a layer subclass save all its weights.
 
 Each name says what it does and how to modernise it; the migrate report
 lists every line that runs through here with its modern form.

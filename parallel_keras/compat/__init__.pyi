@@ -28,6 +28,7 @@ from .backend_ops import spatial_2d_padding as spatial_2d_padding
 from .backend_ops import spatial_3d_padding as spatial_3d_padding
 from .backend_ops import switch as switch
 from .backend_ops import temporal_padding as temporal_padding
+from .backend_ops import tile as tile
 from .backend_ops import variable as variable
 from .backend_ops import zeros as zeros
 from .callbacks import Keras2Callback as Keras2Callback
@@ -35,6 +36,7 @@ from .callbacks import TensorBoard as TensorBoard
 from .callbacks import keras2_callback as keras2_callback
 from .callbacks import keras2_params as keras2_params
 from .layers import Container as Container
+from .layers import Keras2Weights as Keras2Weights
 from .layers import Merge as Merge
 from .layers import Network as Network
 from .layers import initial_weights as initial_weights
@@ -80,6 +82,7 @@ from .sessions import tf1_graph as tf1_graph
 from .summaries import FileWriter as FileWriter
 from .training import evaluate_generator as evaluate_generator
 from .training import fit_generator as fit_generator
+from .training import named_batches as named_batches
 from .training import predict_generator as predict_generator
 from .training import target_tensors as target_tensors
 from .weights import load_model as load_model

@@ -203,6 +203,27 @@ def conv1d(
     return keras.ops.conv(x, kernel, strides, padding, data_format, dilation_rate)
 
 
+def tile(x: Any, n: Any) -> Any:
+    """Keras 2's `K.tile(x, n)`: `tf.tile`, multiples computed in the graph too.
+
+    `n` is an int (for a 1-D `x`) or one multiple per axis of `x`: a list,
+    or a 1-D tensor such as `K.stack([batch_size])` of a symbolic batch
+    size, which `keras.ops.tile` refuses (it iterates the multiples in
+    Python). Modernise: `tf.tile(x, multiples)`, or `keras.ops.tile` with
+    a list of ints.
+
+    Example:
+
+    >>> import keras
+    >>> from parallel_keras import compat
+    >>> keras.ops.convert_to_numpy(compat.tile(keras.ops.ones((1, 2)), [3, 1])).shape
+    (3, 2)
+    """
+    if isinstance(n, int):
+        n = [n]
+    return tf.tile(x, n)
+
+
 def batch_flatten(x: Any) -> Any:
     """Keras 2's `K.batch_flatten`: each sample as one row, in memory order.
 

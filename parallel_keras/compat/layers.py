@@ -239,3 +239,44 @@ def initial_weights(layer: keras.layers.Layer, weights: Any) -> keras.layers.Lay
 
     layer.build = build_then_set
     return layer
+
+
+class Keras2Weights:
+    """Saves and loads every weight a layer subclass has, as Keras 2 did.
+
+    Keras 2 saved a layer's `weights` (trainable, then non-trainable) in
+    the order it created them. Keras 3's `Dense`, `Conv*`, `Embedding` and
+    `EinsumDense` save only their kernel and bias (their quantization
+    layout), yet check on loading that the file holds every variable the
+    layer has: a Keras 2 subclass that adds its own weight in `build` (a
+    spectral-norm `ConvSN2D` with its `sn` vector) writes files it cannot
+    read back. Put this class first among the subclass's bases: the layer
+    then saves and loads all its variables, as `keras.layers.Layer` does.
+    Quantizing or LoRA-enabling such a layer is not supported (Keras 2 had
+    neither).
+
+    To modernise: override `save_own_variables`/`load_own_variables` in the
+    subclass, or derive it from `keras.layers.Layer` and create every
+    weight in `build`.
+
+    Example:
+
+    >>> import keras, numpy as np
+    >>> from parallel_keras import compat
+    >>> class ScaledDense(compat.Keras2Weights, keras.layers.Dense):
+    ...     def build(self, input_shape):
+    ...         super().build(input_shape)
+    ...         self.scale = self.add_weight(shape=(), initializer="ones", trainable=False)
+    >>> layer = ScaledDense(2)
+    >>> layer.build((None, 3))
+    >>> store = {}
+    >>> layer.save_own_variables(store)
+    >>> len(store)
+    3
+    """
+
+    def save_own_variables(self, store: Any) -> None:
+        keras.layers.Layer.save_own_variables(self, store)
+
+    def load_own_variables(self, store: Any) -> None:
+        keras.layers.Layer.load_own_variables(self, store)

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from absl import logging
 
 from parallel_keras import _keras2_signatures
+from parallel_keras.data_parallel import named_data
 
 # Keras 2's signatures after the generator: the order positional arguments
 # are read in (shared with migrate's rule).
@@ -94,11 +96,59 @@ def _keras3_batch(batch: Any) -> Any:
     return _tuples(batch)
 
 
-def _batches(data: Any) -> Any:
-    """A Python generator's batches as Keras 3 takes them; other data as is."""
+def _batches(model: Any, data: Any) -> Any:
+    """A Python generator's batches as Keras 3 takes them (dicts read by the
+    model's names, lists as tuples); other data read by name."""
+    data = named_batches(model, data)
     if inspect.isgenerator(data):
         return (_keras3_batch(batch) for batch in data)
     return data
+
+
+def named_batches(model: Any, data: Any) -> Any:
+    """Keras 2's reading of dict data by the model's input and output names.
+
+    Keras 2 fed a functional model's inputs from a dict by name, each output
+    given a loss likewise, and ignored keys no input or output has (Keras
+    2's `image_ocr` example yields a `source_str` of strings beside its
+    inputs); Keras 3 converts every key and fails on strings. The data comes
+    back the same kind, its dicts replaced by the model's inputs (outputs)
+    in order: a generator, `keras.utils.Sequence`/`PyDataset` or
+    `tf.data.Dataset` batch by batch, a dict of inputs as the inputs, an
+    `(x, y)` or `(x, y, sample_weight)` tuple as such a tuple. Dropped keys
+    are logged once. A parallel model reads its data this way itself.
+
+    To modernise: yield (or pass) only the model's inputs and targets, as
+    tuples or dicts with exactly their names.
+
+    Args:
+        model: The Keras model that reads the data (a parallel model too).
+        data: The data passed to `fit`/`evaluate`/`predict` or their
+            `validation_data`.
+
+    Returns:
+        The data with its dicts read by name.
+
+    Raises:
+        ValueError: If a dict of inputs lacks one of the model's inputs.
+
+    Example:
+
+    >>> import keras, numpy as np
+    >>> from parallel_keras import compat
+    >>> inputs = keras.Input((2,), name="image")
+    >>> model = keras.Model(inputs, keras.layers.Dense(1, name="score")(inputs))
+    >>> x, y = compat.named_batches(
+    ...     model, ({"image": np.ones((4, 2)), "text": np.array(["a"] * 4)},
+    ...             {"score": np.zeros((4, 1))}))
+    >>> x.shape, y.shape
+    ((4, 2), (4, 1))
+    """
+    if isinstance(data, tuple) and any(isinstance(part, Mapping) for part in data):
+        return named_data.batch_by_name(model, data)
+    if isinstance(data, Mapping):
+        return named_data.by_name(model, data)[0]
+    return named_data.batches(model, data)
 
 
 def fit_generator(model: Any, generator: Any, *args: Any, **kwargs: Any) -> Any:
@@ -107,7 +157,8 @@ def fit_generator(model: Any, generator: Any, *args: Any, **kwargs: Any) -> Any:
     Positional arguments after the generator follow Keras 2's order:
     steps_per_epoch, epochs, verbose, callbacks, validation_data,
     validation_steps, validation_freq, class_weight, max_queue_size, workers,
-    use_multiprocessing, shuffle, initial_epoch. A Python generator's
+    use_multiprocessing, shuffle, initial_epoch. Dict batches are read by
+    the model's input and output names (`named_batches`). A Python generator's
     `[x1, x2], y` batches (a list of inputs, which Keras 3 refuses) are
     passed on as `(x1, x2), y`. `max_queue_size`, `workers`
     and `use_multiprocessing` are dropped (Keras 3 reads them from a
@@ -134,9 +185,9 @@ def fit_generator(model: Any, generator: Any, *args: Any, **kwargs: Any) -> Any:
             is given both by position and by keyword.
     """
     options = _keyword_arguments("fit_generator", args, kwargs)
-    generator = _batches(generator)
+    generator = _batches(model, generator)
     if "validation_data" in options:
-        options["validation_data"] = _batches(options["validation_data"])
+        options["validation_data"] = _batches(model, options["validation_data"])
     return model.fit(generator, **options)
 
 
@@ -163,7 +214,7 @@ def evaluate_generator(model: Any, generator: Any, *args: Any, **kwargs: Any) ->
         TypeError: If an argument is not one of Keras 2's `evaluate_generator`.
     """
     options = _keyword_arguments("evaluate_generator", args, kwargs)
-    generator = _batches(generator)
+    generator = _batches(model, generator)
     return model.evaluate(generator, **options)
 
 
@@ -190,6 +241,7 @@ def predict_generator(model: Any, generator: Any, *args: Any, **kwargs: Any) -> 
         TypeError: If an argument is not one of Keras 2's `predict_generator`.
     """
     options = _keyword_arguments("predict_generator", args, kwargs)
+    generator = named_batches(model, generator)
     if inspect.isgenerator(generator):
         # Keras 2 took bare input batches; Keras 3 reads a tuple's first item.
         generator = (_keras3_batch(b) if isinstance(b, tuple) else (_tuples(b),) for b in generator)

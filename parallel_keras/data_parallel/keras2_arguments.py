@@ -20,6 +20,9 @@ Keras 3 does, and a Keras 2 script relies on it:
 * A list of numbers was one array on a model with one input or output
   (`train_on_batch(x, [0, 1])`), and on a model with several, each list of
   numbers in the list was one array; Keras 3 reads a list as a structure.
+* A dict of inputs or targets was read by the model's names, keys no input
+  or output has ignored (`named_data`, also for generators, datasets and
+  Sequences).
 * `predict_generator` took a generator yielding the inputs alone (or
   `(x, y)`, whose targets it ignored); Keras 3's `predict` wants a tuple.
 
@@ -37,6 +40,8 @@ from typing import Any
 
 import keras
 import numpy as np
+
+from parallel_keras.data_parallel import named_data
 
 
 def _list_outputs(model: keras.Model) -> int | None:
@@ -183,7 +188,12 @@ def input_count(model: keras.Model) -> int | None:
 
 
 def call_data(model: keras.Model, x=None, y=None, sample_weight=None):
-    """`(x, y, sample_weight)` of a call, lists of numbers as Keras 2 read them."""
+    """`(x, y, sample_weight)` of a call, as Keras 2 read them: dicts by the
+    model's input and output names (`named_data`), lists of numbers as arrays."""
+    if any(isinstance(data, Mapping) for data in (x, y, sample_weight)):
+        x, y, sample_weight = named_data.by_name(model, x, y, sample_weight)
+    else:
+        x = named_data.batches(model, x)
     outputs = _list_outputs(model)
     return (
         as_keras2_arrays(x, input_count(model)),
@@ -201,6 +211,8 @@ def fit_keywords(model: keras.Model, kwargs: dict) -> dict:
     validation = kwargs.get("validation_data")
     if isinstance(validation, (tuple, list)) and len(validation) in (2, 3):
         kwargs["validation_data"] = type(validation)(call_data(model, *validation))
+    elif validation is not None:
+        kwargs["validation_data"] = named_data.batches(model, validation)
     return kwargs
 
 

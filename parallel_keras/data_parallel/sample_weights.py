@@ -121,6 +121,14 @@ def as_keras2_weights(
             sample_weight = [sample_weight.get(name) for name in names]
     if isinstance(sample_weight, (list, tuple)) and all(w is None for w in sample_weight):
         sample_weight = None
+    if (
+        type(y) in (list, tuple)
+        and type(sample_weight) in (list, tuple)
+        and len(sample_weight) == len(y)
+    ):
+        # Keras 2 read both as lists; Keras 3 refuses a list of weights for a
+        # tuple of targets (dicts read by name give tuples) and the reverse.
+        sample_weight = type(y)(sample_weight)
     return sample_weight, class_weight
 
 

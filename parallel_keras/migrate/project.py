@@ -54,6 +54,9 @@ class Project:
             but define their own `fit_generator`-style methods (a wrapper
             holding `self.model`) -> those method names: a call of them on an
             instance is the project's method, not Keras's.
+        dict_batch_functions: Functions that yield dicts (or a tuple holding
+            one) and classes whose `__getitem__` returns them: data Keras 2
+            read by the model's input and output names.
     """
 
     sequence_classes: set[str] = dataclasses.field(default_factory=set)
@@ -65,6 +68,11 @@ class Project:
         default_factory=dict
     )
     wrapper_fit_methods: dict[str, set[str]] = dataclasses.field(default_factory=dict)
+    dict_batch_functions: set[str] = dataclasses.field(default_factory=set)
+    # Functions returning a dict (or a tuple holding one); function -> the
+    # functions whose calls it yields: resolved into dict_batch_functions.
+    dict_returning_functions: set[str] = dataclasses.field(default_factory=set)
+    yielded_calls: dict[str, set[str]] = dataclasses.field(default_factory=dict)
     # Module -> (modules it may import from, name or "*", local name): a
     # package's `from ._multigpu import *` re-exports that module's builders.
     reexports: dict[str, list[tuple[tuple[str, ...], str, str]]] = dataclasses.field(
@@ -159,6 +167,7 @@ def scan_source(source: str, module: str, project: Project) -> None:
                 project.reexports.setdefault(module, []).append(
                     (sources, alias.name, alias.asname or alias.name)
                 )
+    _scan_dict_batches(tree, project)
     calls_of: dict[str, str] = {}  # variable -> function whose call it holds
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
@@ -204,6 +213,56 @@ def scan_source(source: str, module: str, project: Project) -> None:
                 function = calls_of.get(value.id) if isinstance(value, ast.Name) else None
             if function and function not in _KERAS_ITERATORS:
                 project.fit_data_functions.add(function)
+
+
+def _makes_dicts(function: ast.AST, kind: type) -> bool:
+    """Whether `function` yields (`kind` ast.Yield) or returns a dict or a tuple holding one."""
+
+    def is_dict(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Dict) or (
+            isinstance(node, ast.Call) and _name(node.func) == "dict"
+        )
+
+    names = {
+        target.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign) and is_dict(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    for node in ast.walk(function):
+        if isinstance(node, kind):
+            value = getattr(node, "value", None)
+            parts = value.elts if isinstance(value, ast.Tuple) else [value]
+            if any(
+                is_dict(part) or (isinstance(part, ast.Name) and part.id in names) for part in parts
+            ):
+                return True
+    return False
+
+
+def _scan_dict_batches(tree: ast.AST, project: Project) -> None:
+    """Functions yielding dict batches (or a call of a function returning
+    them, Keras 2's image_ocr `yield self.get_batch(...)`) and classes whose
+    `__getitem__` returns them."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if _makes_dicts(node, ast.Yield):
+                project.dict_batch_functions.add(node.name)
+            if _makes_dicts(node, ast.Return):
+                project.dict_returning_functions.add(node.name)
+            for found in ast.walk(node):
+                if isinstance(found, ast.Yield) and isinstance(found.value, ast.Call):
+                    called = _name(found.value.func)
+                    if called:
+                        project.yielded_calls.setdefault(node.name, set()).add(called)
+        elif isinstance(node, ast.ClassDef) and any(
+            isinstance(item, ast.FunctionDef)
+            and item.name == "__getitem__"
+            and _makes_dicts(item, ast.Return)
+            for item in node.body
+        ):
+            project.dict_batch_functions.add(node.name)
 
 
 def _module_level(body: list[ast.stmt]):
@@ -271,6 +330,11 @@ def scan_project(files: list[tuple[str, str]], read) -> Project:
         scan_source(source, module, project)
     _follow_reexports(project)
     _star_names(project)
+    project.dict_batch_functions |= {
+        function
+        for function, called in project.yielded_calls.items()
+        if called & project.dict_returning_functions
+    }
     return project
 
 

@@ -238,3 +238,79 @@ def test_a_conv_subclass_setting_its_own_kernel_builds_and_computes():
     # The centre pixel sees nine ones: 9 * 0.5 on both filters.
     np.testing.assert_allclose(namespace["out"][0, 1, 1], [4.5, 4.5], rtol=1e-6)
     assert [w.name for w in namespace["model"].weights] == ["kernel", "u"]
+
+
+SPECTRAL_NORM_LAYERS = """\
+import numpy as np
+import tensorflow as tf
+from keras import backend as K
+from keras.layers import Conv2D, Dense, Flatten, Input
+from keras.models import Model, model_from_json
+
+
+class ConvSN2D(Conv2D):
+    def build(self, input_shape):
+        kernel_shape = self.kernel_size + (input_shape[-1], self.filters)
+        self.kernel = self.add_weight(shape=kernel_shape, initializer='glorot_uniform',
+                                      name='kernel')
+        self.bias = self.add_weight(shape=(self.filters,), initializer='zeros', name='bias')
+        self.u = self.add_weight(shape=(1, self.filters), initializer='ones', name='sn',
+                                 trainable=False)
+        self.built = True
+
+    def call(self, inputs, training=None):
+        w = K.reshape(self.kernel, [-1, self.filters])
+        v = K.l2_normalize(K.dot(self.u, K.transpose(w)))
+        u = K.l2_normalize(K.dot(v, w))
+        sigma = K.dot(K.dot(v, w), K.transpose(u))
+        with tf.control_dependencies([self.u.assign(u)]):
+            w_bar = K.reshape(w / sigma, K.int_shape(self.kernel))
+        return K.bias_add(K.conv2d(inputs, w_bar, padding=self.padding), self.bias)
+
+
+class DenseSN(Dense):
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name='kernel')
+        self.u = self.add_weight(shape=(1, self.units), initializer='ones', name='sn',
+                                 trainable=False)
+        self.bias = None
+        self.built = True
+
+    def call(self, inputs):
+        return K.dot(inputs, self.kernel) * K.sum(self.u)
+
+
+inputs = Input(shape=(4, 4, 2))
+outputs = DenseSN(3)(Flatten()(ConvSN2D(2, (3, 3), padding='same')(inputs)))
+model = Model(inputs, outputs)
+model.compile(optimizer='sgd', loss='mse')
+rng = np.random.RandomState(0)
+x = rng.rand(8, 4, 4, 2).astype('float32')
+model.fit(x, rng.rand(8, 3), batch_size=4, epochs=1, shuffle=False, verbose=0)
+model.save_weights(WEIGHTS_PATH)
+rebuilt = model_from_json(model.to_json(), custom_objects={'ConvSN2D': ConvSN2D,
+                                                           'DenseSN': DenseSN})
+rebuilt.load_weights(WEIGHTS_PATH)
+"""
+
+
+@pytest.mark.parametrize("suffix", [".h5", ".weights.h5"])
+def test_a_layer_subclass_adding_its_own_weights_saves_and_reloads_them_all(tmp_path, suffix):
+    # Keras 3's Conv2D/Dense save only kernel and bias; the spectral-norm `sn`
+    # vector (non-trainable, updated by every training call) must reload too,
+    # from Keras 2's HDF5 layout (`.h5`, through compat) and from `.weights.h5`.
+    result = migrate.migrate_source(SPECTRAL_NORM_LAYERS)
+    assert not result.report.flags, result.report.flags
+    assert "class ConvSN2D(parallel_keras.compat.Keras2Weights, Conv2D):" in result.migrated
+    assert "class DenseSN(parallel_keras.compat.Keras2Weights, Dense):" in result.migrated
+    assert "self._kernel = self.add_weight(shape=(input_shape[-1]" in result.migrated
+    namespace: dict = {"WEIGHTS_PATH": str(tmp_path / f"model{suffix}")}
+    exec(result.migrated, namespace)  # noqa: S102
+    model, rebuilt = namespace["model"], namespace["rebuilt"]
+    assert [w.name for w in rebuilt.weights] == ["kernel", "bias", "sn", "kernel", "sn"]
+    trained_u = model.layers[1].u.numpy()
+    assert not np.allclose(trained_u, 1.0)  # training moved it: the reload is not vacuous
+    for saved, loaded in zip(model.weights, rebuilt.weights, strict=True):
+        np.testing.assert_array_equal(saved.numpy(), loaded.numpy())
+    x = namespace["x"]
+    np.testing.assert_array_equal(model.predict(x, verbose=0), rebuilt.predict(x, verbose=0))

@@ -313,8 +313,33 @@ _FUNCTION_UPDATES_FIX = (
     "weights)` and `optimizer.apply_gradients(zip(grads, weights))`, and call it "
     "where the K.function was called (or put it in the model's `train_step`)."
 )
+_TILE = "parallel_keras.compat.tile"
+_TILE_WHY = (
+    "Keras 2's K.tile was tf.tile, which takes computed multiples (a tensor, "
+    "`K.stack([batch_size])`); keras.ops.tile iterates them in Python and fails on a "
+    "symbolic tensor"
+)
+_TILE_MODERN = "tf.tile(x, multiples), or keras.ops.tile(x, [int, ...]) for literal ints"
+
+
+def _computed_repeats(call: cst.Call) -> bool:
+    """Whether `K.tile(x, n)`'s `n` is not an int literal or a list/tuple of them."""
+    arg = syntax.keyword(call, "n")
+    positional = syntax.positional(call)
+    if arg is None and len(positional) < 2:
+        return False
+    value = arg.value if arg is not None else positional[1].value
+    if isinstance(value, cst.Integer):
+        return False
+    return not (
+        isinstance(value, (cst.List, cst.Tuple))
+        and all(isinstance(element.value, cst.Integer) for element in value.elements)
+    )
+
+
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
 AUDIT: list[tuple] = [
+    ("keras.backend.tile(x, <computed multiples>)", _TILE, _TILE_WHY, _TILE_MODERN),
     *(
         (f"keras.backend.{name}", target, why, modern)
         for name, (target, why, modern) in sorted(COMPAT_BACKEND.items())
@@ -424,6 +449,10 @@ class BackendOpsRule(context.Rule):
         if module != "keras.backend" or name in KEPT or name in _ELSEWHERE:
             return updated
         text = syntax.dotted(original.func)
+        if name == "tile" and not syntax.has_star(updated) and _computed_repeats(updated):
+            ctx.require_import("parallel_keras")
+            ctx.compat(original, RULE, f"`{text}` -> `{_TILE}`: {_TILE_WHY}", _TILE_MODERN)
+            return updated.with_changes(func=syntax.expression(_TILE))
         if name in COMPAT_BACKEND and not _function_with_updates(name, updated):
             target, why, modern = COMPAT_BACKEND[name]
             ctx.require_import("parallel_keras")

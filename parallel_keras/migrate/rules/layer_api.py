@@ -47,6 +47,19 @@ _CONV_CLASSES = frozenset(
     "Convolution1D Convolution2D Convolution3D Convolution2DTranspose "
     "Convolution3DTranspose Deconvolution2D Deconvolution3D".split()
 )
+# Keras 3 layers whose weights are read-only properties over a private
+# variable (checked in Keras 3.5-3.15): the attribute a Keras 2 subclass
+# assigned in its build -> the variable behind it.
+_READ_ONLY_WEIGHTS = {
+    **{name: {"kernel": "_kernel"} for name in _CONV_CLASSES},
+    "Dense": {"kernel": "_kernel"},
+    "Embedding": {"embeddings": "_embeddings"},
+}
+# Keras 3 layers that save only their kernel and bias (their quantization
+# layout) but load-check every variable: a subclass adding its own weight
+# writes files it cannot read back unless it saves as keras.layers.Layer does.
+_KERAS2_WEIGHTS = "parallel_keras.compat.Keras2Weights"
+_PARTIAL_SAVERS = frozenset({*_READ_ONLY_WEIGHTS, "EinsumDense"})
 
 
 def _cudnn(ctx: context.Context, node: cst.CSTNode) -> str | None:
@@ -105,8 +118,10 @@ class LayerApiRule(context.Rule):
         # there would make LSTM local to the whole function, and the
         # function's other `LSTM(...)` (the module's) an UnboundLocalError.
         self._local_imports: set[int] = set()
-        # `self.kernel` in a subclass of a Keras conv layer.
-        self._conv_kernels: set[int] = set()
+        # `self.kernel` in a subclass of a Keras conv layer -> its new name.
+        self._conv_kernels: dict[int, str] = {}
+        # Subclasses of a _PARTIAL_SAVERS layer that add their own weights.
+        self._partial_savers: set[int] = set()
         self._kept_names: set[int] = set()
 
     # -- Scan -----------------------------------------------------------------
@@ -145,7 +160,15 @@ class LayerApiRule(context.Rule):
         node.visit(_Weights())
         self._weights_by_class[id(node)] = created
         bases = {(ctx.qualified_name(base.value) or "").rpartition(".")[::2] for base in node.bases}
-        if any(module in _CUDNN_MODULES and name in _CONV_CLASSES for module, name in bases):
+        keras_bases = {name for module, name in bases if module in _CUDNN_MODULES}
+        if created and keras_bases & _PARTIAL_SAVERS:
+            self._partial_savers.add(id(node))
+        renamed = {
+            attribute: private
+            for name in keras_bases & set(_READ_ONLY_WEIGHTS)
+            for attribute, private in _READ_ONLY_WEIGHTS[name].items()
+        }
+        if renamed:
             stored = self._conv_kernels
 
             # Every `self.kernel` of the class: the property also refuses to be
@@ -154,13 +177,31 @@ class LayerApiRule(context.Rule):
                 def visit_Attribute(self, value):
                     if (
                         isinstance(value, cst.Attribute)
-                        and value.attr.value == "kernel"
+                        and value.attr.value in renamed
                         and isinstance(value.value, cst.Name)
                         and value.value.value == "self"
                     ):
-                        stored.add(id(value))
+                        stored[id(value)] = renamed[value.attr.value]
 
             node.visit(_Kernels())
+
+    def leave_ClassDef(self, ctx, original, updated):
+        if id(original) not in self._partial_savers or any(
+            syntax.code(base.value).endswith("Keras2Weights") for base in original.bases
+        ):
+            return updated
+        ctx.require_import("parallel_keras.compat")
+        ctx.compat(
+            original,
+            RULE,
+            f"`class {original.name.value}(...)` adds its own weights to a Keras layer that "
+            f"saves only its kernel and bias in Keras 3 -> first base `{_KERAS2_WEIGHTS}`: "
+            "it saves and loads every weight, as Keras 2 did (else its files do not reload)",
+            modern="override save_own_variables/load_own_variables, or derive from "
+            "keras.layers.Layer",
+        )
+        first = cst.Arg(syntax.expression(_KERAS2_WEIGHTS))
+        return updated.with_changes(bases=[first, *updated.bases])
 
     def visit_Call(self, ctx, node):
         name = syntax.keyword(node, "name")
@@ -218,14 +259,16 @@ class LayerApiRule(context.Rule):
 
     def leave_Attribute(self, ctx, original, updated):
         if id(original) in self._conv_kernels:
+            private = self._conv_kernels[id(original)]
+            public = original.attr.value
             ctx.change(
                 original,
                 RULE,
-                "`self.kernel` in a conv layer subclass -> `self._kernel`: Keras 3's "
-                "conv layers read `kernel` through a property (no setter, not readable "
-                "before the layer is built) that returns `_kernel`",
+                f"`self.{public}` in a Keras layer subclass -> `self.{private}`: Keras 3 "
+                f"reads `{public}` through a property (no setter, not readable before the "
+                f"layer is built) that returns `{private}`",
             )
-            return updated.with_changes(attr=cst.Name("_kernel"))
+            return updated.with_changes(attr=cst.Name(private))
         if original.attr.value in _CUDNN and _cudnn(ctx, original):
             return updated.with_changes(attr=cst.Name(_CUDNN[original.attr.value][0]))
         return updated
@@ -419,6 +462,17 @@ AUDIT = [
         "Keras 3 refuses '/' in names; get_layer literals of the name follow",
     ),
     ("layer name with '/' (computed)", None, "build it with '_' instead of '/'"),
+    (
+        "self.kernel / self.embeddings in a Conv*/Dense/Embedding subclass",
+        "self._kernel / self._embeddings",
+        "Keras 3 reads them through a property with no setter",
+    ),
+    (
+        "class X(Conv2D/Dense/Embedding/EinsumDense) that adds weights in build",
+        f"class X({_KERAS2_WEIGHTS}, ...)",
+        "Keras 3 saves only kernel and bias of these layers; the subclass saves all, as Keras 2",
+        "override save_own_variables/load_own_variables, or derive from keras.layers.Layer",
+    ),
     (
         "self.trainable_weights = / += / .append(...) (weights from add_weight)",
         "(removed)",

@@ -9,9 +9,10 @@
 * `model.add_loss(<tensor>)` on a functional model (the Keras 2 VAE idiom)
   raises NotImplementedError in Keras 3: flagged with the layer form;
 * targets given as a dict keyed by output name to a model built with one
-  output (the CTC idiom, `{'ctc': zeros}`, in `fit` or in the batches a
-  generator returns for a model compiled with `loss={'ctc': ...}`): Keras 3
-  maps dict targets only onto models with dict or several outputs: flagged;
+  output (the CTC idiom, `{'ctc': zeros}`) in `fit`: Keras 3 maps dict
+  targets only onto models with dict or several outputs: flagged (batches a
+  generator yields go through `parallel_keras.compat.named_batches`,
+  rules/named_batches.py, which reads them by name as Keras 2 did);
 * the Keras 2 GAN loop: Keras 2 froze `trainable` into each model when it was
   compiled, so `discriminator.trainable = False` between two compiles made
   the combined model train only the generator while the discriminator kept
@@ -114,7 +115,6 @@ class ModelApiRule(context.Rule):
         self._flag_compiles: dict[int, tuple[str, ...]] = {}  # compile -> frozen models
         self._single_output: set[str] = set()  # names of models built with one output
         self._single_loss_keys: set[str] = set()  # K of compile(loss={K: ...})
-        self._dict_names: dict[str, str] = {}  # name -> K of `name = {K: ...}`
         # Names bound to a multi_gpu_model result: the parallel model keeps Keras
         # 2's trainable-at-compile and accepts dict targets, so neither is flagged.
         self._parallel: set[str] = set()
@@ -134,9 +134,6 @@ class ModelApiRule(context.Rule):
                 and syntax.code(target.target.value) in self._compiled
             ):
                 self._frozen_after_compile.add(syntax.code(target.target.value))
-            key = _single_key(node.value)
-            if isinstance(target.target, cst.Name) and key is not None:
-                self._dict_names[target.target.value] = key
             if isinstance(target.target, cst.Name) and isinstance(node.value, cst.Call):
                 qualified = ctx.qualified_name(node.value.func) or ""
                 if qualified in ("keras.Model", "keras.models.Model"):
@@ -251,23 +248,6 @@ class ModelApiRule(context.Rule):
             self._dict_targets(ctx, original)
         return updated
 
-    def _batch_targets(self, ctx, node, value):
-        """`return inputs, {'ctc': zeros}` in a generator of a model compiled with loss={'ctc': ...}."""
-        if not isinstance(value, cst.Tuple) or len(value.elements) != 2:
-            return
-        targets = value.elements[1].value
-        key = _single_key(targets)
-        if key is None and isinstance(targets, cst.Name):
-            key = self._dict_names.get(targets.value)
-        if key is not None and key in self._single_loss_keys:
-            ctx.flag(
-                node,
-                RULE,
-                f"batches give their targets as a dict {{'{key}': ...}} "
-                f"for a model whose one output is '{key}' (the CTC idiom)",
-                _DICT_ACTION,
-            )
-
     def leave_Assign(self, ctx, original, updated):
         if len(updated.targets) != 1:
             return updated
@@ -303,16 +283,6 @@ class ModelApiRule(context.Rule):
         return updated.with_changes(
             targets=[updated.targets[0].with_changes(target=target.value)], value=model
         )
-
-    def leave_Return(self, ctx, original, updated):
-        if original.value is not None:
-            self._batch_targets(ctx, original, original.value)
-        return updated
-
-    def leave_Yield(self, ctx, original, updated):
-        if isinstance(original.value, cst.BaseExpression):
-            self._batch_targets(ctx, original, original.value)
-        return updated
 
     def _dict_targets(self, ctx, call):
         owner = call.func.value
@@ -399,11 +369,6 @@ AUDIT = [
         "Keras 3's add_loss takes the loss only",
     ),
     ("fit/train_on_batch(y={'output_name': y}) on a one-output model", None, _DICT_ACTION),
-    (
-        "generator `return/yield inputs, {'ctc': y}` with compile(loss={'ctc': ...})",
-        None,
-        _DICT_ACTION,
-    ),
     (
         "d.trainable = ... after d.compile(), then gan.compile() (GAN)",
         None,
