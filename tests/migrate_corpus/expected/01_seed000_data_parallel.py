@@ -38,13 +38,11 @@ parallel_model = parallel_keras.multi_gpu_model(model, 2)
 
 # 编译模型。因为是多类分类问题，所以loss是categorical_crossentropy
 # lr一定不要太高，不然训练的精度有时能上去，有时上不去
-parallel_model.compile(optimizer=keras.optimizers.Adam(learning_rate=keras.optimizers.schedules.InverseTimeDecay(0.0001, decay_steps=1, decay_rate=1e-5)),
+parallel_model.compile(optimizer=parallel_keras.compat.keras2_optimizer(keras.optimizers.Adam)(lr=0.0001, decay=1e-5),
               loss=keras.losses.categorical_crossentropy,
               metrics=[keras.metrics.categorical_accuracy])
 
 # 设置回调
-# parallel-keras migrate: keep the schedule and drop this callback, or
-#   drop the schedule (pass a float learning_rate) to keep the callback.
 callbacks = [
     # 把训练日志写到'logs'里面 (the seed used TensorBoard, which this test
     # environment does not install; CSVLogger keeps the callback list's shape)

@@ -8,7 +8,6 @@ from keras.layers import Input, SeparableConv2D, GlobalAveragePooling2D, Dense
 from keras.optimizers import Adadelta
 from keras.callbacks import ReduceLROnPlateau, ModelCheckpoint
 from parallel_keras import multi_gpu_model
-import keras
 import parallel_keras
 
 parser = argparse.ArgumentParser()
@@ -27,17 +26,13 @@ with parallel_keras.device('/cpu:0'):
 
 parallel_model = multi_gpu_model(model, gpus=args.gpus)
 parallel_model.compile(loss='categorical_crossentropy',
-                       optimizer=Adadelta(
-                           learning_rate=keras.optimizers.schedules.InverseTimeDecay(
-                               1.0, decay_steps=1, decay_rate=1e-4
-                           )
+                       optimizer=parallel_keras.compat.keras2_optimizer(Adadelta)(
+                           lr=1.0, decay=1e-4
                        ),
                        metrics=['accuracy'])
 
 data = np.random.random((64, height, width, 3))
 labels = np.eye(num_classes)[np.random.randint(0, num_classes, 64)]
-# parallel-keras migrate: keep the schedule and drop this callback, or
-#   drop the schedule (pass a float learning_rate) to keep the callback.
 # parallel-keras migrate: Keras 3 needs this suffix: a full-model
 #   checkpoint writes only '.keras' or '.h5' files (was
 #   'xception_best.hdf5').
