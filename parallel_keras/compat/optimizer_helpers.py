@@ -137,12 +137,6 @@ def _keras3_arguments(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     learning_rate = arguments.pop("lr", None)
     if learning_rate is None:
         learning_rate = arguments.pop("learning_rate", defaults["lr"])
-    decay = arguments.pop("decay", 0.0) or 0.0
-    if decay:
-        # Keras 2 applied lr / (1 + decay * iterations).
-        learning_rate = keras.optimizers.schedules.InverseTimeDecay(
-            learning_rate, decay_steps=1, decay_rate=decay
-        )
     arguments["learning_rate"] = learning_rate
     if "epsilon" in defaults and arguments.get("epsilon") is None:
         arguments["epsilon"] = keras.backend.epsilon()  # Keras 2's None.
@@ -225,10 +219,30 @@ def _nadam_update_step(self: Any, gradient: Any, variable: Any, learning_rate: A
     self.assign_sub(variable, lr * m_bar / (ops.sqrt(v_prime) + self.epsilon))
 
 
-def _nadam_get_config(self: Any) -> dict[str, Any]:
-    config = keras.optimizers.Nadam.get_config(self)
-    config["schedule_decay"] = self.schedule_decay
-    return config
+def _keras2_time_decay(optimizer: Any) -> None:
+    """Makes `optimizer` step with Keras 2's `lr / (1 + decay * iterations)`.
+
+    Keras 2 kept `lr` a plain variable and decayed it inside each update, so
+    a callback that sets the rate (`ReduceLROnPlateau`,
+    `LearningRateScheduler`, `K.set_value(model.optimizer.lr, x)`) set the
+    base rate and the decay went on from it. A Keras 3 schedule
+    (`InverseTimeDecay`) computes the same steps but cannot be set by a
+    callback (`TypeError: ... its learning rate is not settable`), so the
+    decay is applied here, to the rate each update receives, and
+    `optimizer.learning_rate` stays the settable base rate, as Keras 2's
+    `optimizer.lr` was. `iterations` is read before Keras 3 increments it,
+    as the schedule reads it. The instance's own `update_step` (a base
+    class's, or Keras 2's formula) does the update.
+    """
+    update_step = optimizer.update_step
+
+    def decayed_update_step(gradient: Any, variable: Any, learning_rate: Any) -> None:
+        ops = keras.ops
+        iterations = ops.cast(optimizer.iterations, variable.dtype)
+        rate = ops.cast(learning_rate, variable.dtype) / (1.0 + optimizer.decay * iterations)
+        update_step(gradient, variable, rate)
+
+    optimizer.update_step = decayed_update_step
 
 
 _KERAS2_FORMULAS: dict[str, dict[str, Any]] = {
@@ -237,7 +251,6 @@ _KERAS2_FORMULAS: dict[str, dict[str, Any]] = {
     "Nadam": {
         "build": _nadam_build,
         "update_step": _nadam_update_step,
-        "get_config": _nadam_get_config,
     },
 }
 
@@ -257,11 +270,15 @@ def keras2_optimizer(base: type) -> type:
     positional order, with Keras 2's defaults and meaning: `lr` is the
     learning rate (Keras 2's default: `Adagrad` 0.01, `Adadelta` 1.0,
     `Adamax` and `Nadam` 0.002), `decay=d` Keras 2's `lr / (1 + d *
-    iterations)` (`InverseTimeDecay`), `epsilon=None` the backend epsilon,
-    `clipnorm=0`/`clipvalue=0` no clipping, Nadam's `schedule_decay`; its
-    signature names them, so code that reads it (a mixin decorator's
-    `getargspec`) passes them on. Keras 3 arguments (`learning_rate=`,
-    `clipnorm=`, ...) pass through.
+    iterations)` applied to each update while `learning_rate` stays the
+    settable base rate, as Keras 2's `optimizer.lr` was (so
+    `ReduceLROnPlateau` and `LearningRateScheduler` set it and the decay
+    goes on from there; a Keras 3 `InverseTimeDecay` schedule cannot be
+    set), `epsilon=None` the backend epsilon, `clipnorm=0`/`clipvalue=0` no
+    clipping, Nadam's `schedule_decay`; its signature names them, so code
+    that reads it (a mixin decorator's `getargspec`) passes them on. Keras 3
+    arguments (`learning_rate=`, `clipnorm=`, ...) pass through. Its config
+    holds `decay` and Nadam's `schedule_decay`.
 
     Its updates are Keras 2's (keras/optimizers.py, 2.2.4 and 2.3.1) where
     Keras 3's formula differs: `RMSprop` and `Adagrad` divide by `sqrt(a) +
@@ -324,9 +341,21 @@ def keras2_optimizer(base: type) -> type:
         arguments = {key: value for (key, _), value in zip(signature, args)}
         arguments.update(kwargs)
         schedule_decay = arguments.pop("schedule_decay", 0.004)
+        decay = float(arguments.pop("decay", 0.0) or 0.0)
         base.__init__(self, **_keras3_arguments(name, arguments))  # type: ignore[misc]
         if name == "Nadam":
             self.schedule_decay = schedule_decay
+        self.decay = decay
+        if decay:
+            _keras2_time_decay(self)
+
+    def get_config(self: Any) -> dict[str, Any]:
+        config = base.get_config(self)  # type: ignore[attr-defined]
+        if name == "Nadam":
+            config["schedule_decay"] = self.schedule_decay
+        if self.decay:
+            config["decay"] = self.decay
+        return config
 
     parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     parameters += [
@@ -335,7 +364,11 @@ def keras2_optimizer(base: type) -> type:
     ]
     parameters.append(inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD))
     __init__.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    namespace: dict[str, Any] = {"__init__": __init__, "__module__": base.__module__}
+    namespace: dict[str, Any] = {
+        "__init__": __init__,
+        "get_config": get_config,
+        "__module__": base.__module__,
+    }
     keras_class = getattr(keras.optimizers, name)
     if getattr(base, "update_step", None) is keras_class.update_step:
         # A base with its own update_step keeps it.

@@ -104,11 +104,19 @@ KERNEL = (RNG.rand(3, 2) * 0.1).astype("float64")
 BIAS = np.zeros(2)
 
 
-def keras2_weights(name: str, steps: int, decay: float = 0.0, **kwargs) -> list:
-    """The linear model's weights after `steps` full-batch MSE steps of Keras 2.2.4's `name`."""
+def keras2_weights(
+    name: str, steps: int, decay: float = 0.0, base_rates: list | None = None, **kwargs
+) -> list:
+    """The linear model's weights after `steps` full-batch MSE steps of Keras 2.2.4's `name`.
+
+    `base_rates[i]` is `optimizer.lr` at step i, as a Keras 2 callback
+    (`ReduceLROnPlateau`, `LearningRateScheduler`) set it; `decay` applies on top.
+    """
     weights = [KERNEL.copy(), BIAS.copy()]
     optimizer = Keras2Optimizer(name, weights, decay=decay, **kwargs)
-    for _ in range(steps):
+    for step in range(steps):
+        if base_rates is not None:
+            optimizer.hp["lr"] = base_rates[step]
         error = X @ weights[0] + weights[1] - Y
         scale = 2.0 / error.size  # Keras' MSE: the mean over outputs, then over the batch.
         grads = [X.T @ error * scale, error.sum(axis=0) * scale]

@@ -85,6 +85,67 @@ def test_keras2_adagrad_accumulators_start_at_zero_and_nadam_keeps_schedule_deca
     assert float(rebuilt.learning_rate) == pytest.approx(0.01)
 
 
+# What each callback leaves in Keras 2's `optimizer.lr` (the base rate) at
+# each of the 5 full-batch epochs, from lr=0.1: LearningRateScheduler sets it
+# at each epoch's start; ReduceLROnPlateau (min_delta so large that no epoch
+# after the first improves, patience=0) halves it at the end of epochs 1-3.
+CALLBACKS = {
+    "LearningRateScheduler": (
+        lambda: keras.callbacks.LearningRateScheduler(lambda epoch: 0.1 * 0.5**epoch),
+        [0.1, 0.05, 0.025, 0.0125, 0.00625],
+    ),
+    "ReduceLROnPlateau": (
+        lambda: keras.callbacks.ReduceLROnPlateau(
+            monitor="loss", factor=0.5, patience=0, min_delta=1e9
+        ),
+        [0.1, 0.1, 0.05, 0.025, 0.0125],
+    ),
+}
+
+
+@pytest.mark.parametrize("gpus", [1, 4])
+@pytest.mark.parametrize("callback", CALLBACKS.keys())
+def test_a_callback_sets_keras2s_base_rate_and_the_time_decay_goes_on(callback, gpus):
+    # Keras 2: `lr` was a variable the callback set, and `decay` divided it
+    # by (1 + decay * iterations) inside each update. A Keras 3
+    # InverseTimeDecay schedule computes the decay but raises when set.
+    make_callback, base_rates = CALLBACKS[callback]
+    kwargs = {"lr": 0.1, "momentum": 0.9, "decay": 0.1}
+    optimizer = compat.keras2_optimizer(keras.optimizers.SGD)(**kwargs)
+    model = reference.linear_model()
+    if gpus > 1:
+        model = parallel_keras.multi_gpu_model(model, gpus=gpus)
+    model.compile(optimizer=optimizer, loss="mse")
+    history = model.fit(
+        reference.X.astype("float32"),
+        reference.Y.astype("float32"),
+        batch_size=len(reference.X),
+        epochs=STEPS,
+        shuffle=False,
+        verbose=0,
+        callbacks=[make_callback()],
+    )
+    expected = reference.keras2_weights(
+        "SGD", STEPS, decay=0.1, base_rates=base_rates, momentum=0.9, nesterov=False
+    )
+    for got, want in zip(model.get_weights(), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-9)
+    # The rate the callbacks read and set is the base rate, as Keras 2's `lr`.
+    assert float(optimizer.learning_rate) == pytest.approx(
+        base_rates[-1] * (0.5 if callback == "ReduceLROnPlateau" else 1.0)
+    )
+    assert len(history.history["loss"]) == STEPS
+
+
+def test_keras2_time_decay_is_in_the_config_and_comes_back():
+    sgd_class = compat.keras2_optimizer(keras.optimizers.SGD)
+    config = sgd_class(lr=0.1, decay=0.01).get_config()
+    assert config["decay"] == 0.01
+    rebuilt = sgd_class.from_config(config)
+    assert rebuilt.decay == 0.01 and float(rebuilt.learning_rate) == pytest.approx(0.1)
+    assert "decay" not in sgd_class(lr=0.1).get_config()
+
+
 def test_a_base_with_its_own_update_step_keeps_it():
     class Halved(keras.optimizers.RMSprop):
         def update_step(self, gradient, variable, learning_rate):

@@ -87,3 +87,14 @@ def test_an_optimizer_that_already_trained_without_a_models_weights_is_refused()
     first.train_on_batch(np.ones((2, 3)), np.ones((2, 1)))
     with pytest.raises(ValueError, match="Received: optimizer=Adam already trained"):
         compat.shared_optimizer(optimizer, second)
+
+
+def test_a_module_compile_twice_on_one_variable_is_not_a_shared_optimizer():
+    # `re.compile(pattern)` twice (a regular expression, not a model) stays.
+    source = (
+        "import re\nimport keras\npattern = 'model.(?P<epoch>\\\\d+).hdf5'\n"
+        "p = re.compile(pattern)\nq = re.compile(pattern)\n"
+    )
+    result = migrate.migrate_source(source, "utils.py")
+    assert result.migrated == source
+    assert not result.report.changes

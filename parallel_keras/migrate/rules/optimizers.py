@@ -91,6 +91,62 @@ def _standalone_keras(ctx: context.Context, func: cst.BaseExpression) -> bool:
     return all(name.rpartition(".")[0] == "keras.optimizers" for name in names)
 
 
+def _keras2_decay(ctx: context.Context, call: cst.Call, name: str) -> cst.Arg | None:
+    """The non-zero `decay=` of a Keras 2 optimizer call (by keyword or position)."""
+    legacy, _ = syntax.keywordize(call, LEGACY_SIGNATURES[name])
+    decay = syntax.keyword(legacy, "decay")
+    if decay is None or syntax.is_zero(decay.value):
+        return None
+    return decay
+
+
+def _settable_decay(ctx: context.Context, call: cst.Call, name: str) -> bool:
+    """Whether compat.keras2_optimizer builds this call with its own meaning.
+
+    It takes Keras 2.2-2.3's defaults and formulas: right for standalone
+    Keras 2; for tf.keras only where those agree with TF 2's (not RMSprop,
+    Adagrad, Nadam; a default learning rate only where it is the same).
+    """
+    if _standalone_keras(ctx, call.func):
+        return True
+    legacy, _ = syntax.keywordize(call, LEGACY_SIGNATURES[name])
+    return name not in KERAS2_FORMULAS and (
+        syntax.keyword(legacy, "lr") is not None
+        or syntax.keyword(legacy, "learning_rate") is not None
+        or LEGACY_DEFAULT_LR[name] == KERAS3_DEFAULT_LR[name]
+    )
+
+
+def _optimizer_rate(node: cst.BaseExpression) -> bool:
+    """`<...>.optimizer.lr` or `<...>.optimizer.learning_rate`."""
+    return (
+        isinstance(node, cst.Attribute)
+        and node.attr.value in ("lr", "learning_rate")
+        and isinstance(node.value, (cst.Attribute, cst.Name))
+        and (syntax.dotted(node.value) or "").rpartition(".")[2] in ("optimizer", "opt")
+    )
+
+
+def _sets_learning_rate(ctx: context.Context, call: cst.Call) -> bool:
+    """A call that sets an optimizer's rate while it trains.
+
+    `ReduceLROnPlateau(...)`, `LearningRateScheduler(...)`,
+    `K.set_value(model.optimizer.lr, x)` and what an earlier run made of it
+    (`model.optimizer.learning_rate.assign(x)`).
+    """
+    name = ctx.qualified_name(call.func)
+    if name in _SETS_LR:
+        return True
+    if name == "keras.backend.set_value" and call.args:
+        return _optimizer_rate(call.args[0].value)
+    func = call.func
+    return (
+        isinstance(func, cst.Attribute)
+        and func.attr.value == "assign"
+        and _optimizer_rate(func.value)
+    )
+
+
 def _string_optimizer(node: cst.BaseExpression) -> str | None:
     """`'adadelta'` -> `Adadelta`: a Keras 2 optimizer named by a string."""
     text = syntax.string_value(node)
@@ -151,7 +207,16 @@ AUDIT = [
     ),
     ("keras.optimizers.Nadam(schedule_decay=)", None, "Keras 3's Nadam has a fixed schedule"),
     (
-        "ReduceLROnPlateau / LearningRateScheduler next to a decay schedule",
+        "keras.optimizers.X(decay=d) next to ReduceLROnPlateau, LearningRateScheduler, "
+        "K.set_value(model.optimizer.lr, x) or model.optimizer.lr = x",
+        "parallel_keras.compat.keras2_optimizer(keras.optimizers.X)(lr=..., decay=d)",
+        "Keras 2's settable lr, decayed at each update; a Keras 3 schedule cannot be set",
+        "keras.optimizers.X(learning_rate=InverseTimeDecay(...)) without the callback",
+    ),
+    (
+        "ReduceLROnPlateau / LearningRateScheduler next to a Keras 3 schedule "
+        "(one already written, tf.keras RMSprop/Adagrad/Nadam decay=, decay= of an "
+        "optimizer chosen at run time)",
         None,
         "Keras 3 does not let callbacks overwrite a schedule",
     ),
@@ -166,8 +231,14 @@ class OptimizerRule(context.Rule):
     def __init__(self):
         # Names bound to an optimizer class, or to a dict of them (factories).
         self._factories: set[str] = set()
-        # Whether the script decays a learning rate (a `decay=` or a schedule).
+        # Whether the script decays a learning rate with a Keras 3 schedule (one
+        # written already, or a `decay=` that becomes one).
         self._uses_decay = False
+        # Whether something sets the optimizer's rate while it trains (a
+        # ReduceLROnPlateau / LearningRateScheduler, `K.set_value(...lr, x)`,
+        # `model.optimizer.lr = x`): a `decay=` then keeps Keras 2's settable
+        # rate through compat.keras2_optimizer instead of a schedule.
+        self._sets_lr = False
         # Whether the script imports standalone Keras (`import keras`, `from
         # keras.x import y`) or tf.keras: a string optimizer ('adadelta') had
         # Keras 2.2-2.3's default learning rate only in the former.
@@ -199,7 +270,7 @@ class OptimizerRule(context.Rule):
         if syntax.dotted(node) in ("tf.keras", "tensorflow.keras"):
             self._tf_keras = True
 
-    def visit_Assign(self, ctx, node):
+    def _record_factories(self, ctx, node):
         value = node.value
 
         def is_class(v):
@@ -236,6 +307,8 @@ class OptimizerRule(context.Rule):
     def visit_Call(self, ctx, node):
         if ctx.qualified_name(node.func) in _SCHEDULES:
             self._uses_decay = True  # Written by an earlier run.
+        if _sets_learning_rate(ctx, node):
+            self._sets_lr = True
         if self._factory_call(ctx, node):
             decay = syntax.keyword(node, "decay")
             if decay is not None and not syntax.is_zero(decay.value):
@@ -244,12 +317,27 @@ class OptimizerRule(context.Rule):
         optimizer_class = _optimizer_class(ctx, node)
         if optimizer_class is None:
             return
-        legacy, _ = syntax.keywordize(node, LEGACY_SIGNATURES[optimizer_class])
-        decay = syntax.keyword(legacy, "decay")
-        if decay is not None and not syntax.is_zero(decay.value):
+        if _keras2_decay(ctx, node, optimizer_class) is not None and not _settable_decay(
+            ctx, node, optimizer_class
+        ):
             self._uses_decay = True
 
+    def visit_Assign(self, ctx, node):
+        # `model.optimizer.lr = 0.01` (Keras 2's rate was a settable variable).
+        if any(_optimizer_rate(target.target) for target in node.targets):
+            self._sets_lr = True
+        self._record_factories(ctx, node)
+
     def leave_Call(self, ctx, original, updated):
+        name = _optimizer_class(ctx, original)
+        if (
+            name is not None
+            and self._sets_lr
+            and not syntax.has_star(updated)
+            and _keras2_decay(ctx, original, name) is not None
+            and _settable_decay(ctx, original, name)
+        ):
+            return self._settable_decay(ctx, original, name, updated)
         if ctx.qualified_name(original.func) in _SETS_LR and self._uses_decay:
             ctx.flag(
                 original,
@@ -317,6 +405,30 @@ class OptimizerRule(context.Rule):
                 "remove schedule_decay= (Keras 3's Nadam has a fixed momentum schedule).",
             )
         return updated
+
+    def _settable_decay(self, ctx, original, name, updated):
+        """`SGD(lr=a, decay=d)` next to a callback that sets the rate ->
+        `parallel_keras.compat.keras2_optimizer(SGD)(lr=a, decay=d)`."""
+        ctx.require_import("parallel_keras")
+        wrapped = cst.Call(func=syntax.expression(_KERAS2_OPTIMIZER), args=[cst.Arg(updated.func)])
+        keras_class = f"keras.optimizers.{name}"
+        reasons = [
+            "Keras 2 divided its settable `lr` by (1 + decay * iterations) at each update, "
+            "and this script sets the rate while it trains; a Keras 3 InverseTimeDecay "
+            "schedule would compute the decay but cannot be set (TypeError at the callback)"
+        ]
+        if name in KERAS2_FORMULAS:
+            reasons.append(KERAS2_FORMULAS[name])
+        ctx.compat(
+            original,
+            RULE,
+            f"`{syntax.code(updated.func)}(..., decay=...)` -> `{_KERAS2_OPTIMIZER}("
+            f"{syntax.code(updated.func)})(...)` with Keras 2's arguments: " + "; ".join(reasons),
+            f"`{keras_class}(learning_rate=keras.optimizers.schedules.InverseTimeDecay(lr, "
+            "decay_steps=1, decay_rate=decay))` without a callback that sets the rate, or a "
+            "float learning_rate (no decay) with it",
+        )
+        return updated.with_changes(func=wrapped)
 
     def _keras2_formula(self, ctx, original, name, updated):
         """`RMSprop(...)` -> `parallel_keras.compat.keras2_optimizer(RMSprop)(...)`."""

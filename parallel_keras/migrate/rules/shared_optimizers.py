@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 
 import libcst as cst
+from libcst import metadata
 
 from parallel_keras.migrate import context, syntax
 
@@ -22,12 +23,19 @@ RULE = "optimizers"
 _SHARED = "parallel_keras.compat.shared_optimizer"
 
 
-def _optimizer_arg(call: cst.Call) -> cst.Arg | None:
-    """The `optimizer` argument of `x.compile(...)` when it is a variable."""
+def _optimizer_arg(ctx: context.Context, call: cst.Call) -> cst.Arg | None:
+    """The `optimizer` argument of `x.compile(...)` when it is a variable.
+
+    `x` is not a module the file imports: `re.compile(pattern)` (twice, on
+    the same pattern variable) compiles a regular expression, not a model.
+    """
     if syntax.method_name(call) != "compile" or not isinstance(call.func, cst.Attribute):
         return None
     receiver = call.func.value
     if not isinstance(receiver, (cst.Name, cst.Attribute)) or syntax.dotted(receiver) is None:
+        return None
+    names = ctx.qualified_names(receiver)
+    if names and all(name.source == metadata.QualifiedNameSource.IMPORT for name in names):
         return None
     arg = syntax.keyword(call, "optimizer")
     if arg is None:
@@ -51,12 +59,12 @@ class SharedOptimizerRule(context.Rule):
         self._compiles: collections.Counter = collections.Counter()
 
     def visit_Call(self, ctx, node):
-        arg = _optimizer_arg(node)
+        arg = _optimizer_arg(ctx, node)
         if arg is not None:
             self._compiles[syntax.dotted(arg.value)] += 1
 
     def leave_Call(self, ctx, original, updated):
-        arg = _optimizer_arg(original)
+        arg = _optimizer_arg(ctx, original)
         if arg is None or self._compiles[syntax.dotted(arg.value)] < 2:
             return updated
         optimizer = syntax.dotted(arg.value)
