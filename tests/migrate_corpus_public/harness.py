@@ -47,10 +47,14 @@ class ModelShapedData:
     of `rows` samples (the shapes come from the model, so no file is read).
     `y` overrides the target shapes (without the batch axis) where the loss
     takes other shapes than the outputs; `int_y` draws integer targets below it.
+    `agree` makes the targets the model's own predictions (one-hot where an
+    output is a distribution), for a project that saves only when validation
+    accuracy beats 0, which real data does and random labels may not.
     """
 
-    def __init__(self, rows=16, y=None, int_y=0, size=32):
+    def __init__(self, rows=16, y=None, int_y=0, size=32, agree=False):
         self.rows, self.y, self.int_y, self.size = rows, y, int_y, size
+        self.agree = agree
 
     def arrays(self, model, np):
         rng = np.random.default_rng(0)
@@ -62,6 +66,14 @@ class ModelShapedData:
             return rng.random(shape).astype("float32")
 
         x = [draw(t.shape[1:], t.dtype) for t in model.inputs]
+        if self.agree:
+            predicted = model.predict(x[0] if len(x) == 1 else x, verbose=0)
+            predicted = predicted if isinstance(predicted, list) else [predicted]
+            y = [
+                np.eye(p.shape[-1], dtype="float32")[p.argmax(-1)] if p.shape[-1] > 1 else p
+                for p in predicted
+            ]
+            return (x[0] if len(x) == 1 else x), (y[0] if len(y) == 1 else y)
         targets = self.y or [tuple(t.shape[1:]) for t in model.outputs]
         if self.int_y:
             y = [rng.integers(0, self.int_y, (self.rows,) + tuple(shape)) for shape in targets]
@@ -323,7 +335,9 @@ def load(spec: dict) -> None:
     with open("_harness_train.json") as file:
         record = json.load(file)
     # The files are the project's own, written by the training process: a
-    # Lambda layer's Python code in them is trusted, as Keras 2 trusted it.
+    # Lambda layer's Python code in them is trusted, as Keras 2 trusted it
+    # (`safe_mode=False` below as well: Keras 3.15, unlike 3.5, reads a legacy
+    # .h5 file in safe mode unless the call says otherwise).
     keras.config.enable_unsafe_deserialization()
     namespace: dict = {
         "np": np,
@@ -340,7 +354,9 @@ def load(spec: dict) -> None:
         errors = []
         loaded = None
         try:
-            loaded = keras.models.load_model(path, compile=False, custom_objects=custom_objects)
+            loaded = keras.models.load_model(
+                path, compile=False, custom_objects=custom_objects, safe_mode=False
+            )
             result["as"] = "model"
         except Exception as error:  # noqa: BLE001 - next way of loading
             errors.append(f"load_model: {error!r}"[:400])
