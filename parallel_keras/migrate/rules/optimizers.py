@@ -107,7 +107,7 @@ def _settable_decay(ctx: context.Context, call: cst.Call, name: str) -> bool:
     Keras 2; for tf.keras only where those agree with TF 2's (not RMSprop,
     Adagrad, Nadam; a default learning rate only where it is the same).
     """
-    if _standalone_keras(ctx, call.func):
+    if standalone_keras(ctx, call.func):
         return True
     legacy, _ = syntax.keywordize(call, LEGACY_SIGNATURES[name])
     return name not in KERAS2_FORMULAS and (
