@@ -245,10 +245,13 @@ textgen.save("corpus_weights.hdf5")
         files=("*.py", "data_handler", "models", "utils"),
         entry="train.py",
         # Its config: the 'Nucleus' sizes (128x128), a small batch, train and
-        # validation folders of .npy files as its data_handler/npyDataOps.py saves them.
+        # validation folders of .npy files as its data_handler/npyDataOps.py
+        # saves them, and its own multi-GPU switch (`multiGPU`, False by
+        # default: models.py then calls multi_gpu_model(model, 2)).
         setup="""
 import numpy as np
 import config
+config.config.multiGPU = True
 config.config.img_rows = 128
 config.config.img_cols = 128
 config.config.batchSize = 4
@@ -269,6 +272,7 @@ for folder, count in (('train', 8), ('val', 4)):
     np.save(os.path.join(npy, 'pointOthers.npy'), np.zeros_like(points))
     np.save(os.path.join(npy, 'image_names.npy'), np.array([f'img{i}' for i in range(count)]))
 """,
+        devices=2,
     ),
     PublicProject(
         name="pconv_inpainting",
