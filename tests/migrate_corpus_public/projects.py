@@ -680,6 +680,8 @@ os.makedirs("models", exist_ok=True)
             valid_gen="lambda: ModelShapedData(rows=8, y=[(320, 320, 11)])",
         )
         + _PRETRAINED_VGG16.format(top=True, name="vgg16_weights_tf_dim_ordering_tf_kernels.h5"),
+        load_setup="from custom_layers.unpooling_layer import Unpooling\n"
+        "custom_objects = {'Unpooling': Unpooling}",
     ),
     PublicProject(
         name="colorful_colorization",
@@ -794,6 +796,8 @@ for split in ("train", "valid"):
             num_valid_samples=8,
             num_epochs=1,
         ),
+        probe_size=75,  # InceptionResNetV2's smallest input
+        timeout=1800,  # 1332 s on 4 replicas, on the loaded machine (27 Nov)
     ),
     PublicProject(
         name="crop_disease",
