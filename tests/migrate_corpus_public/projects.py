@@ -247,11 +247,15 @@ textgen.save("corpus_weights.hdf5")
         # Its config: the 'Nucleus' sizes (128x128), a small batch, train and
         # validation folders of .npy files as its data_handler/npyDataOps.py
         # saves them, and its own multi-GPU switch (`multiGPU`, False by
-        # default: models.py then calls multi_gpu_model(model, 2)).
+        # default: models.py then calls multi_gpu_model(model, 2)). Its default
+        # loss ('complexBCEweighted') calls its 3-argument
+        # `weighted_binary_crossentropy` with 4 arguments, a TypeError at
+        # `compile` under Keras 2 as well: the config's 'bce_dice' loss instead.
         setup="""
 import numpy as np
 import config
 config.config.multiGPU = True
+config.config.lossType = 'bce_dice'
 config.config.img_rows = 128
 config.config.img_cols = 128
 config.config.batchSize = 4
