@@ -393,10 +393,20 @@ def test_cluster_flags_point_to_launch_and_tf_config():
     assert "TF_CONFIG" in result.report.flags[0].action
 
 
-def test_decay_with_reduce_lr_on_plateau_is_flagged():
+def test_decay_with_reduce_lr_on_plateau_keeps_keras2s_settable_rate():
     source = (
         "import keras\nopt = keras.optimizers.Adam(decay=1e-3)\n"
         "cb = keras.callbacks.ReduceLROnPlateau(patience=2)\n"
+    )
+    result = migrate.migrate_source(source)
+    assert not result.report.flags
+    assert "keras2_optimizer(keras.optimizers.Adam)(decay=1e-3)" in result.migrated
+
+
+def test_decay_with_reduce_lr_on_plateau_is_flagged_where_no_compat_path_keeps_it():
+    source = (
+        "import tensorflow as tf\nopt = tf.keras.optimizers.Adagrad(decay=1e-3)\n"
+        "cb = tf.keras.callbacks.ReduceLROnPlateau(patience=2)\n"
     )
     result = migrate.migrate_source(source)
     assert [flag.line for flag in result.report.flags] == [3]

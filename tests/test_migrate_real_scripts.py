@@ -500,8 +500,8 @@ FLAGGED = {
         "steps_per_epoch=N // batch_size",
     ),
     "decay_schedule_and_plateau_callback": (
-        "from keras.optimizers import Adam\nfrom keras.callbacks import ReduceLROnPlateau\n"
-        "opt = Adam(lr=0.001, decay=1e-6)\ncallbacks = [ReduceLROnPlateau()]\n",
+        "import tensorflow as tf\nfrom tensorflow.keras.optimizers import RMSprop\n"
+        "opt = RMSprop(lr=0.001, decay=1e-6)\ncallbacks = [tf.keras.callbacks.ReduceLROnPlateau()]\n",
         4,
         "drop the schedule",
     ),
@@ -538,6 +538,12 @@ COMPATIBILITY = {
         "from keras import backend as K\nK.set_learning_phase(1)\n",
         2,
         "pass training=True/False",
+    ),
+    "decay_next_to_a_plateau_callback": (
+        "from keras.optimizers import Adam\nfrom keras.callbacks import ReduceLROnPlateau\n"
+        "opt = Adam(lr=0.001, decay=1e-6)\ncallbacks = [ReduceLROnPlateau()]\n",
+        3,
+        "InverseTimeDecay",
     ),
 }
 

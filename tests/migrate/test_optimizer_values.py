@@ -76,9 +76,13 @@ def test_keras2_default_learning_rates_and_decay_hold_out_of_sight():
     np.testing.assert_allclose(float(namespace["default_class"]().learning_rate), 0.002)
     np.testing.assert_allclose(float(namespace["picked"]().learning_rate), 0.002)  # Nadam
     decayed = namespace["build"](namespace["optimizerbyname"]("sgd"), lr=0.1, decay=0.5)
-    # Keras 2: lr / (1 + decay * iterations), after two steps.
-    _steps(decayed, np.zeros(2, "float32"), np.zeros(2, "float32"))
-    np.testing.assert_allclose(float(decayed.learning_rate), 0.1 / (1 + 0.5 * 2), rtol=1e-6)
+    # Keras 2: each step takes lr / (1 + decay * iterations); `lr` itself (the
+    # rate a callback reads and sets) stays 0.1.
+    one = np.ones(2, "float32")
+    weights = _steps(decayed, one, one, one)
+    taken = 0.1 / (1 + 0.5 * 0) + 0.1 / (1 + 0.5 * 1) + 0.1 / (1 + 0.5 * 2)
+    np.testing.assert_allclose(weights, np.array([1.0, -2.0]) - taken, rtol=1e-6)
+    np.testing.assert_allclose(float(decayed.learning_rate), 0.1, rtol=1e-6)
 
 
 def test_rmsprop_picked_at_run_time_steps_with_keras2_formula():

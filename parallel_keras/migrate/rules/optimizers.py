@@ -209,9 +209,9 @@ AUDIT = [
     (
         "keras.optimizers.X(decay=d) next to ReduceLROnPlateau, LearningRateScheduler, "
         "K.set_value(model.optimizer.lr, x) or model.optimizer.lr = x",
-        "parallel_keras.compat.keras2_optimizer(keras.optimizers.X)(lr=..., decay=d)",
+        "parallel_keras.compat.keras2_optimizer(keras.optimizers.SGD)(lr=..., decay=d)",
         "Keras 2's settable lr, decayed at each update; a Keras 3 schedule cannot be set",
-        "keras.optimizers.X(learning_rate=InverseTimeDecay(...)) without the callback",
+        "keras.optimizers.SGD(learning_rate=InverseTimeDecay(...)) without the callback",
     ),
     (
         "ReduceLROnPlateau / LearningRateScheduler next to a Keras 3 schedule "
