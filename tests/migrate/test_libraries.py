@@ -383,8 +383,45 @@ def test_albumentations_iaa_transforms_and_gauss_noise_var_limit_run_as_in_1x():
         "plain = GaussNoise(std_range=(0.1, 0.1), p=1.0)\n"
         "out = aug(image=image)['image']\n"
     )
-    result = check_flag(source, "A.Sharpen(alpha, lightness)", "std_range=(sqrt(a) / 255")
-    assert len(result.report.flags) == 2
+    result = migrate.migrate_source(source, "aug.py")
+    assert not result.report.flags and "albumentations" in result.report.requirements
+    compat_lines = [c for c in result.report.changes if c.modern]
+    assert len(compat_lines) == 3, compat_lines
+    assert "A.Sharpen" in compat_lines[0].modern and "std_range" in compat_lines[2].modern
+    assert "from albumentations import GaussNoise, Compose" in result.migrated  # 2.x's, kept
+    assert migrate.migrate_source(result.migrated, "aug.py").migrated == result.migrated
+    image = np.full((64, 64, 3), 100, dtype=np.uint8)
+    out = _run_migrated(result.migrated, image=image)["out"]
+    # Sharpen (lightness 1) and emboss matrices sum to 1: a flat image stays flat;
+    # noise of variance 9 is std 3 grey levels (albumentations 2 ignored var_limit: ~80).
+    assert abs(float(out.mean()) - 100) < 1.0, out.mean()
+    assert 2.5 < float(out.astype(float).std()) < 3.5
+
+
+def test_skimage_skeletonize_3d_keeps_scikit_image_022s_values():
+    """scikit-image 0.22: uint8, 255 on the skeleton of a mask (0.25 removed it; the
+    same thinning, skeletonize(method='lee'), returns booleans)."""
+    source = (
+        "import numpy as np\n"
+        "import skimage.morphology\n"
+        "from skimage.morphology import skeletonize_3d, disk\n"
+        "skel = np.float32(skeletonize_3d(mask))\n"
+        "again = skimage.morphology.skeletonize_3d(mask)\n"
+        "footprint = disk(1)\n"
+    )
+    result = migrate.migrate_source(source, "signals.py")
+    assert not result.report.flags and "skeletonize_3d(" in result.migrated
+    assert migrate.migrate_source(result.migrated, "signals.py").migrated == result.migrated
+    from skimage import morphology
+
+    mask = np.zeros((12, 15), dtype=bool)
+    mask[3:9, 2:13] = True
+    namespace = _run_migrated(result.migrated, mask=mask)
+    lee = morphology.skeletonize(mask, method="lee")
+    assert lee.any() and lee.dtype == bool
+    np.testing.assert_array_equal(namespace["skel"], np.float32(lee) * 255)
+    assert namespace["again"].dtype == np.uint8
+    np.testing.assert_array_equal(namespace["footprint"], morphology.disk(1))
 
 
 def test_skimage_watershed_moves_to_segmentation_and_runs():
@@ -491,42 +528,3 @@ def test_skimage_median_with_a_mask_runs_scikit_image_014s_rank_median():
     # Each pixel: the median of its 3x3 neighbours that lie in the mask.
     assert masked[2, 2] == np.median(image[1:4, 1:4])
     assert masked[0, 0] == image[1, 1]  # its only neighbour in the mask
-    result = migrate.migrate_source(source, "aug.py")
-    assert not result.report.flags and "albumentations" in result.report.requirements
-    compat_lines = [c for c in result.report.changes if c.modern]
-    assert len(compat_lines) == 3, compat_lines
-    assert "A.Sharpen" in compat_lines[0].modern and "std_range" in compat_lines[2].modern
-    assert "from albumentations import GaussNoise, Compose" in result.migrated  # 2.x's, kept
-    assert migrate.migrate_source(result.migrated, "aug.py").migrated == result.migrated
-    image = np.full((64, 64, 3), 100, dtype=np.uint8)
-    out = _run_migrated(result.migrated, image=image)["out"]
-    # Sharpen (lightness 1) and emboss matrices sum to 1: a flat image stays flat;
-    # noise of variance 9 is std 3 grey levels (albumentations 2 ignored var_limit: ~80).
-    assert abs(float(out.mean()) - 100) < 1.0, out.mean()
-    assert 2.5 < float(out.astype(float).std()) < 3.5
-
-
-def test_skimage_skeletonize_3d_keeps_scikit_image_022s_values():
-    """scikit-image 0.22: uint8, 255 on the skeleton of a mask (0.25 removed it; the
-    same thinning, skeletonize(method='lee'), returns booleans)."""
-    source = (
-        "import numpy as np\n"
-        "import skimage.morphology\n"
-        "from skimage.morphology import skeletonize_3d, disk\n"
-        "skel = np.float32(skeletonize_3d(mask))\n"
-        "again = skimage.morphology.skeletonize_3d(mask)\n"
-        "footprint = disk(1)\n"
-    )
-    result = migrate.migrate_source(source, "signals.py")
-    assert not result.report.flags and "skeletonize_3d(" in result.migrated
-    assert migrate.migrate_source(result.migrated, "signals.py").migrated == result.migrated
-    from skimage import morphology
-
-    mask = np.zeros((12, 15), dtype=bool)
-    mask[3:9, 2:13] = True
-    namespace = _run_migrated(result.migrated, mask=mask)
-    lee = morphology.skeletonize(mask, method="lee")
-    assert lee.any() and lee.dtype == bool
-    np.testing.assert_array_equal(namespace["skel"], np.float32(lee) * 255)
-    assert namespace["again"].dtype == np.uint8
-    np.testing.assert_array_equal(namespace["footprint"], morphology.disk(1))
