@@ -807,6 +807,7 @@ class LibrariesRule(context.Rule):
             "neighbors=4 as connectivity 1 and 8 as the image's number of dimensions",
         )
         return updated.with_changes(args=args)
+
     def _albumentations_compat(self, ctx, original, updated, name, why, modern):
         """`IAASharpen(...)` -> `parallel_keras.compat.albumentations.IAASharpen(...)`."""
         ctx.require_import(_ALBUMENTATIONS_COMPAT)
