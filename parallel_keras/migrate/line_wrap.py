@@ -18,6 +18,12 @@ following PEP 8 (or black) would write it:
 - an assigned or returned value that is not a call (`a or b`) is
   parenthesised on its own continuation line, only when it fits there.
 
+A rewritten line those splits cannot bring within the limit (a comprehension,
+an operator, a call the user had already continued on the next line) has its
+whole statement laid out by black (https://black.readthedocs.io), at the
+file's limit less the statement's indentation, keeping the file's quotes;
+only if every line it writes fits.
+
 Lines the user wrote are never touched, nor is a line no split brings within
 the limit at its first and last line. Only whitespace changes: if Python
 would read the result differently (its syntax tree differs), the round is
@@ -89,7 +95,73 @@ def wrap_long_lines(source: str, module: cst.Module) -> cst.Module:
         if not same:
             break
         module = split
-    return module
+    return _lay_out_statements(module, limit, written)
+
+
+def _long_lines(code: str, limit: int, written: set[str]) -> set[int]:
+    return {
+        number
+        for number, line in enumerate(code.splitlines(), 1)
+        if len(line) > limit and line not in written and not line.lstrip().startswith("#")
+    }
+
+
+def _lay_out_statements(module: cst.Module, limit: int, written: set[str]) -> cst.Module:
+    """Black's layout for each simple statement still holding a long rewritten line."""
+    code = module.code
+    long_lines = _long_lines(code, limit, written)
+    if not long_lines:
+        return module
+    wrapper = metadata.MetadataWrapper(module)
+    positions = wrapper.resolve(metadata.PositionProvider)
+    lines = code.splitlines()
+    layouts: dict[cst.CSTNode, cst.CSTNode] = {}
+    for statement, position in positions.items():
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        first = position.start.line  # Its own first line (after leading comments).
+        if not any(first <= number <= position.end.line for number in long_lines):
+            continue
+        indent = _leading_space(lines[first - 1])
+        laid_out = _black_layout(statement, limit - len(indent.expandtabs()))
+        if laid_out is not None:
+            layouts[statement] = laid_out
+    if not layouts:
+        return module
+    result = wrapper.module.visit(_Replace(layouts))
+    try:
+        same = ast.dump(ast.parse(result.code)) == ast.dump(ast.parse(code))
+    except SyntaxError:
+        same = False
+    return result if same else module
+
+
+def _black_layout(statement: cst.SimpleStatementLine, width: int) -> cst.CSTNode | None:
+    """`statement` as black lays it out within `width`, or None if it cannot fit."""
+    import black  # Only a file with such a line pays for the import.
+
+    bare = statement.with_changes(leading_lines=[])
+    text = cst.Module(body=[bare]).code
+    try:
+        formatted = black.format_str(
+            text, mode=black.Mode(line_length=max(width, 20), string_normalization=False)
+        )
+        body = cst.parse_module(formatted).body
+    except Exception:  # noqa: BLE001 - black cannot lay it out: the line stays
+        return None
+    if len(body) != 1 or any(len(line) > width for line in formatted.splitlines()):
+        return None
+    return body[0].with_changes(leading_lines=statement.leading_lines)
+
+
+class _Replace(cst.CSTTransformer):
+    """Puts each statement's new layout in its place."""
+
+    def __init__(self, layouts: dict[cst.CSTNode, cst.CSTNode]):
+        self._layouts = layouts
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        return self._layouts.get(original_node, updated_node)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -115,11 +115,13 @@ def test_a_call_inside_an_expression_or_an_f_string_is_never_split_alone():
     migrated = _migrated(source)
 
     lines = migrated.splitlines()
-    # Too long for one continuation line: left as the rewrite wrote it.
-    assert (
-        "    return (2. * keras.ops.sum(intersection) + smooth) / "
-        "(keras.ops.sum(y_true_f) + keras.ops.sum(y_pred_f) + smooth)"
-    ) in lines
+    # Too long for one continuation line: the statement as black lays it out.
+    start = lines.index("    return (2.0 * keras.ops.sum(intersection) + smooth) / (")
+    assert lines[start : start + 3] == [
+        "    return (2.0 * keras.ops.sum(intersection) + smooth) / (",
+        "        keras.ops.sum(y_true_f) + keras.ops.sum(y_pred_f) + smooth",
+        "    )",
+    ]
     # Fits one continuation line: the whole value, in parentheses.
     assert lines[lines.index("    total = (") : lines.index("    total = (") + 3] == [
         "    total = (",
@@ -131,7 +133,7 @@ def test_a_call_inside_an_expression_or_an_f_string_is_never_split_alone():
         "    return f'{parallel_keras.compat.batch_flatten("
         "parallel_keras.compat.temporal_padding(x, (1, 2))).shape}'"
     )
-    assert all(len(line) <= limit for line in lines if not line.startswith("    return"))
+    assert all(len(line) <= limit for line in lines if not line.startswith("    return f'"))
     assert not any(line.strip().startswith("y_true_f") for line in lines)
     namespace: dict = {}
     exec(migrated, namespace)
@@ -175,7 +177,7 @@ def test_comment_at_the_call_stays_on_its_closing_line():
     assert namespace["y"].shape == (2, 36)
 
 
-def test_lines_the_user_wrote_and_calls_before_more_arguments_stay():
+def test_lines_the_user_wrote_stay_and_a_continued_rewritten_statement_is_laid_out():
     user_line = "kept = dict(first_argument_of_a_long_line=1, second_argument_of_a_long_line=2)  # the longest line"
     source = textwrap.dedent(f"""\
         from keras import backend as K
@@ -190,11 +192,17 @@ def test_lines_the_user_wrote_and_calls_before_more_arguments_stay():
 
     lines = migrated.splitlines()
     assert user_line in lines
-    # Splitting before `, (-1, step_dim))` would read worse than the long line.
-    assert lines[-2] == (
-        "                      keras.ops.reshape(weights_of_this_layer, "
-        "(features_dim, 1))), (-1, step_dim))"
-    )
+    # Splitting only before `, (-1, step_dim))` would read worse than the long
+    # line: the statement the user had continued is laid out by black.
+    assert lines[-8:-1] == [
+        "eij = keras.ops.reshape(",
+        "    keras.ops.dot(",
+        "        keras.ops.reshape(x, (-1, features_dim)),",
+        "        keras.ops.reshape(weights_of_this_layer, (features_dim, 1)),",
+        "    ),",
+        "    (-1, step_dim),",
+        ")",
+    ]
     # Within the file's longest line (98, longer than 79): one line.
     assert lines[-1] == (
         "y = parallel_keras.compat.batch_flatten(parallel_keras.compat.temporal_padding(x, (1, 2)))"
@@ -214,3 +222,26 @@ def test_a_raised_exceptions_call_is_the_lines_outermost_call():
         "        )",
         "    )",
     ]
+
+
+def test_a_rewritten_comprehension_is_laid_out_within_the_files_longest_line():
+    # The GPU count's rewrite is a comprehension, which no call split shortens.
+    source = textwrap.dedent("""\
+        from tensorflow.python.client import device_lib
+
+
+        def get_available_gpus():
+            local_device_protos = device_lib.list_local_devices()
+            return [x.name for x in local_device_protos if x.device_type == 'GPU']
+        """)
+    limit = max(79, *(len(line) for line in source.splitlines()))
+
+    migrated = _migrated(source)
+
+    assert max(len(line) for line in migrated.splitlines()) <= limit
+    assert "        for device in tf.config.list_logical_devices('GPU')" in migrated.replace(
+        "tensorflow.config", "tf.config"
+    )
+    namespace: dict = {}
+    exec(migrated, namespace)
+    assert isinstance(namespace["get_available_gpus"](), list)
