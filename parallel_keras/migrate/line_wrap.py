@@ -57,6 +57,11 @@ _VALUES = (
 )
 
 
+def line_limit(source: str) -> int:
+    """The longest a line migrate writes into `source` may be: its longest line, 79 at least."""
+    return max([SHORT_LINE, *(len(line) for line in source.splitlines())])
+
+
 def wrap_long_lines(source: str, module: cst.Module) -> cst.Module:
     """Splits the calls of rewritten lines longer than the file's longest line.
 
@@ -69,7 +74,7 @@ def wrap_long_lines(source: str, module: cst.Module) -> cst.Module:
         every new line within the limit at its first and last line.
     """
     original = source.splitlines()
-    limit = max([SHORT_LINE, *(len(line) for line in original)])
+    limit = line_limit(source)
     written = set(original)
     for _ in range(_ROUNDS):
         code = module.code

@@ -245,3 +245,71 @@ def test_a_rewritten_comprehension_is_laid_out_within_the_files_longest_line():
     namespace: dict = {}
     exec(migrated, namespace)
     assert isinstance(namespace["get_available_gpus"](), list)
+
+
+_MEMORY_FRACTION = """\
+config = tf.ConfigProto()
+config.gpu_options.per_process_gpu_memory_fraction = 0.4
+sess = tf.Session(config=config)
+"""
+
+
+def _nested(depth: int, body: str) -> str:
+    """`body` inside `depth` nested blocks of a function, 4 spaces a level."""
+    lines = ["def train(runs):"]
+    for level in range(1, depth):
+        lines.append("    " * level + f"for run_{level} in runs:")
+    lines += ["    " * depth + line for line in body.splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+def _note(migrated: str) -> list[str]:
+    lines = migrated.splitlines()
+    first = next(i for i, line in enumerate(lines) if "# parallel-keras migrate:" in line)
+    end = first + 1
+    while lines[end].lstrip().startswith("#   "):
+        end += 1
+    return lines[first:end]
+
+
+def test_an_indented_note_fits_the_files_limit():
+    source = "import tensorflow as tf\n\n\n" + _nested(3, _MEMORY_FRACTION)
+    assert max(len(line) for line in source.splitlines()) <= 79
+
+    migrated = _migrated(source)
+
+    note = _note(migrated)
+    assert len(note) > 1 and all(line.startswith(" " * 12 + "#") for line in note)
+    assert max(len(line) for line in note) <= 79
+    # Every word of the note is kept, in order.
+    words = " ".join(line.strip().lstrip("#") for line in note).split()
+    assert words[:5] == [
+        "parallel-keras",
+        "migrate:",
+        "per_process_gpu_memory_fraction=0.4",
+        "became",
+        "memory",
+    ]
+    assert words[-3:] == ["the", "GPU's", "memory."]
+
+
+def test_a_second_run_keeps_a_note_wrapped_at_another_limit():
+    # The first run wraps the deep note within 79 but cannot shorten the
+    # f-string's line: the second run's limit is that line, wider than the
+    # first's, and the flagged line is still there to flag again.
+    source = (
+        "import tensorflow as tf\nfrom keras import backend as K\n\n\n"
+        "def shape(x):\n"
+        "    return f'{K.batch_flatten(K.temporal_padding(x, (1, 2))).shape}'\n\n\n"
+        + _nested(4, "y = tf.contrib.slim.fancy_layer(runs)\n")
+    )
+    assert max(len(line) for line in source.splitlines()) <= 79
+    first = migrate.migrate_source(source, "train.py")
+    assert max(len(line) for line in first.migrated.splitlines()) > 79  # the f-string's
+    assert max(len(line) for line in _note(first.migrated)) <= 79
+
+    second = migrate.migrate_source(first.migrated, "train.py")
+
+    assert second.migrated == first.migrated
+    assert not second.report.changes
+    assert len(second.report.flags) == len(first.report.flags) == 1
