@@ -25,9 +25,10 @@ file's limit less the statement's indentation, keeping the file's quotes;
 only if every line it writes fits.
 
 Lines the user wrote are never touched, nor is a line no split brings within
-the limit at its first and last line. Only whitespace changes: if Python
-would read the result differently (its syntax tree differs), the round is
-dropped. A second run finds no new line, so it changes nothing.
+the limit at its first and last line. Only the layout changes (black's also
+adds or drops redundant parentheses and trailing commas, and spells `2.` as
+`2.0`): if Python would read the result differently (its syntax tree
+differs), the round is dropped. A second run finds no new line, so it changes nothing.
 """
 
 from __future__ import annotations
