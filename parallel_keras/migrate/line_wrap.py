@@ -22,7 +22,8 @@ A rewritten line those splits cannot bring within the limit (a comprehension,
 an operator, a call the user had already continued on the next line) has its
 whole statement laid out by black (https://black.readthedocs.io), at the
 file's limit less the statement's indentation, keeping the file's quotes;
-only if every line it writes fits.
+only if every line it writes fits. A block's header (`if`, `for`, `while`,
+`with`, `def`, `class`) is laid out alone, its block and `else:` kept.
 
 Lines the user wrote are never touched, nor is a line no split brings within
 the limit at its first and last line. Only the layout changes (black's also
@@ -113,7 +114,7 @@ def _long_lines(code: str, limit: int, written: set[str]) -> set[int]:
 
 
 def _lay_out_statements(module: cst.Module, limit: int, written: set[str]) -> cst.Module:
-    """Black's layout for each simple statement still holding a long rewritten line."""
+    """Black's layout for each statement or block header still holding a long rewritten line."""
     code = module.code
     long_lines = _long_lines(code, limit, written)
     if not long_lines:
@@ -123,10 +124,15 @@ def _lay_out_statements(module: cst.Module, limit: int, written: set[str]) -> cs
     lines = code.splitlines()
     layouts: dict[cst.CSTNode, cst.CSTNode] = {}
     for statement, position in positions.items():
-        if not isinstance(statement, cst.SimpleStatementLine):
-            continue
         first = position.start.line  # Its own first line (after leading comments).
-        if not any(first <= number <= position.end.line for number in long_lines):
+        if isinstance(statement, cst.SimpleStatementLine):
+            last = position.end.line
+        elif isinstance(statement, _HEADED) and not lines[first - 1].lstrip().startswith("elif"):
+            # Only the header: the lines up to the colon before the block.
+            last = first + _header(statement).code.count("\n") - 2
+        else:
+            continue
+        if not any(first <= number <= last for number in long_lines):
             continue
         indent = _leading_space(lines[first - 1])
         laid_out = _black_layout(statement, limit - len(indent.expandtabs()))
@@ -142,12 +148,30 @@ def _lay_out_statements(module: cst.Module, limit: int, written: set[str]) -> cs
     return result if same else module
 
 
-def _black_layout(statement: cst.SimpleStatementLine, width: int) -> cst.CSTNode | None:
-    """`statement` as black lays it out within `width`, or None if it cannot fit."""
+# Statements whose header black may lay out, its block kept as it is.
+_HEADED = (cst.If, cst.For, cst.While, cst.With, cst.FunctionDef, cst.ClassDef)
+_PASS = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Pass()])])
+
+
+def _header(statement: cst.BaseCompoundStatement) -> cst.Module:
+    """The statement's header alone, over a `pass` block (and no `else:`)."""
+    changes: dict = {"body": _PASS, "leading_lines": []}
+    if hasattr(statement, "orelse"):
+        changes["orelse"] = None
+    return cst.Module(body=[statement.with_changes(**changes)])
+
+
+def _black_layout(
+    statement: cst.SimpleStatementLine | cst.BaseCompoundStatement, width: int
+) -> cst.CSTNode | None:
+    """`statement` (a block's header only) as black lays it out within `width`, or None."""
     import black  # Only a file with such a line pays for the import.
 
-    bare = statement.with_changes(leading_lines=[])
-    text = cst.Module(body=[bare]).code
+    headed = isinstance(statement, _HEADED)
+    if isinstance(statement, _HEADED):
+        text = _header(statement).code
+    else:
+        text = cst.Module(body=[statement.with_changes(leading_lines=[])]).code
     try:
         formatted = black.format_str(
             text, mode=black.Mode(line_length=max(width, 20), string_normalization=False)
@@ -155,7 +179,10 @@ def _black_layout(statement: cst.SimpleStatementLine, width: int) -> cst.CSTNode
         body = cst.parse_module(formatted).body
     except Exception:  # noqa: BLE001 - black cannot lay it out: the line stays
         return None
-    if len(body) != 1 or any(len(line) > width for line in formatted.splitlines()):
+    written = formatted.splitlines()[:-1] if headed else formatted.splitlines()
+    if len(body) != 1 or type(body[0]) is not type(statement):
+        return None
+    if any(len(line) > width for line in written):
         return None
     return body[0].with_changes(leading_lines=statement.leading_lines)
 
@@ -166,8 +193,18 @@ class _Replace(cst.CSTTransformer):
     def __init__(self, layouts: dict[cst.CSTNode, cst.CSTNode]):
         self._layouts = layouts
 
-    def leave_SimpleStatementLine(self, original_node, updated_node):
-        return self._layouts.get(original_node, updated_node)
+    def on_leave(self, original_node, updated_node):
+        updated_node = super().on_leave(original_node, updated_node)
+        layout = self._layouts.get(original_node)
+        if layout is None:
+            return updated_node
+        if isinstance(layout, _HEADED):
+            # The new header over the block (and `else:`) as they are.
+            kept = {"body": updated_node.body}
+            if hasattr(updated_node, "orelse"):
+                kept["orelse"] = updated_node.orelse
+            return layout.with_changes(**kept)
+        return layout
 
 
 @dataclasses.dataclass(frozen=True)

@@ -313,3 +313,43 @@ def test_a_second_run_keeps_a_note_wrapped_at_another_limit():
     assert second.migrated == first.migrated
     assert not second.report.changes
     assert len(second.report.flags) == len(first.report.flags) == 1
+
+
+def test_a_rewritten_block_header_is_laid_out_and_its_block_kept():
+    source = textwrap.dedent("""\
+        from keras import backend as K
+
+
+        def phase(flags):
+            for flag in flags:  # each flag
+                if flags and not isinstance(K.learning_phase(), int) and flag:
+                    value = 1
+                elif flag:
+                    value = 2
+                else:
+                    value = 3
+            return value
+        """)
+    assert max(len(line) for line in source.splitlines()) <= 79
+
+    migrated = _migrated(source)
+
+    assert max(len(line) for line in migrated.splitlines()) <= 79
+    lines = migrated.splitlines()
+    start = lines.index("        if (")
+    assert lines[start : start + 10] == [
+        "        if (",
+        "            flags",
+        "            and not isinstance(parallel_keras.compat.learning_phase(), int)",
+        "            and flag",
+        "        ):",
+        "            value = 1",
+        "        elif flag:",
+        "            value = 2",
+        "        else:",
+        "            value = 3",
+    ]
+    assert "    for flag in flags:  # each flag" in lines
+    namespace: dict = {}
+    exec(migrated, namespace)
+    assert namespace["phase"]([None, 0]) == 3
