@@ -154,10 +154,13 @@ _PASS = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Pass()])])
 
 
 def _header(statement: cst.BaseCompoundStatement) -> cst.Module:
-    """The statement's header alone, over a `pass` block (and no `else:`)."""
+    """The statement's header alone, over a `pass` block (no decorators, no `else:`)."""
     changes: dict = {"body": _PASS, "leading_lines": []}
     if hasattr(statement, "orelse"):
         changes["orelse"] = None
+    if hasattr(statement, "decorators"):
+        # Its position starts at `def`/`class`, after the decorators.
+        changes["decorators"] = []
     return cst.Module(body=[statement.with_changes(**changes)])
 
 
@@ -201,8 +204,9 @@ class _Replace(cst.CSTTransformer):
         if isinstance(layout, _HEADED):
             # The new header over the block (and `else:`) as they are.
             kept = {"body": updated_node.body}
-            if hasattr(updated_node, "orelse"):
-                kept["orelse"] = updated_node.orelse
+            for name in ("orelse", "decorators", "lines_after_decorators"):
+                if hasattr(updated_node, name):
+                    kept[name] = getattr(updated_node, name)
             return layout.with_changes(**kept)
         return layout
 

@@ -353,3 +353,21 @@ def test_a_rewritten_block_header_is_laid_out_and_its_block_kept():
     namespace: dict = {}
     exec(migrated, namespace)
     assert namespace["phase"]([None, 0]) == 3
+
+
+def test_a_decorated_headers_own_line_stays_when_only_its_block_is_laid_out():
+    source = textwrap.dedent("""\
+        from keras import backend as K
+
+
+        @staticmethod
+        def count(limit = 2):
+            return len([x for x in K.get_session().list_devices() if x.device_type == 'GPU'])
+        """)
+
+    migrated = _migrated(source)
+
+    lines = migrated.splitlines()
+    assert lines[lines.index("@staticmethod") + 1] == "def count(limit = 2):"
+    assert lines[lines.index("def count(limit = 2):") + 1] == "    return len("
+    assert max(len(line) for line in lines) <= 79
