@@ -188,20 +188,20 @@ def test_a_gpu_list_built_by_a_for_loop_sees_the_devices_multi_gpu_model_replica
     result = check_rules(
         _GPU_LOOP,
         _GPU_LOOP.replace(
+            # Headers longer than the file's lines: black's layout of each.
             "for dproto in local_device_protos:",
-            "for dproto in [device for device in tensorflow.config.list_logical_devices('GPU') "
-            "or (tensorflow.config.list_logical_devices('CPU') "
-            "if parallel_keras.devices.gpus_are_simulated() else [])]:",
+            f"for dproto in {_laid_out('device', '    ', 'tensorflow')}:",
         )
         .replace(
             "if dproto.device_type != 'GPU':",
-            "if (dproto.device_type != 'GPU' and not parallel_keras.devices.gpus_are_simulated()):",
+            "if (\n"
+            "            dproto.device_type != 'GPU'\n"
+            "            and not parallel_keras.devices.gpus_are_simulated()\n"
+            "        ):",
         )
         .replace(
             "for d in device_lib.list_local_devices():",
-            "for d in [device for device in tensorflow.config.list_logical_devices('GPU') "
-            "or (tensorflow.config.list_logical_devices('CPU') "
-            "if parallel_keras.devices.gpus_are_simulated() else [])]:",
+            f"for d in {_laid_out('device', '    ', 'tensorflow')}:",
         )
         .replace(
             "        if d.device_type == 'GPU':",
