@@ -65,7 +65,15 @@ REWRITES = {
         textwrap.dedent("""\
             import tensorflow as tf
 
-            tf.config.set_visible_devices([gpu for gpu in tf.config.list_physical_devices('GPU') if gpu.name.rsplit(':', 1)[-1] in str('0,1').replace(' ', '').split(',')], 'GPU')
+            tf.config.set_visible_devices(
+                [
+                    gpu
+                    for gpu in tf.config.list_physical_devices('GPU')
+                    if gpu.name.rsplit(':', 1)[-1]
+                    in str('0,1').replace(' ', '').split(',')
+                ],
+                'GPU',
+            )
             """),
     ),
     "session_threads_and_device_count": (
@@ -93,7 +101,15 @@ REWRITES = {
         textwrap.dedent("""\
             import os
             import tensorflow as tf
-            tf.config.set_visible_devices([gpu for gpu in tf.config.list_physical_devices('GPU') if gpu.name.rsplit(':', 1)[-1] in str(args.gpus).replace(' ', '').split(',')], 'GPU')
+            tf.config.set_visible_devices(
+                [
+                    gpu
+                    for gpu in tf.config.list_physical_devices('GPU')
+                    if gpu.name.rsplit(':', 1)[-1]
+                    in str(args.gpus).replace(' ', '').split(',')
+                ],
+                'GPU',
+            )
             """),
     ),
     "template_by_index_and_by_name": (
@@ -164,7 +180,17 @@ REWRITES = {
             import parallel_keras.devices
             import tensorflow
 
-            G = len([device.name for device in tensorflow.config.list_logical_devices('GPU') or (tensorflow.config.list_logical_devices('CPU') if parallel_keras.devices.gpus_are_simulated() else [])])
+            G = len(
+                [
+                    device.name
+                    for device in tensorflow.config.list_logical_devices('GPU')
+                    or (
+                        tensorflow.config.list_logical_devices('CPU')
+                        if parallel_keras.devices.gpus_are_simulated()
+                        else []
+                    )
+                ]
+            )
             """),
     ),
     "session_list_devices_count": (
@@ -177,7 +203,17 @@ REWRITES = {
             import tensorflow as tf
             import parallel_keras.devices
 
-            gpus = len([device for device in tf.config.list_logical_devices('GPU') or (tf.config.list_logical_devices('CPU') if parallel_keras.devices.gpus_are_simulated() else [])])
+            gpus = len(
+                [
+                    device
+                    for device in tf.config.list_logical_devices('GPU')
+                    or (
+                        tf.config.list_logical_devices('CPU')
+                        if parallel_keras.devices.gpus_are_simulated()
+                        else []
+                    )
+                ]
+            )
             """),
     ),
     "device_lib_helper": (
@@ -196,7 +232,15 @@ REWRITES = {
 
             def get_available_gpus():
                 local_device_protos = device_lib.list_local_devices()
-                return [device.name for device in tf.config.list_logical_devices('GPU') or (tf.config.list_logical_devices('CPU') if parallel_keras.devices.gpus_are_simulated() else [])]
+                return [
+                    device.name
+                    for device in tf.config.list_logical_devices('GPU')
+                    or (
+                        tf.config.list_logical_devices('CPU')
+                        if parallel_keras.devices.gpus_are_simulated()
+                        else []
+                    )
+                ]
             """),
     ),
     "keras1_model_and_fit_keywords": (
@@ -253,8 +297,14 @@ REWRITES = {
             from keras.optimizers import SGD, Adam
             import parallel_keras
 
-            OPTIMIZERS = {'sgd': SGD(learning_rate=0.1, momentum=0.9), 'adam': Adam(learning_rate=1e-3)}
-            FACTORIES = {'sgd': parallel_keras.compat.keras2_optimizer(SGD), 'adam': parallel_keras.compat.keras2_optimizer(Adam)}
+            OPTIMIZERS = {
+                'sgd': SGD(learning_rate=0.1, momentum=0.9),
+                'adam': Adam(learning_rate=1e-3),
+            }
+            FACTORIES = {
+                'sgd': parallel_keras.compat.keras2_optimizer(SGD),
+                'adam': parallel_keras.compat.keras2_optimizer(Adam),
+            }
             opt = FACTORIES[name](
                 learning_rate=keras.optimizers.schedules.InverseTimeDecay(
                     args.lr, decay_steps=1, decay_rate=args.decay
@@ -292,7 +342,9 @@ REWRITES = {
             def dice_coef(y_true, y_pred, smooth=1.):
                 y_true_f = keras.ops.reshape(y_true, (-1,))
                 intersection = keras.ops.sum(y_true_f * keras.ops.reshape(y_pred, (-1,)))
-                return (2. * intersection + smooth) / (keras.ops.sum(y_true_f) + smooth + K.epsilon())
+                return (2.0 * intersection + smooth) / (
+                    keras.ops.sum(y_true_f) + smooth + K.epsilon()
+                )
 
             lr = keras.ops.convert_to_numpy(model.optimizer.learning_rate)
             model.optimizer.learning_rate.assign(lr * 0.5)
@@ -308,7 +360,18 @@ REWRITES = {
         textwrap.dedent("""\
             import keras
 
-            train = keras.utils.image_dataset_from_directory('data/train', image_size=(150, 150), batch_size=16, label_mode='binary', interpolation='nearest').map(lambda images, labels: (keras.ops.cast(images, 'float32') * (1. / 255), labels))
+            train = keras.utils.image_dataset_from_directory(
+                'data/train',
+                image_size=(150, 150),
+                batch_size=16,
+                label_mode='binary',
+                interpolation='nearest',
+            ).map(
+                lambda images, labels: (
+                    keras.ops.cast(images, 'float32') * (1.0 / 255),
+                    labels,
+                )
+            )
             """),
     ),
     "sequence_gets_super_init_with_loader_options": (
@@ -406,8 +469,9 @@ REWRITES = {
             from keras.callbacks import ModelCheckpoint
             import parallel_keras.callbacks
 
-            checkpoint = parallel_keras.callbacks.ModelCheckpoint(os.path.join(args.dir, args.name), monitor='val_loss',
-                                         save_best_only=True)
+            checkpoint = parallel_keras.callbacks.ModelCheckpoint(
+                os.path.join(args.dir, args.name), monitor='val_loss', save_best_only=True
+            )
             """),
     ),
     "monitor_val_acc_with_accuracy_metric": (

@@ -125,8 +125,11 @@ class Context:
         self.tf_names: list[str] = []
         # (line, action) of notes an earlier run wrote for a person.
         self.carried_flags: list[tuple[int, str]] = []
-        # Comments above the first statement (LibCST's module header).
-        self.header_comments: frozenset = frozenset()
+        # Notes an earlier run wrote above the first statement (LibCST's
+        # module header), whitespace normalized (engine._written_notes).
+        self.header_notes: frozenset[str] = frozenset()
+        # The longest line the file's lines may have (line_wrap.line_limit).
+        self.line_limit = 79
         # Original literal node -> (new literal, rule, message, note): path
         # suffix fixes decided during the scan, applied during the rewrite.
         self.literal_renames: dict[cst.CSTNode, tuple] = {}

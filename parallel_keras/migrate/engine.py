@@ -34,6 +34,10 @@ from parallel_keras.migrate import rules as rules_lib
 # run recognizes them and adds nothing (idempotence).
 NOTE_PREFIX = "# parallel-keras migrate: "
 _NOTE_CONTINUATION = "#   "
+# A note's words per line: PEP 8's 72 for comments, fewer where the statement's
+# indentation would take the note past the file's limit, never fewer than this.
+_NOTE_WIDTH = 72
+_NARROWEST_NOTE = 40
 
 _STATEMENT_TYPES = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 # What `Context.line` and `Context.qualified_name` read, in both passes.
@@ -77,18 +81,9 @@ class _Scanner(cst.CSTVisitor):
 
     def _record_notes(self, statement) -> None:
         """Remembers the notes for a person an earlier run wrote above `statement`."""
-        notes: list[list[str]] = []
         # Comments above a file's first statement are the module's header.
         lines = statement.header if isinstance(statement, cst.Module) else statement.leading_lines
-        for empty_line in lines:
-            text = empty_line.comment.value if empty_line.comment else ""
-            if text.startswith(NOTE_PREFIX):
-                notes.append([text[len(NOTE_PREFIX) :]])
-            elif text.startswith(_NOTE_CONTINUATION) and notes and notes[-1]:
-                notes[-1].append(text[len(_NOTE_CONTINUATION) :])
-            elif notes and notes[-1]:
-                notes.append([])  # Another comment ends the note.
-        for words in notes:
+        for words in _note_words(lines):
             action = " ".join(" ".join(words).split())
             if action and not action.startswith(context_lib.CHANGE_NOTE_PREFIX):
                 self._ctx.carried_flags.append((self._ctx.line(statement), action))
@@ -128,9 +123,17 @@ class _Transformer(cst.CSTTransformer):
     def __init__(self, ctx: context_lib.Context):
         super().__init__()
         self._ctx = ctx
+        # The indentation of each block the visit is in (the module's: "").
+        self._indents = [""]
+        self._unit = "    "
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self._ctx.read_metadata_from(self)
+        if isinstance(node, cst.Module):
+            self._unit = node.default_indent
+        elif isinstance(node, cst.IndentedBlock):
+            indent = node.indent if node.indent is not None else self._unit
+            self._indents.append(self._indents[-1] + indent)
         if isinstance(node, _STATEMENT_TYPES):
             self._ctx.open_statement()
         return True
@@ -146,7 +149,12 @@ class _Transformer(cst.CSTTransformer):
             ctx.change(original_node, rule, message, note=note)
         if isinstance(original_node, _STATEMENT_TYPES):
             notes = ctx.close_statement()
-            updated_node = _with_notes(updated_node, notes, ctx.header_comments)
+            # The note's lines end within the file's limit, as its code does.
+            indent = len(self._indents[-1].expandtabs())
+            width = min(_NOTE_WIDTH, max(_NARROWEST_NOTE, ctx.line_limit - indent))
+            updated_node = _with_notes(updated_node, notes, ctx.header_notes, width)
+        elif isinstance(original_node, cst.IndentedBlock):
+            self._indents.pop()
         return updated_node
 
 
@@ -183,20 +191,57 @@ def _leave(ctx, rules, original_node, updated_node):
     return updated_node
 
 
-def _with_notes(statement, notes: list[str], header_comments: frozenset = frozenset()):
-    """Adds each note as comment lines above `statement`, once."""
+def _note_words(lines) -> list[list[str]]:
+    """The text of each note in comment `lines`: its first line's, then its continuations'."""
+    notes: list[list[str]] = []
+    for empty_line in lines:
+        text = empty_line.comment.value if empty_line.comment else ""
+        if text.startswith(NOTE_PREFIX):
+            notes.append([text[len(NOTE_PREFIX) :]])
+        elif text.startswith(_NOTE_CONTINUATION) and notes and notes[-1]:
+            notes[-1].append(text[len(_NOTE_CONTINUATION) :])
+        elif notes and notes[-1]:
+            notes.append([])  # Another comment ends the note.
+    return [words for words in notes if words]
+
+
+def _written_notes(lines) -> frozenset[str]:
+    """The notes in comment `lines`, whitespace normalized, to recognize one once written.
+
+    A note is recognized by its words, not by how they were wrapped: a second
+    run may wrap at another width (the file's longest line changed). Each
+    note's first lines count too, in case a comment of the user's that looks
+    like a continuation follows it.
+    """
+    found = set()
+    for words in _note_words(lines):
+        for end in range(1, len(words) + 1):
+            found.add(" ".join(" ".join(words[:end]).split()))
+    return frozenset(found)
+
+
+def _with_notes(
+    statement,
+    notes: list[str],
+    header_notes: frozenset[str] = frozenset(),
+    width: int = _NOTE_WIDTH,
+):
+    """Adds each note as comment lines above `statement`, once, `width` words wide."""
     if notes and isinstance(statement, cst.FlattenSentinel):
         first, *rest = statement.nodes
-        return cst.FlattenSentinel([_with_notes(first, notes, header_comments), *rest])
+        return cst.FlattenSentinel([_with_notes(first, notes, header_notes, width), *rest])
     if not notes or not hasattr(statement, "leading_lines"):
         return statement
     leading = list(statement.leading_lines)
-    existing = {line.comment.value for line in leading if line.comment is not None}
-    existing |= header_comments  # The first statement's notes live there.
+    # The first statement's notes live in the module's header.
+    existing = set(_written_notes(leading) | header_notes)
     for note in dict.fromkeys(notes):
+        normalized = " ".join(note.split())
+        if normalized in existing:
+            continue
         wrapped = textwrap.wrap(
             note,
-            width=72,
+            width=width,
             initial_indent=NOTE_PREFIX,
             subsequent_indent="#   ",
             # A path or name longer than a line stays whole, so a second run
@@ -204,10 +249,8 @@ def _with_notes(statement, notes: list[str], header_comments: frozenset = frozen
             break_long_words=False,
             break_on_hyphens=False,
         )
-        if wrapped[0] in existing:
-            continue
         leading.extend(cst.EmptyLine(indent=True, comment=cst.Comment(text)) for text in wrapped)
-        existing.add(wrapped[0])
+        existing.add(normalized)
     return statement.with_changes(leading_lines=leading)
 
 
@@ -288,9 +331,8 @@ def migrate_source(
             "Reorder the list passed as `rules` (or fix the declarations)."
         )
     ctx = context_lib.Context(rules, path, project)
-    ctx.header_comments = frozenset(
-        line.comment.value for line in module.header if line.comment is not None
-    )
+    ctx.header_notes = _written_notes(module.header)
+    ctx.line_limit = line_wrap.line_limit(source)
     wrapper = metadata.MetadataWrapper(module)
     wrapper.visit(_Scanner(ctx))
     for rule in ctx.rules:

@@ -18,10 +18,18 @@ following PEP 8 (or black) would write it:
 - an assigned or returned value that is not a call (`a or b`) is
   parenthesised on its own continuation line, only when it fits there.
 
+A rewritten line those splits cannot bring within the limit (a comprehension,
+an operator, a call the user had already continued on the next line) has its
+whole statement laid out by black (https://black.readthedocs.io), at the
+file's limit less the statement's indentation, keeping the file's quotes;
+only if every line it writes fits. A block's header (`if`, `for`, `while`,
+`with`, `def`, `class`) is laid out alone, its block and `else:` kept.
+
 Lines the user wrote are never touched, nor is a line no split brings within
-the limit at its first and last line. Only whitespace changes: if Python
-would read the result differently (its syntax tree differs), the round is
-dropped. A second run finds no new line, so it changes nothing.
+the limit at its first and last line. Only the layout changes (black's also
+adds or drops redundant parentheses and trailing commas, and spells `2.` as
+`2.0`): if Python would read the result differently (its syntax tree
+differs), the round is dropped. A second run finds no new line, so it changes nothing.
 """
 
 from __future__ import annotations
@@ -51,6 +59,11 @@ _VALUES = (
 )
 
 
+def line_limit(source: str) -> int:
+    """The longest a line migrate writes into `source` may be: its longest line, 79 at least."""
+    return max([SHORT_LINE, *(len(line) for line in source.splitlines())])
+
+
 def wrap_long_lines(source: str, module: cst.Module) -> cst.Module:
     """Splits the calls of rewritten lines longer than the file's longest line.
 
@@ -63,7 +76,7 @@ def wrap_long_lines(source: str, module: cst.Module) -> cst.Module:
         every new line within the limit at its first and last line.
     """
     original = source.splitlines()
-    limit = max([SHORT_LINE, *(len(line) for line in original)])
+    limit = line_limit(source)
     written = set(original)
     for _ in range(_ROUNDS):
         code = module.code
@@ -89,7 +102,113 @@ def wrap_long_lines(source: str, module: cst.Module) -> cst.Module:
         if not same:
             break
         module = split
-    return module
+    return _lay_out_statements(module, limit, written)
+
+
+def _long_lines(code: str, limit: int, written: set[str]) -> set[int]:
+    return {
+        number
+        for number, line in enumerate(code.splitlines(), 1)
+        if len(line) > limit and line not in written and not line.lstrip().startswith("#")
+    }
+
+
+def _lay_out_statements(module: cst.Module, limit: int, written: set[str]) -> cst.Module:
+    """Black's layout for each statement or block header still holding a long rewritten line."""
+    code = module.code
+    long_lines = _long_lines(code, limit, written)
+    if not long_lines:
+        return module
+    wrapper = metadata.MetadataWrapper(module)
+    positions = wrapper.resolve(metadata.PositionProvider)
+    lines = code.splitlines()
+    layouts: dict[cst.CSTNode, cst.CSTNode] = {}
+    for statement, position in positions.items():
+        first = position.start.line  # Its own first line (after leading comments).
+        if isinstance(statement, cst.SimpleStatementLine):
+            last = position.end.line
+        elif isinstance(statement, _HEADED) and not lines[first - 1].lstrip().startswith("elif"):
+            # Only the header: the lines up to the colon before the block.
+            last = first + _header(statement).code.count("\n") - 2
+        else:
+            continue
+        if not any(first <= number <= last for number in long_lines):
+            continue
+        indent = _leading_space(lines[first - 1])
+        laid_out = _black_layout(statement, limit - len(indent.expandtabs()))
+        if laid_out is not None:
+            layouts[statement] = laid_out
+    if not layouts:
+        return module
+    result = wrapper.module.visit(_Replace(layouts))
+    try:
+        same = ast.dump(ast.parse(result.code)) == ast.dump(ast.parse(code))
+    except SyntaxError:
+        same = False
+    return result if same else module
+
+
+# Statements whose header black may lay out, its block kept as it is.
+_HEADED = (cst.If, cst.For, cst.While, cst.With, cst.FunctionDef, cst.ClassDef)
+_PASS = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Pass()])])
+
+
+def _header(statement: cst.BaseCompoundStatement) -> cst.Module:
+    """The statement's header alone, over a `pass` block (no decorators, no `else:`)."""
+    changes: dict = {"body": _PASS, "leading_lines": []}
+    if hasattr(statement, "orelse"):
+        changes["orelse"] = None
+    if hasattr(statement, "decorators"):
+        # Its position starts at `def`/`class`, after the decorators.
+        changes["decorators"] = []
+    return cst.Module(body=[statement.with_changes(**changes)])
+
+
+def _black_layout(
+    statement: cst.SimpleStatementLine | cst.BaseCompoundStatement, width: int
+) -> cst.CSTNode | None:
+    """`statement` (a block's header only) as black lays it out within `width`, or None."""
+    import black  # Only a file with such a line pays for the import.
+
+    headed = isinstance(statement, _HEADED)
+    if isinstance(statement, _HEADED):
+        text = _header(statement).code
+    else:
+        text = cst.Module(body=[statement.with_changes(leading_lines=[])]).code
+    try:
+        formatted = black.format_str(
+            text, mode=black.Mode(line_length=max(width, 20), string_normalization=False)
+        )
+        body = cst.parse_module(formatted).body
+    except Exception:  # noqa: BLE001 - black cannot lay it out: the line stays
+        return None
+    written = formatted.splitlines()[:-1] if headed else formatted.splitlines()
+    if len(body) != 1 or type(body[0]) is not type(statement):
+        return None
+    if any(len(line) > width for line in written):
+        return None
+    return body[0].with_changes(leading_lines=statement.leading_lines)
+
+
+class _Replace(cst.CSTTransformer):
+    """Puts each statement's new layout in its place."""
+
+    def __init__(self, layouts: dict[cst.CSTNode, cst.CSTNode]):
+        self._layouts = layouts
+
+    def on_leave(self, original_node, updated_node):
+        updated_node = super().on_leave(original_node, updated_node)
+        layout = self._layouts.get(original_node)
+        if layout is None:
+            return updated_node
+        if isinstance(layout, _HEADED):
+            # The new header over the block (and `else:`) as they are.
+            kept = {"body": updated_node.body}
+            for name in ("orelse", "decorators", "lines_after_decorators"):
+                if hasattr(updated_node, name):
+                    kept[name] = getattr(updated_node, name)
+            return layout.with_changes(**kept)
+        return layout
 
 
 @dataclasses.dataclass(frozen=True)

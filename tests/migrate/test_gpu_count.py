@@ -15,12 +15,26 @@ _HEAD = (
 # Once its only `K.` use is rewritten, the backend import goes.
 _HEAD_WITHOUT_K = _HEAD.replace("from keras import backend as K\n", "")
 _ADDED = "import parallel_keras.devices\n\n"
-_DEVICES = (
-    "tf.config.list_logical_devices('GPU') or (tf.config.list_logical_devices('CPU') "
-    "if parallel_keras.devices.gpus_are_simulated() else [])"
-)
-_NAMES = f"[device.name for device in {_DEVICES}]"
-_LIST = f"[device for device in {_DEVICES}]"
+# The rewritten comprehension is longer than any line of these snippets: black
+# lays it out (one clause a line), one level deeper inside `len(...)`.
+_LAID_OUT = """\
+[
+    {item}
+    for device in {tf}.config.list_logical_devices('GPU')
+    or (
+        {tf}.config.list_logical_devices('CPU')
+        if parallel_keras.devices.gpus_are_simulated()
+        else []
+    )
+]"""
+
+
+def _laid_out(item: str = "device.name", indent: str = "", tf: str = "tf") -> str:
+    return _LAID_OUT.format(item=item, tf=tf).replace("\n", "\n" + indent)
+
+
+_NAMES = _laid_out()
+_NAMES_IN_LEN = f"len(\n    {_laid_out(indent='    ')}\n)"
 
 
 def _listed(listing):
@@ -39,7 +53,7 @@ REWRITES = {
     ),
     "get_available_gpus": (
         _HEAD + "G = len(K.tensorflow_backend._get_available_gpus())\n",
-        _HEAD_WITHOUT_K + _ADDED + f"G = len({_NAMES})\n",
+        _HEAD_WITHOUT_K + _ADDED + f"G = {_NAMES_IN_LEN}\n",
         [
             (
                 4,
@@ -57,7 +71,7 @@ REWRITES = {
     ),
     "local_devices_objects": (
         _HEAD + "n = len([x for x in device_lib.list_local_devices() if 'GPU' in x.device_type])\n",
-        _HEAD + _ADDED + f"n = len({_LIST})\n",
+        _HEAD + _ADDED + f"n = len(\n    {_laid_out('device', '    ')}\n)\n",
         [(4, _listed("device_lib.list_local_devices()"))],
     ),
     "listing_held_in_a_name": (
@@ -81,8 +95,9 @@ REWRITES = {
     "session_listing_with_another_condition": (
         _HEAD + "s = [d.name for d in K.get_session().list_devices() "
         "if d.device_type == 'GPU' and 'XLA' not in d.name]\n",
-        _HEAD_WITHOUT_K + "s = [d.name for d in tf.config.list_logical_devices() "
-        "if d.device_type == 'GPU' and 'XLA' not in d.name]\n",
+        # Longer than the snippet's line: black's layout within it.
+        _HEAD_WITHOUT_K + "s = [\n    d.name for d in tf.config.list_logical_devices() "
+        "if d.device_type == 'GPU' and 'XLA' not in d.name\n]\n",
         [
             (
                 4,
@@ -93,7 +108,7 @@ REWRITES = {
     "tensorflow_imported_when_the_script_has_none": (
         "from keras import backend as K\nG = len(K.tensorflow_backend._get_available_gpus())\n",
         "import parallel_keras.devices\nimport tensorflow\n\n"
-        + f"G = len({_NAMES.replace('tf.', 'tensorflow.')})\n",
+        + f"G = {_NAMES_IN_LEN.replace('tf.', 'tensorflow.')}\n",
         [
             (
                 2,
@@ -173,20 +188,20 @@ def test_a_gpu_list_built_by_a_for_loop_sees_the_devices_multi_gpu_model_replica
     result = check_rules(
         _GPU_LOOP,
         _GPU_LOOP.replace(
+            # Headers longer than the file's lines: black's layout of each.
             "for dproto in local_device_protos:",
-            "for dproto in [device for device in tensorflow.config.list_logical_devices('GPU') "
-            "or (tensorflow.config.list_logical_devices('CPU') "
-            "if parallel_keras.devices.gpus_are_simulated() else [])]:",
+            f"for dproto in {_laid_out('device', '    ', 'tensorflow')}:",
         )
         .replace(
             "if dproto.device_type != 'GPU':",
-            "if (dproto.device_type != 'GPU' and not parallel_keras.devices.gpus_are_simulated()):",
+            "if (\n"
+            "            dproto.device_type != 'GPU'\n"
+            "            and not parallel_keras.devices.gpus_are_simulated()\n"
+            "        ):",
         )
         .replace(
             "for d in device_lib.list_local_devices():",
-            "for d in [device for device in tensorflow.config.list_logical_devices('GPU') "
-            "or (tensorflow.config.list_logical_devices('CPU') "
-            "if parallel_keras.devices.gpus_are_simulated() else [])]:",
+            f"for d in {_laid_out('device', '    ', 'tensorflow')}:",
         )
         .replace(
             "        if d.device_type == 'GPU':",

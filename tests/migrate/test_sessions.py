@@ -35,7 +35,14 @@ CASES = {
         import os
         import tensorflow as tf
 
-        tf.config.set_visible_devices([gpu for gpu in tf.config.list_physical_devices('GPU') if gpu.name.rsplit(':', 1)[-1] in str("1").replace(' ', '').split(',')], 'GPU')
+        tf.config.set_visible_devices(
+            [
+                gpu
+                for gpu in tf.config.list_physical_devices('GPU')
+                if gpu.name.rsplit(':', 1)[-1] in str("1").replace(' ', '').split(',')
+            ],
+            'GPU',
+        )
         """,
     ),
     "cuda_visible_devices_before_a_block_local_import_stays": (

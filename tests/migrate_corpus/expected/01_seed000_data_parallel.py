@@ -38,9 +38,13 @@ parallel_model = parallel_keras.multi_gpu_model(model, 2)
 
 # 编译模型。因为是多类分类问题，所以loss是categorical_crossentropy
 # lr一定不要太高，不然训练的精度有时能上去，有时上不去
-parallel_model.compile(optimizer=parallel_keras.compat.keras2_optimizer(keras.optimizers.Adam)(lr=0.0001, decay=1e-5),
-              loss=keras.losses.categorical_crossentropy,
-              metrics=[keras.metrics.categorical_accuracy])
+parallel_model.compile(
+    optimizer=parallel_keras.compat.keras2_optimizer(keras.optimizers.Adam)(
+        lr=0.0001, decay=1e-5
+    ),
+    loss=keras.losses.categorical_crossentropy,
+    metrics=[keras.metrics.categorical_accuracy],
+)
 
 # 设置回调
 callbacks = [

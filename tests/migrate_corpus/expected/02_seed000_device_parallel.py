@@ -31,8 +31,13 @@ fc1 = keras.layers.Dense(5, activation='softmax')(merged_vector)
 # 新建模型
 model = keras.Model(inputs=[input_a, input_b], outputs=fc1)
 # 其他代码
-model.compile(optimizer=parallel_keras.compat.keras2_optimizer(keras.optimizers.RMSprop)(learning_rate=0.001),
-              loss='categorical_crossentropy', metrics=['accuracy'])
+model.compile(
+    optimizer=parallel_keras.compat.keras2_optimizer(keras.optimizers.RMSprop)(
+        learning_rate=0.001
+    ),
+    loss='categorical_crossentropy',
+    metrics=['accuracy'],
+)
 sequences_a = np.random.random((32, 14, 16))
 sequences_b = np.random.random((32, 14, 16))
 labels = keras.utils.to_categorical(np.random.randint(5, size=32), 5)

@@ -9,7 +9,14 @@ import numpy as np
 import os
 import tensorflow
 
-tensorflow.config.set_visible_devices([gpu for gpu in tensorflow.config.list_physical_devices('GPU') if gpu.name.rsplit(':', 1)[-1] in str("0, 1").replace(' ', '').split(',')], 'GPU')
+tensorflow.config.set_visible_devices(
+    [
+        gpu
+        for gpu in tensorflow.config.list_physical_devices('GPU')
+        if gpu.name.rsplit(':', 1)[-1] in str("0, 1").replace(' ', '').split(',')
+    ],
+    'GPU',
+)
 
 from parallel_keras import ParallelModelCheckpoint
 

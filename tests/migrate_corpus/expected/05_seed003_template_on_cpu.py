@@ -29,8 +29,12 @@ with tf.device('/cpu:0'):
                       classes=num_classes)
 
 parallel_model = multi_gpu_model(model, gpus=2)
-parallel_model.compile(loss='categorical_crossentropy',
-                       optimizer=parallel_keras.compat.keras2_optimizer(keras.optimizers.RMSprop)())
+parallel_model.compile(
+    loss='categorical_crossentropy',
+    optimizer=parallel_keras.compat.keras2_optimizer(
+        keras.optimizers.RMSprop
+    )(),
+)
 
 # 生成虚拟数据
 x = np.random.random((num_samples, height, width, 3))

@@ -22,7 +22,17 @@ from keras.optimizers import SGD
 from keras.utils import Sequence, to_categorical
 from parallel_keras import multi_gpu_model
 
-G = len([device for device in tf.config.list_logical_devices('GPU') or (tf.config.list_logical_devices('CPU') if parallel_keras.devices.gpus_are_simulated() else [])])
+G = len(
+    [
+        device
+        for device in tf.config.list_logical_devices('GPU')
+        or (
+            tf.config.list_logical_devices('CPU')
+            if parallel_keras.devices.gpus_are_simulated()
+            else []
+        )
+    ]
+)
 BATCH = 8
 
 
@@ -50,23 +60,34 @@ with parallel_keras.device('/cpu:0'):
     model = Model(inputs, outputs)
 
 parallel_model = multi_gpu_model(model, gpus=G)
-parallel_model.compile(loss='categorical_crossentropy', optimizer=SGD(learning_rate=0.05, momentum=0.9),
-                       metrics=['acc'])
+parallel_model.compile(
+    loss='categorical_crossentropy',
+    optimizer=SGD(learning_rate=0.05, momentum=0.9),
+    metrics=['acc'],
+)
 # parallel-keras migrate: Keras 3 needs this suffix: a weights-only
 #   checkpoint writes only '.weights.h5' files (was
 #   'best-{epoch:02d}-{val_acc:.3f}.h5').
 callbacks = [
-    ModelCheckpoint('best-{epoch:02d}-{val_acc:.3f}.weights.h5', monitor='val_acc', mode='max', save_best_only=True,
-                    save_weights_only=True),
+    ModelCheckpoint(
+        'best-{epoch:02d}-{val_acc:.3f}.weights.h5',
+        monitor='val_acc',
+        mode='max',
+        save_best_only=True,
+        save_weights_only=True,
+    ),
     EarlyStopping(monitor='val_acc', mode='max', patience=5),
     ReduceLROnPlateau(monitor='val_loss', factor=0.5, patience=2),
     TensorBoard(log_dir='logs'),
 ]
-history = parallel_model.fit(parallel_keras.repeat_sequence(RandomBatches(BATCH * G, 0), 6), steps_per_epoch=6, epochs=3,
-                             validation_data=parallel_keras.repeat_sequence(
-                                 RandomBatches(BATCH * G, 1), 2
-                             ),
-                             validation_steps=2, callbacks=callbacks)
+history = parallel_model.fit(
+    parallel_keras.repeat_sequence(RandomBatches(BATCH * G, 0), 6),
+    steps_per_epoch=6,
+    epochs=3,
+    validation_data=parallel_keras.repeat_sequence(RandomBatches(BATCH * G, 1), 2),
+    validation_steps=2,
+    callbacks=callbacks,
+)
 assert parallel_model.optimizer.iterations.numpy() == 6 * 3
 plt.plot(history.history['loss'])
 plt.plot(history.history['val_loss'])

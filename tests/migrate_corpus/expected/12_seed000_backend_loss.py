@@ -27,8 +27,13 @@ def noisy_loss(y_true, y_pred):
 
 
 def cosine(y_true, y_pred):
-    return keras.ops.mean(keras.ops.sum(keras.ops.normalize(y_true, axis=-1, order=2, epsilon=1e-6) * keras.ops.normalize(y_pred, axis=-1, order=2, epsilon=1e-6),
-                        axis=-1))
+    return keras.ops.mean(
+        keras.ops.sum(
+            keras.ops.normalize(y_true, axis=-1, order=2, epsilon=1e-6)
+            * keras.ops.normalize(y_pred, axis=-1, order=2, epsilon=1e-6),
+            axis=-1,
+        )
+    )
 
 
 inputs = Input((8,))

@@ -32,7 +32,17 @@ parser.add_argument('--depth', type=int, default=20)
 parser.add_argument('--save-dir', default=os.path.join(os.getcwd(), 'saved_models'))
 args = parser.parse_args()
 
-G = args.gpus or len([device.name for device in tf.config.list_logical_devices('GPU') or (tf.config.list_logical_devices('CPU') if parallel_keras.devices.gpus_are_simulated() else [])])
+G = args.gpus or len(
+    [
+        device.name
+        for device in tf.config.list_logical_devices('GPU')
+        or (
+            tf.config.list_logical_devices('CPU')
+            if parallel_keras.devices.gpus_are_simulated()
+            else []
+        )
+    ]
+)
 print('Training on %d GPUs' % G)
 
 (x_train, y_train), (x_test, y_test) = cifar10.load_data()
@@ -72,8 +82,9 @@ if not os.path.isdir(args.save_dir):
     os.makedirs(args.save_dir)
 filepath = os.path.join(args.save_dir, model_name)
 
-checkpoint = parallel_keras.callbacks.ModelCheckpoint(filepath=filepath, monitor='val_acc', mode='max', verbose=1,
-                             save_best_only=True)
+checkpoint = parallel_keras.callbacks.ModelCheckpoint(
+    filepath=filepath, monitor='val_acc', mode='max', verbose=1, save_best_only=True
+)
 callbacks = [checkpoint, LearningRateScheduler(lr_schedule)]
 
 parallel_model.fit(x_train, y_train,

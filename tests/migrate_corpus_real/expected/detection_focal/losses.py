@@ -15,7 +15,9 @@ def focal(alpha=0.25, gamma=2.0):
         focal_weight = tf.where(keras.ops.equal(labels, 1), 1 - classification, classification)
         focal_weight = alpha_factor * focal_weight ** gamma
         cls_loss = focal_weight * keras.ops.binary_crossentropy(labels, classification)
-        cls_loss = cls_loss * keras.ops.expand_dims(keras.ops.cast(keras.ops.not_equal(anchor_state, -1), K.floatx()), axis=-1)
+        cls_loss = cls_loss * keras.ops.expand_dims(
+            keras.ops.cast(keras.ops.not_equal(anchor_state, -1), K.floatx()), axis=-1
+        )
 
         # compute the normalizer: the number of positive anchors in the batch
         normalizer = keras.ops.cast(

@@ -46,10 +46,39 @@ model.add(Dense(1))
 model.add(Activation('sigmoid'))
 
 parallel_model = multi_gpu_model(model, gpus=2)
-parallel_model.compile(loss='binary_crossentropy', optimizer=parallel_keras.compat.keras2_optimizer(keras.optimizers.RMSprop)(),
-                       metrics=['accuracy'])
-train_generator = keras.utils.image_dataset_from_directory(train_data_dir, image_size=(img_width, img_height), batch_size=batch_size, shuffle=False, label_mode='binary', interpolation='nearest').map(lambda images, labels: (keras.ops.cast(images, 'float32') * (1. / 255), labels))
-validation_generator = keras.utils.image_dataset_from_directory(validation_data_dir, image_size=(img_width, img_height), batch_size=batch_size, shuffle=False, label_mode='binary', interpolation='nearest').map(lambda images, labels: (keras.ops.cast(images, 'float32') * (1. / 255), labels))
+parallel_model.compile(
+    loss='binary_crossentropy',
+    optimizer=parallel_keras.compat.keras2_optimizer(
+        keras.optimizers.RMSprop
+    )(),
+    metrics=['accuracy'],
+)
+train_generator = keras.utils.image_dataset_from_directory(
+    train_data_dir,
+    image_size=(img_width, img_height),
+    batch_size=batch_size,
+    shuffle=False,
+    label_mode='binary',
+    interpolation='nearest',
+).map(
+    lambda images, labels: (
+        keras.ops.cast(images, 'float32') * (1.0 / 255),
+        labels,
+    )
+)
+validation_generator = keras.utils.image_dataset_from_directory(
+    validation_data_dir,
+    image_size=(img_width, img_height),
+    batch_size=batch_size,
+    shuffle=False,
+    label_mode='binary',
+    interpolation='nearest',
+).map(
+    lambda images, labels: (
+        keras.ops.cast(images, 'float32') * (1.0 / 255),
+        labels,
+    )
+)
 
 parallel_model.fit(
     train_generator,

@@ -18,7 +18,17 @@ for physical_gpu in tf.config.list_physical_devices('GPU'):
 
 
 def count_gpus():
-    return len([device for device in tf.config.list_logical_devices('GPU') or (tf.config.list_logical_devices('CPU') if parallel_keras.devices.gpus_are_simulated() else [])])
+    return len(
+        [
+            device
+            for device in tf.config.list_logical_devices('GPU')
+            or (
+                tf.config.list_logical_devices('CPU')
+                if parallel_keras.devices.gpus_are_simulated()
+                else []
+            )
+        ]
+    )
 
 
 def build(num_features):
@@ -48,10 +58,17 @@ def main():
     if not os.path.isdir(args.checkpoint_dir):
         os.mkdir(args.checkpoint_dir)
     best = os.path.join(args.checkpoint_dir, args.name + '_best.model')
-    model.fit(train['x'], train['y'], batch_size=8, epochs=args.epochs,
-              validation_data=(valid['x'], valid['y']),
-              callbacks=[parallel_keras.callbacks.ModelCheckpoint(best, save_best_only=True),
-                         ReduceLROnPlateau(patience=5)])
+    model.fit(
+        train['x'],
+        train['y'],
+        batch_size=8,
+        epochs=args.epochs,
+        validation_data=(valid['x'], valid['y']),
+        callbacks=[
+            parallel_keras.callbacks.ModelCheckpoint(best, save_best_only=True),
+            ReduceLROnPlateau(patience=5),
+        ],
+    )
 
 
 if __name__ == '__main__':

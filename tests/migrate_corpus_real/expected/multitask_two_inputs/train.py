@@ -34,7 +34,9 @@ class MultiTaskSequence(Sequence):
 
 
 def box_loss(y_true, y_pred):
-    return keras.ops.mean(keras.ops.square(y_true - y_pred), axis=-1) + keras.ops.mean(keras.ops.abs(y_true - y_pred), axis=-1)
+    return keras.ops.mean(keras.ops.square(y_true - y_pred), axis=-1) + keras.ops.mean(
+        keras.ops.abs(y_true - y_pred), axis=-1
+    )
 
 
 parser = argparse.ArgumentParser()

@@ -13,7 +13,15 @@ import parallel_keras
 
 for physical_gpu in tf.config.list_physical_devices('GPU'):
     tf.config.experimental.set_memory_growth(physical_gpu, True)
-tf.config.set_visible_devices([gpu for gpu in tf.config.list_physical_devices('GPU') if gpu.name.rsplit(':', 1)[-1] in str('0,1,2,3').replace(' ', '').split(',')], 'GPU')
+tf.config.set_visible_devices(
+    [
+        gpu
+        for gpu in tf.config.list_physical_devices('GPU')
+        if gpu.name.rsplit(':', 1)[-1]
+        in str('0,1,2,3').replace(' ', '').split(',')
+    ],
+    'GPU',
+)
 
 OPTIMIZERS = {
     'sgd': parallel_keras.compat.keras2_optimizer(optimizers.SGD),

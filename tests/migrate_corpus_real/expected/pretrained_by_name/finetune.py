@@ -17,7 +17,15 @@ import tensorflow
 
 def get_available_gpus():
     local_device_protos = device_lib.list_local_devices()
-    return [device.name for device in tensorflow.config.list_logical_devices('GPU') or (tensorflow.config.list_logical_devices('CPU') if parallel_keras.devices.gpus_are_simulated() else [])]
+    return [
+        device.name
+        for device in tensorflow.config.list_logical_devices('GPU')
+        or (
+            tensorflow.config.list_logical_devices('CPU')
+            if parallel_keras.devices.gpus_are_simulated()
+            else []
+        )
+    ]
 
 
 parser = argparse.ArgumentParser()
@@ -38,9 +46,22 @@ if num_gpus > 1:
     train_model = multi_gpu_model(model, gpus=num_gpus)
 else:
     train_model = model
-train_model.compile(SGD(learning_rate=0.005, momentum=0.9), 'categorical_crossentropy',
-                    metrics=['accuracy'])
+train_model.compile(
+    SGD(learning_rate=0.005, momentum=0.9),
+    'categorical_crossentropy',
+    metrics=['accuracy'],
+)
 weights_path = os.path.join(args.out, 'finetuned-{epoch:02d}-{val_loss:.2f}.hdf5')
-train_model.fit(x, y, batch_size=16, epochs=args.epochs, validation_split=0.25,
-                callbacks=[parallel_keras.callbacks.ModelCheckpoint(weights_path, save_weights_only=True),
-                           TensorBoard(log_dir=args.logdir)])
+train_model.fit(
+    x,
+    y,
+    batch_size=16,
+    epochs=args.epochs,
+    validation_split=0.25,
+    callbacks=[
+        parallel_keras.callbacks.ModelCheckpoint(
+            weights_path, save_weights_only=True
+        ),
+        TensorBoard(log_dir=args.logdir),
+    ],
+)

@@ -40,8 +40,11 @@ class MultiGPUCheckpoint(parallel_keras.ParallelModelCheckpoint):
 
 model = create_siamese(INPUT_SHAPE)
 parallel_model = multi_gpu_model(model, gpus=args.gpus)
-parallel_model.compile(loss='binary_crossentropy', optimizer=parallel_keras.compat.keras2_optimizer(RMSprop)(learning_rate=0.001),
-                       metrics=['acc'])
+parallel_model.compile(
+    loss='binary_crossentropy',
+    optimizer=parallel_keras.compat.keras2_optimizer(RMSprop)(learning_rate=0.001),
+    metrics=['acc'],
+)
 
 if not os.path.exists(args.checkpoint_dir):
     os.makedirs(args.checkpoint_dir)

@@ -55,8 +55,13 @@ class Attention(Layer):
         features_dim = self.features_dim
         step_dim = self.step_dim
 
-        eij = keras.ops.reshape(keras.ops.dot(keras.ops.reshape(x, (-1, features_dim)),
-                              keras.ops.reshape(self.W, (features_dim, 1))), (-1, step_dim))
+        eij = keras.ops.reshape(
+            keras.ops.dot(
+                keras.ops.reshape(x, (-1, features_dim)),
+                keras.ops.reshape(self.W, (features_dim, 1)),
+            ),
+            (-1, step_dim),
+        )
 
         if self.bias:
             eij += self.b

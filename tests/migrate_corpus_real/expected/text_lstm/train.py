@@ -17,7 +17,15 @@ from parallel_keras import multi_gpu_model
 import parallel_keras.callbacks
 import tensorflow
 
-tensorflow.config.set_visible_devices([gpu for gpu in tensorflow.config.list_physical_devices('GPU') if gpu.name.rsplit(':', 1)[-1] in str("0,1").replace(' ', '').split(',')], 'GPU')
+tensorflow.config.set_visible_devices(
+    [
+        gpu
+        for gpu in tensorflow.config.list_physical_devices('GPU')
+        if gpu.name.rsplit(':', 1)[-1]
+        in str("0,1").replace(' ', '').split(',')
+    ],
+    'GPU',
+)
 
 parser = argparse.ArgumentParser()
 parser.add_argument('--maxlen', type=int, default=80)
@@ -55,8 +63,12 @@ parallel_model.compile(loss='binary_crossentropy', optimizer=adam,
 #   'lstm.{epoch:02d}.hdf5').
 callbacks = [
     EarlyStopping(monitor='val_acc', mode='max', patience=3),
-    parallel_keras.callbacks.ModelCheckpoint('lstm.{epoch:02d}.weights.h5', monitor='val_loss',
-                    save_weights_only=True, period=1),
+    parallel_keras.callbacks.ModelCheckpoint(
+        'lstm.{epoch:02d}.weights.h5',
+        monitor='val_loss',
+        save_weights_only=True,
+        period=1,
+    ),
 ]
 parallel_model.fit(x_train, y_train, batch_size=batch_size,
                    epochs=args.epochs, validation_data=(x_test, y_test),

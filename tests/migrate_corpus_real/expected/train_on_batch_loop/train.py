@@ -32,8 +32,15 @@ def main(args):
         noise = np.random.normal(0, 1, (args.batch_size, 8)).astype('float32')
         loss = parallel.train_on_batch(noise, targets)
         if iteration % 100 == 0:
-            print('%d [loss: %f] lr=%f (%.1fs)' % (
-                iteration, loss, keras.ops.convert_to_numpy(parallel.optimizer.learning_rate), time.time() - start))
+            print(
+                '%d [loss: %f] lr=%f (%.1fs)'
+                % (
+                    iteration,
+                    loss,
+                    keras.ops.convert_to_numpy(parallel.optimizer.learning_rate),
+                    time.time() - start,
+                )
+            )
     # parallel-keras migrate: Keras 3 needs this suffix: save_weights writes
     #   only '.weights.h5' files (was 'generator_%d.h5').
     parallel.template.save_weights('generator_%d.weights.h5' % args.iterations)

@@ -16,7 +16,9 @@ def dice_coef(y_true, y_pred, smooth=1.):
     y_true_f = keras.ops.reshape(y_true, (-1,))
     y_pred_f = keras.ops.reshape(y_pred, (-1,))
     intersection = keras.ops.sum(y_true_f * y_pred_f)
-    return (2. * intersection + smooth) / (keras.ops.sum(y_true_f) + keras.ops.sum(y_pred_f) + smooth)
+    return (2.0 * intersection + smooth) / (
+        keras.ops.sum(y_true_f) + keras.ops.sum(y_pred_f) + smooth
+    )
 
 
 def main():
@@ -34,8 +36,11 @@ def main():
 
     model = unet()
     parallel_model = multi_gpu_model(model, gpus=args.gpus)
-    parallel_model.compile(optimizer=Adam(learning_rate=1e-4), loss='binary_crossentropy',
-                           metrics=[dice_coef])
+    parallel_model.compile(
+        optimizer=Adam(learning_rate=1e-4),
+        loss='binary_crossentropy',
+        metrics=[dice_coef],
+    )
     # parallel-keras migrate: Keras 3 needs this suffix: a full-model
     #   checkpoint writes only '.keras' or '.h5' files (was
     #   'unet_best.hdf5').

@@ -33,8 +33,10 @@ def main():
 
     parallel_vae = multi_gpu_model(vae, gpus=args.gpus)
     parallel_vae.compile(
-        optimizer=parallel_keras.compat.keras2_optimizer(keras.optimizers.RMSprop)(),
-        loss=reconstruction_loss
+        optimizer=parallel_keras.compat.keras2_optimizer(
+            keras.optimizers.RMSprop
+        )(),
+        loss=reconstruction_loss,
     )
     parallel_vae.summary()
     parallel_vae.fit(x_train, x_train,

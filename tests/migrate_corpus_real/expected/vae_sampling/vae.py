@@ -19,7 +19,9 @@ class Sampling(Layer):
 
     def call(self, inputs, training=None):
         z_mean, z_log_var = inputs
-        kl_batch = - .5 * keras.ops.sum(1 + z_log_var - keras.ops.square(z_mean) - keras.ops.exp(z_log_var), axis=-1)
+        kl_batch = -0.5 * keras.ops.sum(
+            1 + z_log_var - keras.ops.square(z_mean) - keras.ops.exp(z_log_var), axis=-1
+        )
         self.add_loss(self.kl_weight * keras.ops.mean(kl_batch))
         epsilon = tensorflow.random.normal(
             shape=keras.ops.shape(z_mean), dtype=keras.backend.floatx()
