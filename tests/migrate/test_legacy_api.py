@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from parallel_keras import migrate
 from parallel_keras.migrate.rules import legacy_api
 from tests.migrate.helpers import changes, check_rules, flags
 
@@ -95,6 +96,19 @@ REWRITES = {
             )
         ],
     ),
+    # Imported from Keras 2's module file (keras/layers/embeddings.py): the
+    # same layer, matched on the first run.
+    "embedding_from_keras2_module_file": (
+        "from keras.layers.embeddings import Embedding\ne = Embedding(1000, 64, input_length=10)\n",
+        "from keras.layers.embeddings import Embedding\ne = Embedding(1000, 64, input_shape=(10,))\n",
+        [
+            (
+                2,
+                "Embedding `input_length=10` -> `input_shape=(10,)`: Keras 3 ignores "
+                "input_length, so the model would not be built",
+            )
+        ],
+    ),
 }
 
 
@@ -138,3 +152,19 @@ def test_samples_of_a_plain_generator_are_flagged_not_guessed():
 def test_left_alone(source):
     result = check_rules(source, source, legacy_api.LegacyApiRule)
     assert not result.report.changes and not result.report.flags
+
+
+def test_a_layer_imported_from_a_keras2_module_file_is_rewritten_on_the_first_run():
+    # The imports rule moves `keras.layers.embeddings` to `keras.layers` in
+    # the same run; this rule used to match only the new spelling, so the
+    # first run left `input_length` and a second run rewrote it.
+    source = (
+        "from keras.layers.embeddings import Embedding\n"
+        "from keras.engine.training import Model\n"
+        "net = Embedding(input_dim=50, output_dim=8, input_length=6)(inputs)\n"
+        "model = Model(input=inputs, output=net)\n"
+    )
+    once = migrate.migrate_source(source, "train.py").migrated
+    assert "input_shape=(6,)" in once and "input_length" not in once
+    assert "Model(inputs=inputs, outputs=net)" in once
+    assert migrate.migrate_source(once, "train.py").migrated == once

@@ -497,6 +497,23 @@ _COMPAT_MODULE_WHY = {
 }
 
 
+def keras3_name(qualified: str) -> str:
+    """A Keras 2 name as Keras 3 spells it, for rules that match public names.
+
+    `keras.layers.embeddings.Embedding` (imported from Keras 2's module
+    file) -> `keras.layers.Embedding`, `keras.engine.training.Model` ->
+    `keras.models.Model`; a name outside the moved Keras modules (or moved
+    to `parallel_keras.compat`) comes back unchanged. Without it a rule
+    matching `keras.layers.Embedding` missed the first run's name and fired
+    on the second, after this rule had rewritten the import.
+    """
+    module, _, name = qualified.rpartition(".")
+    target = MOVED_MODULES.get(module)
+    if not module or target is None or not target.startswith("keras"):
+        return qualified
+    return f"{_NAME_HOMES.get(name, target)}.{name}"
+
+
 def _moved_name(qualified: str) -> str:
     """`keras.objectives.mse` -> `keras.losses.mse` (a moved module's name)."""
     module, _, name = (syntax.canonical_name(qualified) or "").rpartition(".")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from parallel_keras.migrate import context, syntax
+from parallel_keras.migrate.rules import imports
 
 RULE = "Keras 1/2 spellings"
 
@@ -72,7 +73,9 @@ class LegacyApiRule(context.Rule):
         return isinstance(value, cst.Call) and self._sized(ctx, value)
 
     def leave_Call(self, ctx, original, updated):
-        qualified = ctx.qualified_name(original.func) or ""
+        # Named as Keras 3 does, so that `from keras.layers.embeddings import
+        # Embedding` is matched on the first run (a second run changes nothing).
+        qualified = imports.keras3_name(ctx.qualified_name(original.func) or "")
         if qualified in _MODEL_CLASSES:
             return self._model(ctx, original, updated)
         if qualified == "keras.backend.image_dim_ordering":
