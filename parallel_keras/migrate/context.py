@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 import libcst as cst
 from libcst import metadata
 
+from parallel_keras.migrate import keras2_modules, syntax
 from parallel_keras.migrate import report as report_lib
-from parallel_keras.migrate import syntax
 
 # Notes that explain a rewrite (not a request to a person) start with this;
 # every other note is an open item, reported again by a later run.
@@ -172,13 +172,27 @@ class Context:
         return position.start.line if position is not None else 0
 
     def qualified_name(self, node: cst.CSTNode) -> str | None:
-        """The name `node` refers to, imports resolved, e.g. `keras.utils.x`.
+        """The name `node` refers to as Keras 3 spells it, e.g. `keras.layers.Embedding`.
 
-        `tf.keras.x` and `tensorflow.keras.x` come back as `keras.x`. A name
-        no import binds (snippets) falls back to its dotted text with the
-        conventional roots (`tf`, `K`) expanded.
+        `written_qualified_name`, with a name of a Keras 2 module file that
+        Keras 3 removed named where Keras 3 keeps it
+        (`keras.layers.embeddings.Embedding` -> `keras.layers.Embedding`,
+        `keras2_modules.keras3_name`): the imports rule rewrites the import in
+        the same run, so a rule matching Keras 3's name fires on the first run,
+        as it does on a second one.
         """
-        names = self.qualified_names(node)
+        written = self.written_qualified_name(node)
+        return keras2_modules.keras3_name(written) or written
+
+    def written_qualified_name(self, node: cst.CSTNode) -> str | None:
+        """The name `node` refers to, imports resolved, module as imported.
+
+        `tf.keras.x` and `tensorflow.keras.x` come back as `keras.x`; a Keras 2
+        module file stays (`keras.layers.embeddings.Embedding`: what the
+        imports rule rewrites). A name no import binds (snippets) falls back
+        to its dotted text with the conventional roots (`tf`, `K`) expanded.
+        """
+        names = self.written_qualified_names(node)
         if names:
             imported = [
                 name for name in names if name.source == metadata.QualifiedNameSource.IMPORT
@@ -196,7 +210,23 @@ class Context:
         return syntax.canonical_name(syntax.fallback_name(node))
 
     def qualified_names(self, node: cst.CSTNode) -> set[metadata.QualifiedName]:
-        """LibCST's qualified names of `node` as written (no canonical form, no fallback)."""
+        """LibCST's qualified names of `node`, a Keras 2 module file's names as Keras 3's.
+
+        `keras.engine.training.Model` becomes `keras.models.Model` (see
+        `qualified_name`); every other name stays as written (no canonical
+        form, no fallback): TensorFlow's copies of Keras too, which rules tell
+        from standalone Keras 2 (`tensorflow.python.keras.optimizers.Adam`).
+        """
+        names = set()
+        for name in self.written_qualified_names(node):
+            keras3 = keras2_modules.keras3_name(name.name)
+            if keras3 is not None and not name.name.startswith(keras2_modules.TF_KERAS_PATHS):
+                name = metadata.QualifiedName(name=keras3, source=name.source)
+            names.add(name)
+        return names
+
+    def written_qualified_names(self, node: cst.CSTNode) -> set[metadata.QualifiedName]:
+        """LibCST's qualified names of `node` as written (no mapping, no fallback)."""
         return set(self._metadata_owner().get_metadata(metadata.QualifiedNameProvider, node, set()))
 
     # -- Recording ---------------------------------------------------------

@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from parallel_keras import compat
+from parallel_keras.migrate import keras2_modules
 from parallel_keras.migrate.rules import imports
 from tests.migrate.helpers import check_flag, check_rewrite
 
@@ -147,7 +148,7 @@ def test_keras3_module_list_matches_installed_keras():
         if path.parent != root
         and path.parent.relative_to(root).parts[0] not in ("src", "_tf_keras")
     }
-    assert imports.KERAS3_MODULES <= installed
+    assert keras2_modules.KERAS3_MODULES <= installed
 
 
 def test_flagged_preprocessing_names_are_gone_from_keras3():
@@ -375,10 +376,11 @@ def _keras3_has(qualified: str) -> bool:
 def test_moved_module_targets_exist_in_keras3():
     import importlib
 
-    for target in set(imports.MOVED_MODULES.values()) | set(imports._NAME_HOMES.values()):
-        assert target in imports.KERAS3_MODULES or target.startswith("parallel_keras.compat")
+    targets = {*keras2_modules.MOVED_MODULES.values(), *keras2_modules.NAME_HOMES.values()}
+    for target in targets:
+        assert target in keras2_modules.KERAS3_MODULES or target.startswith("parallel_keras.compat")
         importlib.import_module(target)
-    for name, home in imports._NAME_HOMES.items():
+    for name, home in keras2_modules.NAME_HOMES.items():
         assert _keras3_has(f"{home}.{name}"), name
 
 
@@ -423,8 +425,8 @@ KERAS2_NAMES = {
 @pytest.mark.parametrize("module", KERAS2_NAMES)
 def test_every_keras2_name_is_moved_or_flagged(module):
     for name in KERAS2_NAMES[module].split():
-        target = imports.MOVED_MODULES[module]
-        home = imports._NAME_HOMES.get(name, target)
+        target = keras2_modules.MOVED_MODULES[module]
+        home = keras2_modules.NAME_HOMES.get(name, target)
         if f"{home}.{name}" in imports.REMOVED_NAMES:
             assert imports._removed_fix(f"{module}.{name}") is not None, name
         elif imports.compat_name(f"{module}.{name}") is not None:

@@ -52,7 +52,7 @@ AUDIT: list[tuple[str, str | None, str]] = [
     ),
 ]
 
-_SEQUENCE_BASES = frozenset({"keras.utils.Sequence", "keras.utils.data_utils.Sequence"})
+_SEQUENCE_BASES = frozenset({"keras.utils.Sequence"})
 _FIT_METHODS = frozenset(training_api.LEGACY_SIGNATURES) | {"fit", "evaluate", "predict"}
 
 

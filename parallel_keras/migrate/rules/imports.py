@@ -13,12 +13,15 @@ TensorFlow's private and compat copies of Keras
 (`tensorflow._api.v1.keras.applications`, `tensorflow.compat.v1.keras.layers`,
 `tensorflow.python.keras.utils`, ...) are Keras 2 paths: they become the
 Keras 3 module of the same name when Keras 3 has one (`KERAS3_MODULES`, the
-public packages of Keras 3.15), else they are flagged. Private names
-(`from keras.layers.merge import _Merge`, the WGAN-GP idiom) are never
-moved: Keras 3 has no public twin, so the import stays and is flagged with
-the Keras 3 way. `keras.preprocessing.text` and most of
-`keras.preprocessing.sequence` are gone: flagged with the nearest Keras 3
-name or the `tf_keras` package.
+public packages of Keras 3.15), else they are flagged. Private names (`from
+keras.layers.merge import _Merge`, the WGAN-GP idiom) are never moved: Keras
+3 has no public twin, so the import stays and is flagged with the Keras 3
+way. `keras.preprocessing.text` and most of `keras.preprocessing.sequence`
+are gone: flagged with the nearest Keras 3 name or the `tf_keras` package.
+The tables of where Keras 2's module files moved are in `keras2_modules.py`,
+shared with `Context.qualified_name`, which names their uses as Keras 3 does
+for every other rule; this rule reads the names as written
+(`Context.written_qualified_name`).
 
 Names of the old modules that Keras 3 dropped (`HDF5Matrix`, the enqueuers,
 `Network`, `LocallyConnected2D`, ...; `REMOVED_NAMES`) and whole modules with
@@ -34,86 +37,22 @@ import libcst as cst
 from libcst import matchers as m
 
 from parallel_keras.migrate import context, syntax
+from parallel_keras.migrate.keras2_modules import (
+    KERAS3_MODULES,
+    MOVED_MODULES,
+    TF_KERAS_PATHS,
+    keras3_module,
+    keras3_name,
+)
 from parallel_keras.migrate.rules import requirements
 
 RULE = "imports"
 
-# Legacy module (canonical spelling) -> the Keras 3 module holding its names.
-MOVED_MODULES = {
-    "keras.layers.merge": "keras.layers",
-    "keras.layers.advanced_activations": "keras.layers",
-    "keras.layers.core": "keras.layers",
-    "keras.layers.convolutional": "keras.layers",
-    "keras.layers.pooling": "keras.layers",
-    "keras.layers.normalization": "keras.layers",
-    "keras.layers.recurrent": "keras.layers",
-    "keras.layers.embeddings": "keras.layers",
-    "keras.layers.wrappers": "keras.layers",
-    "keras.layers.noise": "keras.layers",
-    "keras.engine": "keras.layers",
-    "keras.engine.topology": "keras.layers",
-    "keras.engine.base_layer": "keras.layers",
-    "keras.engine.input_layer": "keras.layers",
-    "keras.engine.training": "keras.models",
-    "keras.utils.np_utils": "keras.utils",
-    "keras.utils.generic_utils": "parallel_keras.compat.generic_utils",
-    "keras.utils.data_utils": "keras.utils",
-    "keras.utils.vis_utils": "keras.utils",
-    "keras.utils.layer_utils": "keras.utils",
-    "keras.backend.tensorflow_backend": "keras.backend",
-    # Found by `parallel-keras migrate` testers in 2017-2021 scripts (Keras
-    # 2.0-2.3 module files, tf.keras 2.x implementation modules, Keras 1).
-    "keras.layers.cudnn_recurrent": "keras.layers",
-    "keras.layers.convolutional_recurrent": "keras.layers",
-    "keras.layers.local": "keras.layers",
-    "keras.layers.normalization_v2": "keras.layers",
-    "keras.layers.recurrent_v2": "keras.layers",
-    "keras.layers.dense_attention": "keras.layers",
-    "keras.layers.experimental": "keras.layers",
-    "keras.layers.experimental.preprocessing": "keras.layers",
-    "keras.engine.sequential": "keras.models",
-    "keras.engine.network": "keras.models",
-    "keras.engine.functional": "keras.models",
-    "keras.engine.saving": "keras.models",
-    "keras.engine.input_spec": "keras.layers",
-    "keras.utils.io_utils": "keras.utils",
-    "keras.utils.conv_utils": "parallel_keras.compat.conv_utils",
-    "keras.utils.all_utils": "keras.utils",
-    "keras.utils.dataset_utils": "keras.utils",
-    "keras.utils.visualize_util": "keras.utils",
-    "keras.applications.mobilenetv2": "keras.applications.mobilenet_v2",
-    # The Keras 2-era `keras_applications` package (copied EfficientNet /
-    # ResNeXt code imports its helpers): Keras 3's module has the same
-    # decode_predictions and preprocess_input (its model functions needed
-    # Keras 2's backend= / layers= injection and stay as they are).
-    "keras_applications.imagenet_utils": "keras.applications.imagenet_utils",
-    "keras.objectives": "keras.losses",
-}
 # What a Keras 2 module's `*` also gave that its new home's `*` does not
 # (keras/engine/__init__.py exported Model beside the layer classes).
 _STAR_EXTRAS = {
     "keras.engine": ("from keras.models import Model",),
     "keras.engine.training": (),
-}
-# Names that live elsewhere than their module's new home.
-_NAME_HOMES = {
-    "Model": "keras.models",
-    "Sequential": "keras.models",
-    "load_model": "keras.models",
-    "save_model": "keras.models",
-    "model_from_json": "keras.models",
-    "Input": "keras.layers",
-    "InputLayer": "keras.layers",
-    "InputSpec": "keras.layers",
-    "Layer": "keras.layers",
-    "get_source_inputs": "keras.utils",
-    "to_categorical": "keras.utils",
-    "Progbar": "keras.utils",
-    "get_custom_objects": "keras.utils",
-    "CustomObjectScope": "keras.utils",
-    "custom_object_scope": "keras.utils",
-    "serialize_keras_object": "keras.saving",
-    "deserialize_keras_object": "keras.saving",
 }
 _GONE_HELPER = (
     "Keras 3 has no public twin of this Keras 2 helper: inline what it did "
@@ -213,39 +152,6 @@ GONE_MODULES = {
     "keras.legacy.layers": "Keras 3 has no keras.legacy.layers: use the Keras 3 layer "
     "of the same role from keras.layers (Merge -> keras.layers.Concatenate/Add/...).",
 }
-# Keras 3.15's public packages (tests/migrate/test_imports.py checks the list
-# against the installed Keras).
-KERAS3_MODULES = frozenset(
-    """
-keras keras.activations keras.applications keras.applications.convnext
-keras.applications.densenet keras.applications.efficientnet
-keras.applications.efficientnet_v2 keras.applications.imagenet_utils
-keras.applications.inception_resnet_v2 keras.applications.inception_v3
-keras.applications.mobilenet keras.applications.mobilenet_v2
-keras.applications.mobilenet_v3 keras.applications.nasnet keras.applications.resnet
-keras.applications.resnet50 keras.applications.resnet_v2 keras.applications.vgg16
-keras.applications.vgg19 keras.applications.xception keras.backend keras.callbacks
-keras.config keras.constraints keras.datasets keras.datasets.boston_housing
-keras.datasets.california_housing keras.datasets.cifar10 keras.datasets.cifar100
-keras.datasets.fashion_mnist keras.datasets.imdb keras.datasets.mnist
-keras.datasets.reuters keras.distillation keras.distribution keras.dtype_policies
-keras.export keras.initializers keras.layers keras.legacy keras.legacy.saving
-keras.losses keras.metrics keras.mixed_precision keras.models keras.ops
-keras.ops.image keras.ops.linalg keras.ops.nn keras.ops.numpy keras.optimizers
-keras.optimizers.legacy keras.optimizers.schedules keras.preprocessing
-keras.preprocessing.image keras.preprocessing.sequence keras.quantizers
-keras.random keras.regularizers keras.saving keras.tree keras.utils
-keras.utils.bounding_boxes keras.utils.legacy keras.visualization keras.wrappers
-""".split()
-)
-# TensorFlow's own copies of Keras 2, by the path scripts import them from.
-TF_KERAS_PATHS = (
-    "tensorflow._api.v1.keras",
-    "tensorflow._api.v2.keras",
-    "tensorflow.compat.v1.keras",
-    "tensorflow.compat.v2.keras",
-    "tensorflow.python.keras",
-)
 _PRIVATE_ACTIONS = {
     "_obtain_input_shape": "Keras 3 has no public _obtain_input_shape: pass input_shape "
     "explicitly (e.g. (224, 224, 3)) and drop the call, or copy its checks into the script.",
@@ -497,48 +403,12 @@ _COMPAT_MODULE_WHY = {
 }
 
 
-def keras3_name(qualified: str) -> str:
-    """A Keras 2 name as Keras 3 spells it, for rules that match public names.
-
-    `keras.layers.embeddings.Embedding` (imported from Keras 2's module
-    file) -> `keras.layers.Embedding`, `keras.engine.training.Model` ->
-    `keras.models.Model`; a name outside the moved Keras modules (or moved
-    to `parallel_keras.compat`) comes back unchanged. Without it a rule
-    matching `keras.layers.Embedding` missed the first run's name and fired
-    on the second, after this rule had rewritten the import.
-    """
-    module, _, name = qualified.rpartition(".")
-    target = MOVED_MODULES.get(module)
-    if not module or target is None or not target.startswith("keras"):
-        return qualified
-    return f"{_NAME_HOMES.get(name, target)}.{name}"
-
-
-def _moved_name(qualified: str) -> str:
-    """`keras.objectives.mse` -> `keras.losses.mse` (a moved module's name)."""
-    module, _, name = (syntax.canonical_name(qualified) or "").rpartition(".")
-    return f"{_moved(module) or module}.{name}"
-
-
 def compat_name(qualified: str) -> tuple[str, str, str] | None:
     """(parallel_keras.compat name, why, modern form) for a Keras 2 name, else None."""
     canonical = syntax.canonical_name(qualified) or ""
     if canonical in COMPAT_NAMES:
         return COMPAT_NAMES[canonical]
-    module, _, name = canonical.rpartition(".")
-    target = _moved(module)
-    if target is not None and target != module:
-        return COMPAT_NAMES.get(f"{_NAME_HOMES.get(name, target)}.{name}")
-    return None
-
-
-def _moved(module: str | None) -> str | None:
-    canonical = syntax.canonical_name(module) or ""
-    if canonical in MOVED_MODULES:
-        return MOVED_MODULES[canonical]
-    if (module or "").startswith(TF_KERAS_PATHS) and canonical in KERAS3_MODULES:
-        return canonical
-    return None
+    return COMPAT_NAMES.get(keras3_name(canonical) or "")
 
 
 def _removed_fix(qualified: str) -> str | None:
@@ -547,11 +417,7 @@ def _removed_fix(qualified: str) -> str | None:
     for module, fix in GONE_MODULES.items():
         if canonical == module or canonical.startswith(module + "."):
             return fix
-    module, _, name = canonical.rpartition(".")
-    target = _moved(module) or module
-    return REMOVED_NAMES.get(
-        f"{_NAME_HOMES.get(name, target) if target != module else module}.{name}"
-    )
+    return REMOVED_NAMES.get(keras3_name(canonical) or canonical)
 
 
 def _preprocessing_fix(qualified: str) -> str | None:
@@ -596,9 +462,9 @@ def _without_dropped_backend(ctx: context.Context, line, statement):
     return [statement.with_changes(names=_commas(kept))]
 
 
-def _flag_without_twin(ctx: context.Context, line, old_module: str, target: str, name: str) -> bool:
+def _flag_without_twin(ctx: context.Context, line, old_module: str, name: str) -> bool:
     """Flags `name` of moved `old_module` when Keras 3 removed it or it is private."""
-    fix = REMOVED_NAMES.get(f"{_NAME_HOMES.get(name, target)}.{name}")
+    fix = REMOVED_NAMES.get(keras3_name(f"{old_module}.{name}") or "")
     if fix is not None:  # `from keras.utils.io_utils import HDF5Matrix`
         ctx.flag(line, RULE, f"`{old_module}.{name}` has no Keras 3 twin", fix)
         return True
@@ -677,7 +543,7 @@ class ImportPathRule(context.Rule):
         # when the whole name is rewritten onto parallel_keras.compat.
         if id(node) in self._in_imports or id(node) in self._compat_parts:
             return
-        qualified = ctx.qualified_name(node) or ""
+        qualified = ctx.written_qualified_name(node) or ""
         if (
             qualified.startswith(("keras.", "tensorflow.keras."))
             and not qualified.startswith("keras.backend.")
@@ -834,11 +700,11 @@ class ImportPathRule(context.Rule):
                 )
         if (
             canonical.startswith("keras.")
-            and _moved(old_module) is None
+            and keras3_module(old_module) is None
             and _flag_removed_names(ctx, line, statement, canonical)
         ):
             return None
-        target = _moved(old_module)
+        target = keras3_module(old_module)
         if target is None and old_module.startswith(TF_KERAS_PATHS):
             ctx.flag(
                 line,
@@ -861,7 +727,7 @@ class ImportPathRule(context.Rule):
         moved = [
             alias
             for alias in statement.names
-            if _moved(f"{old_module}.{syntax.dotted(alias.name)}") is not None
+            if keras3_module(f"{old_module}.{syntax.dotted(alias.name)}") is not None
         ]
         if not moved:
             return None
@@ -883,7 +749,7 @@ class ImportPathRule(context.Rule):
                     "merge() calls become the keras.layers function of their mode",
                 )
                 continue
-            new_module = _moved(full)
+            new_module = keras3_module(full)
             if new_module is None:  # Only moved names are here.
                 continue
             parent, last = _split(new_module)
@@ -966,7 +832,7 @@ class ImportPathRule(context.Rule):
             name = syntax.dotted(alias.name)
             full = f"{canonical}.{name}"
             local = _alias_name(alias)
-            renamed = RENAMED_NAMES.get(syntax.canonical_name(_moved_name(full)) or "")
+            renamed = RENAMED_NAMES.get(keras3_name(full) or syntax.canonical_name(full) or "")
             if renamed is not None:
                 parent, last = _split(renamed)
                 found.setdefault(parent, []).append(
@@ -1029,15 +895,31 @@ class ImportPathRule(context.Rule):
         groups: dict[str, list[cst.ImportAlias]] = {}
         dropped = []
         private = []
+        merge_removed = False
+        called = ctx.facts.keras1_merge_names - ctx.facts.keras1_merge_kept
         for alias in statement.names:
             name = syntax.dotted(alias.name)
             if name in DROPPED_NAMES or (target == "keras.backend" and name in _DROPPED_BACKEND):
                 dropped.append(name)
                 continue
-            if _flag_without_twin(ctx, line, old_module, target, name):
+            if (
+                _alias_name(alias) in called
+                and keras3_name(f"{old_module}.{name}") == "keras.layers.merge"
+            ):
+                # `from keras.layers.merge import merge`: as for `from
+                # keras.layers import merge`, every call is rewritten.
+                merge_removed = True
+                ctx.change(
+                    line,
+                    RULE,
+                    f"`from {old_module} import {name}` removed: Keras 1's "
+                    "merge() calls become the keras.layers function of their mode",
+                )
+                continue
+            if _flag_without_twin(ctx, line, old_module, name):
                 private.append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
                 continue
-            submodule = _moved(f"{old_module}.{name}")
+            submodule = keras3_module(f"{old_module}.{name}")
             if submodule is not None:
                 # `from tf.keras.layers.experimental import preprocessing`:
                 # a moved module imported by name, bound under its old name.
@@ -1050,13 +932,15 @@ class ImportPathRule(context.Rule):
                     )
                 )
                 continue
-            home = _NAME_HOMES.get(name, target)
+            home = (keras3_name(f"{old_module}.{name}") or "").rpartition(".")[0] or target
             groups.setdefault(home, []).append(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
         new = []
         if private:  # Left as it was: the line fails until a person replaces it.
             new.append(statement.with_changes(names=_commas(private)))
         if private and not groups and not dropped:
             return None  # Only private names: the statement stays as it was.
+        if merge_removed and not groups and not dropped:
+            return new
         for home, aliases in groups.items():
             aliases = [
                 alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
@@ -1081,7 +965,7 @@ class ImportPathRule(context.Rule):
             if fix is not None:  # `import keras.wrappers.scikit_learn`
                 ctx.flag(line, RULE, f"`{full}` does not exist in Keras 3", fix)
                 return None
-            target = _moved(full)
+            target = keras3_module(full)
             if target is None:
                 continue
             touched = True
@@ -1101,7 +985,7 @@ class ImportPathRule(context.Rule):
         """`keras.preprocessing.text.Tokenizer` (dotted) -> `parallel_keras.compat.Tokenizer`."""
         if not qualified.startswith(("keras.", "tensorflow.keras.")):
             return None
-        renamed = RENAMED_NAMES.get(_moved_name(qualified))
+        renamed = RENAMED_NAMES.get(keras3_name(qualified) or qualified)
         if renamed is not None and isinstance(original.value, (cst.Name, cst.Attribute)):
             text = syntax.dotted(original)
             root = next(
@@ -1120,7 +1004,7 @@ class ImportPathRule(context.Rule):
             # `K.function(...)`, `K.get_session()`: their calls are the
             # backend and sessions rules' (imports by name are this rule's).
             return None
-        module = ctx.qualified_name(original.value) or ""
+        module = ctx.written_qualified_name(original.value) or ""
         if isinstance(original.value, cst.Name) and syntax.canonical_name(module) in COMPAT_MODULES:
             return updated  # `text.Tokenizer`: `text` is parallel_keras.compat now.
         target, why, modern = entry
@@ -1140,7 +1024,7 @@ class ImportPathRule(context.Rule):
             or id(original) in ctx.facts.removed_decorators
         ):
             return updated
-        qualified = ctx.qualified_name(original) or ""
+        qualified = ctx.written_qualified_name(original) or ""
         compat = self._compat_attribute(ctx, original, updated, qualified)
         if compat is not None:
             return compat
@@ -1161,7 +1045,7 @@ class ImportPathRule(context.Rule):
             for root in ("keras.", "tf.keras.", "tensorflow.keras.")
             if module_text.startswith(root)
         ]
-        target = _moved(ctx.qualified_name(original.value) or module_text)
+        target = keras3_module(ctx.written_qualified_name(original.value) or module_text)
         if target is None or not roots:
             return updated
         if original.attr.value in DROPPED_NAMES:

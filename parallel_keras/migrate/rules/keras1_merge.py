@@ -19,9 +19,8 @@ import libcst as cst
 from parallel_keras.migrate import context, syntax
 
 RULE = "Keras 1/2 spellings"
-_QUALIFIED = frozenset(
-    {"keras.layers.merge", "keras.layers.merge.merge", "keras.legacy.layers.merge"}
-)
+# `keras.layers.merge.merge` too: `Context.qualified_name` spells it as Keras 3 would.
+_QUALIFIED = frozenset({"keras.layers.merge", "keras.legacy.layers.merge"})
 # Keras 1 mode -> (Keras 3 function in keras.layers, extra keywords).
 MODES = {
     "concat": ("concatenate", ()),

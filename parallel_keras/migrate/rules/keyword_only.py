@@ -19,18 +19,10 @@ from parallel_keras.migrate import context, syntax
 
 RULE = "keyword arguments"
 
-_MODELS = frozenset(
-    {
-        "keras.Model",
-        "keras.models.Model",
-        "keras.engine.Model",
-        "keras.engine.training.Model",
-        "keras.src.models.Model",
-    }
-)
-_SEQUENTIALS = frozenset(
-    {"keras.Sequential", "keras.models.Sequential", "keras.engine.sequential.Sequential"}
-)
+# By Keras 3's names: `Context.qualified_name` names Keras 2's
+# `keras.engine.training.Model` so.
+_MODELS = frozenset({"keras.Model", "keras.models.Model", "keras.src.models.Model"})
+_SEQUENTIALS = frozenset({"keras.Sequential", "keras.models.Sequential"})
 # Keras 2 signatures (keras 2.2.4-2.3.1, engine/network.py, sequential.py,
 # engine/training.py), in positional order.
 _MODEL_SIGNATURE: tuple[str, ...] = ("inputs", "outputs", "name")

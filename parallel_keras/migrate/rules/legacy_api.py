@@ -16,13 +16,10 @@ from __future__ import annotations
 import libcst as cst
 
 from parallel_keras.migrate import context, syntax
-from parallel_keras.migrate.rules import imports
 
 RULE = "Keras 1/2 spellings"
 
-_MODEL_CLASSES = frozenset(
-    {"keras.Model", "keras.models.Model", "keras.engine.training.Model", "keras.engine.Model"}
-)
+_MODEL_CLASSES = frozenset({"keras.Model", "keras.models.Model"})
 _FIT_METHODS = frozenset({"fit", "fit_generator"})
 _ITERATOR_METHODS = frozenset({"flow", "flow_from_directory", "flow_from_dataframe"})
 _ORDERING = {"th": "channels_first", "tf": "channels_last"}
@@ -73,9 +70,7 @@ class LegacyApiRule(context.Rule):
         return isinstance(value, cst.Call) and self._sized(ctx, value)
 
     def leave_Call(self, ctx, original, updated):
-        # Named as Keras 3 does, so that `from keras.layers.embeddings import
-        # Embedding` is matched on the first run (a second run changes nothing).
-        qualified = imports.keras3_name(ctx.qualified_name(original.func) or "")
+        qualified = ctx.qualified_name(original.func) or ""
         if qualified in _MODEL_CLASSES:
             return self._model(ctx, original, updated)
         if qualified == "keras.backend.image_dim_ordering":

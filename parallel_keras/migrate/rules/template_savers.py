@@ -59,9 +59,7 @@ AUDIT: list[tuple] = [
     ),
 ]
 
-_MODEL_BASES = frozenset(
-    {"keras.Model", "keras.models.Model", "keras.engine.training.Model", "Model"}
-)
+_MODEL_BASES = frozenset({"keras.Model", "keras.models.Model", "Model"})
 
 
 class TemplateSaverRule(context.Rule):
