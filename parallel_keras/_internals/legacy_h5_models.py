@@ -7,17 +7,19 @@ Upstream surface: `keras.src.legacy.saving.legacy_h5_format`
 the reader of the `training_config` attribute that `model.save("m.h5")`
 writes (`saving_utils.model_metadata`).
 
-Works around two failures of `load_model_from_hdf5` with `compile=True`
-(the same lines in Keras 3.5.0, 3.10.0, 3.12.0 and 3.15.1):
+Works around two failures of `load_model_from_hdf5` with `compile=True`,
+measured on Keras 3.15.1:
 
 1. It builds the file's optimizer with `model.optimizer.build(
-   model._trainable_variables)`: the variables the model object created
-   itself, which for a Sequential or functional model is none (its layers
-   own them). The optimizer comes back built for no variable, the file's
-   state (iterations, slots) is dropped with a warning ("Error in loading
-   the saved optimizer state"), and the first `fit` raises "Unknown
-   variable: ... This optimizer can only be called for the variables it was
-   originally built with". No upstream issue found for this.
+   model._trainable_variables)` (that line read in the 3.5.0, 3.10.0,
+   3.12.0 and 3.15.1 sources): the variables the model object created
+   itself, none for a Sequential or functional model (its layers own
+   them). The optimizer comes back built for no variable; `set_weights`
+   zips the file's weights with its two (iterations, learning rate), so
+   the slots (Adam's moments) are dropped without a word, and the first
+   `fit` raises "Unknown variable: ... This optimizer can only be called
+   for the variables it was originally built with". No upstream issue
+   found for this.
 2. A loss compiled as one of Keras's aliases ("mse", "mae", "mape",
    "msle", "kld") is stored as that string, which `losses.deserialize`
    refuses: "Could not deserialize 'keras.metrics.mse' because it is not a
@@ -30,7 +32,7 @@ So parallel_keras loads such a file with `compile=False` and compiles it
 from the file itself (`saving.legacy_models`), reading here only the file's
 layout: the decoded training config and the optimizer's named weights.
 `tests/internals/test_legacy_h5_models.py` fails when an upgrade fixes
-either failure (so this can go) or changes the layout.
+either failure or the renaming (so this can go) or changes the layout.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Canaries for `parallel_keras._internals.legacy_h5_models` (Keras 3.5 to 3.15).
 
-The first two fail when Keras's own `load_model` of an `.h5` file resumes
-training (then `saving.legacy_models` can hand `compile=True` back to
-Keras); the last fails when the file layout read here changes.
+The first three fail when Keras's own `load_model` of an `.h5` file resumes
+training as compiled (then `saving.legacy_models` can hand `compile=True`
+back to Keras); the last fails when the file layout read here changes.
 """
 
 import h5py
@@ -39,6 +39,13 @@ def test_keras_load_model_of_h5_still_refuses_a_loss_alias(tmp_path):
     _trained_h5(path, loss="mse")
     with pytest.raises(ValueError, match="Could not deserialize 'keras.metrics.mse'"):
         keras.models.load_model(path)
+
+
+def test_keras_load_model_of_h5_still_renames_a_metric_alias(tmp_path):
+    path = str(tmp_path / "model.h5")
+    _trained_h5(path)  # metrics=["mae"]: the logs say "mae" and "val_mae"
+    metrics = keras.models.load_model(path).get_compile_config()["metrics"]
+    assert [metric["config"]["name"] for metric in metrics] == ["mean_absolute_error"]
 
 
 def test_the_file_holds_the_training_config_and_the_optimizer_variables_by_path(tmp_path):
