@@ -54,11 +54,18 @@ def training_config(h5_file: Any) -> dict | None:
     return json_utils.decode(config)
 
 
-def optimizer_weights(h5_file: Any) -> list[tuple[str, np.ndarray]]:
-    """The file's optimizer weights as (name, value), in the order saved.
+def keras_version(h5_file: Any) -> str:
+    """The version of Keras that wrote the file ("" when it does not say)."""
+    version = h5_file.attrs.get("keras_version", "")
+    return version.decode("utf-8") if hasattr(version, "decode") else str(version)
 
-    The names are the optimizer variables' paths when saved
-    (`adam/dense_kernel_momentum`); empty when the file has no optimizer state.
+
+def optimizer_weights(h5_file: Any) -> list[tuple[str, np.ndarray]]:
+    """The file's optimizer weights as (name, value), in `optimizer.variables` order.
+
+    Keras 3 writes `optimizer.variables` in order, named by their paths when
+    saved (`adam/dense_kernel_momentum`); empty when the file has no
+    optimizer state.
     """
     from keras.src.legacy.saving import legacy_h5_format
 

@@ -51,6 +51,7 @@ def load_model(
     with h5py.File(filepath, "r") as file:
         training_config = legacy_h5_models.training_config(file)
         saved_state = legacy_h5_models.optimizer_weights(file)
+        written_by = legacy_h5_models.keras_version(file)
     if training_config is None:
         logging.warning(
             "load_model found no training configuration in %s (saved uncompiled or with "
@@ -60,7 +61,7 @@ def load_model(
         return model
     model.compile(**compile_arguments(training_config, custom_objects or {}))
     model.optimizer.build(model.trainable_variables)
-    restore_optimizer_state(model.optimizer, saved_state, filepath)
+    restore_optimizer_state(model.optimizer, saved_state, written_by, filepath)
     return model
 
 
@@ -118,39 +119,45 @@ def _compiled_objects(config: Any, kind: str, custom_objects: dict[str, Any]) ->
     )
 
 
-def _local_name(path: str) -> str:
-    """An optimizer variable's path without the optimizer's name (`adam_3/`)."""
-    return path.split("/", 1)[-1]
-
-
 def restore_optimizer_state(
     optimizer: keras.optimizers.Optimizer,
     saved_state: list[tuple[str, np.ndarray]],
+    written_by: str,
     filepath: str,
 ) -> None:
-    """Assigns the file's optimizer weights to the built optimizer's variables, by name.
+    """Assigns the file's optimizer weights to the built optimizer's variables.
 
-    When the file's weights are not the ones this optimizer has (a file written
-    by Keras 2 or another optimizer), nothing is assigned and the optimizer
-    starts fresh, with a warning, as Keras's own loader does.
+    In order, as Keras restores an optimizer (`set_weights`, and the `.keras`
+    format, which stores them by index): the names hold generated parts
+    (Nadam's `variable_2`, a wrapped optimizer's prefix) that differ between
+    processes. When the file was not written by Keras 3 or its weights are
+    not the ones this optimizer has (their count or shapes differ), nothing
+    is assigned and the optimizer starts fresh, with a warning, as Keras's
+    own loader does.
     """
     if not saved_state:
         return
-    variables = {_local_name(variable.path): variable for variable in optimizer.variables}
-    saved = {_local_name(name): value for name, value in saved_state}
-    shapes_match = saved.keys() == variables.keys() and all(
-        tuple(variables[name].shape) == value.shape for name, value in saved.items()
+    variables = optimizer.variables
+    matches = (
+        written_by.startswith("3.")
+        and len(saved_state) == len(variables)
+        and all(
+            tuple(variable.shape) == value.shape
+            for variable, (_, value) in zip(variables, saved_state, strict=True)
+        )
     )
-    if not shapes_match:
+    if not matches:
         logging.warning(
-            "load_model restores the optimizer state of %s only when the file holds exactly "
-            "the variables the optimizer builds for the model. Received: file weights %s, "
-            "optimizer variables %s. The model resumes with a fresh optimizer (iterations 0); "
-            "to keep the state, save and load with the same Keras 3 optimizer class.",
+            "load_model restores the optimizer state of %s only when Keras 3 wrote it and "
+            "it holds the variables the optimizer builds for the model, in order. "
+            "Received: a file of Keras %r with weights %s, optimizer variables %s. The model "
+            "resumes with a fresh optimizer (iterations 0); to keep the state, save and load "
+            "with Keras 3 and the same optimizer class.",
             filepath,
-            sorted((name, value.shape) for name, value in saved.items()),
-            sorted((name, tuple(variable.shape)) for name, variable in variables.items()),
+            written_by,
+            [(name, value.shape) for name, value in saved_state],
+            [(variable.path, tuple(variable.shape)) for variable in variables],
         )
         return
-    for name, value in saved.items():
-        variables[name].assign(value)
+    for variable, (_, value) in zip(variables, saved_state, strict=True):
+        variable.assign(value)

@@ -41,6 +41,8 @@ _OPTIMIZERS = {
     "sgd_momentum": lambda: keras.optimizers.SGD(0.1, momentum=0.9),
     "adam": lambda: keras.optimizers.Adam(0.01),
     "rmsprop": lambda: keras.optimizers.RMSprop(0.01),
+    # One variable without a name (`variable_2` in one process, `variable_5` in another).
+    "nadam": lambda: keras.optimizers.Nadam(0.01),
 }
 
 
@@ -73,6 +75,7 @@ _CASES = [
     ("functional", "adam", "mse", ["mae"], "model.hdf5"),
     ("functional", "rmsprop", "mae", ["mae"], "model.h5"),
     ("sequential", "rmsprop", "categorical_crossentropy", ["accuracy"], "model.h5"),
+    ("functional", "nadam", "mse", ["mae"], "checkpoint"),
 ]
 
 
@@ -98,6 +101,35 @@ def test_a_loaded_hdf5_model_trains_on_exactly_as_if_never_saved(
     for got, want in zip(loaded.get_weights(), uninterrupted.get_weights(), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     assert int(loaded.optimizer.iterations.numpy()) == _FIRST_STEPS + _MORE_STEPS
+    for got, want in zip(
+        loaded.optimizer.variables, uninterrupted.optimizer.variables, strict=True
+    ):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.fixture
+def mixed_precision():
+    before = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    yield
+    keras.mixed_precision.set_global_policy(before)
+
+
+def test_a_loaded_mixed_precision_model_resumes_with_its_loss_scale(tmp_path, mixed_precision):
+    # compile wraps the optimizer in a LossScaleOptimizer; its variables nest the inner one's.
+    uninterrupted, resumed = _twins("sequential", "adam", "mean_squared_error", ["mae"])
+    _fit(uninterrupted, _FIRST_STEPS)
+    _fit(uninterrupted, _MORE_STEPS)
+
+    _fit(resumed, _FIRST_STEPS)
+    path = str(tmp_path / "model.h5")
+    resumed.save(path)
+    loaded = compat.load_model(path)
+    assert isinstance(loaded.optimizer, keras.optimizers.LossScaleOptimizer)
+    _fit(loaded, _MORE_STEPS)
+
+    for got, want in zip(loaded.get_weights(), uninterrupted.get_weights(), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     for got, want in zip(
         loaded.optimizer.variables, uninterrupted.optimizer.variables, strict=True
     ):
