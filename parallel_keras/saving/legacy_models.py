@@ -60,8 +60,10 @@ def load_model(
         )
         return model
     model.compile(**compile_arguments(training_config, custom_objects or {}))
+    # What the file holds of an optimizer saved before its first step.
+    unbuilt_variables = list(model.optimizer.variables)
     model.optimizer.build(model.trainable_variables)
-    restore_optimizer_state(model.optimizer, saved_state, written_by, filepath)
+    restore_optimizer_state(model.optimizer, saved_state, written_by, filepath, unbuilt_variables)
     return model
 
 
@@ -124,40 +126,42 @@ def restore_optimizer_state(
     saved_state: list[tuple[str, np.ndarray]],
     written_by: str,
     filepath: str,
+    unbuilt_variables: list | None = None,
 ) -> None:
     """Assigns the file's optimizer weights to the built optimizer's variables.
 
     In order, as Keras restores an optimizer (`set_weights`, and the `.keras`
     format, which stores them by index): the names hold generated parts
     (Nadam's `variable_2`, a wrapped optimizer's prefix) that differ between
-    processes. When the file was not written by Keras 3 or its weights are
-    not the ones this optimizer has (their count or shapes differ), nothing
-    is assigned and the optimizer starts fresh, with a warning, as Keras's
-    own loader does.
+    processes. A file saved before the optimizer's first step holds only the
+    variables it had before `build` (`unbuilt_variables`: iterations, learning
+    rate). When the file was not written by Keras 3 or its weights are not
+    the ones this optimizer has (their count or shapes differ), nothing is
+    assigned and the optimizer starts fresh, with a warning, as Keras's own
+    loader does.
     """
     if not saved_state:
         return
-    variables = optimizer.variables
-    matches = (
-        written_by.startswith("3.")
-        and len(saved_state) == len(variables)
-        and all(
-            tuple(variable.shape) == value.shape
-            for variable, (_, value) in zip(variables, saved_state, strict=True)
-        )
+    for variables in (optimizer.variables, unbuilt_variables or []):
+        if written_by.startswith("3.") and _same_shapes(variables, saved_state):
+            for variable, (_, value) in zip(variables, saved_state, strict=True):
+                variable.assign(value)
+            return
+    logging.warning(
+        "load_model restores the optimizer state of %s only when Keras 3 wrote it and "
+        "it holds the variables the optimizer builds for the model, in order. "
+        "Received: a file of Keras %r with weights %s, optimizer variables %s. The model "
+        "resumes with a fresh optimizer (iterations 0); to keep the state, save and load "
+        "with Keras 3 and the same optimizer class.",
+        filepath,
+        written_by,
+        [(name, value.shape) for name, value in saved_state],
+        [(variable.path, tuple(variable.shape)) for variable in optimizer.variables],
     )
-    if not matches:
-        logging.warning(
-            "load_model restores the optimizer state of %s only when Keras 3 wrote it and "
-            "it holds the variables the optimizer builds for the model, in order. "
-            "Received: a file of Keras %r with weights %s, optimizer variables %s. The model "
-            "resumes with a fresh optimizer (iterations 0); to keep the state, save and load "
-            "with Keras 3 and the same optimizer class.",
-            filepath,
-            written_by,
-            [(name, value.shape) for name, value in saved_state],
-            [(variable.path, tuple(variable.shape)) for variable in variables],
-        )
-        return
-    for variable, (_, value) in zip(variables, saved_state, strict=True):
-        variable.assign(value)
+
+
+def _same_shapes(variables: list, saved_state: list[tuple[str, np.ndarray]]) -> bool:
+    return len(variables) == len(saved_state) and all(
+        tuple(variable.shape) == value.shape
+        for variable, (_, value) in zip(variables, saved_state, strict=True)
+    )

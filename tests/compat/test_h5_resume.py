@@ -209,3 +209,17 @@ def test_an_optimizer_state_of_other_variables_is_left_out_with_a_warning(tmp_pa
     assert int(loaded.optimizer.iterations.numpy()) == 0
     _fit(loaded, 1)
     assert int(loaded.optimizer.iterations.numpy()) == 1
+
+
+def test_a_model_saved_before_its_first_step_loads_and_trains_as_a_fresh_one(tmp_path, caplog):
+    fresh, saved = _twins("functional", "adam", "mse", ["mae"])
+    path = str(tmp_path / "model.h5")
+    saved.save(path)  # the file holds the optimizer's iterations and learning rate only
+    with caplog.at_level("WARNING"):
+        loaded = compat.load_model(path)
+    assert "fresh optimizer" not in caplog.text
+    _fit(fresh, _MORE_STEPS)
+    _fit(loaded, _MORE_STEPS)
+    assert int(loaded.optimizer.iterations.numpy()) == _MORE_STEPS
+    for got, want in zip(loaded.get_weights(), fresh.get_weights(), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)

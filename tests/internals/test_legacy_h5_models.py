@@ -54,6 +54,8 @@ def test_the_file_holds_the_training_config_and_the_optimizer_variables_by_path(
     with h5py.File(path, "r") as file:
         config = legacy_h5_models.training_config(file)
         saved = legacy_h5_models.optimizer_weights(file)
+        written_by = legacy_h5_models.keras_version(file)
+    assert written_by == keras.__version__
     assert config["loss"] == "mse" and config["metrics"] == ["mae"]
     assert config["optimizer_config"]["class_name"] == "Adam"
     assert [name for name, _ in saved] == [v.path for v in model.optimizer.variables]
