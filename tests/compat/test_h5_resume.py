@@ -67,7 +67,7 @@ def _twins(kind: str, optimizer: str, loss: str, metrics: list[str]):
     return uninterrupted, resumed
 
 
-# Each model kind, optimizer, loss/metrics pair and file path kind at least twice.
+# Both model kinds, every optimizer, loss/metrics pair and path kind (.h5, .hdf5, no suffix).
 _CASES = [
     ("sequential", "sgd_momentum", "mse", ["mae"], "model.h5"),
     ("functional", "sgd_momentum", "categorical_crossentropy", ["accuracy"], "checkpoint"),
