@@ -27,6 +27,8 @@ them:
   softmax output, kept through a gather.
 - `op_callbacks`: TensorFlow op callbacks (the op-device recorder).
 - `checkpoints`: `ModelCheckpoint`'s write and legacy HDF5 weights.
+- `legacy_h5_models`: the training config and optimizer state of a whole-model
+  legacy HDF5 file (Keras's loader cannot resume from it).
 - `sessions`: the config a TF1 session was made with (compat.set_session).
 - `fit_arguments`: the locals of the Keras `fit` a callback runs in
   (compat.Keras2Callback's Keras 2 params).

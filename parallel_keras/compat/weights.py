@@ -21,7 +21,7 @@ from absl import logging
 
 from parallel_keras import _internals
 from parallel_keras.cluster import writes
-from parallel_keras.saving import atomic, matching, paths
+from parallel_keras.saving import atomic, legacy_models, matching, paths
 from parallel_keras.saving import weights as weights_lib
 
 
@@ -176,6 +176,16 @@ def load_model(
     archive as one. Modernise: load a path ending in `.keras` or `.h5` with
     `keras.models.load_model`.
 
+    An HDF5 file comes back ready to resume training, which Keras 3's own
+    `load_model` of an `.h5` file (3.5 to 3.15) is not: it builds the file's
+    optimizer for none of the model's variables (the optimizer's slots are
+    dropped and `fit` raises "Unknown variable") and refuses a loss
+    compiled as "mse" or "mae". Here the model is compiled from the file:
+    the loss and metrics under their compiled names (`val_mae` stays
+    `val_mae`), the optimizer built for `model.trainable_variables` with the
+    file's iterations and slots (`saving.legacy_models`). Modernise: save
+    to `.keras`, which Keras 3 resumes from.
+
     Args:
         filepath: The file.
         custom_objects: Classes and functions the file names. Defaults to None.
@@ -186,11 +196,13 @@ def load_model(
         The model.
 
     Raises:
-        ValueError: If the file is missing or neither HDF5 nor a Keras archive.
+        ValueError: If the file is missing or neither HDF5 nor a Keras archive,
+            or an HDF5 file names a loss or metric Keras does not know and
+            `custom_objects` does not hold.
     """
     path = os.fspath(filepath)
     if path.endswith(paths.MODEL_SUFFIXES) or not os.path.isfile(path):
-        return keras.models.load_model(
+        return legacy_models.load_model(
             path, custom_objects=custom_objects, compile=compile, **kwargs
         )
     with open(path, "rb") as file:
@@ -203,6 +215,6 @@ def load_model(
             os.link(path, named)
         except OSError:
             shutil.copyfile(path, named)
-        return keras.models.load_model(
+        return legacy_models.load_model(
             named, custom_objects=custom_objects, compile=compile, **kwargs
         )

@@ -13,4 +13,6 @@
   non-finite one (NaN, inf).
 * `legacy`: Keras 2 HDF5 files, including those written from a
   `multi_gpu_model` parallel model, matched to a template by layer name.
+* `legacy_models`: whole-model HDF5 files (`model.save("m.h5")`), loaded
+  compiled with their optimizer state, ready to resume training.
 """
