@@ -6,6 +6,7 @@
 from ..callbacks import ModelCheckpoint as ModelCheckpoint
 from . import albumentations as albumentations
 from . import conv_utils as conv_utils
+from . import device_lib as device_lib
 from . import generic_utils as generic_utils
 from . import imgaug as imgaug
 from . import keras_resnet as keras_resnet
