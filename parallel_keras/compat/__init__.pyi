@@ -83,6 +83,7 @@ from .sessions import tf1_graph as tf1_graph
 from .summaries import FileWriter as FileWriter
 from .training import evaluate_generator as evaluate_generator
 from .training import fit_generator as fit_generator
+from .training import list_batches as list_batches
 from .training import named_batches as named_batches
 from .training import predict_generator as predict_generator
 from .training import target_tensors as target_tensors
