@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import parallel_keras
+from parallel_keras import compat
 from parallel_keras.data_parallel import list_batches
 
 ATOL = 1e-5
@@ -124,3 +125,46 @@ def test_evaluate_and_predict_read_batches_of_lists():
     np.testing.assert_allclose(
         predicted[0], template.predict((left, right), verbose=0)[0], atol=ATOL
     )
+
+
+class Keras2Inputs(keras.utils.Sequence):
+    """A Keras 2 Sequence for `predict_generator`: each batch the list of inputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.data = arrays()
+
+    def __len__(self):
+        return ROWS // BATCH
+
+    def __getitem__(self, index):
+        return list_batch(index, self.data)[0]
+
+
+@pytest.mark.slow
+def test_predict_reads_a_sequences_list_batch_as_the_inputs_as_keras2_did():
+    # Keras 2's predict_generator: a batch that is not a tuple is the inputs;
+    # Keras 3 reads a list batch as (x, y).
+    template = two_inputs_two_outputs()
+    parallel = compiled(parallel_keras.multi_gpu_model(template, gpus=2))
+    left, right, _, _ = arrays()
+
+    predicted = parallel.predict(Keras2Inputs(), verbose=0)
+
+    expected = template.predict((left, right), verbose=0)
+    assert len(predicted) == 2
+    for got, want in zip(predicted, expected):
+        np.testing.assert_allclose(got, want, atol=ATOL)
+
+
+def test_compat_list_batches_reads_predicts_bare_list_as_the_inputs():
+    left, right, _, _ = arrays()
+    batches = compat.list_batches(Keras2Inputs(), inputs_only=True)
+    batch = batches[0]
+    assert isinstance(batches, keras.utils.PyDataset) and len(batches) == 2
+    assert len(batch) == 1 and isinstance(batch[0], tuple)
+    np.testing.assert_array_equal(batch[0][1], right[:BATCH])
+    generator = compat.list_batches(list_batch(index) for index in range(2))
+    inputs, targets = next(generator)
+    assert isinstance(inputs, tuple) and isinstance(targets, tuple)
+    np.testing.assert_array_equal(inputs[0], left[:BATCH])

@@ -30,6 +30,8 @@ them:
 - `legacy_h5_models`: the training config and optimizer state of a whole-model
   legacy HDF5 file (Keras's loader cannot resume from it).
 - `sessions`: the config a TF1 session was made with (compat.set_session).
+- `device_lib`: TensorFlow's private `device_lib` listing (compat.device_lib,
+  Keras 2's `K.device_lib`).
 - `fit_arguments`: the locals of the Keras `fit` a callback runs in
   (compat.Keras2Callback's Keras 2 params).
 - `versions`: the tested TensorFlow/Keras range; an error for an environment
@@ -66,6 +68,7 @@ from parallel_keras._internals.collectives import (
     cross_device_ops_kind,
     nccl_kernels_registered,
 )
+from parallel_keras._internals.device_lib import list_local_devices
 from parallel_keras._internals.logits import (
     concat_keeping_logits,
     map_keeping_logits,
@@ -154,6 +157,7 @@ __all__ = [
     "replica_aggregation",
     "keras_weights_image",
     "legacy_h5_model_to",
+    "list_local_devices",
     "map_keeping_logits",
     "micro_step_counter",
     "ModelCheckpointWriteHook",

@@ -6,6 +6,7 @@
 from ..callbacks import ModelCheckpoint as ModelCheckpoint
 from . import albumentations as albumentations
 from . import conv_utils as conv_utils
+from . import device_lib as device_lib
 from . import generic_utils as generic_utils
 from . import imgaug as imgaug
 from . import keras_resnet as keras_resnet
@@ -82,6 +83,7 @@ from .sessions import tf1_graph as tf1_graph
 from .summaries import FileWriter as FileWriter
 from .training import evaluate_generator as evaluate_generator
 from .training import fit_generator as fit_generator
+from .training import list_batches as list_batches
 from .training import named_batches as named_batches
 from .training import predict_generator as predict_generator
 from .training import target_tensors as target_tensors

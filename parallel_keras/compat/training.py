@@ -22,6 +22,7 @@ from typing import Any
 from absl import logging
 
 from parallel_keras import _keras2_signatures
+from parallel_keras.data_parallel import list_batches as list_batches_lib
 from parallel_keras.data_parallel import named_data
 
 # Keras 2's signatures after the generator: the order positional arguments
@@ -149,6 +150,45 @@ def named_batches(model: Any, data: Any) -> Any:
     if isinstance(data, Mapping):
         return named_data.by_name(model, data)[0]
     return named_data.batches(model, data)
+
+
+def list_batches(data: Any, inputs_only: bool = False) -> Any:
+    """Keras 2's reading of batches that hold lists: `[x1, x2], y` and `x, [y1, y2]`.
+
+    A Keras 2 generator or `keras.utils.Sequence` for a model with several
+    inputs or outputs yields them as lists; Keras 3's `fit`, `evaluate` and
+    `predict` refuse a list inside a batch (`TypeError: output_signature must
+    contain objects that are subclass of tf.TypeSpec but found <class
+    'list'>`). Every list in a batch becomes a tuple, which Keras 3 reads as
+    the same inputs (outputs) in the same order, batch by batch as the model
+    reads them; other batches pass unchanged. A generator comes back a
+    generator, a `Sequence`/`PyDataset` a `PyDataset` of the same length,
+    loader options and epoch hooks, anything else as it is. A parallel model
+    (`multi_gpu_model`) reads its data this way itself.
+
+    To modernise: yield tuples (`(x1, x2), y`).
+
+    Args:
+        data: The data given to `fit` (or its `validation_data`), `evaluate`
+            or `predict`.
+        inputs_only: The data of `predict`: a batch that is not a tuple is
+            the inputs, as Keras 2's `predict_generator` read it (`[x1,
+            x2]`: both inputs; Keras 3 would read it as `(x, y)`). Defaults
+            to False.
+
+    Returns:
+        The data with the lists of its batches as tuples.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from parallel_keras import compat
+    >>> keras2_batches = (([np.ones(2), np.zeros(2)], [np.ones(1)]) for _ in range(3))
+    >>> batch = next(compat.list_batches(keras2_batches))
+    >>> [type(part).__name__ for part in batch]
+    ['tuple', 'tuple']
+    """
+    return list_batches_lib.keras2_batches(data, inputs_only=inputs_only)
 
 
 def fit_generator(model: Any, generator: Any, *args: Any, **kwargs: Any) -> Any:

@@ -12,13 +12,15 @@ output_signature must contain objects that are subclass of tf.TypeSpec but
 found <class 'list'>`. Here each batch is read as tf.keras 2 read it, lazily
 (one batch per batch read): every list in it becomes a tuple, so a list of
 targets still meets the model's outputs in order. Dicts and arrays are kept.
-A plain Keras 3 model still refuses such batches (yield tuples there).
+`parallel_keras.compat.list_batches` gives a plain Keras 3 model the same
+reading (migrate passes a script's data through it where it cannot turn the
+lists into tuples itself).
 """
 
 from __future__ import annotations
 
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import keras
@@ -43,35 +45,48 @@ def _holds_list(batch: Any) -> bool:
     return False
 
 
-def keras2_batches(data: Any) -> Any:
+def _keras2_batch(batch: Any) -> Any:
+    return as_tuples(batch) if _holds_list(batch) else batch
+
+
+def _keras2_input_batch(batch: Any) -> Any:
+    """A batch as Keras 2's `predict_generator` read it: a tuple is `(x, ...)`, else `x`."""
+    return _keras2_batch(batch) if isinstance(batch, tuple) else (as_tuples(batch),)
+
+
+def keras2_batches(data: Any, inputs_only: bool = False) -> Any:
     """`data` whose batches are read with their lists as tuples, as tf.keras 2 read them.
 
     A Python generator becomes a generator, a `keras.utils.PyDataset`
     (`Sequence`) a `PyDataset` of the same length, workers and epoch hooks;
-    anything else (arrays, `tf.data` datasets) is returned as it is.
+    anything else (arrays, `tf.data` datasets) is returned as it is. With
+    `inputs_only` (`predict`), a batch that is not a tuple is the inputs, as
+    Keras 2 read it (`[x1, x2]`: both inputs), not `(x, y)` as Keras 3 would.
     """
+    read = _keras2_input_batch if inputs_only else _keras2_batch
     if isinstance(data, keras.utils.PyDataset) and not isinstance(data, _TupleBatches):
-        return _TupleBatches(data)
+        return _TupleBatches(data, read)
     if isinstance(data, types.GeneratorType):
-        return _tuple_generator(data)
+        return _tuple_generator(data, read)
     return data
 
 
-def _tuple_generator(generator: Iterator) -> Iterator:
+def _tuple_generator(generator: Iterator, read: Callable[[Any], Any]) -> Iterator:
     for batch in generator:
-        yield as_tuples(batch) if _holds_list(batch) else batch
+        yield read(batch)
 
 
 class _TupleBatches(keras.utils.PyDataset):
     """A `PyDataset` whose batches have tuples where the user's had lists."""
 
-    def __init__(self, data: keras.utils.PyDataset):
+    def __init__(self, data: keras.utils.PyDataset, read: Callable[[Any], Any] = _keras2_batch):
         super().__init__(
             workers=data.workers,
             use_multiprocessing=data.use_multiprocessing,
             max_queue_size=data.max_queue_size,
         )
         self._data = data
+        self._read = read
 
     def __len__(self) -> int:
         return len(self._data)
@@ -81,8 +96,7 @@ class _TupleBatches(keras.utils.PyDataset):
         return self._data.num_batches
 
     def __getitem__(self, index):
-        batch = self._data[index]
-        return as_tuples(batch) if _holds_list(batch) else batch
+        return self._read(self._data[index])
 
     def on_epoch_begin(self) -> None:
         self._data.on_epoch_begin()

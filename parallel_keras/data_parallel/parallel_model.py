@@ -386,7 +386,7 @@ class ParallelModel(keras2_layers.Keras2Surface, atomic.SavesItsTemplate, keras.
         x = keras2_arguments.predict_input(x)
         batch_size = self._execution.check_call(x, batch_size, "predict")
         endless.check_steps(x, "predict", args, kwargs)
-        x = list_batches.keras2_batches(x)
+        x = list_batches.keras2_batches(x, inputs_only=True)
         with self._execution.running():
             return super().predict(x, batch_size, *args, **kwargs)
 

@@ -443,3 +443,109 @@ def test_image_ocr_dict_batches_with_strings_train_as_keras2_did():
     # ahead of the shared one on 4 devices than on one.
     np.testing.assert_allclose(parallel["score"], single["score"], rtol=1e-5)
     assert np.isfinite(single["score"])
+
+
+KERAS2_LIST_BATCHES = """\
+import numpy as np
+from keras.layers import Dense, Input, concatenate
+from keras.models import Model
+from keras.optimizers import SGD
+from keras.utils import Sequence, multi_gpu_model
+
+ROWS, BATCH = 8, 4
+rng = np.random.RandomState(0)
+LEFT, RIGHT = rng.rand(ROWS, 3).astype('float32'), rng.rand(ROWS, 3).astype('float32')
+FIRST = rng.rand(ROWS, 2).astype('float32')
+SECOND = rng.randint(0, 2, (ROWS, 1)).astype('float32')
+
+
+def make_inputs(rows):
+    return [LEFT[rows], RIGHT[rows]]
+
+
+def make_targets(rows):
+    targets = []
+    targets.append(FIRST[rows])
+    targets.append(SECOND[rows])
+    return targets
+
+
+def batches():
+    while True:
+        for i in range(ROWS // BATCH):
+            rows = slice(i * BATCH, (i + 1) * BATCH)
+            x = make_inputs(rows)
+            y = make_targets(rows)
+            yield x, y
+
+
+def inputs_only():
+    for i in range(ROWS // BATCH):
+        yield make_inputs(slice(i * BATCH, (i + 1) * BATCH))
+
+
+class Batches(Sequence):
+    def __init__(self):
+        self.n = ROWS // BATCH
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.__data_generation(slice(i * BATCH, (i + 1) * BATCH))
+
+    def __data_generation(self, rows):
+        return [LEFT[rows], RIGHT[rows]], [FIRST[rows], SECOND[rows]]
+
+
+left, right = Input(shape=(3,)), Input(shape=(3,))
+hidden = Dense(4, activation='tanh')(concatenate([left, right]))
+first = Dense(2, name='first')(hidden)
+second = Dense(1, activation='sigmoid', name='second')(hidden)
+model = template = Model(inputs=[left, right], outputs=[first, second])
+initial = model.get_weights()
+if GPUS > 1:
+    model = multi_gpu_model(model, gpus=GPUS)
+model.compile(optimizer=SGD(lr=0.1), loss=['mse', 'binary_crossentropy'])
+model.fit_generator(batches(), steps_per_epoch=ROWS // BATCH, epochs=2, verbose=0)
+model.fit_generator(Batches(), epochs=1, shuffle=False, verbose=0)
+losses = model.evaluate_generator(Batches())
+predicted = model.predict_generator(inputs_only(), steps=ROWS // BATCH)
+"""
+
+
+def _trained_on_tuples(initial):
+    """The script's model trained and scored on the same batches, as tuples."""
+    import keras
+
+    left, right = keras.Input((3,)), keras.Input((3,))
+    hidden = keras.layers.Dense(4, activation="tanh")(keras.layers.concatenate([left, right]))
+    first = keras.layers.Dense(2, name="first")(hidden)
+    second = keras.layers.Dense(1, activation="sigmoid", name="second")(hidden)
+    model = keras.Model((left, right), (first, second))
+    model.set_weights(initial)
+    model.compile(keras.optimizers.SGD(0.1), ["mse", "binary_crossentropy"])
+    rng = np.random.RandomState(0)
+    inputs = rng.rand(8, 3).astype("float32"), rng.rand(8, 3).astype("float32")
+    targets = rng.rand(8, 2).astype("float32"), rng.randint(0, 2, (8, 1)).astype("float32")
+    for _ in range(3):  # fit_generator: 2 epochs of the generator, 1 of the Sequence
+        for rows in (slice(0, 4), slice(4, 8)):
+            model.train_on_batch(tuple(x[rows] for x in inputs), tuple(y[rows] for y in targets))
+    losses = model.evaluate(inputs, targets, batch_size=4, verbose=0)
+    return model, losses, model.predict(inputs, batch_size=4, verbose=0)
+
+
+@pytest.mark.parametrize("gpus", [1, 4])
+def test_keras2_list_batches_from_helpers_train_a_plain_model_as_tuples_do(gpus):
+    # Keras 2 read `[x1, x2], [y1, y2]` batches (made by helpers the generator
+    # and the Sequence call); Keras 3's fit/evaluate/predict refuse the lists.
+    result = migrated(KERAS2_LIST_BATCHES)
+    assert result.migrated.count("parallel_keras.compat.list_batches(") == 4
+    assert "list_batches(inputs_only(), inputs_only=True)" in result.migrated
+    got = run(result, gpus)
+    expected_model, expected_losses, expected_predicted = _trained_on_tuples(got["initial"])
+    assert_same_numbers(got["template"], expected_model)
+    np.testing.assert_allclose(got["losses"], expected_losses, rtol=1e-5)
+    assert len(got["predicted"]) == 2
+    for a, b in zip(got["predicted"], expected_predicted):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

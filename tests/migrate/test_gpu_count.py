@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from parallel_keras.migrate.rules import gpu_count
-from tests.migrate.helpers import changes, check_rules
+from tests.migrate.helpers import changes, check_rewrite, check_rules
 
 _HEAD = (
     "import tensorflow as tf\nfrom keras import backend as K\n"
@@ -252,3 +252,96 @@ def test_keras2_backends_device_lib_filtered_by_a_gpu_name_prefix_lists_the_repl
     assert len(namespace["gpus"]) == 4  # the simulated devices multi_gpu_model replicates on
     assert namespace["gpus"] == namespace["names"]
     assert all(name.endswith(f"CPU:{i}") for i, name in enumerate(namespace["gpus"]))
+
+
+def _local_device_names() -> list[str]:
+    """What Keras 2's `K.device_lib.list_local_devices()` listed: TF's device_lib.
+
+    The canary tests/internals/test_device_lib.py checks this is TensorFlow's.
+    """
+    from parallel_keras import _internals
+
+    return [device.name for device in _internals.list_local_devices()]
+
+
+_COMPAT_LINE = (
+    "`{old}` -> `parallel_keras.compat.device_lib`: " + gpu_count.DEVICE_LIB_WHY,
+    gpu_count.DEVICE_LIB_MODERN,
+)
+
+# Keras 2 scripts that use `K.device_lib` for something other than a GPU list.
+DEVICE_LIB_USES = {
+    "printed_count": (
+        "import keras.backend as K\n\nn = len(K.device_lib.list_local_devices())\nprint(n)\n",
+        "import parallel_keras\n\n"
+        "n = len(parallel_keras.compat.device_lib.list_local_devices())\nprint(n)\n",
+        "K.device_lib",
+    ),
+    "listing_kept_in_a_name": (
+        "from keras import backend as K\n\ndevices = K.device_lib.list_local_devices()\n"
+        "names = [d.name for d in devices]\n",
+        "import parallel_keras\n\ndevices = parallel_keras.compat.device_lib.list_local_devices()\n"
+        "names = [d.name for d in devices]\n",
+        "K.device_lib",
+    ),
+    "module_passed_around": (
+        "from keras.backend import tensorflow_backend as KTF\n\nlib = KTF.device_lib\n"
+        "names = [d.name for d in lib.list_local_devices()]\n",
+        "import parallel_keras\n\nlib = parallel_keras.compat.device_lib\n"
+        "names = [d.name for d in lib.list_local_devices()]\n",
+        "KTF.device_lib",
+    ),
+    "imported_from_the_tensorflow_backend": (
+        "from keras.backend.tensorflow_backend import device_lib\n\n"
+        "names = [d.name for d in device_lib.list_local_devices()]\n",
+        "from parallel_keras.compat import device_lib\n\n"
+        "names = [d.name for d in device_lib.list_local_devices()]\n",
+        "keras.backend.tensorflow_backend.device_lib",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEVICE_LIB_USES))
+def test_keras2_backends_device_lib_used_otherwise_runs_as_tensorflows_device_lib(name, capsys):
+    before, after, old = DEVICE_LIB_USES[name]
+    namespace: dict = {}
+    with pytest.raises((AttributeError, ImportError)):  # Keras 3, unmigrated.
+        exec(before, namespace)  # noqa: S102
+    result = check_rewrite(before, after)
+    compat_lines = [
+        (change.message, change.modern)
+        for change in result.report.changes
+        if change.modern is not None
+    ]
+    assert compat_lines == [(_COMPAT_LINE[0].format(old=old), _COMPAT_LINE[1])]
+    assert not result.report.flags
+    exec(result.migrated, namespace)  # noqa: S102
+    expected = _local_device_names()
+    assert expected[0] == "/device:CPU:0"
+    if "names" in namespace:
+        assert namespace["names"] == expected
+    else:
+        assert namespace["n"] == len(expected)
+        assert capsys.readouterr().out == f"{len(expected)}\n"
+
+
+def test_a_gpu_list_and_another_use_of_keras2_device_lib_in_one_script():
+    """The GPU list still becomes the replica devices; the other use, TF's listing."""
+    import parallel_keras
+
+    before = (
+        "from keras import backend as K\n\n"
+        "gpus = [x.name for x in K.device_lib.list_local_devices() if x.device_type == 'GPU']\n"
+        "everything = [x.name for x in K.device_lib.list_local_devices()]\n"
+    )
+    after = (
+        "import parallel_keras\nimport parallel_keras.devices\nimport tensorflow\n\n"
+        f"gpus = {_laid_out(tf='tensorflow')}\n"
+        "everything = [x.name for x in parallel_keras.compat.device_lib.list_local_devices()]\n"
+    )
+    result = check_rewrite(before, after)
+    assert [change.line for change in result.report.changes if change.modern is not None] == [4]
+    namespace: dict = {}
+    exec(result.migrated, namespace)  # noqa: S102
+    assert len(namespace["gpus"]) == len(parallel_keras.devices.available_devices()) == 4
+    assert namespace["everything"] == _local_device_names()

@@ -31,6 +31,7 @@ from parallel_keras.migrate.rules import (
     legacy_api,
     legacy_interfaces,
     libraries,
+    list_batches,
     metric_names,
     model_api,
     multi_gpu,
@@ -75,6 +76,8 @@ def default_rules() -> list[context.Rule]:
         training_api.GeneratorMethodsRule(),
         named_batches.NamedBatchesRule(),
         generators.GeneratorRule(),
+        # After the generator rule: it wraps a Sequence it cycles (repeat_sequence).
+        list_batches.ListBatchesRule(),
         saving.SavePathRule(),
         devices.DeviceScopeRule(),
         imports.ImportPathRule(),

@@ -9,6 +9,10 @@ Scripts computed `multi_gpu_model`'s `gpus` from TF1 helpers:
 names of the logical GPUs, or, on a machine without GPU where
 `parallel_keras.simulate_devices` made CPU devices, of those: the devices
 `multi_gpu_model` would replicate on.
+
+Every other use of Keras 2's `K.device_lib` (TensorFlow's `device_lib`, which
+Keras 2's TensorFlow backend module imported; Keras 3 has none) becomes
+`parallel_keras.compat.device_lib`, the same listing.
 """
 
 from __future__ import annotations
@@ -20,8 +24,19 @@ from parallel_keras.migrate import context, syntax
 
 RULE = "GPU count"
 
+DEVICE_LIB_WHY = (
+    "Keras 2's TensorFlow backend module imported TensorFlow's device_lib; Keras 3's "
+    "keras.backend has none. The same listing: the physical devices as DeviceAttributes "
+    "protos (name, device_type, memory_limit, physical_device_desc)"
+)
+DEVICE_LIB_MODERN = (
+    "tf.config.list_logical_devices() (name, device_type), or tf.config.list_physical_devices()"
+)
+_COMPAT_DEVICE_LIB = "parallel_keras.compat.device_lib"
+
+
 # name, what it becomes (None: flagged), why. Read by the audit table (docs).
-AUDIT: list[tuple[str, str | None, str]] = [
+AUDIT: list[tuple[str, str | None, str] | tuple[str, str, str, str]] = [
     (
         "K.tensorflow_backend._get_available_gpus()",
         "names of the logical (or simulated) GPUs",
@@ -48,7 +63,14 @@ AUDIT: list[tuple[str, str | None, str]] = [
         "physical devices never include simulated ones",
     ),
     ("K.get_session().list_devices()", "tf.config.list_logical_devices()", "TF 2 has no sessions"),
+    (
+        "K.device_lib (any other use)",
+        _COMPAT_DEVICE_LIB,
+        DEVICE_LIB_WHY,
+        DEVICE_LIB_MODERN,
+    ),
 ]
+
 
 _DEVICES = (
     "({tf}.config.list_logical_devices('GPU') or ({tf}.config.list_logical_devices('CPU') "
@@ -64,7 +86,12 @@ _LOCAL_DEVICES = frozenset(
         "tensorflow.python.client.device_lib.list_local_devices",
         "keras.backend.device_lib.list_local_devices",
         "keras.backend.tensorflow_backend.device_lib.list_local_devices",
+        f"{_COMPAT_DEVICE_LIB}.list_local_devices",
     }
+)
+# Keras 2's `K.device_lib`, as the backend module or its TensorFlow module spelled it.
+_BACKEND_DEVICE_LIB = frozenset(
+    {"keras.backend.device_lib", "keras.backend.tensorflow_backend.device_lib"}
 )
 
 
@@ -117,6 +144,8 @@ class GpuCountRule(context.Rule):
         # and those tests of `d.device_type` against 'GPU'.
         self._gpu_loops: set[int] = set()
         self._gpu_tests: set[int] = set()
+        # Attributes inside a GPU list rewritten as a whole (its `K.device_lib`).
+        self._in_rewritten: set[int] = set()
 
     def visit_For(self, ctx, node):
         """`for d in device_lib.list_local_devices(): if d.device_type != 'GPU': ...`."""
@@ -132,6 +161,7 @@ class GpuCountRule(context.Rule):
             self._gpu_tests.update(id(test) for test in tests)
             # The loop's listing is rewritten; its call is not on its own.
             self._in_comprehension.update(id(call) for call in m.findall(node.iter, m.Call()))
+            self._in_rewritten.update(id(part) for part in m.findall(node.iter, m.Attribute()))
             ctx.facts.handled_calls.update(self._in_comprehension)
 
     def leave_For(self, ctx, original, updated):
@@ -220,6 +250,7 @@ class GpuCountRule(context.Rule):
             handled.update(id(call) for call in m.findall(node, m.Call()))
             # The whole comprehension is rewritten; its listing call is not.
             self._in_comprehension.update(id(call) for call in m.findall(node, m.Call()))
+            self._in_rewritten.update(id(part) for part in m.findall(node, m.Attribute()))
 
     def leave_ListComp(self, ctx, original, updated):
         if not self._gpu_comprehension(ctx, original):
@@ -269,3 +300,18 @@ class GpuCountRule(context.Rule):
     def visit_Call(self, ctx, node):
         if self._device_listing(ctx, node) and syntax.method_name(node) == "list_devices":
             ctx.facts.handled_calls.update((id(node), id(node.func.value)))
+
+    def leave_Attribute(self, ctx, original, updated):
+        """`K.device_lib` (outside a GPU list) -> `parallel_keras.compat.device_lib`."""
+        if original.attr.value != "device_lib" or id(original) in self._in_rewritten:
+            return updated
+        if syntax.canonical_name(ctx.qualified_name(original)) not in _BACKEND_DEVICE_LIB:
+            return updated
+        ctx.require_import("parallel_keras")
+        ctx.compat(
+            original,
+            RULE,
+            f"`{syntax.dotted(original)}` -> `{_COMPAT_DEVICE_LIB}`: {DEVICE_LIB_WHY}",
+            DEVICE_LIB_MODERN,
+        )
+        return syntax.expression(_COMPAT_DEVICE_LIB)

@@ -44,7 +44,7 @@ from parallel_keras.migrate.keras2_modules import (
     keras3_module,
     keras3_name,
 )
-from parallel_keras.migrate.rules import requirements
+from parallel_keras.migrate.rules import gpu_count, requirements
 
 RULE = "imports"
 
@@ -233,6 +233,13 @@ COMPAT_NAMES: dict[str, tuple[str, str, str]] = {
             "tokenizer_from_json",
         )
     },
+    # Keras 2's TensorFlow backend module imported TF's device_lib; rules/gpu_count.py
+    # rewrites `K.device_lib`.
+    "keras.backend.device_lib": (
+        "device_lib",
+        gpu_count.DEVICE_LIB_WHY,
+        gpu_count.DEVICE_LIB_MODERN,
+    ),
     "keras.preprocessing.sequence.TimeseriesGenerator": (
         "TimeseriesGenerator",
         _TF_KERAS_WHY,
