@@ -21,7 +21,8 @@ from absl import logging
 
 from parallel_keras import _internals
 from parallel_keras.cluster import writes
-from parallel_keras.saving import atomic, matching, paths
+from parallel_keras.compat import optimizer_helpers
+from parallel_keras.saving import atomic, files, matching, paths
 from parallel_keras.saving import weights as weights_lib
 
 
@@ -173,8 +174,11 @@ def load_model(
     Keras 3's `load_model` picks the format from the suffix and refuses any
     other. This reads the file by its content: an HDF5 file (what Keras 2
     wrote, whatever the path) as Keras 3 reads `.h5` files, a `.keras`
-    archive as one. Modernise: load a path ending in `.keras` or `.h5` with
-    `keras.models.load_model`.
+    archive as one. A model compiled with a `compat.keras2_optimizer` gets
+    that optimizer back (Keras 2's formula and `decay`, with its state), as
+    Keras 2's `load_model` gave back Keras 2's optimizer; Keras 3's loader
+    would give its own class. Modernise: load a path ending in `.keras` or
+    `.h5` with `keras.models.load_model`.
 
     Args:
         filepath: The file.
@@ -189,6 +193,14 @@ def load_model(
         ValueError: If the file is missing or neither HDF5 nor a Keras archive.
     """
     path = os.fspath(filepath)
+    if os.path.isfile(path):
+        # A keras2_optimizer comes back as itself (Keras 2's formula, its
+        # `decay`); the user's own objects win over these.
+        optimizer = files.saved_optimizer_config(path)
+        custom_objects = {
+            **optimizer_helpers.keras2_optimizer_objects(optimizer),
+            **(custom_objects or {}),
+        }
     if path.endswith(paths.MODEL_SUFFIXES) or not os.path.isfile(path):
         return keras.models.load_model(
             path, custom_objects=custom_objects, compile=compile, **kwargs
