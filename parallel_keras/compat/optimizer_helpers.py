@@ -129,6 +129,43 @@ _KERAS2_SIGNATURES = {
     ),
 }
 _KERAS2_CLASSES: dict[type, type] = {}
+_NADAM_SCHEDULE_DECAY = 0.004  # Keras 2's default.
+# What a keras2_optimizer's saved config puts before its name: Keras 3 reads
+# any name, so plain Keras still loads the file (as its own class), and
+# compat.load_model knows the class to rebuild (a Keras 3 RMSprop's config
+# and a Keras 2 one's are otherwise the same).
+KERAS2_MARK = "keras2_"
+
+
+def _marked(name: str) -> str:
+    return name if name.startswith(KERAS2_MARK) else KERAS2_MARK + name
+
+
+def _unmarked(name: str) -> str:
+    return name[len(KERAS2_MARK) :] if name.startswith(KERAS2_MARK) else name
+
+
+def keras2_optimizer_objects(config: Any) -> dict[str, type]:
+    """The custom objects that load a saved keras2_optimizer as its own class.
+
+    Args:
+        config: An optimizer's saved config, as a whole-model file holds it
+            (`{"class_name": "RMSprop", "config": {"name": ..., ...}}`).
+
+    Returns:
+        `{class_name: keras2_optimizer(<Keras 3 class>)}` when `config` is a
+        keras2_optimizer's (its name carries `KERAS2_MARK`), else `{}`.
+    """
+    if not isinstance(config, dict) or not isinstance(config.get("config"), dict):
+        return {}
+    class_name, name = config.get("class_name"), config["config"].get("name")
+    if not isinstance(name, str) or not name.startswith(KERAS2_MARK):
+        return {}
+    if class_name not in _KERAS2_SIGNATURES:
+        return {}
+    subclass = keras2_optimizer(getattr(keras.optimizers, class_name))
+    # Keras's HDF5 loader looks built-in optimizers up in lower case.
+    return {class_name: subclass, class_name.lower(): subclass}
 
 
 def _keras3_arguments(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -193,8 +230,15 @@ def _nadam_build(self: Any, var_list: list) -> None:
     if self.built:
         return
     keras.optimizers.Nadam.build(self, var_list)
+    # Named after their variable, as Keras 3 names its slots: the HDF5
+    # writer (`model.save("m.h5")`) keys optimizer weights by name.
     self.keras2_m_schedules = [
-        self.add_variable(shape=(), initializer="ones", dtype=var.dtype, name="m_schedule")
+        self.add_variable(
+            shape=(),
+            initializer="ones",
+            dtype=var.dtype,
+            name=f"{var.path.replace('/', '_')}_m_schedule",
+        )
         for var in var_list
     ]
 
@@ -296,6 +340,13 @@ def keras2_optimizer(base: type) -> type:
     Keras 2's numbers. Under a `tf.distribute` strategy (`multi_gpu_model`)
     the updates apply to the all-reduced gradients, as Keras 3's do.
 
+    Saved with its model (`model.save`, `compat.save_model`), its config's
+    `name` carries the mark `keras2_`: `compat.load_model` gives back this
+    class (formula, `decay`, iterations and slots), so training resumes with
+    Keras 2's numbers. Plain `keras.models.load_model` reads the same file
+    with Keras 3's class (it warns that it ignores `decay`); a Nadam with a
+    `schedule_decay` other than Keras 2's 0.004 only with `compat.load_model`.
+
     Modernise: the `keras.optimizers` class with Keras 3's arguments
     (`keras.optimizers.RMSprop(learning_rate=0.001)`), knowing that RMSprop,
     Adagrad and Nadam then take slightly different steps.
@@ -347,8 +398,10 @@ def keras2_optimizer(base: type) -> type:
             )
         arguments = {key: value for (key, _), value in zip(signature, args)}
         arguments.update(kwargs)
-        schedule_decay = arguments.pop("schedule_decay", 0.004)
+        schedule_decay = arguments.pop("schedule_decay", _NADAM_SCHEDULE_DECAY)
         decay = float(arguments.pop("decay", 0.0) or 0.0)
+        if isinstance(arguments.get("name"), str):
+            arguments["name"] = _unmarked(arguments["name"])
         base.__init__(self, **_keras3_arguments(name, arguments))  # type: ignore[misc]
         if name == "Nadam":
             self.schedule_decay = schedule_decay
@@ -358,7 +411,13 @@ def keras2_optimizer(base: type) -> type:
 
     def get_config(self: Any) -> dict[str, Any]:
         config = base.get_config(self)  # type: ignore[attr-defined]
-        if name == "Nadam":
+        # Plain Keras reads this config as its own class (its `decay` with a
+        # warning); compat.load_model reads the name's mark and rebuilds
+        # this class (`keras2_optimizer_objects`).
+        config["name"] = _marked(config["name"])
+        if name == "Nadam" and self.schedule_decay != _NADAM_SCHEDULE_DECAY:
+            # Keras 3's Nadam takes no schedule_decay: only a value Keras 2's
+            # default does not give is written.
             config["schedule_decay"] = self.schedule_decay
         if self.decay:
             config["decay"] = self.decay

@@ -21,7 +21,8 @@ from absl import logging
 
 from parallel_keras import _internals
 from parallel_keras.cluster import writes
-from parallel_keras.saving import atomic, legacy_models, matching, paths
+from parallel_keras.compat import optimizer_helpers
+from parallel_keras.saving import atomic, files, legacy_models, matching, paths
 from parallel_keras.saving import weights as weights_lib
 
 
@@ -173,8 +174,10 @@ def load_model(
     Keras 3's `load_model` picks the format from the suffix and refuses any
     other. This reads the file by its content: an HDF5 file (what Keras 2
     wrote, whatever the path) as Keras 3 reads `.h5` files, a `.keras`
-    archive as one. Modernise: load a path ending in `.keras` or `.h5` with
-    `keras.models.load_model`.
+    archive as one. A model compiled with a `compat.keras2_optimizer` gets
+    that optimizer back (Keras 2's formula and `decay`, with its state), as
+    Keras 2's `load_model` gave back Keras 2's optimizer; Keras 3's loader
+    would give its own class.
 
     An HDF5 file comes back ready to resume training, which Keras 3's own
     `load_model` of an `.h5` file (3.5 to 3.15) is not: it builds the file's
@@ -184,7 +187,9 @@ def load_model(
     the loss and metrics under their compiled names (`val_mae` stays
     `val_mae`), the optimizer built for `model.trainable_variables` with the
     file's iterations and slots (`saving.legacy_models`). Modernise: save
-    to `.keras`, which Keras 3 resumes from.
+    to `.keras`, which Keras 3 resumes from, and load it with
+    `keras.models.load_model` (a keras2_optimizer then comes back as Keras
+    3's class).
 
     Args:
         filepath: The file.
@@ -201,6 +206,14 @@ def load_model(
             `custom_objects` does not hold.
     """
     path = os.fspath(filepath)
+    if os.path.isfile(path):
+        # A keras2_optimizer comes back as itself (Keras 2's formula, its
+        # `decay`); the user's own objects win over these.
+        optimizer = files.saved_optimizer_config(path)
+        custom_objects = {
+            **optimizer_helpers.keras2_optimizer_objects(optimizer),
+            **(custom_objects or {}),
+        }
     if path.endswith(paths.MODEL_SUFFIXES) or not os.path.isfile(path):
         return legacy_models.load_model(
             path, custom_objects=custom_objects, compile=compile, **kwargs

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import errno
 import io
+import json
 import os
 import stat
 import zipfile
@@ -190,6 +191,31 @@ def open_weights(
 # the optimizer's (Adam keeps two slots per weight), and HDF5's bookkeeping.
 _ARCHIVE_WEIGHTS_FACTOR = 8
 _ARCHIVE_WEIGHTS_SLACK = 64 * 2**20
+
+
+def saved_optimizer_config(path: str) -> dict | None:
+    """The optimizer config a whole-model file holds, or None.
+
+    A `.keras` archive keeps it in `config.json` (`compile_config.optimizer`),
+    a Keras HDF5 model file in its `training_config` attribute
+    (`optimizer_config`). A file that is neither, holds no compiled model, or
+    cannot be read gives None: the loader then reports what is wrong.
+    """
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                config = json.loads(archive.read("config.json"))
+            compiled = config.get("compile_config") or {}
+            optimizer = compiled.get("optimizer")
+        else:
+            with h5py.File(path, "r") as file:
+                training = file.attrs.get("training_config")
+            if training is None:
+                return None
+            optimizer = json.loads(_text(training)).get("optimizer_config")
+    except (OSError, KeyError, ValueError, AttributeError):
+        return None
+    return optimizer if isinstance(optimizer, dict) else None
 
 
 def _check_member_size(info: zipfile.ZipInfo, path: str, weights_bytes: int | None) -> None:

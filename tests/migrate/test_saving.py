@@ -51,9 +51,13 @@ def test_load_before_the_save_keeps_the_keras2_file_and_a_later_load_follows_the
     assert flag.line == 1 and "'x_weights.weights.h5'" in flag.action
 
 
-def test_load_of_a_file_the_script_never_saves_is_untouched():
+def test_load_of_a_file_the_script_never_saves_keeps_its_path():
+    # Its path is not renamed; the load goes through Keras 2's load_model.
     source = "model = keras.models.load_model('pretrained.h5')\nmodel.load_weights('w.h5')\n"
-    assert migrate.migrate_source(source).migrated == source
+    assert migrate.migrate_source(source).migrated == (
+        "import parallel_keras\n\n"
+        "model = parallel_keras.compat.load_model('pretrained.h5')\nmodel.load_weights('w.h5')\n"
+    )
 
 
 def test_a_by_name_load_of_a_computed_path_reads_keras2_cudnn_weights(tmp_path):
@@ -116,3 +120,53 @@ def test_a_model_saved_and_loaded_at_a_computed_suffix_less_path_round_trips(tmp
     np.testing.assert_allclose(
         namespace["best"].predict(x, verbose=0), namespace["model"].predict(x, verbose=0)
     )
+
+
+def test_a_migrated_script_resumes_training_with_its_keras2_optimizer(tmp_path):
+    """Keras 2: train, `model.save('m.h5')`; later `load_model('m.h5')` and train on.
+
+    migrate builds Keras 2's RMSprop with `compat.keras2_optimizer` (Keras 2's
+    formula) and sends the load to `compat.load_model`, which gives that
+    optimizer back: the resumed run ends where an uninterrupted one does.
+    """
+    import numpy as np
+
+    train = (
+        "import numpy as np\n"
+        "from keras.models import Sequential, load_model\n"
+        "from keras.layers import Dense\n"
+        "from keras.optimizers import RMSprop\n"
+        "x = np.linspace(0, 0.01, 48, dtype='float32').reshape(16, 3)\n"
+        "y = np.linspace(0, 0.02, 32, dtype='float32').reshape(16, 2)\n"
+        "model = Sequential([Dense(2, input_dim=3, kernel_initializer='ones')])\n"
+        "model.compile(RMSprop(lr=0.01, decay=0.1), 'mean_squared_error')\n"
+        "model.fit(x, y, batch_size=16, epochs=EPOCHS, shuffle=False, verbose=0)\n"
+        "model.save(folder + '/m.keras')\n"
+    )
+    resume = (
+        "import numpy as np\n"
+        "from keras.models import load_model\n"
+        "x = np.linspace(0, 0.01, 48, dtype='float32').reshape(16, 3)\n"
+        "y = np.linspace(0, 0.02, 32, dtype='float32').reshape(16, 2)\n"
+        "model = load_model(path)\n"
+        "model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)\n"
+    )
+    migrated_train = _migrate(train).migrated
+    migrated_resume = _migrate(resume).migrated
+    assert "parallel_keras.compat.load_model(path)" in migrated_resume
+
+    whole = {"folder": str(tmp_path), "EPOCHS": 6}
+    exec(migrated_train, whole)  # noqa: S102
+    (tmp_path / "m.keras").unlink()
+    first = {"folder": str(tmp_path), "EPOCHS": 3}
+    exec(migrated_train, first)  # noqa: S102
+    resumed = {"path": str(tmp_path / "m.keras")}
+    exec(migrated_resume, resumed)  # noqa: S102
+    for got, want in zip(resumed["model"].get_weights(), whole["model"].get_weights()):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+
+
+def test_a_keras_archive_literal_load_is_keras3s_own():
+    # A '.keras' path is Keras 3 code already: keras.models.load_model reads it.
+    source = "import keras\nmodel = keras.models.load_model('pretrained.keras')\n"
+    assert migrate.migrate_source(source).migrated == source

@@ -137,6 +137,33 @@ def test_rewritten_tf1_calls_compute_the_tf1_values():
     assert 0.75 < float(tf.reduce_mean(tf.cast(kept > 0, tf.float32))) < 0.85  # keep_prob=0.8
 
 
+def test_softmax_xent_v2_keeps_its_gradient_into_the_labels_and_a_second_run_keeps_it():
+    # TF 1.5+'s _v2 is TF 2's tf.nn.softmax_cross_entropy_with_logits, whose
+    # TF 2 name migrate reads as TF1's (no gradient into the labels): written
+    # under that name, a second run added tf.stop_gradient.
+    import tensorflow as tf
+
+    before = (
+        "import tensorflow as tf\n"
+        "def loss(y_true, y_pred):\n"
+        "    return tf.nn.softmax_cross_entropy_with_logits_v2(labels=y_true, logits=y_pred, dim=-1)\n"
+    )
+    result = run(before)
+    assert "tf.compat.v1.nn.softmax_cross_entropy_with_logits_v2(" in result.migrated
+    assert run(result.migrated).migrated == result.migrated
+    namespace: dict = {}
+    exec(compile(result.migrated, "script.py", "exec"), namespace)
+    labels = tf.constant([[0.2, 0.8], [0.5, 0.5]])
+    logits = tf.constant([[1.0, 2.0], [0.0, 3.0]])
+    with tf.GradientTape() as tape:
+        tape.watch(labels)
+        value = namespace["loss"](labels, logits)
+    expected = tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    np.testing.assert_allclose(value, expected, rtol=1e-6)
+    # d/dlabels of -sum(labels * log_softmax(logits)) is -log_softmax(logits).
+    np.testing.assert_allclose(tape.gradient(value, labels), -tf.nn.log_softmax(logits), rtol=1e-6)
+
+
 def test_a_name_twice_on_a_line_is_flagged_once():
     result = check_flag("import tensorflow as tf\ny = tf.Print(tf.Print(x, [x]), [x])\n")
     assert len(result.report.flags) == 1

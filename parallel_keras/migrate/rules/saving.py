@@ -55,6 +55,13 @@ AUDIT: list[tuple] = [
         "compute a path ending in '.keras' and call model.save(path)",
     ),
     (
+        "load_model(path) of any path but a '.keras' literal",
+        "parallel_keras.compat.load_model(path)",
+        "Keras 2's load_model: the optimizer comes back as saved (compat.keras2_optimizer "
+        "keeps Keras 2's formula and decay) and an HDF5 file resumes training",
+        "load a '.keras' file with keras.models.load_model(path)",
+    ),
+    (
         "model.save_weights(<computed path>) / load_weights of a computed path",
         "parallel_keras.compat.save_weights(model, path)",
         "Keras 2's HDF5 layout at exactly the path computed (Keras 3 takes only .weights.h5)",
@@ -63,6 +70,26 @@ AUDIT: list[tuple] = [
 ]
 
 _LOAD_MODEL_NAMES = frozenset({"keras.models.load_model", "keras.saving.load_model"})
+# Why every Keras 2 model load but a '.keras' one goes through compat.load_model.
+_RESUME = (
+    "Keras 2's load_model, which gives back the optimizer as it was saved (a "
+    "compat.keras2_optimizer keeps Keras 2's formula and decay; Keras 3's loader "
+    "gives its own class) and lets an HDF5 model file resume training"
+)
+
+
+def _keras_archive(ctx: context.Context, path: cst.BaseExpression | None) -> bool:
+    """Whether `path` is a string literal naming a `.keras` archive (once renamed)."""
+    literal = path_literal(ctx, path) if path is not None else None
+    if not isinstance(literal, cst.SimpleString):
+        return False
+    text = syntax.string_text(literal)
+    fix = ctx.facts.renamed_paths.get(text)
+    if fix is not None:
+        text = text[: len(text) - len(fix[0])] + fix[1]
+    return text.endswith(".keras")
+
+
 _SAVE_MODEL_NAMES = frozenset({"keras.models.save_model", "keras.saving.save_model"})
 
 
@@ -317,6 +344,12 @@ class SavePathRule(context.Rule):
         ):
             return self._compat_model(ctx, original, updated, "load_model")
         if (
+            ctx.qualified_name(original.func) in _LOAD_MODEL_NAMES
+            and not syntax.has_star(updated)
+            and not _keras_archive(ctx, path_argument(original, 0))
+        ):
+            return self._compat_model(ctx, original, updated, "load_model", _RESUME)
+        if (
             method == "load_weights"
             # A computed save_weights wrote Keras 2's HDF5 there, or `by_name=`
             # says the file is Keras 2's (Keras 3's loader converts no CuDNN
@@ -332,19 +365,27 @@ class SavePathRule(context.Rule):
             return self._compat_weights(ctx, original, updated, "load_weights")
         return updated
 
-    def _compat_model(self, ctx, original, updated, function):
+    def _compat_model(self, ctx, original, updated, function, why=None):
         """`model.save(path)` / `load_model(path)` -> `parallel_keras.compat.<function>`."""
         target = f"parallel_keras.compat.{function}"
         ctx.require_import("parallel_keras")
-        ctx.compat(
-            original,
-            RULE,
-            f"`{syntax.code(original.func)}(<computed path>)` -> `{target}(...)`: "
-            "Keras 2's HDF5 model file at exactly the path computed (Keras 3 takes only "
-            "'.keras', '.h5' and '.hdf5' there)",
-            "compute a path ending in '.keras' and call model.save(path) / "
-            "keras.models.load_model(path)",
-        )
+        if why is None:
+            why = (
+                "Keras 2's HDF5 model file at exactly the path computed (Keras 3 takes only "
+                "'.keras', '.h5' and '.hdf5' there)"
+            )
+            shown = f"{syntax.code(original.func)}(<computed path>)"
+            modern = (
+                "compute a path ending in '.keras' and call model.save(path) / "
+                "keras.models.load_model(path)"
+            )
+        else:
+            shown = f"{syntax.code(original.func)}(...)"
+            modern = (
+                "save to a path ending in '.keras' with model.save(path) and load it with "
+                "keras.models.load_model(path) (its optimizer then is Keras 3's class)"
+            )
+        ctx.compat(original, RULE, f"`{shown}` -> `{target}(...)`: {why}", modern)
         if function == "save_model" and syntax.method_name(original) == "save":
             receiver = updated.func.value
             return updated.with_changes(

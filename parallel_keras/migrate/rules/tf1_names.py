@@ -150,7 +150,21 @@ _GRAPH_MODERN = (
 _NOT_IN_COMPAT_V1 = ("tf.layers.", "tf.nn.rnn_cell.", "tf.tpu.experimental.")
 # TF1 names flagged by default that run eagerly with TF1's meaning on a
 # compatibility path: name -> (what it becomes, why, the modern form).
+# TF1 names whose TF 2 name a second run would read as another TF1 function:
+# the first run writes the name tf.compat.v1 keeps for them, so that running
+# migrate twice changes nothing.
+_SECOND_RUN_SAFE = {
+    "tf.nn.softmax_cross_entropy_with_logits_v2": (
+        "tf.compat.v1.nn.softmax_cross_entropy_with_logits_v2",
+        "the same function, under the name tf.compat.v1 keeps: its TF 2 name, "
+        "tf.nn.softmax_cross_entropy_with_logits, is also TF1's function without a "
+        "gradient into the labels, which migrate reads it as",
+        "tf.nn.softmax_cross_entropy_with_logits(labels=..., logits=...) (the same "
+        "function in TF 2)",
+    ),
+}
 _EAGER_COMPAT = {
+    **_SECOND_RUN_SAFE,
     "tf.Summary": (
         "tf.compat.v1.Summary",
         "the same protocol buffer, built eagerly",
@@ -317,6 +331,8 @@ def lookup(name: str) -> tuple[str, str | None, str] | None:
     if name in _EXACT:
         new, reason = _EXACT[name]
         return ("rename", new, reason)
+    if name in _SECOND_RUN_SAFE:
+        return ("compat", None, _SECOND_RUN_SAFE[name][1])
     if name.startswith("tf.logging.") and name in tf1_table.COMPAT_ONLY:
         return ("rename", "tf.compat.v1." + name[len("tf.") :], _LOGGING_REASON)
     if name in tf1_table.RENAMES:
