@@ -50,13 +50,14 @@ def _fit(model, epochs):
 
 
 @pytest.mark.parametrize("name, kwargs", CASES.values(), ids=CASES.keys())
-def test_a_keras2_optimizer_resumes_as_itself_from_a_keras_archive(name, kwargs, tmp_path):
+@pytest.mark.parametrize("filename", ["m.keras", "m.h5", "model_loss0.12"])
+def test_a_keras2_optimizer_resumes_as_itself(name, kwargs, filename, tmp_path):
     uninterrupted = _compiled(name, kwargs)
     _fit(uninterrupted, 6)
     model = _compiled(name, kwargs)
     _fit(model, 3)
-    model.save(tmp_path / "m.keras")
-    resumed = compat.load_model(tmp_path / "m.keras")
+    compat.save_model(model, os.fspath(tmp_path / filename))
+    resumed = compat.load_model(tmp_path / filename)
 
     keras2_class = compat.keras2_optimizer(getattr(keras.optimizers, name))
     assert type(resumed.optimizer) is keras2_class

@@ -123,7 +123,7 @@ def test_a_model_saved_and_loaded_at_a_computed_suffix_less_path_round_trips(tmp
 
 
 def test_a_migrated_script_resumes_training_with_its_keras2_optimizer(tmp_path):
-    """Keras 2: train, `model.save('m.h5')`; later `load_model('m.h5')` and train on.
+    """Keras 2: train, `model.save(folder + '/m.h5')`; later `load_model(path)`, train on.
 
     migrate builds Keras 2's RMSprop with `compat.keras2_optimizer` (Keras 2's
     formula) and sends the load to `compat.load_model`, which gives that
@@ -139,9 +139,9 @@ def test_a_migrated_script_resumes_training_with_its_keras2_optimizer(tmp_path):
         "x = np.linspace(0, 0.01, 48, dtype='float32').reshape(16, 3)\n"
         "y = np.linspace(0, 0.02, 32, dtype='float32').reshape(16, 2)\n"
         "model = Sequential([Dense(2, input_dim=3, kernel_initializer='ones')])\n"
-        "model.compile(RMSprop(lr=0.01, decay=0.1), 'mean_squared_error')\n"
+        "model.compile(RMSprop(lr=0.01, decay=0.1), 'mse')\n"
         "model.fit(x, y, batch_size=16, epochs=EPOCHS, shuffle=False, verbose=0)\n"
-        "model.save(folder + '/m.keras')\n"
+        "model.save(folder + '/m.h5')\n"
     )
     resume = (
         "import numpy as np\n"
@@ -157,10 +157,10 @@ def test_a_migrated_script_resumes_training_with_its_keras2_optimizer(tmp_path):
 
     whole = {"folder": str(tmp_path), "EPOCHS": 6}
     exec(migrated_train, whole)  # noqa: S102
-    (tmp_path / "m.keras").unlink()
+    (tmp_path / "m.h5").unlink()
     first = {"folder": str(tmp_path), "EPOCHS": 3}
     exec(migrated_train, first)  # noqa: S102
-    resumed = {"path": str(tmp_path / "m.keras")}
+    resumed = {"path": str(tmp_path / "m.h5")}
     exec(migrated_resume, resumed)  # noqa: S102
     for got, want in zip(resumed["model"].get_weights(), whole["model"].get_weights()):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
