@@ -294,6 +294,12 @@ def test_fit_generator_with_star_arguments_runs_with_keras2_positional_order():
     )
     assert not result.report.flags
     assert [c.modern for c in result.report.changes if c.modern and "star" in c.message]
+    # A second run leaves parallel_keras.compat's own call alone (it used to
+    # pass the module itself as the model, once more each run).
+    again_project = project_lib.Project()
+    project_lib.scan_source(result.migrated, "script", again_project)
+    again = migrate.migrate_source(result.migrated, project=again_project)
+    assert again.migrated == result.migrated and not again.report.changes
     namespace: dict = {}
     exec(result.migrated, namespace)  # noqa: S102
     history = namespace["history"]
