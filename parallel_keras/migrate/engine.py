@@ -18,6 +18,7 @@ import ast
 import dataclasses
 import sys
 import textwrap
+from collections.abc import Sequence
 
 import libcst as cst
 from libcst import metadata
@@ -466,6 +467,11 @@ def _carry_over_flags(ctx: context_lib.Context) -> None:
         )
 
 
+# Imports that start TensorFlow (as the sessions rule reads them).
+_STARTS_TENSORFLOW = ("tensorflow", "keras")
+_Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
+
+
 def _sets_environment(statement: cst.CSTNode) -> bool:
     """`os.environ[...] = ...` (e.g. CUDA_VISIBLE_DEVICES) at module level."""
     return isinstance(statement, cst.SimpleStatementLine) and any(
@@ -509,7 +515,14 @@ def _after_environment_setup(
         if not (_is_import(statement) or _sets_environment(statement) or docstring):
             break
         prelude_end = index + 1
-    if not added or not any(_sets_environment(s) for s in rest[:prelude_end]):
+    if not added:
+        return module
+    later = _environment_before_tensorflow(rest)
+    if later > prelude_end and not _reads(rest[:later], _bound_names(added)):
+        # `import cv2; cv2.setNumThreads(0); ...; os.environ[...] = ...`, then
+        # Keras: the variable is set further down, still before TensorFlow.
+        prelude_end = later
+    elif not any(_sets_environment(s) for s in rest[:prelude_end]):
         return module
     added = [a.with_changes(leading_lines=[]) for a in added]
     if len(rest) == len(original.body):
@@ -519,6 +532,60 @@ def _after_environment_setup(
             for now, was in zip(rest, original.body)
         ]
     return module.with_changes(body=rest[:prelude_end] + added + rest[prelude_end:])
+
+
+def _environment_before_tensorflow(body: Sequence[_Statement]) -> int:
+    """How many statements run up to the last `os.environ[...] =` before TensorFlow's import.
+
+    0 when no module-level statement sets the environment before the
+    script's first `tensorflow`/`keras` import (or in a script without one).
+    """
+    end = 0
+    for index, statement in enumerate(body):
+        if _imports_tensorflow(statement):
+            break
+        if _sets_environment(statement):
+            end = index + 1
+    return end
+
+
+def _imports_tensorflow(statement: _Statement) -> bool:
+    """Whether a module-level import statement imports `tensorflow` or `keras`."""
+    if not _is_import(statement):
+        return False
+    modules = [
+        syntax.dotted(alias.name) or ""
+        for node in syntax.findall(statement, cst.Import)
+        for alias in node.names
+    ]
+    modules += [
+        syntax.dotted(node.module) or ""
+        for node in syntax.findall(statement, cst.ImportFrom)
+        if node.module is not None
+    ]
+    return any(module.split(".")[0] in _STARTS_TENSORFLOW for module in modules)
+
+
+def _bound_names(imports: Sequence[_Statement]) -> set[str]:
+    """The names `import a.b` / `import a as b` statements bind."""
+    names = set()
+    for statement in imports:
+        for node in syntax.findall(statement, cst.Import):
+            for alias in node.names:
+                if alias.asname is not None:
+                    names.add(syntax.code(alias.asname.name))
+                else:
+                    names.add((syntax.dotted(alias.name) or "").split(".")[0])
+    return names
+
+
+def _reads(statements: Sequence[_Statement], names: set[str]) -> bool:
+    """Whether any of `statements` mentions one of `names` (conservatively)."""
+    try:
+        tree = ast.parse(cst.Module(body=statements).code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True
+    return any(isinstance(node, ast.Name) and node.id in names for node in ast.walk(tree))
 
 
 def _read_in(module: cst.Module, modules: list[str]) -> list[str]:

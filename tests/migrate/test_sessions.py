@@ -123,3 +123,48 @@ def test_before_after(name):
         assert result.migrated == after
     again = migrate.migrate_source(result.migrated)
     assert again.migrated == result.migrated
+
+
+def test_added_imports_go_below_a_gpu_variable_set_after_other_statements():
+    # dsb2018_selim's train.py: `cv2.setNumThreads(0)` ends the opening
+    # imports, and the variable is set further down, before Keras's import.
+    # The imports migrate adds went above it, so a second run read the
+    # variable as set after TensorFlow started and rewrote it.
+    source = textwrap.dedent("""\
+        import cv2
+        cv2.setNumThreads(0)
+        import os
+        from params import args
+
+        os.environ['CUDA_VISIBLE_DEVICES'] = args.gpu
+
+        from keras.utils.training_utils import multi_gpu_model
+        import keras.backend as K
+
+        def gpus():
+            return [x.name for x in K.device_lib.list_local_devices() if x.name[:4] == '/gpu']
+        """)
+    result = migrate.migrate_source(source)
+    lines = result.migrated.splitlines()
+    variable = lines.index("os.environ['CUDA_VISIBLE_DEVICES'] = args.gpu")
+    assert lines.index("import tensorflow") > variable
+    assert lines.index("import parallel_keras.devices") > variable
+    again = migrate.migrate_source(result.migrated)
+    assert again.migrated == result.migrated and not again.report.changes
+
+
+def test_added_imports_stay_above_a_module_level_use_before_the_variable():
+    # An added name read before the variable is set: the import stays on top.
+    source = textwrap.dedent("""\
+        import os
+        import scipy.misc
+        image = scipy.misc.imread('a.png')
+        os.environ['CUDA_VISIBLE_DEVICES'] = '0'
+        import keras
+        """)
+    result = migrate.migrate_source(source)
+    lines = result.migrated.splitlines()
+    used = next(i for i, line in enumerate(lines) if line.startswith("image = parallel_keras."))
+    added = next(i for i, line in enumerate(lines) if line.startswith("import parallel_keras"))
+    assert added < used
+    assert migrate.migrate_source(result.migrated).migrated == result.migrated
