@@ -23,7 +23,8 @@ measured on Keras 3.15.1:
 2. A loss compiled as one of Keras's aliases ("mse", "mae", "mape",
    "msle", "kld") is stored as that string, which `losses.deserialize`
    refuses: "Could not deserialize 'keras.metrics.mse' because it is not a
-   KerasSaveable subclass"; and a metric stored as "mae" is deserialized
+   KerasSaveable subclass" (Keras 3.15; Keras 3.5: "Could not locate
+   function 'mse'"); and a metric stored as "mae" is deserialized
    into `mean_absolute_error`, so the logs' "val_mae" is renamed.
    Possibly keras-team/keras#19330 (closed as stale, traceback in the same
    `losses.deserialize` call).
