@@ -128,7 +128,8 @@ def save_model(
     A `.keras`, `.h5` or `.hdf5` path is written as Keras 3 writes it; any
     other path (no suffix, `'%s/model_loss%f' % (folder, loss)`) gets the
     HDF5 file standalone Keras 2 wrote there (architecture, weights and
-    optimizer), atomically, which `load_model` here reads back. A
+    optimizer), atomically, which `load_model` here reads back. A missing
+    folder is created, as tf.keras 2's and Keras 3's HDF5 writers do. A
     `multi_gpu_model` result saves its template. Modernise: save to a path
     ending in `.keras` with `model.save`.
 
@@ -149,6 +150,7 @@ def save_model(
         atomic.save_model(model, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
         return
     path = writes.write_path(os.fspath(filepath))
+    paths.check_output_path(path, None, what="save", create_folder=True)
     if not overwrite and os.path.exists(path):
         raise FileExistsError(
             "save will not replace an existing file with overwrite=False. "

@@ -15,6 +15,7 @@ Nothing here imports TensorFlow or Keras, and the user's code is never run.
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 import sys
 import textwrap
@@ -451,11 +452,13 @@ def _carry_over_flags(ctx: context_lib.Context) -> None:
     but its note stays in the code until a person deletes it, so `--strict`
     keeps failing on migrated code until the item is dealt with.
     """
-    fresh = {" ".join(flag.action.split()) for flag in ctx.report.flags}
+    # A note is reported again unless this run flags its item itself; two
+    # notes with the same words (the same item on two lines) are two items.
+    fresh = collections.Counter(" ".join(flag.action.split()) for flag in ctx.report.flags)
     for line, action in ctx.carried_flags:
-        if action in fresh:
+        if fresh[action]:
+            fresh[action] -= 1
             continue
-        fresh.add(action)
         ctx.report.flags.append(
             report_lib.Flag(
                 line,

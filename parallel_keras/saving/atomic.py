@@ -200,7 +200,8 @@ def save_model(
 
     Raises:
         ValueError: The suffix is not `.keras`/`.h5`/`.hdf5`, the folder is
-            missing or is a file, or the path is a folder.
+            missing (a `.keras` path: an HDF5 path's folder is created, as
+            Keras's HDF5 writer does) or is a file, or the path is a folder.
         PermissionError: The file or its folder is read-only.
         FileExistsError: overwrite=False, the file exists, and there is no
             terminal to ask on.
@@ -214,12 +215,14 @@ def save_model(
     """
     target = saving_target(model)
     path = writes.write_path(filepath)
-    check_output_path(path, paths.MODEL_SUFFIXES, what="save")
+    legacy = path.endswith(paths.LEGACY_SUFFIXES)
+    # Keras's HDF5 writer (Keras 3, tf.keras 2) creates a missing folder;
+    # its `.keras` writer does not.
+    check_output_path(path, paths.MODEL_SUFFIXES, what="save", create_folder=legacy)
     if not overwrite and os.path.exists(path):
         paths.refuse_prompt_without_terminal(path, "save")
         target.save(path, overwrite=False, **kwargs)
         return
-    legacy = path.endswith(paths.LEGACY_SUFFIXES)
     include_optimizer = kwargs.pop("include_optimizer", True) if legacy else True
     if legacy and not kwargs:
         image = _hdf5_image(

@@ -156,6 +156,7 @@ def check_output_path(
     *,
     argument: str = "filepath",
     what: str = "save",
+    create_folder: bool = False,
 ) -> str:
     """Checks, before any work, that `filepath` can be written; returns it.
 
@@ -165,6 +166,8 @@ def check_output_path(
         argument: How the user passed the path (`"filepath"`, `"-o"`), for
             the message.
         what: The operation, for the message.
+        create_folder: Create a missing folder (no regular file in the way),
+            as Keras's HDF5 model writer does, instead of refusing.
 
     Raises:
         ValueError: Wrong suffix, missing folder, a file where a folder
@@ -187,6 +190,11 @@ def check_output_path(
         )
     # Through a link, the file written is the link's target, in its folder.
     folder = os.path.dirname(resolve_link(path)) or "."
+    if create_folder and not os.path.isdir(folder) and first_file_ancestor(folder) is None:
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError:
+            pass  # Explained below: too long, or a read-only parent.
     if not os.path.isdir(folder):
         blocker = first_file_ancestor(folder)
         if blocker is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import h5py
 import keras
 import numpy as np
+import pytest
 
 import parallel_keras
 from parallel_keras import compat
@@ -53,3 +54,32 @@ def test_load_weights_finds_the_file_a_checkpoint_wrote_for_a_suffix_less_path(t
     compat.load_weights(model, str(name))
     for got, want in zip(model.get_weights(), trained):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["model.00-0.1234.hdf5", "model.h5", "model_loss0.12"])
+@pytest.mark.parametrize("parallel", [False, True], ids=["plain", "parallel"])
+def test_an_hdf5_save_into_a_missing_folder_creates_it_as_keras_does(tmp_path, name, parallel):
+    # foamliu's projects save `'models/' + 'model.%02d-%.4f.hdf5' % ...` from
+    # their own callback without creating `models/`: tf.keras 2's and
+    # Keras 3's HDF5 writers create the folder (Keras 3: `model.save` too).
+    model = _model()
+    saved = parallel_keras.multi_gpu_model(model, gpus=2) if parallel else model
+    path = tmp_path / "models" / "run1" / name
+    compat.save_model(saved, str(path))
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    np.testing.assert_allclose(
+        compat.load_model(str(path)).predict(x, verbose=0), model.predict(x, verbose=0)
+    )
+    if path.suffix in (".h5", ".hdf5"):
+        other = tmp_path / "other" / name
+        saved.save(str(other))  # the model's own save: as Keras 3's does
+        assert h5py.is_hdf5(other)
+
+
+def test_a_save_under_a_regular_file_still_names_it(tmp_path):
+    (tmp_path / "models").write_text("not a folder")
+    with pytest.raises(ValueError, match="is a regular file"):
+        compat.save_model(_model(), str(tmp_path / "models" / "m.hdf5"))
+    with pytest.raises(ValueError, match="is a regular file"):
+        compat.save_model(_model(), str(tmp_path / "models" / "m_loss0.1"))
+    assert (tmp_path / "models").read_text() == "not a folder"

@@ -128,12 +128,33 @@ def test_second_run_changes_nothing(path):
         {f.action for f in result.report.flags}
         | {f.action for f in again.report.flags if f.rule == "earlier run"}
     )
+    # Each note is reported again, however many say the same thing.
+    assert len(again.report.flags) == len(result.report.flags)
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda path: str(path.relative_to(HERE.parent)))
 def test_rewrite_binds_every_name_it_uses(path):
     result = RESULTS[path]
     assert _unbound(result.migrated) <= _unbound(result.source)
+
+
+def test_a_second_run_reports_each_of_two_identical_notes():
+    source = (
+        "from keras.models import load_model\n"
+        "model = load_model('m.h5')\n"
+        "batches = make_batches()\n"
+        "model.fit_generator(batches, steps_per_epoch=2, workers=8)\n"
+        "model.fit_generator(batches, steps_per_epoch=3, workers=8)\n"
+    )
+    first = migrate.migrate_source(source, "train.py")
+    assert len(first.report.flags) == 2, first.report.flags
+    assert first.report.flags[0].action == first.report.flags[1].action
+
+    again = migrate.migrate_source(first.migrated, "train.py")
+
+    assert again.migrated == first.migrated
+    assert [f.rule for f in again.report.flags] == ["earlier run", "earlier run"]
+    assert [f.line for f in again.report.flags] == [9, 13]
 
 
 def test_the_unbound_name_check_catches_tf_before_its_import():

@@ -168,3 +168,54 @@ def test_added_imports_stay_above_a_module_level_use_before_the_variable():
     added = next(i for i, line in enumerate(lines) if line.startswith("import parallel_keras"))
     assert added < used
     assert migrate.migrate_source(result.migrated).migrated == result.migrated
+
+
+def test_a_variable_set_in_main_stays_when_migrate_adds_import_keras_above_it():
+    # crnn_ocr's train.py: nothing imports Keras at module level; its
+    # `__main__` block sets the variable, then imports TensorFlow. The first
+    # run adds `import keras` on top for rewritten code in a function, and a
+    # second run read the variable as set after that import and rewrote it.
+    source = textwrap.dedent("""\
+        import os
+        import sys
+
+        def build(n):
+            return keras.layers.Dense(n)
+
+        def ctc(args):
+            y_pred, labels = args
+            return K.ctc_batch_cost(labels, y_pred, 1, 1)
+
+        if __name__ == '__main__':
+            os.environ["CUDA_VISIBLE_DEVICES"] = sys.argv[1]
+            import tensorflow as tf
+            from keras import backend as K
+        """)
+    result = migrate.migrate_source(source)
+    assert 'os.environ["CUDA_VISIBLE_DEVICES"] = sys.argv[1]' in result.migrated
+    assert "\nimport keras\n" in result.migrated  # what made a second run differ
+    again = migrate.migrate_source(result.migrated)
+    assert again.migrated == result.migrated and not again.report.changes
+
+
+@pytest.mark.parametrize(
+    "imports, kept",
+    [
+        (
+            "import keras\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'\nkeras.backend.clear_session()",
+            True,
+        ),
+        (
+            "import keras\nkeras.backend.clear_session()\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'",
+            False,
+        ),
+        ("import tensorflow as tf\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'", False),
+        ("from keras import layers\nos.environ['CUDA_VISIBLE_DEVICES'] = '1'", False),
+    ],
+    ids=["bare-import-unread", "bare-import-read-first", "aliased", "from-import"],
+)
+def test_a_bare_import_keras_counts_from_its_first_read(imports, kept):
+    result = migrate.migrate_source("import os\n" + imports + "\n")
+    assert ("os.environ['CUDA_VISIBLE_DEVICES'] = '1'" in result.migrated) is kept
+    assert ("set_visible_devices" in result.migrated) is not kept
+    assert migrate.migrate_source(result.migrated).migrated == result.migrated

@@ -110,6 +110,32 @@ def _imports_tensorflow(statement: cst.CSTNode) -> bool:
     return any(module.split(".")[0] in _STARTS_TENSORFLOW for module in modules)
 
 
+def _bare_module_imports(statement: cst.CSTNode) -> set[str]:
+    """The names `import keras` / `import tensorflow` bind, or none.
+
+    Such a statement (what migrate itself adds for rewritten code) binds the
+    module and starts no GPU: after `import keras, tensorflow` TensorFlow's
+    context is not created and no device is listed (TF 2.16-2.21), so the
+    variable still counts until a statement reads the name.
+    """
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return set()
+    names: set[str] = set()
+    for small in statement.body:
+        if not isinstance(small, cst.Import):
+            return set()
+        for alias in small.names:
+            name = syntax.dotted(alias.name)
+            if alias.asname is not None or name not in _STARTS_TENSORFLOW:
+                return set()
+            names.add(name)
+    return names
+
+
+def _reads(statement: cst.CSTNode, names: set[str]) -> bool:
+    return any(node.value in names for node in syntax.findall(statement, cst.Name))
+
+
 def _blocks(node: cst.CSTNode) -> Iterator[cst.BaseSuite]:
     """The bodies of a compound statement (its elif/else/except/finally ones too)."""
     for child in node.children:
@@ -150,15 +176,25 @@ class SessionRule(context.Rule):
         # before an import in a block (`if __name__ == '__main__':`, a function):
         # an environment variable set there is read when TensorFlow starts, and
         # a tf.config call there would run before `tf` is bound.
-        self._mark_before_tensorflow(node.body, imported=False)
+        self._mark_before_tensorflow(node.body, imported=False, unread=set())
 
-    def _mark_before_tensorflow(self, body: Sequence[cst.CSTNode], imported: bool) -> bool:
+    def _mark_before_tensorflow(
+        self, body: Sequence[cst.CSTNode], imported: bool, unread: set[str]
+    ) -> bool:
         """Records the statements of `body` run before a TensorFlow import.
+
+        `unread` collects the names bound by a bare `import keras` /
+        `import tensorflow`, which count from the first statement reading
+        them (so the import migrate adds above an `if __name__ == '__main__':`
+        block that sets the variable does not move it "after" on a second run).
 
         Returns:
             Whether TensorFlow is imported once `body` has run.
         """
         for statement in body:
+            simple = isinstance(statement, cst.SimpleStatementLine)
+            if not imported and simple and unread and _reads(statement, unread):
+                imported = True
             if not imported:
                 self._before_tensorflow.add(id(statement))
             if isinstance(statement, cst.ClassDef):
@@ -167,12 +203,17 @@ class SessionRule(context.Rule):
                 # A function importing TensorFlow itself binds `tf` locally:
                 # its lines before that import run without it.
                 if _imports_tensorflow(statement.body):
-                    self._mark_before_tensorflow(syntax.statements(statement.body), False)
+                    self._mark_before_tensorflow(syntax.statements(statement.body), False, set())
                 continue
             if isinstance(statement, cst.BaseCompoundStatement):
                 for block in _blocks(statement):
-                    self._mark_before_tensorflow(syntax.statements(block), imported)
-            if _imports_tensorflow(statement):
+                    self._mark_before_tensorflow(syntax.statements(block), imported, unread)
+                if unread and _reads(statement, unread):
+                    imported = True
+            bare = _bare_module_imports(statement)
+            if bare:
+                unread |= bare
+            elif _imports_tensorflow(statement):
                 imported = True
         return imported
 
