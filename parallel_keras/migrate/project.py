@@ -15,18 +15,8 @@ import ast
 import dataclasses
 import re
 
-from parallel_keras.migrate import towers
+from parallel_keras.migrate import towers, training_calls
 
-_FIT_METHODS = frozenset(
-    {
-        "fit",
-        "fit_generator",
-        "evaluate",
-        "evaluate_generator",
-        "predict",
-        "predict_generator",
-    }
-)
 _SEQUENCE_BASES = frozenset({"Sequence", "PyDataset"})
 # Keras's own iterators, never a function of the project.
 _KERAS_ITERATORS = frozenset({"flow", "flow_from_directory", "flow_from_dataframe"})
@@ -179,7 +169,7 @@ def scan_source(source: str, module: str, project: Project) -> None:
             methods = {
                 item.name
                 for item in node.body
-                if isinstance(item, ast.FunctionDef) and item.name in _FIT_METHODS
+                if isinstance(item, ast.FunctionDef) and item.name in training_calls.METHODS
             }
             if methods and not any(
                 (_name(base) or "") in ("Model", "Sequential", "Layer") for base in node.bases
@@ -196,14 +186,14 @@ def scan_source(source: str, module: str, project: Project) -> None:
     for node in ast.walk(tree):
         if not (
             isinstance(node, ast.Call)
-            and _name(node.func) in _FIT_METHODS
+            and _name(node.func) in training_calls.METHODS
             and isinstance(node.func, ast.Attribute)
         ):
             continue
         values = [
             keyword.value
             for keyword in node.keywords
-            if keyword.arg in ("x", "generator", "validation_data")
+            if keyword.arg in training_calls.DATA_KEYWORDS
         ]
         values += node.args[:1]
         for value in values:

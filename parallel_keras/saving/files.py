@@ -18,6 +18,8 @@ import zipfile
 
 import h5py
 
+from parallel_keras._internals import legacy_h5_models
+
 # The HDF5 superblock signature (the file may start with a user block of
 # 512, 1024, 2048... bytes; h5py.is_hdf5 knows where to look).
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -209,10 +211,11 @@ def saved_optimizer_config(path: str) -> dict | None:
             optimizer = compiled.get("optimizer")
         else:
             with h5py.File(path, "r") as file:
-                training = file.attrs.get("training_config")
+                # The one reader of this attribute, also legacy_models's.
+                training = legacy_h5_models.training_config(file)
             if training is None:
                 return None
-            optimizer = json.loads(_text(training)).get("optimizer_config")
+            optimizer = training.get("optimizer_config")
     except (OSError, KeyError, ValueError, AttributeError):
         return None
     return optimizer if isinstance(optimizer, dict) else None

@@ -22,17 +22,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context, syntax
+from parallel_keras.migrate import context, syntax, training_calls
 
 RULE = "generators"
 _TARGET = "parallel_keras.compat.list_batches"
 _MODERN = "yield tuples: (x1, x2), y and x, (y1, y2)"
-_METHODS = frozenset(
-    {"fit", "fit_generator", "evaluate", "evaluate_generator", "predict", "predict_generator"}
-)
 _REPEATED = "parallel_keras.repeat_sequence"  # rules/generators.py cycles a Sequence in it.
 _PREDICT = frozenset({"predict", "predict_generator"})
-_DATA_KEYWORDS = ("x", "generator", "validation_data")
 
 
 def _own(function: cst.FunctionDef, kind: type) -> list:
@@ -178,17 +174,11 @@ class ListBatchesRule(context.Rule):
     def leave_Call(self, ctx, original, updated):
         method = syntax.method_name(updated)
         func = updated.func
-        if method not in _METHODS or not isinstance(func, cst.Attribute):
+        if method not in training_calls.METHODS or not isinstance(func, cst.Attribute):
             return updated
         predict = method in _PREDICT
-        data_args = [
-            arg
-            for arg in updated.args
-            if arg.keyword is not None and arg.keyword.value in _DATA_KEYWORDS
-        ]
-        data_args += syntax.positional(updated)[:1]
         wrapped = set()
-        for arg in data_args:
+        for arg in training_calls.data_arguments(updated):
             source = self._source(arg.value)
             if source in self._list_batches or (predict and source in self._bare_lists):
                 wrapped.add(id(arg))
@@ -214,9 +204,7 @@ class ListBatchesRule(context.Rule):
                 ]
             return arg.with_changes(value=cst.Call(func=syntax.expression(_TARGET), args=args))
 
-        return updated.with_changes(
-            args=[wrap(arg) if id(arg) in wrapped else arg for arg in updated.args]
-        )
+        return training_calls.with_data_wrapped(updated, wrapped, wrap)
 
 
 AUDIT = [

@@ -17,15 +17,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from parallel_keras.migrate import context, syntax
+from parallel_keras.migrate import context, syntax, training_calls
 
 RULE = "generators"
 _TARGET = "parallel_keras.compat.named_batches"
 _MODERN = "yield only the model's inputs and targets (tuples, or dicts with exactly their names)"
-_METHODS = frozenset(
-    {"fit", "fit_generator", "evaluate", "evaluate_generator", "predict", "predict_generator"}
-)
-_DATA_KEYWORDS = ("x", "generator", "validation_data")
 
 
 def _is_dict(node: cst.BaseExpression, dict_names: set[str]) -> bool:
@@ -118,15 +114,11 @@ class NamedBatchesRule(context.Rule):
     def leave_Call(self, ctx, original, updated):
         method = syntax.method_name(updated)
         func = updated.func
-        if method not in _METHODS or not isinstance(func, cst.Attribute):
+        if method not in training_calls.METHODS or not isinstance(func, cst.Attribute):
             return updated
-        positional = syntax.positional(updated)
-        data_args = [arg for arg in updated.args if arg.keyword is not None]
-        data_args = [a for a in data_args if a.keyword.value in _DATA_KEYWORDS]
-        data_args += positional[:1]
         wrapped = {
             id(arg)
-            for arg in data_args
+            for arg in training_calls.data_arguments(updated)
             if self._dict_data(ctx, arg.value)
             and not (isinstance(arg.value, cst.Call) and syntax.dotted(arg.value.func) == _TARGET)
         }
@@ -156,9 +148,7 @@ class NamedBatchesRule(context.Rule):
             )
             return arg.with_changes(value=call)
 
-        return updated.with_changes(
-            args=[wrap(arg) if id(arg) in wrapped else arg for arg in updated.args]
-        )
+        return training_calls.with_data_wrapped(updated, wrapped, wrap)
 
 
 AUDIT = [
