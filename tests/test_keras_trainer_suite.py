@@ -1174,9 +1174,10 @@ def k2_early_stopping(model, keras2):
     model.compile("rmsprop", "categorical_crossentropy", metrics=["acc"])
     x, y, data = rows(), labels(), (rows(6, seed=4), labels(6, seed=5))
     results = []
-    for monitor, mode in (("val_loss", "auto"), ("val_acc", "auto"), ("val_acc", "max")):
-        # migrate writes mode='max' for Keras 2's mode='auto' on an accuracy.
-        mode = "max" if monitor == "val_acc" else mode
+    # Keras 2 loops over (val_loss, auto), (val_acc, auto), (val_acc, max).
+    # migrate writes mode='max' for Keras 2's mode='auto' on an accuracy, so
+    # its last two are the same callback here: it runs once.
+    for monitor, mode in (("val_loss", "auto"), ("val_acc", "max")):
         stopping = keras.callbacks.EarlyStopping(monitor=monitor, patience=0, mode=mode)
         results.append(
             history(
