@@ -115,7 +115,7 @@ def _bare_module_imports(statement: cst.CSTNode) -> set[str]:
 
     Such a statement (what migrate itself adds for rewritten code) binds the
     module and starts no GPU: after `import keras, tensorflow` TensorFlow's
-    context is not created and no device is listed (TF 2.16-2.21), so the
+    context is not created and no device is listed (measured on TF 2.21), so the
     variable still counts until a statement reads the name.
     """
     if not isinstance(statement, cst.SimpleStatementLine):
