@@ -133,7 +133,7 @@ def _bare_module_imports(statement: cst.CSTNode) -> set[str]:
 
 
 def _reads(statement: cst.CSTNode, names: set[str]) -> bool:
-    return any(node.value in names for node in syntax.findall(statement, cst.Name))
+    return not syntax.free_names(statement).isdisjoint(names)
 
 
 def _blocks(node: cst.CSTNode) -> Iterator[cst.BaseSuite]:
